@@ -1,0 +1,54 @@
+# Attention Lab: every user verb is a target. `make help` lists them.
+# Each target that runs Python bootstraps .venv (pinned dependencies) when it is missing.
+
+PYTHON3 ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.attention-lab-installed
+SUBMISSION ?= assignments
+EX ?=
+DEVICE ?= cpu
+RESULTS ?= build/results.json
+export PYTHONPATH := $(CURDIR)
+export PYTHONDONTWRITEBYTECODE := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help grade test lint format stubs fixtures dist clean venv
+
+help: ## list the verbs
+	@echo "Attention Lab — make targets"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo "Variables: SUBMISSION=dir (default assignments), EX=module, DEVICE=cpu|cuda, VENV=path"
+
+$(STAMP): requirements.lock
+	@test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.lock
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create .venv with the pinned dependencies
+
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
+	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
+
+test: $(STAMP) lint ## the kit's own tests (what CI runs)
+	$(PY) -m pytest -q
+
+lint: $(STAMP) ## ruff lint and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP) ## ruff format the tree
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+stubs: $(STAMP) ## regenerate assignments/ from solutions/ (instructors)
+	$(PY) -m autograder stubs
+
+fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (instructors)
+	$(PY) -m autograder fixtures
+
+dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
+	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz
+
+clean: ## remove build outputs (keeps .venv)
+	rm -rf build .pytest_cache .ruff_cache .hypothesis

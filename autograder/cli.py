@@ -1,0 +1,139 @@
+"""`python -m autograder <verb>`: what the Makefile's targets call.
+
+    grade     grade a submission folder (the pytest suites, with the plugin)
+    stubs     regenerate assignments/ from solutions/
+    fixtures  regenerate the public reference outputs from solutions/
+    dist      build the student copy (no solutions) as a .tar.gz
+
+Everything it is given is validated here, with errors that say what was expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+ASSIGNMENTS = ROOT / "assignments"
+# What the student copy leaves out: the solutions and everything derived from them by hand.
+DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _modules() -> list[str]:
+    from . import checks
+
+    return checks.modules()
+
+
+def cmd_grade(args) -> int:
+    submission = Path(args.submission)
+    if not submission.is_dir():
+        raise UsageError(
+            f"SUBMISSION={args.submission!r} is not a folder; expected a folder holding the "
+            f"exercise modules ({', '.join(m + '.py' for m in _modules())})"
+        )
+    modules = _modules()
+    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in modules]
+    if unknown:
+        raise UsageError(f"EX={args.ex!r}: unknown exercise module {unknown[0]!r}; "
+                         f"expected one of {', '.join(modules)}")
+    present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
+    if not present:
+        raise UsageError(f"{submission} holds none of the exercise modules "
+                         f"({', '.join(m + '.py' for m in wanted or modules)})")
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError(f"DEVICE={args.device!r}, but this machine has no CUDA device; "
+                             "use DEVICE=cpu")
+    elif args.device != "cpu":
+        raise UsageError(f"DEVICE={args.device!r}: expected cpu or cuda (or cuda:N)")
+    import pytest
+
+    argv = [
+        str(ROOT / "tests" / "graded"), "-p", "autograder.plugin", "-q", "--tb=no", "-rN",
+        "--no-header", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+        "--submission", str(submission), "--device", args.device, "--results", args.results,
+    ]
+    if wanted:
+        argv += ["--ex", ",".join(wanted)]
+    if args.timeout:
+        argv += ["--check-timeout", str(args.timeout)]
+    return int(pytest.main(argv))
+
+
+def _need_solutions() -> None:
+    if not (SOLUTIONS / "__init__.py").is_file():
+        raise UsageError("solutions/ is not here: this is the student copy. Stubs and "
+                         "fixtures are generated on the instructor's side.")
+
+
+def cmd_stubs(args) -> int:
+    from . import stubgen
+
+    _need_solutions()
+    for path in stubgen.write(SOLUTIONS, ASSIGNMENTS):
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+def cmd_fixtures(args) -> int:
+    from . import fixtures
+
+    _need_solutions()
+    for module in args.module or _modules():
+        print(f"wrote {fixtures.write(module).relative_to(ROOT)}")
+    return 0
+
+
+def dist_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    return sorted(f for f in listed if not f.startswith(DIST_EXCLUDE)
+                  and (ROOT / f).is_file())
+
+
+def cmd_dist(args) -> int:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w:gz") as tar:
+        for name in dist_files():
+            tar.add(ROOT / name, arcname=f"attention-lab/{name}")
+    print(f"wrote {out} (student copy: no solutions/, no kit tests)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    grade = verbs.add_parser("grade", help="grade a submission folder")
+    grade.add_argument("--submission", default="assignments")
+    grade.add_argument("--ex", default="", help="comma-separated modules (default: all)")
+    grade.add_argument("--device", default="cpu")
+    grade.add_argument("--results", default="build/results.json")
+    grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
+    grade.set_defaults(run=cmd_grade)
+    verbs.add_parser("stubs", help="regenerate assignments/").set_defaults(run=cmd_stubs)
+    fx = verbs.add_parser("fixtures", help="regenerate the reference outputs")
+    fx.add_argument("--module", action="append")
+    fx.set_defaults(run=cmd_fixtures)
+    dist = verbs.add_parser("dist", help="build the student copy")
+    dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
+    dist.set_defaults(run=cmd_dist)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

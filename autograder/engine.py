@@ -1,0 +1,112 @@
+"""Run one check: the probe runs student code, the verdict judges it with trusted code."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .core import (
+    CRASH,
+    GRADER_ERROR,
+    IMPORT_ERROR,
+    NOT_ATTEMPTED,
+    Check,
+    Failure,
+    Inputs,
+    Outputs,
+    Result,
+)
+from .submission import ImportProblem, Submission
+
+
+def make_inputs(check: Check, seed: int) -> Inputs:
+    """The check's inputs, on the CPU, drawn from its own seed."""
+    gen = torch.Generator().manual_seed(check.seed(seed))
+    return check.inputs(gen)
+
+
+def to_device(value: Any, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def run_probe(check: Check, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
+    """Run the probe on `device`; bring every tensor it returns back to the CPU, detached."""
+    got = check.probe(module, to_device(inputs, device))
+    return {
+        k: (v.detach().cpu() if type(v) is torch.Tensor else v) for k, v in (got or {}).items()
+    }
+
+
+def run_check(
+    check: Check,
+    submission: Submission,
+    reference: Outputs | None,
+    *,
+    seed: int,
+    device: str = "cpu",
+) -> Result:
+    """Grade one check. Never raises for anything the student's code does."""
+    try:
+        module = submission.load(check.module)
+    except ImportProblem as p:
+        failure = Failure(
+            IMPORT_ERROR,
+            file=p.file,
+            error=p.error,
+            package=submission.path.name,
+            module=p.module,
+        )
+        return Result.of(check, "failed", failure)
+
+    inputs = make_inputs(check, seed)
+    try:
+        got = run_probe(check, module, inputs, device)
+    except NotImplementedError as e:
+        if _raised_in(e, submission.path):
+            exercise = check.exercise or str(e).split(":")[0] or check.module
+            return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
+        return Result.of(check, "failed", _crash(e, submission.path))
+    except Failure as f:
+        return Result.of(check, "failed", f)
+    except Exception as e:  # student code failed: a crash is the student's, never the grader's
+        return Result.of(check, "failed", _crash(e, submission.path))
+
+    try:
+        check.verdict(got, reference, inputs)
+    except Failure as f:
+        return Result.of(check, "failed", f)
+    except Exception as e:
+        result = Result.of(check, "error", Failure(GRADER_ERROR, error=f"{type(e).__name__}: {e}"))
+        result.extra["traceback"] = traceback.format_exc()
+        return result
+    return Result.of(check, "passed")
+
+
+def _student_frames(e: BaseException, root: Path) -> list[traceback.FrameSummary]:
+    frames = traceback.extract_tb(e.__traceback__)
+    return [f for f in frames if Path(f.filename).resolve().is_relative_to(root)]
+
+
+def _raised_in(e: BaseException, root: Path) -> bool:
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(root)
+
+
+def _crash(e: BaseException, root: Path) -> Failure:
+    frames = _student_frames(e, root)
+    where = ""
+    if frames:
+        f = frames[-1]
+        where = f"in {Path(f.filename).name}, line {f.lineno}: `{(f.line or '').strip()}`"
+    message = str(e).strip().splitlines()
+    error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
+    return Failure(CRASH, error=error, where=where)

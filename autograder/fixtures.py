@@ -1,0 +1,114 @@
+"""Public reference outputs: probe(solution) on the public seed, stored per module.
+
+autograder/fixtures/<module>.npz holds the arrays (loaded with allow_pickle=False: nothing is
+unpickled); <module>.json is the manifest: torch and numpy versions, the seed, the sha256 of
+the solution and of the checks file they came from, and of every array. `make fixtures`
+writes them; a kit test fails when they are stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import checks
+from .core import Outputs
+from .engine import make_inputs, run_probe
+from .submission import Submission
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures"
+SOLUTIONS = ROOT / "solutions"
+PUBLIC_SEED = 20261129
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
+    checks_file = Path(checks.__file__).parent / f"{module}.py"
+    return {
+        "solution_sha256": sha256((solutions / f"{module}.py").read_bytes()),
+        "checks_sha256": sha256(checks_file.read_bytes()),
+    }
+
+
+def compute(module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED) -> dict:
+    """{check slug: probe(solution, inputs(seed))}: the reference outputs."""
+    sub = Submission(solutions)
+    mod = sub.load(module)
+    return {
+        c.slug: run_probe(c, mod, make_inputs(c, seed)) for c in checks.checks_of(module)
+    }
+
+
+def _encode(value) -> tuple[np.ndarray, str]:
+    if type(value) is torch.Tensor:
+        return value.numpy(), "tensor"
+    for kind in (bool, int, float, str):
+        if type(value) is kind:
+            return np.asarray(value), kind.__name__
+    raise TypeError(f"a probe output must be a tensor, bool, int, float or str, got {value!r}")
+
+
+def _decode(array: np.ndarray, kind: str):
+    if kind == "tensor":
+        return torch.from_numpy(np.array(array))
+    return {"bool": bool, "int": int, "float": float, "str": str}[kind](array.item())
+
+
+def write(module: str, solutions: Path = SOLUTIONS) -> Path:
+    refs = compute(module, solutions)
+    arrays, kinds = {}, {}
+    for slug, outputs in refs.items():
+        for key, value in outputs.items():
+            arrays[f"{slug}/{key}"], kinds[f"{slug}/{key}"] = _encode(value)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    FIXTURE_DIR.mkdir(exist_ok=True)
+    npz = FIXTURE_DIR / f"{module}.npz"
+    npz.write_bytes(buf.getvalue())
+    manifest = {
+        "module": module,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "seed": PUBLIC_SEED,
+        **source_hashes(module, solutions),
+        "npz_sha256": sha256(buf.getvalue()),
+        "arrays": {
+            k: {"kind": kinds[k], "sha256": sha256(np.ascontiguousarray(a).tobytes())}
+            for k, a in arrays.items()
+        },
+    }
+    (FIXTURE_DIR / f"{module}.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return npz
+
+
+def manifest(module: str) -> dict:
+    return json.loads((FIXTURE_DIR / f"{module}.json").read_text())
+
+
+def load(module: str) -> dict[str, Outputs]:
+    """The stored reference outputs of `module`, checked against the manifest."""
+    npz = FIXTURE_DIR / f"{module}.npz"
+    if not npz.is_file():
+        raise FileNotFoundError(
+            f"no reference outputs for {module!r} ({npz} is missing); "
+            "instructors: run `make fixtures`"
+        )
+    meta = manifest(module)
+    data = npz.read_bytes()
+    if sha256(data) != meta["npz_sha256"]:
+        raise ValueError(f"{npz} does not match its manifest: run `make fixtures`")
+    refs: dict[str, Outputs] = {}
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        for key in arrays.files:
+            slug, name = key.split("/", 1)
+            refs.setdefault(slug, {})[name] = _decode(arrays[key], meta["arrays"][key]["kind"])
+    return refs

@@ -1,0 +1,150 @@
+"""The pytest plugin behind `make grade`: points per check, the table, results.json.
+
+Used as `pytest -p autograder.plugin tests/graded --submission DIR`. Each graded test runs
+one Check through the engine; the plugin records its Result (or a timeout, which
+pytest-timeout raises inside the test), prints the per-exercise table at the end instead of
+tracebacks, writes Gradescope's results.json, and exits 0 whenever grading completed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from . import checks, fixtures, report
+from .core import GRADER_ERROR, TIMEOUT, Check, Failure, Result
+from .engine import run_check
+from .submission import Submission
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("attention-lab")
+    group.addoption("--submission", default=None, help="package folder to grade")
+    group.addoption("--ex", default="", help="comma-separated exercise modules to grade")
+    group.addoption("--device", dest="grade_device", default="cpu", help="cpu or cuda")
+    group.addoption("--results", default="build/results.json", help="results.json path")
+    group.addoption("--check-timeout", type=float, default=None,
+                    help="seconds per check (default: each check's own limit)")
+
+
+class Grader:
+    def __init__(self, config):
+        self.submission = Submission(config.getoption("submission"))
+        self.device = config.getoption("grade_device")
+        self.results_path = Path(config.getoption("results"))
+        self.modules = [m for m in config.getoption("ex").split(",") if m]
+        self.timeout = config.getoption("check_timeout")
+        self.results: dict[str, Result] = {}
+        self._refs: dict[str, dict] = {}
+
+    def reference(self, check: Check):
+        if check.module not in self._refs:
+            self._refs[check.module] = fixtures.load(check.module)
+        return self._refs[check.module].get(check.slug)
+
+    def grade(self, check: Check) -> Result:
+        try:
+            reference = self.reference(check)
+        except (OSError, ValueError) as e:
+            result = Result.of(check, "error", Failure(GRADER_ERROR, error=str(e)))
+        else:
+            result = run_check(check, self.submission, reference, seed=fixtures.PUBLIC_SEED,
+                               device=self.device)
+        self.results[check.id] = result
+        return result
+
+
+_KEY = pytest.StashKey[Grader]()
+
+
+def pytest_configure(config):
+    if config.getoption("submission"):
+        config.stash[_KEY] = Grader(config)
+
+
+@pytest.fixture(scope="session")
+def grader(request) -> Grader:
+    if _KEY not in request.config.stash:
+        pytest.skip("graded suites run through `make grade` (pass --submission DIR)")
+    return request.config.stash[_KEY]
+
+
+def suite(module: str):
+    """The graded test function for one exercise module: one test per check."""
+
+    @pytest.mark.parametrize("check", checks.checks_of(module), ids=lambda c: c.slug)
+    def test(check: Check, grader: Grader):
+        result = grader.grade(check)
+        if not result.passed:
+            pytest.fail(f"[{result.misconception}] {result.message}", pytrace=False)
+
+    test.__name__ = f"test_{module}"
+    return test
+
+
+def pytest_collection_modifyitems(config, items):
+    if _KEY not in config.stash:
+        return
+    grader = config.stash[_KEY]
+    keep, drop = [], []
+    for item in items:
+        check = getattr(getattr(item, "callspec", None), "params", {}).get("check")
+        if check is None:
+            continue
+        if grader.modules and check.module not in grader.modules:
+            drop.append(item)
+            continue
+        item.add_marker(pytest.mark.timeout(grader.timeout or check.timeout, method="signal"))
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    config = item.config
+    check = getattr(getattr(item, "callspec", None), "params", {}).get("check")
+    if _KEY not in config.stash or check is None or call.when != "call":
+        return rep
+    grader = config.stash[_KEY]
+    if check.id not in grader.results:  # the test never got to record: a timeout, or worse
+        text = str(rep.longrepr or "")
+        if "Timeout" in text:
+            seconds = grader.timeout or check.timeout
+            grader.results[check.id] = Result.of(check, "timed out",
+                                                 Failure(TIMEOUT, seconds=f"{seconds:g}"))
+        else:
+            grader.results[check.id] = Result.of(
+                check, "error", Failure(GRADER_ERROR, error=text.strip()[-300:]))
+    return rep
+
+
+def ordered_results(grader: Grader) -> list[Result]:
+    order = {c.id: i for i, c in enumerate(checks.all_checks())}
+    return sorted(grader.results.values(), key=lambda r: order[r.check_id])
+
+
+def pytest_unconfigure(config):
+    """After pytest's own last line: the table is the last thing the student reads."""
+    if _KEY not in config.stash or not config.stash[_KEY].results:
+        return
+    grader = config.stash[_KEY]
+    results = ordered_results(grader)
+    report.write_json(results, grader.results_path)
+    title = (f"Attention Lab: grading {grader.submission.path} on {grader.device} "
+             f"(torch {torch.__version__})")
+    print(f"\n{report.table(results, title)}\nResults for Gradescope: {grader.results_path}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if _KEY not in config.stash:
+        return
+    grader = config.stash[_KEY]
+    completed = exitstatus in (0, 1) and grader.results
+    broken = any(r.status == "error" for r in grader.results.values())
+    session.exitstatus = 0 if completed and not broken else (exitstatus or 3)

@@ -1,0 +1,34 @@
+"""Trusted attention, from torch.nn.functional.scaled_dot_product_attention.
+
+F.scaled_dot_product_attention returns no weights; attending over the identity matrix as
+values returns them (weights @ I = weights). Its float attn_mask is added to the scaled
+scores, which is exactly our bias; our bool mask (True = blocked) becomes -inf there.
+"""
+
+import torch
+import torch.nn.functional as F
+
+
+def attention_with_bias(q, k, v, bias, mask=None):
+    L, S = q.size(-2), k.size(-2)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    additive = torch.zeros(*batch, L, S, dtype=q.dtype, device=q.device)
+    if bias is not None:
+        additive = additive + bias
+    blocked_rows = None
+    if mask is not None:
+        blocked_rows = mask.all(dim=-1, keepdim=True)
+        # Rows with every key blocked attend normally here and are zeroed below (no NaN).
+        additive = additive.masked_fill(mask & ~blocked_rows, float("-inf"))
+    q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
+    eye = torch.eye(S, dtype=q.dtype, device=q.device).expand(*batch, S, S)
+    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=additive)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    if blocked_rows is not None:
+        weights = weights.masked_fill(blocked_rows, 0.0)
+        out = out.masked_fill(blocked_rows, 0.0)
+    return out, weights
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return attention_with_bias(q, k, v, None, mask)

@@ -1,0 +1,97 @@
+"""Helpers that verdicts use: type/shape/dtype guards, comparison, naming the mistake.
+
+A verdict never trusts what the probe returned: it checks the type, the shape and the dtype
+before it compares values, and each problem raises a Failure that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from .core import (
+    NOT_FINITE,
+    WRONG_DTYPE,
+    WRONG_SHAPE,
+    WRONG_TYPE,
+    WRONG_VALUES,
+    Failure,
+    Misconception,
+)
+from .tolerances import tolerance
+
+# A candidate explanation: (misconception, the output that mistake would give, details).
+# The output may be a callable, computed only when needed.
+Candidate = tuple[Misconception, "torch.Tensor | Callable[[], torch.Tensor]", dict[str, Any]]
+
+
+def tensor(got: dict, key: str, what: str, *, shape=None, dtype=None) -> torch.Tensor:
+    """got[key] as a plain tensor of the expected shape and dtype, or a Failure naming why."""
+    value = got.get(key)
+    if type(value) is not torch.Tensor:
+        raise Failure(WRONG_TYPE, what=what, expected="a torch.Tensor", got=_type_name(value))
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise Failure(WRONG_SHAPE, what=what, got=tuple(value.shape), expected=tuple(shape))
+    if dtype is not None and value.dtype != dtype:
+        raise Failure(WRONG_DTYPE, what=what, got=value.dtype, expected=dtype)
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def close(a: torch.Tensor, b: torch.Tensor, tol: dict | None = None) -> bool:
+    """Same shape and equal within the dtype's tolerance (exact for bool and integers)."""
+    if a.shape != b.shape:
+        return False
+    if not a.is_floating_point():
+        return bool(torch.equal(a, b.to(a.dtype)))
+    tol = tol or tolerance(b.dtype)
+    return bool(torch.allclose(a.to(b.dtype), b, equal_nan=False, **tol))
+
+
+def assert_close(
+    got: torch.Tensor,
+    want: torch.Tensor,
+    what: str,
+    candidates: Iterable[Candidate] = (),
+    tol: dict | None = None,
+    finite: bool = True,
+) -> None:
+    """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output
+    matches, then NaN/inf, then the largest error and where it is."""
+    if close(got, want, tol):
+        return
+    for mistake, output, details in candidates:
+        value = output() if callable(output) else output
+        if value is not None and close(got, value, tol):
+            raise Failure(mistake, what=what, **details)
+    if finite and got.is_floating_point() and not torch.isfinite(got).all():
+        raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(got)).sum()))
+    if got.dtype == torch.bool:
+        index = tuple(torch.nonzero(got != want)[0].tolist())
+        raise Failure(
+            WRONG_VALUES,
+            what=what,
+            err=1.0,
+            index=index,
+            got=float(got[index]),
+            want=float(want[index]),
+        )
+    diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    flat = int(diff.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    raise Failure(
+        WRONG_VALUES,
+        what=what,
+        err=float(diff.flatten()[flat]),
+        index=index,
+        got=float(got.flatten()[flat]),
+        want=float(want.flatten()[flat]),
+    )
