@@ -37,7 +37,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     #   4. A fully blocked row is all -inf, and its softmax is NaN: set such rows to 0
     #      (mask.all(dim=-1, keepdim=True) finds them).
     #   5. out = weights @ v. Return (out, weights).
-    raise NotImplementedError("scaled_dot_product_attention: not attempted yet (replace this line with your code)")
+    raise NotImplementedError("scaled_dot_product_attention: not attempted yet")
 
 
 def attention_with_bias(q, k, v, bias, mask=None):
@@ -57,4 +57,4 @@ def attention_with_bias(q, k, v, bias, mask=None):
     # TODO (attention_with_bias): the same steps as scaled_dot_product_attention, plus one:
     #   add `bias` to the scaled scores, after dividing by √d_k and before the mask and the
     #   softmax (a bias added after the softmax is no longer a log-space preference). 7 lines.
-    raise NotImplementedError("attention_with_bias: not attempted yet (replace this line with your code)")
+    raise NotImplementedError("attention_with_bias: not attempted yet")

@@ -18,7 +18,7 @@ def causal_mask(L, device=None):
     """
     # TODO (causal_mask): one line. torch.ones(L, L, dtype=torch.bool, device=device)
     #   and .triu(diagonal=...) give the strict upper triangle; think about which diagonal.
-    raise NotImplementedError("causal_mask: not attempted yet (replace this line with your code)")
+    raise NotImplementedError("causal_mask: not attempted yet")
 
 
 def padding_mask(lengths, S):
@@ -37,7 +37,7 @@ def padding_mask(lengths, S):
     #   2. Compare torch.arange(S) (positions, shape (S,)) with lengths[:, None] (shape (B, 1)):
     #      broadcasting gives (B, S). Position p is padding when p >= length (0-based!).
     #   3. Insert the head and query axes: [:, None, None, :] -> (B, 1, 1, S).
-    raise NotImplementedError("padding_mask: not attempted yet (replace this line with your code)")
+    raise NotImplementedError("padding_mask: not attempted yet")
 
 
 def sliding_window_mask(L, window, device=None):
@@ -53,4 +53,4 @@ def sliding_window_mask(L, window, device=None):
     #   1. Raise ValueError with a message naming the window you got when window < 1.
     #   2. i = torch.arange(L)[:, None] (queries, as a column), j = torch.arange(L)[None, :].
     #   3. Blocked: the future (j > i) or too far back (i - j >= window). Combine with |.
-    raise NotImplementedError("sliding_window_mask: not attempted yet (replace this line with your code)")
+    raise NotImplementedError("sliding_window_mask: not attempted yet")

@@ -44,26 +44,45 @@ def cmd_grade(args) -> int:
     wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in modules]
     if unknown:
-        raise UsageError(f"EX={args.ex!r}: unknown exercise module {unknown[0]!r}; "
-                         f"expected one of {', '.join(modules)}")
+        raise UsageError(
+            f"EX={args.ex!r}: unknown exercise module {unknown[0]!r}; "
+            f"expected one of {', '.join(modules)}"
+        )
     present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
     if not present:
-        raise UsageError(f"{submission} holds none of the exercise modules "
-                         f"({', '.join(m + '.py' for m in wanted or modules)})")
+        raise UsageError(
+            f"{submission} holds none of the exercise modules "
+            f"({', '.join(m + '.py' for m in wanted or modules)})"
+        )
     if args.device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
-            raise UsageError(f"DEVICE={args.device!r}, but this machine has no CUDA device; "
-                             "use DEVICE=cpu")
+            raise UsageError(
+                f"DEVICE={args.device!r}, but this machine has no CUDA device; use DEVICE=cpu"
+            )
     elif args.device != "cpu":
         raise UsageError(f"DEVICE={args.device!r}: expected cpu or cuda (or cuda:N)")
     import pytest
 
     argv = [
-        str(ROOT / "tests" / "graded"), "-p", "autograder.plugin", "-q", "--tb=no", "-rN",
-        "--no-header", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-        "--submission", str(submission), "--device", args.device, "--results", args.results,
+        str(ROOT / "tests" / "graded"),
+        "-p",
+        "autograder.plugin",
+        "-q",
+        "--tb=no",
+        "-rN",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(ROOT),
+        "--submission",
+        str(submission),
+        "--device",
+        args.device,
+        "--results",
+        args.results,
     ]
     if wanted:
         argv += ["--ex", ",".join(wanted)]
@@ -74,15 +93,17 @@ def cmd_grade(args) -> int:
 
 def _need_solutions() -> None:
     if not (SOLUTIONS / "__init__.py").is_file():
-        raise UsageError("solutions/ is not here: this is the student copy. Stubs and "
-                         "fixtures are generated on the instructor's side.")
+        raise UsageError(
+            "solutions/ is not here: this is the student copy. Stubs and "
+            "fixtures are generated on the instructor's side."
+        )
 
 
 def cmd_stubs(args) -> int:
     from . import stubgen
 
     _need_solutions()
-    for path in stubgen.write(SOLUTIONS, ASSIGNMENTS):
+    for path in stubgen.write(SOLUTIONS, ASSIGNMENTS, args.module):
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
@@ -97,10 +118,14 @@ def cmd_fixtures(args) -> int:
 
 
 def dist_files() -> list[str]:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split()
-    return sorted(f for f in listed if not f.startswith(DIST_EXCLUDE)
-                  and (ROOT / f).is_file())
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return sorted(f for f in listed if not f.startswith(DIST_EXCLUDE) and (ROOT / f).is_file())
 
 
 def cmd_dist(args) -> int:
@@ -114,8 +139,11 @@ def cmd_dist(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     grade = verbs.add_parser("grade", help="grade a submission folder")
     grade.add_argument("--submission", default="assignments")
@@ -124,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--results", default="build/results.json")
     grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
     grade.set_defaults(run=cmd_grade)
-    verbs.add_parser("stubs", help="regenerate assignments/").set_defaults(run=cmd_stubs)
+    stubs = verbs.add_parser("stubs", help="regenerate assignments/")
+    stubs.add_argument("--module", action="append", help="only these modules (repeatable)")
+    stubs.set_defaults(run=cmd_stubs)
     fx = verbs.add_parser("fixtures", help="regenerate the reference outputs")
     fx.add_argument("--module", action="append")
     fx.set_defaults(run=cmd_fixtures)

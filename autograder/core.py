@@ -34,6 +34,10 @@ def misconception(id: str, message: str, hint: str = "") -> Misconception:
 
 
 def all_misconceptions() -> dict[str, Misconception]:
+    """Every declared misconception (importing every checks module first)."""
+    from . import checks
+
+    checks.modules()
     return dict(_MISCONCEPTIONS)
 
 
@@ -93,8 +97,7 @@ WRONG_VALUES = misconception(
 )
 GRADER_ERROR = misconception(
     "grader-error",
-    "The grader itself failed on this check ({error}). This is a bug in the kit, not in your "
-    "code.",
+    "The grader itself failed on this check ({error}). This is a bug in the kit, not in your code.",
     "Please report it to your instructor with the output above.",
 )
 

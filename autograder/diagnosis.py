@@ -7,21 +7,33 @@ import math
 import torch
 
 
-def infer_scale(q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor) -> float | None:
-    """The divisor c such that weights ≈ softmax(q kᵀ / c), or None if the weights are not a
-    softmax of the raw scores at any scale.
+def infer_scale(q, k, weights, mask=None, bias=None) -> float | None:
+    """The divisor c such that weights ≈ softmax(q kᵀ / c + bias) over the allowed keys, or
+    None if the weights are not such a softmax at any scale.
 
-    Within a row, log w_j - log w_m = (s_j - s_m) / c, so c is the least-squares slope of the
-    score differences against the log-weight differences. Inputs should be small enough that
-    no weight underflows; entries below 1e-30 are left out.
+    Within a row, log w_j - log w_m = (s_j - s_m) / c + (bias_j - bias_m), so c is the
+    least-squares slope of the score differences against the (bias-corrected) log-weight
+    differences, over the keys the mask allows. Inputs should be small enough that no
+    allowed weight underflows.
     """
-    s = (q.double() @ k.double().transpose(-2, -1)).reshape(-1, k.shape[-2])
-    w = weights.double().reshape(-1, k.shape[-2])
-    if w.shape != s.shape or not torch.isfinite(w).all() or (w <= 0).any():
+    S = k.shape[-2]
+    s = q.double() @ k.double().transpose(-2, -1)
+    try:
+        w = weights.double().expand(s.shape)
+        allowed = torch.ones_like(s, dtype=torch.bool) if mask is None else ~mask.expand(s.shape)
+        b = torch.zeros_like(s) if bias is None else bias.double().expand(s.shape)
+    except RuntimeError:
         return None
-    logw = w.clamp_min(1e-300).log()
-    ds = s - s.mean(dim=-1, keepdim=True)
-    dl = logw - logw.mean(dim=-1, keepdim=True)
+    s, w, allowed, b = (t.reshape(-1, S) for t in (s, w, allowed, b))
+    rows = allowed.sum(dim=-1) >= 2
+    s, w, allowed, b = s[rows], w[rows], allowed[rows], b[rows]
+    if not torch.isfinite(w).all() or (w[allowed] <= 0).any() or not rows.any():
+        return None
+    n = allowed.sum(dim=-1, keepdim=True)
+    logw = torch.where(allowed, w.clamp_min(1e-300).log() - b, 0.0)
+    s = torch.where(allowed, s, 0.0)
+    ds = torch.where(allowed, s - s.sum(dim=-1, keepdim=True) / n, 0.0)
+    dl = torch.where(allowed, logw - logw.sum(dim=-1, keepdim=True) / n, 0.0)
     denom = (ds * dl).sum()
     if denom.abs() < 1e-12:
         return None

@@ -25,8 +25,12 @@ def pytest_addoption(parser):
     group.addoption("--ex", default="", help="comma-separated exercise modules to grade")
     group.addoption("--device", dest="grade_device", default="cpu", help="cpu or cuda")
     group.addoption("--results", default="build/results.json", help="results.json path")
-    group.addoption("--check-timeout", type=float, default=None,
-                    help="seconds per check (default: each check's own limit)")
+    group.addoption(
+        "--check-timeout",
+        type=float,
+        default=None,
+        help="seconds per check (default: each check's own limit)",
+    )
 
 
 class Grader:
@@ -50,8 +54,9 @@ class Grader:
         except (OSError, ValueError) as e:
             result = Result.of(check, "error", Failure(GRADER_ERROR, error=str(e)))
         else:
-            result = run_check(check, self.submission, reference, seed=fixtures.PUBLIC_SEED,
-                               device=self.device)
+            result = run_check(
+                check, self.submission, reference, seed=fixtures.PUBLIC_SEED, device=self.device
+            )
         self.results[check.id] = result
         return result
 
@@ -115,11 +120,13 @@ def pytest_runtest_makereport(item, call):
         text = str(rep.longrepr or "")
         if "Timeout" in text:
             seconds = grader.timeout or check.timeout
-            grader.results[check.id] = Result.of(check, "timed out",
-                                                 Failure(TIMEOUT, seconds=f"{seconds:g}"))
+            grader.results[check.id] = Result.of(
+                check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}")
+            )
         else:
             grader.results[check.id] = Result.of(
-                check, "error", Failure(GRADER_ERROR, error=text.strip()[-300:]))
+                check, "error", Failure(GRADER_ERROR, error=text.strip()[-300:])
+            )
     return rep
 
 
@@ -135,8 +142,10 @@ def pytest_unconfigure(config):
     grader = config.stash[_KEY]
     results = ordered_results(grader)
     report.write_json(results, grader.results_path)
-    title = (f"Attention Lab: grading {grader.submission.path} on {grader.device} "
-             f"(torch {torch.__version__})")
+    title = (
+        f"Attention Lab: grading {grader.submission.path} on {grader.device} "
+        f"(torch {torch.__version__})"
+    )
     print(f"\n{report.table(results, title)}\nResults for Gradescope: {grader.results_path}")
 
 

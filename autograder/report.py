@@ -8,8 +8,13 @@ from pathlib import Path
 
 from .core import Result
 
-TAGS = {"passed": "PASS", "failed": "FAIL", "not attempted": "TODO", "timed out": "TIME",
-        "error": "ERR "}
+TAGS = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "not attempted": "TODO",
+    "timed out": "TIME",
+    "error": "ERR ",
+}
 
 
 def _points(x: float) -> str:
@@ -42,12 +47,16 @@ def table(results: list[Result], title: str, width: int = 92) -> str:
             hinted.add(r.misconception)
             for text, prefix in ((label + r.message, ""), (hint, "Hint: ")):
                 if text:
-                    lines += textwrap.wrap(prefix + text, width, initial_indent=" " * 14,
-                                           subsequent_indent=" " * 16)
+                    lines += textwrap.wrap(
+                        prefix + text, width, initial_indent=" " * 14, subsequent_indent=" " * 16
+                    )
         lines.append("")
     score, total = sum(r.score for r in results), sum(r.points for r in results)
-    verdict = "all checks passed" if score == total else f"{sum(not r.passed for r in results)} " \
-        "checks to fix"
+    verdict = (
+        "all checks passed"
+        if score == total
+        else f"{sum(not r.passed for r in results)} checks to fix"
+    )
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
     return "\n".join(lines)
 
@@ -59,15 +68,17 @@ def gradescope(results: list[Result]) -> dict:
         output = "Passed." if r.passed else f"[{r.status}] [{r.misconception}] {r.message}"
         if r.hint and not r.passed:
             output += f"\nHint: {r.hint}"
-        tests.append({
-            "name": r.name,
-            "score": r.score,
-            "max_score": r.points,
-            "status": "passed" if r.passed else "failed",
-            "output": output,
-            "tags": [r.misconception] if r.misconception else [],
-            "visibility": "visible",
-        })
+        tests.append(
+            {
+                "name": r.name,
+                "score": r.score,
+                "max_score": r.points,
+                "status": "passed" if r.passed else "failed",
+                "output": output,
+                "tags": [r.misconception] if r.misconception else [],
+                "visibility": "visible",
+            }
+        )
     return {
         "score": sum(r.score for r in results),
         "max_score": sum(r.points for r in results),

@@ -37,10 +37,7 @@ def stub_source(text: str, name: str = "module.py") -> str:
             while enclosing and enclosing[-1][0] >= len(indent):
                 enclosing.pop()
             exercise = enclosing[-1][1] if enclosing else Path(name).stem
-            out.append(
-                f'{indent}raise NotImplementedError("{exercise}: not attempted yet '
-                '(replace this line with your code)")\n'
-            )
+            out.append(f'{indent}raise NotImplementedError("{exercise}: not attempted yet")\n')
             inside = number
             continue
         match = _DEF.match(line)
@@ -63,12 +60,16 @@ def generate(solutions: Path) -> dict[str, str]:
     return {p.name: stub_source(p.read_text(), p.name) for p in sorted(solutions.glob("*.py"))}
 
 
-def write(solutions: Path, assignments: Path) -> list[Path]:
+def write(solutions: Path, assignments: Path, modules: list[str] | None = None) -> list[Path]:
+    """Write the stubs (only `modules`' when given; otherwise all, removing stale files)."""
     assignments.mkdir(exist_ok=True)
     stubs = generate(solutions)
-    for stale in assignments.glob("*.py"):
-        if stale.name not in stubs:
-            stale.unlink()
+    if modules:
+        stubs = {name: text for name, text in stubs.items() if Path(name).stem in modules}
+    else:
+        for stale in assignments.glob("*.py"):
+            if stale.name not in stubs:
+                stale.unlink()
     written = []
     for name, text in stubs.items():
         path = assignments / name

@@ -37,7 +37,9 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     #   5. out = weights @ v. Return (out, weights).
     ### BEGIN SOLUTION
     d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L, d_k) x (..., d_k, S) -> (..., L, S)
+    scores = (
+        q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    )  # (..., L, d_k) x (..., d_k, S) -> (..., L, S)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)  # (..., L, S), rows sum to 1

@@ -169,9 +169,7 @@ def _candidates(x, which: str):
 
 def _scale_failure(x, weights) -> Failure | None:
     """If the weights are a softmax of q kᵀ / c with the wrong c, the Failure naming c."""
-    if x.get("mask") is not None or x.get("bias") is not None:
-        return None
-    c = infer_scale(x["q"], x["k"], weights)
+    c = infer_scale(x["q"], x["k"], weights, x.get("mask"), x.get("bias"))
     d_k = x["q"].size(-1)
     if c is None or math.isclose(c, math.sqrt(d_k), rel_tol=1e-3):
         return None
@@ -185,19 +183,16 @@ def _compare(got, want, x, *, prefix=""):
     """Weights first (they say more about a mistake), then the output."""
     out = tensor(got, prefix + "out", "the output", shape=want[prefix + "out"].shape)
     weights = tensor(got, prefix + "weights", "the weights", shape=want[prefix + "weights"].shape)
-    for name, value in (("out", out), ("weights", weights)):
-        if value.dtype != want[prefix + name].dtype:
-            raise Failure(
-                DTYPE_NOT_KEPT, what=f"the {name}", got=value.dtype,
-                expected=want[prefix + name].dtype,
-            )
+    for name, value in (("output", out), ("weights", weights)):
+        expected = want[prefix + ("out" if name == "output" else name)].dtype
+        if value.dtype != expected:
+            raise Failure(DTYPE_NOT_KEPT, what=f"the {name}", got=value.dtype, expected=expected)
     if not close(weights, want[prefix + "weights"]):
         failure = _scale_failure(x, weights)
         if failure:
             raise failure
     assert_close(weights, want[prefix + "weights"], "the weights", _candidates(x, "weights"))
     assert_close(out, want[prefix + "out"], "the output", _candidates(x, "out"))
-
 
 
 # --------------------------------------------------------------------------- inputs
@@ -255,13 +250,15 @@ def inputs_blocked_row(gen):
 
 
 def inputs_blocked_keys(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 8)
+    # float64: the second run has scores of order -1e4, where float32 keeps no decimals.
+    x = _qkv(gen, (2,), 5, 7, 16, 8, dtype=torch.float64)
     x["mask"] = _random_mask(gen, 5, 7)
-    x["mask"][:, 0] = True  # key 0 is blocked for everyone; we give it a huge score
-    k2, v2 = x["k"].clone(), x["v"].clone()
-    k2[:, 0] = x["q"].mean(dim=1) * 40  # aligned with the queries: a huge score
-    v2[:, 0] = 1e3
-    x["k2"], x["v2"] = k2, v2
+    x["mask"][:, 0] = True  # key 0 is blocked for every query
+    # Second run: every key points away from the queries (scores near -2e4), and the
+    # blocked key's value is huge. A finite fill such as -1e4 now beats every allowed key.
+    x["k2"] = x["k"] - x["q"].sum(dim=1, keepdim=True) * 5e3
+    x["v2"] = x["v"].clone()
+    x["v2"][:, 0] = 1e3
     return x
 
 
@@ -368,10 +365,16 @@ def verdict_blocked_row(got, want, x):
 
 def verdict_blocked_keys(got, want, x):
     _compare({"out": got.get("out"), "weights": got.get("weights")}, want, x)
-    out2 = tensor(got, "out2", "the output", shape=want["out"].shape)
-    weights2 = tensor(got, "weights2", "the weights", shape=want["weights"].shape)
-    if not (close(weights2, want["weights"]) and close(out2, want["out"])):
+    weights2 = tensor(got, "weights2", "the weights", shape=want["weights2"].shape)
+    blocked = x["mask"].expand_as(weights2)
+    if torch.nan_to_num(weights2[blocked], nan=1.0).abs().max() > 0:
         raise Failure(FILL_TOO_WEAK)
+    second = {"q": x["q"], "k": x["k2"], "v": x["v2"], "mask": x["mask"]}
+    _compare(
+        {"out": got.get("out2"), "weights": got.get("weights2")},
+        {"out": want["out2"], "weights": want["weights2"]},
+        second,
+    )
 
 
 def verdict_causal(got, want, x):
@@ -383,31 +386,124 @@ def verdict_causal(got, want, x):
 
 
 CHECKS = [
-    Check(MODULE, "reference", "matches the reference (L ≠ S, d_k ≠ d_v)", 3,
-          inputs_basic, probe_sdpa, verdict_reference, "scaled_dot_product_attention"),
-    Check(MODULE, "batch-dims", "works with no batch dim and with (B, H) batch dims", 2,
-          inputs_batch_dims, probe_batch_dims, verdict_batch_dims,
-          "scaled_dot_product_attention"),
-    Check(MODULE, "float64", "keeps float64 and matches at float64 precision", 1,
-          inputs_float64, probe_sdpa, verdict_reference, "scaled_dot_product_attention"),
-    Check(MODULE, "rows-sum-to-one", "each query's weights sum to 1 over the keys", 1,
-          inputs_basic, probe_sdpa, verdict_rows_sum, "scaled_dot_product_attention"),
-    Check(MODULE, "scale", "scores are scaled by 1/√d_k", 2,
-          inputs_scale, probe_sdpa, verdict_scale, "scaled_dot_product_attention"),
-    Check(MODULE, "mask-2d", "an (L, S) mask broadcasts over the batch", 2,
-          inputs_mask_2d, probe_sdpa, verdict_reference, "scaled_dot_product_attention"),
-    Check(MODULE, "mask-4d", "a (B, 1, 1, S) padding mask broadcasts over heads and queries",
-          2, inputs_mask_4d, probe_sdpa, verdict_reference, "scaled_dot_product_attention"),
-    Check(MODULE, "blocked-row", "a fully blocked row gives zero weights and output, no NaN",
-          2, inputs_blocked_row, probe_sdpa, verdict_blocked_row,
-          "scaled_dot_product_attention"),
-    Check(MODULE, "blocked-keys", "a blocked key's k and v change nothing", 1,
-          inputs_blocked_keys, probe_blocked_keys, verdict_blocked_keys,
-          "scaled_dot_product_attention"),
-    Check(MODULE, "causal", "under a causal mask the future cannot change the past", 1,
-          inputs_causal, probe_causal, verdict_causal, "scaled_dot_product_attention"),
-    Check(MODULE, "bias", "attention_with_bias matches the reference", 2,
-          inputs_bias, probe_bias, verdict_reference, "attention_with_bias"),
-    Check(MODULE, "bias-mask", "attention_with_bias with a mask and a fully blocked row", 1,
-          inputs_bias_mask, probe_bias, verdict_reference, "attention_with_bias"),
+    Check(
+        MODULE,
+        "reference",
+        "matches the reference (L ≠ S, d_k ≠ d_v)",
+        3,
+        inputs_basic,
+        probe_sdpa,
+        verdict_reference,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "batch-dims",
+        "works with no batch dim and with (B, H) batch dims",
+        2,
+        inputs_batch_dims,
+        probe_batch_dims,
+        verdict_batch_dims,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "float64",
+        "keeps float64 and matches at float64 precision",
+        1,
+        inputs_float64,
+        probe_sdpa,
+        verdict_reference,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "rows-sum-to-one",
+        "each query's weights sum to 1 over the keys",
+        1,
+        inputs_basic,
+        probe_sdpa,
+        verdict_rows_sum,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "scale",
+        "scores are scaled by 1/√d_k",
+        2,
+        inputs_scale,
+        probe_sdpa,
+        verdict_scale,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "mask-2d",
+        "an (L, S) mask broadcasts over the batch",
+        2,
+        inputs_mask_2d,
+        probe_sdpa,
+        verdict_reference,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "mask-4d",
+        "a (B, 1, 1, S) padding mask broadcasts over heads and queries",
+        2,
+        inputs_mask_4d,
+        probe_sdpa,
+        verdict_reference,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "blocked-row",
+        "a fully blocked row gives zero weights and output, no NaN",
+        2,
+        inputs_blocked_row,
+        probe_sdpa,
+        verdict_blocked_row,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "blocked-keys",
+        "a blocked key's k and v change nothing",
+        1,
+        inputs_blocked_keys,
+        probe_blocked_keys,
+        verdict_blocked_keys,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "causal",
+        "under a causal mask the future cannot change the past",
+        1,
+        inputs_causal,
+        probe_causal,
+        verdict_causal,
+        "scaled_dot_product_attention",
+    ),
+    Check(
+        MODULE,
+        "bias",
+        "attention_with_bias matches the reference",
+        2,
+        inputs_bias,
+        probe_bias,
+        verdict_reference,
+        "attention_with_bias",
+    ),
+    Check(
+        MODULE,
+        "bias-mask",
+        "attention_with_bias with a mask and a fully blocked row",
+        1,
+        inputs_bias_mask,
+        probe_bias,
+        verdict_reference,
+        "attention_with_bias",
+    ),
 ]

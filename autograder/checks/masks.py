@@ -26,8 +26,7 @@ CAUSAL_DIAGONAL = misconception(
 )
 CAUSAL_TRANSPOSED = misconception(
     "causal-transposed",
-    "Your causal mask is transposed: it blocks the past (key j < query i) instead of the "
-    "future.",
+    "Your causal mask is transposed: it blocks the past (key j < query i) instead of the future.",
     "Rows are queries, columns are keys: block j > i, the upper triangle (triu), not tril.",
 )
 CAUSAL_INVERTED = misconception(
@@ -105,32 +104,39 @@ def probe_causal(mod, x):
 def verdict_causal(got, want, x):
     for L in CAUSAL_LENGTHS:
         mask = _bool_mask(got, f"L{L}", f"causal_mask({L})", (L, L))
-        assert_close(mask, want[f"L{L}"], f"causal_mask({L})", [
-            (CAUSAL_DIAGONAL, _upper(L, 0), {}),
-            (CAUSAL_TRANSPOSED, _upper(L, 1).T, {}),
-            (CAUSAL_TRANSPOSED, _upper(L, 0).T, {}),
-            (CAUSAL_INVERTED, ~_upper(L, 1), {}),
-        ])
+        assert_close(
+            mask,
+            want[f"L{L}"],
+            f"causal_mask({L})",
+            [
+                (CAUSAL_DIAGONAL, _upper(L, 0), {}),
+                (CAUSAL_TRANSPOSED, _upper(L, 1).T, {}),
+                (CAUSAL_TRANSPOSED, _upper(L, 0).T, {}),
+                (CAUSAL_INVERTED, ~_upper(L, 1), {}),
+            ],
+        )
 
 
 def probe_causal_device(mod, x):
     device = x["like"].device  # the grading device (--device)
     mask = mod.causal_mask(3, device=device)
     # Tensors come back to the CPU after the probe, so record where the mask was made.
-    return {"mask": mask, "mask_device": str(getattr(mask, "device", None)),
-            "device": str(device)}
+    return {"mask": mask, "mask_device": str(getattr(mask, "device", None)), "device": str(device)}
 
 
 def verdict_causal_device(got, want, x):
     mask = _bool_mask(got, "mask", "causal_mask(3, device=...)", (3, 3))
     if got.get("mask_device") != got.get("device"):
-        raise Failure(WRONG_DEVICE, what="the mask", got=got.get("mask_device"),
-                      expected=got.get("device"))
+        raise Failure(
+            WRONG_DEVICE, what="the mask", got=got.get("mask_device"), expected=got.get("device")
+        )
     assert_close(mask, want["mask"], "causal_mask(3)")
 
 
 def probe_causal_invariance(mod, x):
     mask = mod.causal_mask(x["q"].size(-2))
+    if type(mask) is not torch.Tensor or mask.dtype != torch.bool:
+        raise Failure(NOT_BOOL, what="causal_mask(6)", got=getattr(mask, "dtype", type(mask)))
     got = {}
     for tag in ("", "2"):
         out, _ = trusted_attention(x["q" + tag], x["k" + tag], x["v" + tag], mask=mask)
@@ -175,11 +181,16 @@ def verdict_padding(got, want, x):
             raise Failure(PADDING_AXES, got=tuple(value.shape))
         mask = _bool_mask(got, name, what, (len(lengths), 1, 1, S))
         pos = torch.arange(S)
-        assert_close(mask, want[name], what, [
-            (PADDING_OFF_BY_ONE, (pos > lengths[:, None])[:, None, None], {}),
-            (PADDING_OFF_BY_ONE, (pos >= lengths[:, None] - 1)[:, None, None], {}),
-            (PADDING_INVERTED, (pos < lengths[:, None])[:, None, None], {}),
-        ])
+        assert_close(
+            mask,
+            want[name],
+            what,
+            [
+                (PADDING_OFF_BY_ONE, (pos > lengths[:, None])[:, None, None], {}),
+                (PADDING_OFF_BY_ONE, (pos >= lengths[:, None] - 1)[:, None, None], {}),
+                (PADDING_INVERTED, (pos < lengths[:, None])[:, None, None], {}),
+            ],
+        )
 
 
 # --------------------------------------------------------------------------- sliding window
@@ -196,12 +207,17 @@ def verdict_window(got, want, x):
     for w in WINDOWS:
         what = f"sliding_window_mask(7, window={w})"
         mask = _bool_mask(got, f"w{w}", what, (7, 7))
-        assert_close(mask, want[f"w{w}"], what, [
-            (WINDOW_OFF_BY_ONE, (j > i) | (i - j > w), {}),
-            (WINDOW_OFF_BY_ONE, (j > i) | (i - j >= w - 1), {}),
-            (WINDOW_NOT_CAUSAL, (i - j).abs() >= w, {}),
-            (WINDOW_NOT_CAUSAL, i - j >= w, {}),
-        ])
+        assert_close(
+            mask,
+            want[f"w{w}"],
+            what,
+            [
+                (WINDOW_OFF_BY_ONE, (j > i) | (i - j > w), {}),
+                (WINDOW_OFF_BY_ONE, (j > i) | (i - j >= w - 1), {}),
+                (WINDOW_NOT_CAUSAL, (i - j).abs() >= w, {}),
+                (WINDOW_NOT_CAUSAL, i - j >= w, {}),
+            ],
+        )
 
 
 def probe_window_errors(mod, x):
@@ -226,17 +242,64 @@ def verdict_window_errors(got, want, x):
 
 
 CHECKS = [
-    Check(MODULE, "causal", "causal_mask blocks exactly the future (L = 1, 2, 5, 8)", 2,
-          inputs_none, probe_causal, verdict_causal, "causal_mask"),
-    Check(MODULE, "causal-device", "causal_mask puts the mask on the device it is given", 1,
-          inputs_none, probe_causal_device, verdict_causal_device, "causal_mask"),
-    Check(MODULE, "causal-invariance", "attention under causal_mask: the future cannot "
-          "change the past", 1, inputs_invariance, probe_causal_invariance,
-          verdict_causal_invariance, "causal_mask"),
-    Check(MODULE, "padding", "padding_mask from a list and from a tensor, shape (B, 1, 1, S)",
-          2, inputs_none, probe_padding, verdict_padding, "padding_mask"),
-    Check(MODULE, "window", "sliding_window_mask for windows 1, 2, 3, 7 and 10 (L = 7)", 2,
-          inputs_none, probe_window, verdict_window, "sliding_window_mask"),
-    Check(MODULE, "window-errors", "sliding_window_mask rejects window < 1 with ValueError", 1,
-          inputs_none, probe_window_errors, verdict_window_errors, "sliding_window_mask"),
+    Check(
+        MODULE,
+        "causal",
+        "causal_mask blocks exactly the future (L = 1, 2, 5, 8)",
+        2,
+        inputs_none,
+        probe_causal,
+        verdict_causal,
+        "causal_mask",
+    ),
+    Check(
+        MODULE,
+        "causal-device",
+        "causal_mask puts the mask on the device it is given",
+        1,
+        inputs_none,
+        probe_causal_device,
+        verdict_causal_device,
+        "causal_mask",
+    ),
+    Check(
+        MODULE,
+        "causal-invariance",
+        "attention under causal_mask: the future cannot change the past",
+        1,
+        inputs_invariance,
+        probe_causal_invariance,
+        verdict_causal_invariance,
+        "causal_mask",
+    ),
+    Check(
+        MODULE,
+        "padding",
+        "padding_mask from a list and from a tensor, shape (B, 1, 1, S)",
+        2,
+        inputs_none,
+        probe_padding,
+        verdict_padding,
+        "padding_mask",
+    ),
+    Check(
+        MODULE,
+        "window",
+        "sliding_window_mask for windows 1, 2, 3, 7 and 10 (L = 7)",
+        2,
+        inputs_none,
+        probe_window,
+        verdict_window,
+        "sliding_window_mask",
+    ),
+    Check(
+        MODULE,
+        "window-errors",
+        "sliding_window_mask rejects window < 1 with ValueError",
+        1,
+        inputs_none,
+        probe_window_errors,
+        verdict_window_errors,
+        "sliding_window_mask",
+    ),
 ]

@@ -1,0 +1,68 @@
+"""Helpers for the kit's own tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.engine import grade
+from autograder.submission import Submission
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+KIT = Path(__file__).resolve().parent
+
+
+def submission_with(tmp_path: Path, replace: dict[str, str] | None = None) -> Path:
+    """A copy of solutions/ with some modules replaced by the given source texts."""
+    folder = tmp_path / "submission"
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for module, source in (replace or {}).items():
+        (folder / f"{module}.py").write_text(source)
+    return folder
+
+
+def grade_folder(folder: Path, modules: list[str] | None = None):
+    """Grade in-process, public tier (the same checks and engine as `make grade`)."""
+    return grade(Submission(folder), modules)
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def grade_cli(folder: Path, tmp_path: Path, *extra: str):
+    """`make grade`'s path: returns (process, results.json as a dict)."""
+    results = tmp_path / "results.json"
+    proc = run_cli("grade", "--submission", str(folder), "--results", str(results), *extra)
+    data = json.loads(results.read_text()) if results.exists() else None
+    return proc, data
+
+
+def variants(kind: str) -> list[pytest.param]:
+    """Every mutant or alternative file: (module, path), with a readable test id."""
+    found = []
+    for path in sorted((KIT / kind).glob("*/*.py")):
+        found.append(pytest.param(path.parent.name, path, id=f"{path.parent.name}/{path.stem}"))
+    return found
+
+
+def expected_misconception(path: Path) -> str:
+    for line in path.read_text().splitlines():
+        if line.startswith("# expects:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"{path} has no '# expects: <misconception id>' line")

@@ -1,0 +1,18 @@
+"""Mutant: A fill of -1e4 lets a key with a huge score through."""
+
+# expects: mask-fill-too-weak
+import math
+
+import torch
+
+from solutions.attention import attention_with_bias
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, -1e4)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    return weights @ v, weights

@@ -1,0 +1,11 @@
+"""Mutant: Returns (B, S), which does not broadcast against (B, H, L, S)."""
+
+# expects: padding-missing-axes
+import torch
+
+from solutions.masks import causal_mask, sliding_window_mask
+
+
+def padding_mask(lengths, S):
+    lengths = torch.as_tensor(lengths)
+    return torch.arange(S) >= lengths[:, None]

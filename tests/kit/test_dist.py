@@ -1,0 +1,49 @@
+"""The student copy: no solutions, nothing that reveals them, and `make grade` works in it."""
+
+import json
+import os
+import subprocess
+import tarfile
+
+from conftest import ROOT
+
+from autograder import checks
+
+
+def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
+    out = tmp_path / "student.tar.gz"
+    subprocess.run(
+        ["make", "-s", "dist", f"VENV={ROOT / '.venv'}"],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+        capture_output=True,
+    )
+    built = ROOT / "build" / "attention-lab-student.tar.gz"
+    out.write_bytes(built.read_bytes())
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path, filter="data")
+    assert not [n for n in names if "/solutions/" in n or "/tests/kit/" in n], names
+    assert "attention-lab/assignments/attention.py" in names
+    assert "attention-lab/Makefile" in names
+    for module in checks.modules():
+        assert f"attention-lab/autograder/fixtures/{module}.npz" in names
+    copy = tmp_path / "attention-lab"
+    proc = subprocess.run(
+        ["make", "grade", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((copy / "build" / "results.json").read_text())
+    assert data["score"] == 0 and data["tests"]
+    assert all(t["tags"] == ["not-attempted"] for t in data["tests"])
+    assert "Traceback" not in proc.stdout + proc.stderr
+    # Stubs and fixtures are instructors' verbs; the student copy says so instead of failing.
+    proc = subprocess.run(
+        ["make", "stubs", f"VENV={ROOT / '.venv'}"], cwd=copy, capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "this is the student copy" in proc.stderr

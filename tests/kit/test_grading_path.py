@@ -1,0 +1,118 @@
+"""`make grade`'s own path (CLI -> pytest -> plugin -> engine), end to end, in a subprocess."""
+
+import json
+
+from conftest import ROOT, SOLUTIONS, grade_cli, run_cli, submission_with
+
+from autograder import checks
+
+
+def test_solutions_get_full_marks(tmp_path):
+    proc, data = grade_cli(SOLUTIONS, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["score"] == data["max_score"] > 0
+    assert all(t["status"] == "passed" for t in data["tests"])
+    assert "all checks passed" in proc.stdout
+    assert len(data["tests"]) == len(checks.all_checks())
+
+
+def test_stubs_get_zero_cleanly(tmp_path):
+    proc, data = grade_cli(ROOT / "assignments", tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["score"] == 0
+    assert all(t["tags"] == ["not-attempted"] for t in data["tests"]), data["tests"]
+    assert "TODO" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_results_json_has_gradescopes_fields(tmp_path):
+    _, data = grade_cli(SOLUTIONS, tmp_path, "--ex", "masks")
+    assert set(data) >= {"score", "tests"}
+    for test in data["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "status", "output"}
+        assert test["name"].startswith("masks: ")
+        assert test["status"] in ("passed", "failed")
+
+
+def test_ex_grades_one_module(tmp_path):
+    proc, data = grade_cli(SOLUTIONS, tmp_path, "--ex", "attention")
+    assert proc.returncode == 0
+    assert {t["name"].split(":")[0] for t in data["tests"]} == {"attention"}
+
+
+def test_syntax_error_costs_only_its_own_module(tmp_path):
+    folder = submission_with(tmp_path, {"attention": "def broken(:\n    pass\n"})
+    proc, data = grade_cli(folder, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    by_module = {}
+    for t in data["tests"]:
+        by_module.setdefault(t["name"].split(":")[0], []).append(t)
+    assert all(t["score"] == 0 and "import-error" in t["tags"] for t in by_module["attention"])
+    assert "SyntaxError on line 1" in by_module["attention"][0]["output"]
+    assert all(t["status"] == "passed" for t in by_module["masks"])
+
+
+def test_exception_at_import_is_reported(tmp_path):
+    source = (SOLUTIONS / "masks.py").read_text() + "\nraise RuntimeError('oops at import')\n"
+    folder = submission_with(tmp_path, {"masks": source})
+    proc, data = grade_cli(folder, tmp_path, "--ex", "masks")
+    assert proc.returncode == 0
+    assert all("RuntimeError: oops at import" in t["output"] for t in data["tests"])
+
+
+def test_hanging_code_times_out_and_costs_only_that_check(tmp_path):
+    source = (
+        (SOLUTIONS / "masks.py")
+        .read_text()
+        .replace(
+            "def padding_mask(lengths, S):\n",
+            "def padding_mask(lengths, S):\n    while True:\n        pass\n",
+            1,
+        )
+    )
+    folder = submission_with(tmp_path, {"masks": source})
+    proc, data = grade_cli(folder, tmp_path, "--ex", "masks", "--timeout", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status = {t["name"]: t for t in data["tests"]}
+    timed_out = [n for n, t in status.items() if "timeout" in t["tags"]]
+    assert timed_out == ["masks: padding_mask from a list and from a tensor, shape (B, 1, 1, S)"]
+    assert sum(t["score"] for t in data["tests"]) == data["max_score"] - 2
+    assert "did not finish within 2 s" in proc.stdout
+
+
+def test_crash_names_the_line(tmp_path):
+    source = (
+        (SOLUTIONS / "masks.py")
+        .read_text()
+        .replace(
+            "    lengths = torch.as_tensor(lengths)\n",
+            "    lengths = torch.as_tensor(lengths)\n    lengths = lengths[5]\n",
+            1,
+        )
+    )
+    folder = submission_with(tmp_path, {"masks": source})
+    _, data = grade_cli(folder, tmp_path, "--ex", "masks")
+    crash = [t for t in data["tests"] if "crash" in t["tags"]]
+    assert crash and "IndexError" in crash[0]["output"]
+    assert "masks.py, line" in crash[0]["output"] and "lengths[5]" in crash[0]["output"]
+
+
+def test_bad_arguments_get_clear_errors(tmp_path):
+    proc = run_cli("grade", "--submission", str(tmp_path / "nowhere"))
+    assert proc.returncode == 2 and "is not a folder" in proc.stderr
+    proc = run_cli("grade", "--submission", str(SOLUTIONS), "--ex", "atention")
+    assert proc.returncode == 2 and "unknown exercise module 'atention'" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = run_cli("grade", "--submission", str(tmp_path / "empty"))
+    assert proc.returncode == 2 and "holds none of the exercise modules" in proc.stderr
+    proc = run_cli("grade", "--submission", str(SOLUTIONS), "--device", "tpu")
+    assert proc.returncode == 2 and "expected cpu or cuda" in proc.stderr
+
+
+def test_missing_module_file_costs_only_that_module(tmp_path):
+    folder = submission_with(tmp_path)
+    (folder / "masks.py").unlink()
+    proc, data = grade_cli(folder, tmp_path)
+    assert proc.returncode == 0
+    masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
+    assert masks and all("the file is missing" in t["output"] for t in masks)
+    assert json.dumps(data).count('"passed"') == len(data["tests"]) - len(masks)

@@ -1,0 +1,80 @@
+"""One source of truth: stubs and fixtures are what solutions/ generates, never stale."""
+
+import pytest
+import torch
+from conftest import ROOT, SOLUTIONS
+
+from autograder import checks, fixtures, stubgen
+
+
+def test_committed_stubs_match_generation():
+    generated = stubgen.generate(SOLUTIONS)
+    committed = {p.name: p.read_text() for p in (ROOT / "assignments").glob("*.py")}
+    assert set(committed) == set(generated), "run `make stubs`"
+    for name, text in generated.items():
+        assert committed[name] == text, f"assignments/{name} is stale: run `make stubs`"
+
+
+def test_every_stub_raises_not_implemented_naming_its_exercise():
+    text = (ROOT / "assignments" / "attention.py").read_text()
+    assert "### BEGIN SOLUTION" not in text and "rows sum to 1\n" not in text
+    assert 'NotImplementedError("scaled_dot_product_attention: not attempted' in text
+    assert 'NotImplementedError("attention_with_bias: not attempted' in text
+    assert "TODO (scaled_dot_product_attention)" in text
+
+
+def test_stubgen_rejects_broken_markers():
+    for bad in (
+        "### BEGIN SOLUTION\nx = 1\n",
+        "x = 1\n### END SOLUTION\n",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n",
+    ):
+        with pytest.raises(ValueError):
+            stubgen.stub_source(bad)
+
+
+def test_stub_names_method_and_keeps_indentation():
+    src = (
+        "class A:\n    def forward(self, x):\n        # TODO\n        ### BEGIN SOLUTION\n"
+        "        return x\n        ### END SOLUTION\n"
+    )
+    stub = stubgen.stub_source(src, "m.py")
+    assert '        raise NotImplementedError("forward: not attempted yet' in stub
+
+
+@pytest.mark.parametrize("module", checks.modules())
+def test_fixtures_are_fresh(module):
+    meta = fixtures.manifest(module)
+    assert meta["seed"] == fixtures.PUBLIC_SEED
+    assert {k: meta[k] for k in ("solution_sha256", "checks_sha256")} == fixtures.source_hashes(
+        module
+    ), "solutions/ or the checks changed: run `make fixtures`"
+    stored, fresh = fixtures.load(module), fixtures.compute(module)
+    assert stored.keys() == fresh.keys()
+    for slug in fresh:
+        assert stored[slug].keys() == fresh[slug].keys()
+        for key, value in fresh[slug].items():
+            if isinstance(value, torch.Tensor):
+                assert value.dtype == stored[slug][key].dtype
+                torch.testing.assert_close(stored[slug][key], value, rtol=0, atol=0)
+            else:
+                assert stored[slug][key] == value
+
+
+def test_fixture_tampering_is_detected(tmp_path, monkeypatch):
+    for name in ("masks.npz", "masks.json"):
+        (tmp_path / name).write_bytes((fixtures.FIXTURE_DIR / name).read_bytes())
+    monkeypatch.setattr(fixtures, "FIXTURE_DIR", tmp_path)
+    data = bytearray((tmp_path / "masks.npz").read_bytes())
+    data[-30] ^= 0xFF
+    (tmp_path / "masks.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="make fixtures"):
+        fixtures.load("masks")
+
+
+def test_fixtures_load_without_pickle():
+    import numpy as np
+
+    for module in checks.modules():
+        with np.load(fixtures.FIXTURE_DIR / f"{module}.npz", allow_pickle=False) as data:
+            assert all(data[k].dtype != object for k in data.files)
