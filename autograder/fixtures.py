@@ -32,10 +32,10 @@ def sha256(data: bytes) -> str:
 
 
 def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
-    checks_file = Path(checks.__file__).parent / f"{module}.py"
+    checks_text = b"".join(f.read_bytes() for f in checks.files_of(module))
     return {
         "solution_sha256": sha256((solutions / f"{module}.py").read_bytes()),
-        "checks_sha256": sha256(checks_file.read_bytes()),
+        "checks_sha256": sha256(checks_text),
     }
 
 
