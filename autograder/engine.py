@@ -41,7 +41,10 @@ def to_device(value: Any, device: str) -> Any:
 def run_probe(check: Check, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
     """Run the probe on `device`; bring every tensor it returns back to the CPU, detached."""
     got = check.probe(module, to_device(inputs, device))
-    return {k: (v.detach().cpu() if type(v) is torch.Tensor else v) for k, v in (got or {}).items()}
+    # nn.Parameter and plain tensors come back as plain, detached CPU tensors; anything else
+    # (including odd Tensor subclasses) is left for the verdict to reject by name.
+    plain = (torch.Tensor, torch.nn.Parameter)
+    return {k: (v.detach().cpu() if type(v) in plain else v) for k, v in (got or {}).items()}
 
 
 def run_check(
