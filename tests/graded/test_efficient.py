@@ -1,0 +1,5 @@
+"""Graded suite for efficient.py: one test per check in autograder/checks/efficient.py."""
+
+from autograder.plugin import suite
+
+test_efficient = suite("efficient")
