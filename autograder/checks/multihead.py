@@ -466,6 +466,9 @@ def probe_defaults(mod, x):
 
 def verdict_defaults(got, want, x):
     for tag in ("self", "self3", "kv", "kv3"):
+        weights = got.get(f"{tag}/weights")
+        if type(weights) is torch.Tensor and weights.dim() == 3:
+            raise Failure(WEIGHTS_AVERAGED, got=tuple(weights.shape))
         for name in ("out", "weights"):
             tensor(got, f"{tag}/{name}", "the output", shape=want[f"{tag}/{name}"].shape)
     if not close(got["self/out"], got["self3/out"]):
@@ -591,6 +594,8 @@ def probe_dropout(mod, x):
 
 
 def verdict_dropout(got, want, x):
+    # Without dropout first: a mistake elsewhere is named as itself, not as a dropout one.
+    _compare(got, want, x, prefix="p0/")
     shapes = {"out": want["p0/out"].shape, "weights": want["p0/weights"].shape}
     t = {
         f"{tag}/{n}": tensor(got, f"{tag}/{n}", f"the {n} ({tag})", shape=shapes[n])
