@@ -4,10 +4,178 @@ Shape legend: B batch, H heads, L query length, S key length, T sequence length,
 d_k = D // H. Mask convention: a bool tensor, True = blocked.
 """
 
+import torch
+
 # ----------------------------------------------------------------------------- head entropy
+
+# A head's entropy says how spread out its attention is: a row spread evenly over n keys has
+# entropy log n (the most it can have), a row with all its weight on one key has entropy 0.
+# Comparing a row with log n, the n keys it may attend to, rather than log S, keeps causal
+# and padded rows (which have fewer keys) from looking "focused" just because they are short.
+
+# Thresholds of classify_heads, as fractions of log n (n = the keys a row may attend to).
+COLLAPSED_BELOW = 0.1  # e.g. ≥ 97% of the weight on one key out of 16
+UNIFORM_ABOVE = 0.9  # close to spreading the weight evenly over every allowed key
+
+
+def head_entropy(weights):
+    """The mean attention entropy of each head.
+
+    Args:
+        weights: (B, H, L, S) attention weights; each row sums to 1, or is all zero when
+            the query had no key to attend to (a fully blocked row).
+
+    Returns:
+        (H,): for each head, the mean over the batch and the query rows of
+        -Σ_s w_s log w_s (natural log, nats; 0 log 0 = 0). All-zero rows are left out of
+        the mean; a head whose rows are all left out has entropy 0.
+    """
+    # TODO (head_entropy): about 5 lines.
+    #   1. Entropy of every row: -torch.special.xlogy(w, w).sum(dim=-1) -> (B, H, L).
+    #      xlogy gives 0 for 0 log 0 (w * w.log() would give 0 * -inf = NaN).
+    #   2. kept = (weights != 0).any(dim=-1): the rows that attend to something, (B, H, L).
+    #   3. Per head: sum the kept rows' entropies over dims (0, 2) and divide by their
+    #      count (count.clamp_min(1) avoids 0 / 0 for a head with no kept row).
+    ### BEGIN SOLUTION
+    row = -torch.special.xlogy(weights, weights).sum(dim=-1)  # (B, H, L)
+    kept = (weights != 0).any(dim=-1)  # (B, H, L): fully blocked rows are left out
+    total = (row * kept).sum(dim=(0, 2))  # (H,)
+    return total / kept.sum(dim=(0, 2)).clamp_min(1)  # (H,); 0 for a head with no kept row
+    ### END SOLUTION
+
+
+def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFORM_ABOVE):
+    """Label each head "collapsed", "uniform" or "fine" from its attention entropy.
+
+    Each row's entropy is divided by log n, n = the number of keys that row may attend to
+    (S minus the keys `mask` blocks): 0 means all weight on one key, 1 means spread evenly
+    over every allowed key. A head's score is the mean of that ratio over its rows, leaving
+    out rows with n < 2 (nothing to choose from) and all-zero rows.
+
+    Args:
+        weights: (B, H, L, S) attention weights.
+        mask: optional bool tensor broadcastable to (B, H, L, S), True = blocked; the mask
+            the weights were computed with. None: every key is allowed.
+        collapsed, uniform: the thresholds on the score.
+
+    Returns:
+        A list of H strings: "collapsed" (score < collapsed), "uniform" (score > uniform),
+        otherwise "fine" (also for a head with no row left to judge).
+    """
+    # TODO (classify_heads): about 10 lines.
+    #   1. allowed = ~mask.expand(weights.shape) (all True without a mask);
+    #      n = allowed.sum(dim=-1) -> (B, H, L).
+    #   2. judged = (n >= 2) & (weights != 0).any(dim=-1): the rows that say something.
+    #   3. ratio = entropy / log n per row (entropy as in head_entropy; use n.clamp_min(2)
+    #      so the rows you leave out do not divide by log 1 = 0).
+    #   4. score per head: the mean of ratio over its judged rows (dims 0 and 2).
+    #   5. Label each head with the thresholds; a head with no judged row is "fine".
+    ### BEGIN SOLUTION
+    B, H, L, S = weights.shape
+    if mask is None:
+        allowed = torch.ones(B, H, L, S, dtype=torch.bool, device=weights.device)
+    else:
+        allowed = ~mask.expand(B, H, L, S)
+    n = allowed.sum(dim=-1)  # (B, H, L): the keys each row may attend to
+    judged = (n >= 2) & (weights != 0).any(dim=-1)  # (B, H, L)
+    row = -torch.special.xlogy(weights, weights).sum(dim=-1)  # (B, H, L)
+    ratio = row / n.clamp_min(2).log()  # 0 = one key, 1 = even over all allowed keys
+    score = (ratio * judged).sum(dim=(0, 2)) / judged.sum(dim=(0, 2)).clamp_min(1)  # (H,)
+    labels = []
+    for h in range(H):
+        if not judged[:, h].any():
+            labels.append("fine")
+        elif score[h] < collapsed:
+            labels.append("collapsed")
+        elif score[h] > uniform:
+            labels.append("uniform")
+        else:
+            labels.append("fine")
+    return labels
+    ### END SOLUTION
 
 # ----------------------------------------------------------------------------- the W_O experiment
 
 # ----------------------------------------------------------------------------- LN placement
 
 # ----------------------------------------------------------------------------- the √d_k experiment
+
+# What the 1/√d_k in attention is for. With q and k of independent standard-normal entries,
+# each score q·k is a sum of d_k products of variance 1, so its standard deviation is √d_k:
+# without the scale, wider heads give larger scores and a softmax that puts almost all its
+# weight on one key. Dividing by √d_k brings the scores back to variance 1, whatever d_k.
+
+SQRT_DK_SIZES = (2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def softmax_saturation(q, k, scaled=True):
+    """How peaked the attention weights softmax(q kᵀ / √d_k) are, averaged over all rows.
+
+    Args:
+        q: (..., L, d_k) queries.
+        k: (..., S, d_k) keys.
+        scaled: divide the scores by √d_k (d_k = q.size(-1)) when True; use q kᵀ as it is
+            when False.
+
+    Returns:
+        (entropy, max_weight), two 0-dim tensors: the mean over every query row of the
+        entropy -Σ_s w_s log w_s (natural log, nats; 0 log 0 = 0) and of the row's largest
+        weight. A uniform row over S keys has entropy log S and largest weight 1/S; a row
+        with all its weight on one key has entropy 0 and largest weight 1.
+    """
+    # TODO (softmax_saturation): about 5 lines.
+    #   1. scores = q @ k.transpose(-2, -1): (..., L, d_k) x (..., d_k, S) -> (..., L, S);
+    #      divide by q.size(-1) ** 0.5 when `scaled`.
+    #   2. weights = scores.softmax(dim=-1).
+    #   3. Entropy per row: -(w log w).sum(dim=-1). A saturated softmax has weights that
+    #      underflow to exactly 0, and 0 * log 0 is NaN in floating point:
+    #      torch.special.xlogy(w, w) computes w log w with 0 log 0 = 0.
+    #   4. Largest weight per row: weights.amax(dim=-1) (over the keys).
+    #   5. Return the two means over all rows, (entropy.mean(), max_weight.mean()).
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1)  # (..., L, d_k) x (..., d_k, S) -> (..., L, S)
+    if scaled:
+        scores = scores / q.size(-1) ** 0.5
+    weights = scores.softmax(dim=-1)  # (..., L, S)
+    entropy = -torch.special.xlogy(weights, weights).sum(dim=-1)  # (..., L)
+    return entropy.mean(), weights.amax(dim=-1).mean()
+    ### END SOLUTION
+
+
+def sqrt_dk_experiment(d_ks=SQRT_DK_SIZES, batch=8, L=32, seed=0):
+    """The √d_k experiment: softmax saturation with and without the scale, as d_k grows.
+
+    For each d_k in `d_ks`, in order: a fresh generator, torch.Generator().manual_seed(seed),
+    draws q = torch.randn(batch, L, d_k) and then k = torch.randn(batch, L, d_k) from it
+    (standard normal entries: self-attention scores between random vectors). Both
+    softmax_saturation(q, k, scaled=True) and softmax_saturation(q, k, scaled=False) are
+    measured on the same q and k.
+
+    Returns:
+        a dict of 1-D tensors of length len(d_ks):
+        "d_k" (int64), and "entropy_scaled", "entropy_unscaled", "max_weight_scaled",
+        "max_weight_unscaled" (float32), entry i measured at d_ks[i].
+    """
+    # TODO (sqrt_dk_experiment): about 12 lines.
+    #   1. Start with five empty lists (or a dict of lists).
+    #   2. For each d_k: gen = torch.Generator().manual_seed(seed);
+    #      q = torch.randn(batch, L, d_k, generator=gen); k = the same call, after q.
+    #   3. Call softmax_saturation twice (scaled=True, scaled=False) and append the four
+    #      numbers.
+    #   4. Return the dict, each list turned into a tensor: torch.tensor(d_ks) for "d_k",
+    #      torch.stack(values) (or torch.tensor of floats) for the measurements.
+    ### BEGIN SOLUTION
+    names = ("entropy_scaled", "entropy_unscaled", "max_weight_scaled", "max_weight_unscaled")
+    results = {name: [] for name in names}
+    for d_k in d_ks:
+        gen = torch.Generator().manual_seed(seed)
+        q = torch.randn(batch, L, d_k, generator=gen)  # (B, L, d_k)
+        k = torch.randn(batch, L, d_k, generator=gen)  # (B, S = L, d_k)
+        for scaled, tag in ((True, "scaled"), (False, "unscaled")):
+            entropy, max_weight = softmax_saturation(q, k, scaled=scaled)
+            results[f"entropy_{tag}"].append(entropy)
+            results[f"max_weight_{tag}"].append(max_weight)
+    out = {"d_k": torch.tensor(d_ks, dtype=torch.int64)}
+    out.update({name: torch.stack(values) for name, values in results.items()})
+    return out
+    ### END SOLUTION
