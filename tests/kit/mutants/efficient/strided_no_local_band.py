@@ -1,0 +1,14 @@
+"""Mutant: only every stride-th key, the local band is gone."""
+
+# expects: strided-drops-local-band
+import torch
+
+from solutions.attention import scaled_dot_product_attention
+from solutions.efficient import chunked_attention, linear_attention, local_attention
+
+
+def strided_attention(q, k, v, stride):
+    T = q.size(-2)
+    dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+    allowed = (dist >= 0) & (dist % stride == 0)
+    return scaled_dot_product_attention(q, k, v, mask=~allowed)
