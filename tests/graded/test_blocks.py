@@ -1,0 +1,5 @@
+"""Graded suite for blocks.py: one test per check in autograder/checks/blocks.py."""
+
+from autograder.plugin import suite
+
+test_blocks = suite("blocks")
