@@ -7,10 +7,164 @@ d_k = D // H. Mask convention: a bool tensor, True = blocked.
 """
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .multihead import MultiHeadAttention
 
 # ----------------------------------------------------------------------------- head entropy
 
+# A head's entropy says how spread out its attention is: a row spread evenly over n keys has
+# entropy log n (the most it can have), a row with all its weight on one key has entropy 0.
+# Comparing a row with log n, the n keys it may attend to, rather than log S, keeps causal
+# and padded rows (which have fewer keys) from looking "focused" just because they are short.
+
+# Thresholds of classify_heads, as fractions of log n (n = the keys a row may attend to).
+COLLAPSED_BELOW = 0.1  # e.g. ≥ 97% of the weight on one key out of 16
+UNIFORM_ABOVE = 0.9  # close to spreading the weight evenly over every allowed key
+
+
+def head_entropy(weights):
+    """The mean attention entropy of each head.
+
+    Args:
+        weights: (B, H, L, S) attention weights; each row sums to 1, or is all zero when
+            the query had no key to attend to (a fully blocked row).
+
+    Returns:
+        (H,): for each head, the mean over the batch and the query rows of
+        -Σ_s w_s log w_s (natural log, nats; 0 log 0 = 0). All-zero rows are left out of
+        the mean; a head whose rows are all left out has entropy 0.
+    """
+    # TODO (head_entropy): about 5 lines.
+    #   1. Entropy of every row: -torch.special.xlogy(w, w).sum(dim=-1) -> (B, H, L).
+    #      xlogy gives 0 for 0 log 0 (w * w.log() would give 0 * -inf = NaN).
+    #   2. kept = (weights != 0).any(dim=-1): the rows that attend to something, (B, H, L).
+    #   3. Per head: sum the kept rows' entropies over dims (0, 2) and divide by their
+    #      count (count.clamp_min(1) avoids 0 / 0 for a head with no kept row).
+    raise NotImplementedError("head_entropy: not attempted yet")
+
+
+def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFORM_ABOVE):
+    """Label each head "collapsed", "uniform" or "fine" from its attention entropy.
+
+    Each row's entropy is divided by log n, n = the number of keys that row may attend to
+    (S minus the keys `mask` blocks): 0 means all weight on one key, 1 means spread evenly
+    over every allowed key. A head's score is the mean of that ratio over its rows, leaving
+    out rows with n < 2 (nothing to choose from) and all-zero rows.
+
+    Args:
+        weights: (B, H, L, S) attention weights.
+        mask: optional bool tensor broadcastable to (B, H, L, S), True = blocked; the mask
+            the weights were computed with. None: every key is allowed.
+        collapsed, uniform: the thresholds on the score.
+
+    Returns:
+        A list of H strings: "collapsed" (score < collapsed), "uniform" (score > uniform),
+        otherwise "fine" (also for a head with no row left to judge).
+    """
+    # TODO (classify_heads): about 10 lines.
+    #   1. allowed = ~mask.expand(weights.shape) (all True without a mask);
+    #      n = allowed.sum(dim=-1) -> (B, H, L).
+    #   2. judged = (n >= 2) & (weights != 0).any(dim=-1): the rows that say something.
+    #   3. ratio = entropy / log n per row (entropy as in head_entropy; use n.clamp_min(2)
+    #      so the rows you leave out do not divide by log 1 = 0).
+    #   4. score per head: the mean of ratio over its judged rows (dims 0 and 2).
+    #   5. Label each head with the thresholds; a head with no judged row is "fine".
+    raise NotImplementedError("classify_heads: not attempted yet")
+
 # ----------------------------------------------------------------------------- the W_O experiment
+
+# Does W_O matter? The task: associative recall. A sequence shows num_pairs (key, value)
+# pairs, one pair per position, then a query position holding one of those keys and no value;
+# the model must output the value stored with that key. One attention layer can solve it: the
+# query attends to the position whose key matches and copies its value. The experiment trains
+# the same small model twice from the same initial weights, once with a learned W_O and once
+# with W_O fixed to the identity (which computes exactly what "no W_O, just concatenate the
+# heads" computes), and returns both loss curves.
+
+RECALL_KEYS = 16  # key tokens 0..15
+RECALL_VALUES = 16  # value tokens 0..15, and 16 = "no value" at the query position
+RECALL_PAIRS = 6
+
+
+def recall_batch(batch_size, num_pairs=RECALL_PAIRS, generator=None):
+    """A batch of the associative-recall task (given: the kit generates its own data).
+
+    Returns:
+        keys: (B, T) int64, T = num_pairs + 1: distinct keys, then the queried key.
+        values: (B, T) int64: each pair's value, then RECALL_VALUES ("no value").
+        targets: (B,) int64: the value stored with the queried key.
+    """
+    B, n = batch_size, num_pairs
+    keys = torch.rand(B, RECALL_KEYS, generator=generator).argsort(dim=-1)[:, :n]  # distinct
+    values = torch.randint(RECALL_VALUES, (B, n), generator=generator)
+    which = torch.randint(n, (B,), generator=generator)
+    rows = torch.arange(B)
+    keys = torch.cat([keys, keys[rows, which][:, None]], dim=1)
+    values = torch.cat([values, torch.full((B, 1), RECALL_VALUES)], dim=1)
+    return keys, values, values[rows, which]
+
+
+class RecallModel(nn.Module):
+    """Embeddings, one residual multi-head attention layer, LayerNorm, a linear read-out of
+    the query position (given)."""
+
+    def __init__(self, d_model=32, num_heads=4):
+        super().__init__()
+        self.key_embed = nn.Embedding(RECALL_KEYS, d_model)
+        self.value_embed = nn.Embedding(RECALL_VALUES + 1, d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, RECALL_VALUES)
+
+    def forward(self, keys, values):
+        x = self.key_embed(keys) + self.value_embed(values)  # (B, T, D)
+        x = x + self.attn(x)[0]
+        return self.readout(self.norm(x[:, -1]))  # (B, RECALL_VALUES): logits at the query
+
+
+def fix_wo_to_identity(attn):
+    """Set attn.w_o to the identity map and freeze it (no gradient, never updated)."""
+    # TODO (fix_wo_to_identity): about 4 lines.
+    #   1. Under torch.no_grad(): attn.w_o.weight.copy_(torch.eye(D)) (and zero the bias if
+    #      there is one).
+    #   2. attn.w_o.weight.requires_grad_(False), so backward() gives it no gradient and
+    #      the optimizer never changes it (do the same for the bias).
+    raise NotImplementedError("fix_wo_to_identity: not attempted yet")
+
+
+def train_recall(model, steps, batch_size=32, lr=3e-3, seed=0):
+    """Train `model` on fresh recall batches with Adam; return the loss of every step.
+
+    Returns:
+        (steps,) float tensor: the cross-entropy of each step's batch, before that step's
+        update.
+    """
+    # TODO (train_recall): about 10 lines. The reference curve is reproduced exactly only
+    # if you follow these steps in this order:
+    #   1. gen = torch.Generator().manual_seed(seed): every batch comes from it.
+    #   2. optimizer = torch.optim.Adam(trainable parameters only (p.requires_grad), lr=lr).
+    #   3. Each step: keys, values, targets = recall_batch(batch_size, generator=gen);
+    #      loss = F.cross_entropy(model(keys, values), targets);
+    #      optimizer.zero_grad(); loss.backward(); optimizer.step();
+    #      record loss.item().
+    #   4. Return torch.tensor(losses).
+    raise NotImplementedError("train_recall: not attempted yet")
+
+
+def wo_experiment(steps=300, seed=0):
+    """Train RecallModel twice from the same initial weights: with a learned W_O, and with
+    W_O fixed to the identity.
+
+    Returns:
+        {"learned": (steps,), "identity": (steps,)}: the two loss curves.
+    """
+    # TODO (wo_experiment): about 7 lines.
+    #   For each variant: torch.manual_seed(seed); model = RecallModel() (so both start
+    #   from the same weights); for "identity" call fix_wo_to_identity(model.attn);
+    #   curve = train_recall(model, steps, seed=seed) (the same batches for both).
+    raise NotImplementedError("wo_experiment: not attempted yet")
 
 # ----------------------------------------------------------------------------- LN placement
 

@@ -5,6 +5,10 @@ d_k = D // H. Mask convention: a bool tensor, True = blocked.
 """
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .multihead import MultiHeadAttention
 
 # ----------------------------------------------------------------------------- head entropy
 
@@ -95,6 +99,125 @@ def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFOR
     ### END SOLUTION
 
 # ----------------------------------------------------------------------------- the W_O experiment
+
+# Does W_O matter? The task: associative recall. A sequence shows num_pairs (key, value)
+# pairs, one pair per position, then a query position holding one of those keys and no value;
+# the model must output the value stored with that key. One attention layer can solve it: the
+# query attends to the position whose key matches and copies its value. The experiment trains
+# the same small model twice from the same initial weights, once with a learned W_O and once
+# with W_O fixed to the identity (which computes exactly what "no W_O, just concatenate the
+# heads" computes), and returns both loss curves.
+
+RECALL_KEYS = 16  # key tokens 0..15
+RECALL_VALUES = 16  # value tokens 0..15, and 16 = "no value" at the query position
+RECALL_PAIRS = 6
+
+
+def recall_batch(batch_size, num_pairs=RECALL_PAIRS, generator=None):
+    """A batch of the associative-recall task (given: the kit generates its own data).
+
+    Returns:
+        keys: (B, T) int64, T = num_pairs + 1: distinct keys, then the queried key.
+        values: (B, T) int64: each pair's value, then RECALL_VALUES ("no value").
+        targets: (B,) int64: the value stored with the queried key.
+    """
+    B, n = batch_size, num_pairs
+    keys = torch.rand(B, RECALL_KEYS, generator=generator).argsort(dim=-1)[:, :n]  # distinct
+    values = torch.randint(RECALL_VALUES, (B, n), generator=generator)
+    which = torch.randint(n, (B,), generator=generator)
+    rows = torch.arange(B)
+    keys = torch.cat([keys, keys[rows, which][:, None]], dim=1)
+    values = torch.cat([values, torch.full((B, 1), RECALL_VALUES)], dim=1)
+    return keys, values, values[rows, which]
+
+
+class RecallModel(nn.Module):
+    """Embeddings, one residual multi-head attention layer, LayerNorm, a linear read-out of
+    the query position (given)."""
+
+    def __init__(self, d_model=32, num_heads=4):
+        super().__init__()
+        self.key_embed = nn.Embedding(RECALL_KEYS, d_model)
+        self.value_embed = nn.Embedding(RECALL_VALUES + 1, d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, RECALL_VALUES)
+
+    def forward(self, keys, values):
+        x = self.key_embed(keys) + self.value_embed(values)  # (B, T, D)
+        x = x + self.attn(x)[0]
+        return self.readout(self.norm(x[:, -1]))  # (B, RECALL_VALUES): logits at the query
+
+
+def fix_wo_to_identity(attn):
+    """Set attn.w_o to the identity map and freeze it (no gradient, never updated)."""
+    # TODO (fix_wo_to_identity): about 4 lines.
+    #   1. Under torch.no_grad(): attn.w_o.weight.copy_(torch.eye(D)) (and zero the bias if
+    #      there is one).
+    #   2. attn.w_o.weight.requires_grad_(False), so backward() gives it no gradient and
+    #      the optimizer never changes it (do the same for the bias).
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        attn.w_o.weight.copy_(torch.eye(attn.w_o.weight.size(0)))
+        if attn.w_o.bias is not None:
+            attn.w_o.bias.zero_()
+    for p in attn.w_o.parameters():
+        p.requires_grad_(False)
+    ### END SOLUTION
+
+
+def train_recall(model, steps, batch_size=32, lr=3e-3, seed=0):
+    """Train `model` on fresh recall batches with Adam; return the loss of every step.
+
+    Returns:
+        (steps,) float tensor: the cross-entropy of each step's batch, before that step's
+        update.
+    """
+    # TODO (train_recall): about 10 lines. The reference curve is reproduced exactly only
+    # if you follow these steps in this order:
+    #   1. gen = torch.Generator().manual_seed(seed): every batch comes from it.
+    #   2. optimizer = torch.optim.Adam(trainable parameters only (p.requires_grad), lr=lr).
+    #   3. Each step: keys, values, targets = recall_batch(batch_size, generator=gen);
+    #      loss = F.cross_entropy(model(keys, values), targets);
+    #      optimizer.zero_grad(); loss.backward(); optimizer.step();
+    #      record loss.item().
+    #   4. Return torch.tensor(losses).
+    ### BEGIN SOLUTION
+    gen = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    losses = []
+    for _ in range(steps):
+        keys, values, targets = recall_batch(batch_size, generator=gen)
+        loss = F.cross_entropy(model(keys, values), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return torch.tensor(losses)
+    ### END SOLUTION
+
+
+def wo_experiment(steps=300, seed=0):
+    """Train RecallModel twice from the same initial weights: with a learned W_O, and with
+    W_O fixed to the identity.
+
+    Returns:
+        {"learned": (steps,), "identity": (steps,)}: the two loss curves.
+    """
+    # TODO (wo_experiment): about 7 lines.
+    #   For each variant: torch.manual_seed(seed); model = RecallModel() (so both start
+    #   from the same weights); for "identity" call fix_wo_to_identity(model.attn);
+    #   curve = train_recall(model, steps, seed=seed) (the same batches for both).
+    ### BEGIN SOLUTION
+    curves = {}
+    for variant in ("learned", "identity"):
+        torch.manual_seed(seed)
+        model = RecallModel()
+        if variant == "identity":
+            fix_wo_to_identity(model.attn)
+        curves[variant] = train_recall(model, steps, seed=seed)
+    return curves
+    ### END SOLUTION
 
 # ----------------------------------------------------------------------------- LN placement
 

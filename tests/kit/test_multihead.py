@@ -131,3 +131,42 @@ def test_enough_multihead_variants():
     mutants = [m for m in variants("mutants") if m.values[0] == "multihead"]
     alternatives = [a for a in variants("alternatives") if a.values[0] == "multihead"]
     assert len(mutants) >= 12 and len(alternatives) >= 4
+
+
+def test_wo_checks_replay_the_solutions_task_and_model():
+    from autograder.checks import diagnostics_wo as wo
+    from solutions import diagnostics
+
+    gen_a, gen_b = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    for a, b in zip(
+        diagnostics.recall_batch(8, generator=gen_a),
+        wo.recall_batch(8, generator=gen_b),
+        strict=True,
+    ):
+        assert torch.equal(a, b)
+    torch.manual_seed(0)
+    want = diagnostics.train_recall(diagnostics.RecallModel(), wo.STEPS)
+    torch.testing.assert_close(wo.train(wo.fresh(), wo.STEPS), want, atol=1e-5, rtol=1e-5)
+
+
+def test_head_entropy_closed_forms_and_classes():
+    from solutions import diagnostics
+
+    w = torch.zeros(1, 3, 4, 5)
+    w[:, 0] = 0.2
+    w[:, 1, :, 2] = 1.0
+    w[:, 2, :2] = 0.2  # rows 2 and 3 fully blocked: left out
+    torch.testing.assert_close(
+        diagnostics.head_entropy(w), torch.tensor([torch.log(torch.tensor(5.0)), 0.0, 1.6094379])
+    )
+    causal = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    uniform = (~causal).float() / (~causal).sum(-1, keepdim=True)
+    w = torch.stack([uniform, torch.eye(6)])[None]
+    assert diagnostics.classify_heads(w, mask=causal) == ["uniform", "collapsed"]
+
+
+def test_enough_head_entropy_and_wo_variants():
+    names = [p.values[1].stem for p in variants("mutants") if p.values[0] == "diagnostics"]
+    assert len([n for n in names if n.startswith(("entropy_", "wo_"))]) >= 10
+    names = [p.values[1].stem for p in variants("alternatives") if p.values[0] == "diagnostics"]
+    assert len([n for n in names if n.startswith(("entropy_", "wo_"))]) >= 2

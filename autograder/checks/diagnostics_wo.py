@@ -1,0 +1,250 @@
+"""Checks for diagnostics.py, the W_O experiment: fix_wo_to_identity, train_recall and
+wo_experiment, on short runs (a few dozen steps) compared with the reference curves.
+
+The full measurement (300 steps, several seeds) is tools/wo_experiment.py; its numbers are
+in docs/multihead.md. While diagnostics is graded, MultiHeadAttention is the trusted one.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..core import WRONG_TYPE, Check, Failure, misconception
+from ..trusted.multihead import MultiHeadAttention
+from ..verdicts import assert_close, close, tensor
+
+MODULE = "diagnostics"
+ORDER = 62
+
+STEPS = 25  # each run; both runs of wo_experiment take well under a second on a CPU
+# Loosened from float32's 1e-5: an equivalent training loop (the same steps, with operations
+# ordered differently) rounds differently, and Adam carries those differences from step to step.
+CURVE_TOL = {"atol": 1e-3, "rtol": 1e-3}
+
+WO_NOT_IDENTITY = misconception(
+    "wo-not-identity",
+    "After fix_wo_to_identity, w_o.weight is not the identity matrix.",
+    "with torch.no_grad(): attn.w_o.weight.copy_(torch.eye(D)).",
+)
+WO_NOT_FROZEN = misconception(
+    "wo-not-frozen",
+    "After fix_wo_to_identity, W_O still changes in training (it requires grad, or the "
+    "optimizer updates it): the 'identity' run is then just another learned W_O.",
+    "attn.w_o.weight.requires_grad_(False), and give the optimizer only parameters with "
+    "p.requires_grad.",
+)
+NO_ZERO_GRAD = misconception(
+    "train-no-zero-grad",
+    "Your loss curve is the one you get without optimizer.zero_grad(): gradients pile up "
+    "from step to step.",
+    "Call optimizer.zero_grad() before loss.backward() in every step.",
+)
+LOSS_AFTER_STEP = misconception(
+    "train-loss-after-step",
+    "Your curve records each batch's loss after the update (a second forward pass), not "
+    "the loss that was minimised.",
+    "Record loss.item() of the loss you called backward() on.",
+)
+CURVES_SWAPPED = misconception(
+    "wo-curves-swapped",
+    "Your two curves are swapped: 'learned' holds the identity run and the other way round.",
+    "'learned': W_O trained as usual; 'identity': after fix_wo_to_identity(model.attn).",
+)
+DIFFERENT_START = misconception(
+    "wo-runs-differ",
+    "Your {which} curve differs from the reference. If train_recall's check fails too, fix "
+    "that first; otherwise the two runs do not start from the same weights "
+    "(torch.manual_seed(seed) before each RecallModel()) or do not see the same batches "
+    "(train_recall(..., seed=seed)).",
+    "Follow the TODO's order: seed, build the model, (fix W_O), train_recall.",
+)
+
+
+def _as_curve(got, key, what, steps):
+    value = tensor(got, key, what)
+    if tuple(value.shape) != (steps,):
+        tensor(got, key, what, shape=(steps,))  # raises the shape failure
+    return value.to(torch.float32)
+
+
+# --------------------------------------------------------------------------- trusted variants
+# The task and the model are given code in diagnostics.py (no TODO): copied here, on the
+# trusted MultiHeadAttention, so the named mistakes can be replayed without solutions/ (a kit
+# test proves these give the reference curve).
+
+KEYS, VALUES, PAIRS = 16, 16, 6
+
+
+def recall_batch(batch_size, num_pairs=PAIRS, generator=None):
+    B, n = batch_size, num_pairs
+    keys = torch.rand(B, KEYS, generator=generator).argsort(dim=-1)[:, :n]
+    values = torch.randint(VALUES, (B, n), generator=generator)
+    which = torch.randint(n, (B,), generator=generator)
+    rows = torch.arange(B)
+    keys = torch.cat([keys, keys[rows, which][:, None]], dim=1)
+    values = torch.cat([values, torch.full((B, 1), VALUES)], dim=1)
+    return keys, values, values[rows, which]
+
+
+class RecallModel(nn.Module):
+    def __init__(self, d_model=32, num_heads=4):
+        super().__init__()
+        self.key_embed = nn.Embedding(KEYS, d_model)
+        self.value_embed = nn.Embedding(VALUES + 1, d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, VALUES)
+
+    def forward(self, keys, values):
+        x = self.key_embed(keys) + self.value_embed(values)
+        x = x + self.attn(x)[0]
+        return self.readout(self.norm(x[:, -1]))
+
+
+def train(model, steps, *, zero_grad=True, after_step=False, seed=0):
+    """The reference loop, or the loop with one named mistake."""
+    gen = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    losses = []
+    for _ in range(steps):
+        keys, values, targets = recall_batch(32, generator=gen)
+        loss = F.cross_entropy(model(keys, values), targets)
+        if zero_grad:
+            optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if after_step:
+            with torch.no_grad():
+                loss = F.cross_entropy(model(keys, values), targets)
+        losses.append(loss.item())
+    return torch.tensor(losses)
+
+
+def fresh(seed=0, identity=False, frozen=False):
+    torch.manual_seed(seed)
+    model = RecallModel()
+    if identity:
+        with torch.no_grad():
+            model.attn.w_o.weight.copy_(torch.eye(model.attn.w_o.weight.size(0)))
+        model.attn.w_o.weight.requires_grad_(not frozen)
+    return model
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def inputs_none(gen):
+    return {"like": torch.zeros(1)}
+
+
+def probe_identity(mod, x):
+    torch.manual_seed(0)
+    attn = mod.MultiHeadAttention(8, 2)
+    mod.fix_wo_to_identity(attn)
+    weight = attn.w_o.weight.detach().clone()
+    params = [p for p in attn.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    out, _ = attn(torch.randn(2, 3, 8))
+    out.square().sum().backward()
+    optimizer.step()
+    return {
+        "weight": weight,
+        "requires_grad": bool(attn.w_o.weight.requires_grad),
+        "after": attn.w_o.weight.detach().clone(),
+    }
+
+
+def verdict_identity(got, want, x):
+    weight = tensor(got, "weight", "w_o.weight", shape=(8, 8))
+    if not close(weight, torch.eye(8)):
+        raise Failure(WO_NOT_IDENTITY)
+    after = tensor(got, "after", "w_o.weight", shape=(8, 8))
+    if got.get("requires_grad") is not False or not close(after, torch.eye(8)):
+        raise Failure(WO_NOT_FROZEN)
+
+
+def probe_train(mod, x):
+    torch.manual_seed(0)
+    model = mod.RecallModel()
+    return {"losses": mod.train_recall(model, STEPS, seed=0)}
+
+
+def verdict_train(got, want, x):
+    losses = got.get("losses")
+    if isinstance(losses, (list, tuple)):
+        raise Failure(WRONG_TYPE, what="train_recall's result", expected="a tensor", got="a list")
+    losses = _as_curve(got, "losses", "train_recall's loss curve", STEPS)
+
+    def variant(**kw):
+        return lambda: train(fresh(), STEPS, **kw)
+
+    assert_close(
+        losses,
+        want["losses"],
+        "the loss curve",
+        [
+            (NO_ZERO_GRAD, variant(zero_grad=False), {}),
+            (LOSS_AFTER_STEP, variant(after_step=True), {}),
+        ],
+        tol=CURVE_TOL,
+    )
+
+
+def probe_experiment(mod, x):
+    curves = mod.wo_experiment(steps=STEPS, seed=0)
+    if not isinstance(curves, dict):
+        return {"type": type(curves).__name__}
+    return {k: v for k, v in curves.items() if k in ("learned", "identity")}
+
+
+def verdict_experiment(got, want, x):
+    if "type" in got:
+        raise Failure(WRONG_TYPE, what="wo_experiment's result", expected="a dict", got=got["type"])
+    learned = _as_curve(got, "learned", "the 'learned' curve", STEPS)
+    identity = _as_curve(got, "identity", "the 'identity' curve", STEPS)
+    tol = CURVE_TOL
+    if close(learned, want["identity"], tol) and close(identity, want["learned"], tol):
+        raise Failure(CURVES_SWAPPED)
+    if not close(learned, want["learned"], tol):
+        raise Failure(DIFFERENT_START, which="'learned'")
+    if not close(identity, want["identity"], tol):
+        trained = train(fresh(identity=True), STEPS)
+        if close(identity, trained, tol):
+            raise Failure(WO_NOT_FROZEN)
+        raise Failure(DIFFERENT_START, which="'identity'")
+
+
+CHECKS = [
+    Check(
+        MODULE,
+        "wo-identity",
+        "fix_wo_to_identity sets W_O = I and freezes it",
+        1,
+        inputs_none,
+        probe_identity,
+        verdict_identity,
+        "fix_wo_to_identity",
+    ),
+    Check(
+        MODULE,
+        "wo-train",
+        f"train_recall: the first {STEPS} steps' losses match the reference (fixed seed)",
+        2,
+        inputs_none,
+        probe_train,
+        verdict_train,
+        "train_recall",
+    ),
+    Check(
+        MODULE,
+        "wo-experiment",
+        f"wo_experiment: both curves match the reference over {STEPS} steps (fixed seed)",
+        2,
+        inputs_none,
+        probe_experiment,
+        verdict_experiment,
+        "wo_experiment",
+    ),
+]

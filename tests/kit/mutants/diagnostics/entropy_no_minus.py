@@ -1,0 +1,12 @@
+"""Mutant: forgets the minus sign."""
+
+# expects: entropy-sign
+import torch
+
+from solutions.diagnostics import *  # noqa: F403
+
+
+def head_entropy(weights):
+    row = torch.special.xlogy(weights, weights).sum(dim=-1)
+    kept = (weights != 0).any(dim=-1)
+    return (row * kept).sum(dim=(0, 2)) / kept.sum(dim=(0, 2)).clamp_min(1)
