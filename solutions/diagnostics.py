@@ -219,7 +219,97 @@ def wo_experiment(steps=300, seed=0):
     return curves
     ### END SOLUTION
 
+
 # ----------------------------------------------------------------------------- LN placement
+
+# Where the LayerNorm sits changes how gradients reach the weights at initialisation.
+# Xiong et al. (2020) showed that Post-LN has large gradients near the output, which is why
+# it needs a learning-rate warm-up, while Pre-LN trains stably without one. The comparison
+# only means something when nothing but the placement differs: the same weights, the same
+# input, the same loss (docs/blocks.md).
+
+
+def layer_gradient_norms(blocks, x, target, final_norm=None):
+    """The gradient norm of each block's parameters, for one loss on one batch.
+
+    The stack runs x through blocks[0], blocks[1], ... (each returns (x, weights)), then
+    final_norm when it is given (Pre-LN stacks end with one), and the loss is the mean
+    squared error F.mse_loss(out, target).
+
+    Args:
+        blocks: a sequence of N TransformerBlock.
+        x, target: (B, T, D).
+        final_norm: an optional nn.LayerNorm applied to the last block's output.
+
+    Returns:
+        (N,) tensor, entry l = sqrt(sum of the squared gradients of every parameter of
+        blocks[l]), the gradient of this one loss only (earlier gradients do not count).
+    """
+    # TODO (layer_gradient_norms): about 8 lines.
+    #   1. Clear old gradients first: block.zero_grad() for each block (backward adds to
+    #      .grad, it does not overwrite it).
+    #   2. h = x; for each block: h, _ = block(h). Then final_norm(h) if it is not None.
+    #   3. F.mse_loss(h, target).backward().
+    #   4. For each block: torch.sqrt(sum of p.grad.pow(2).sum() over block.parameters()),
+    #      one norm over all its parameters together; torch.stack the N norms.
+    ### BEGIN SOLUTION
+    for block in blocks:
+        block.zero_grad()
+    h = x
+    for block in blocks:
+        h, _ = block(h)  # (B, T, D) -> (B, T, D)
+    if final_norm is not None:
+        h = final_norm(h)
+    F.mse_loss(h, target).backward()
+    norms = [
+        torch.sqrt(sum(p.grad.pow(2).sum() for p in block.parameters() if p.grad is not None))
+        for block in blocks
+    ]
+    return torch.stack(norms)  # (N,)
+    ### END SOLUTION
+
+
+def compare_ln_placement(
+    num_layers=8, d_model=32, num_heads=4, d_ff=64, batch=4, seq_len=16, seed=0
+):
+    """Per-layer gradient norms at initialisation, Pre-LN against Post-LN, everything else equal.
+
+    Builds num_layers Pre-LN TransformerBlocks (PyTorch's default initialisation, under
+    torch.manual_seed(seed)), then a Post-LN stack holding exactly the same weights
+    (load_state_dict), draws one input x and one target (B, T, D) from torch.randn, and
+    measures both stacks with layer_gradient_norms. The Pre-LN stack gets a final LayerNorm,
+    as Pre-LN models do; the Post-LN stack already ends with one.
+
+    Returns:
+        {"pre_ln": (N,) tensor, "post_ln": (N,) tensor}.
+    """
+    from .blocks import TransformerBlock
+
+    # TODO (compare_ln_placement): about 10 lines.
+    #   1. torch.manual_seed(seed); pre = nn.ModuleList of num_layers
+    #      TransformerBlock(d_model, num_heads, d_ff, norm_first=True).
+    #   2. post = the same with norm_first=False, then post.load_state_dict(pre.state_dict()):
+    #      the two stacks differ in the placement only.
+    #   3. x and target: torch.randn(batch, seq_len, d_model) each, ONE pair for both stacks
+    #      (two different inputs would compare two unrelated experiments).
+    #   4. Return {"pre_ln": layer_gradient_norms(pre, x, target, nn.LayerNorm(d_model)),
+    #      "post_ln": layer_gradient_norms(post, x, target)}.
+    ### BEGIN SOLUTION
+    torch.manual_seed(seed)
+    layers = range(num_layers)
+    pre = nn.ModuleList(TransformerBlock(d_model, num_heads, d_ff, norm_first=True) for _ in layers)
+    post = nn.ModuleList(
+        TransformerBlock(d_model, num_heads, d_ff, norm_first=False) for _ in layers
+    )
+    post.load_state_dict(pre.state_dict())  # the same weights: only the placement differs
+    x = torch.randn(batch, seq_len, d_model)
+    target = torch.randn(batch, seq_len, d_model)
+    return {
+        "pre_ln": layer_gradient_norms(pre, x, target, nn.LayerNorm(d_model)),
+        "post_ln": layer_gradient_norms(post, x, target),
+    }
+    ### END SOLUTION
+
 
 # ----------------------------------------------------------------------------- the √d_k experiment
 

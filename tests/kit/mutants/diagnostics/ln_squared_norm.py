@@ -1,0 +1,19 @@
+"""Mutant: layer_gradient_norms returns the squared norms (no square root)."""
+
+# expects: ln-grad-squared-norm
+import torch
+import torch.nn.functional as F
+
+from solutions.diagnostics import *  # noqa: F403
+
+
+def layer_gradient_norms(blocks, x, target, final_norm=None):
+    for block in blocks:
+        block.zero_grad()
+    h = x
+    for block in blocks:
+        h, _ = block(h)
+    if final_norm is not None:
+        h = final_norm(h)
+    F.mse_loss(h, target).backward()
+    return torch.stack([sum(p.grad.pow(2).sum() for p in block.parameters()) for block in blocks])
