@@ -7,6 +7,8 @@ in docs/multihead.md. While diagnostics is graded, MultiHeadAttention is the tru
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -60,6 +62,18 @@ DIFFERENT_START = misconception(
     "(train_recall(..., seed=seed)).",
     "Follow the TODO's order: seed, build the model, (fix W_O), train_recall.",
 )
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny models train far faster on one thread: with two or more, a loaded machine makes
+    every small op wait for the others (25 steps: 0.2 s on one thread, 8 s on two under load)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _as_curve(got, key, what, steps):
@@ -166,9 +180,10 @@ def verdict_identity(got, want, x):
 
 
 def probe_train(mod, x):
-    torch.manual_seed(0)
-    model = mod.RecallModel()
-    return {"losses": mod.train_recall(model, STEPS, seed=0)}
+    with one_thread():
+        torch.manual_seed(0)
+        model = mod.RecallModel()
+        return {"losses": mod.train_recall(model, STEPS, seed=0)}
 
 
 def verdict_train(got, want, x):
@@ -178,7 +193,11 @@ def verdict_train(got, want, x):
     losses = _as_curve(got, "losses", "train_recall's loss curve", STEPS)
 
     def variant(**kw):
-        return lambda: train(fresh(), STEPS, **kw)
+        def run():
+            with one_thread():
+                return train(fresh(), STEPS, **kw)
+
+        return run
 
     assert_close(
         losses,
@@ -193,7 +212,8 @@ def verdict_train(got, want, x):
 
 
 def probe_experiment(mod, x):
-    curves = mod.wo_experiment(steps=STEPS, seed=0)
+    with one_thread():
+        curves = mod.wo_experiment(steps=STEPS, seed=0)
     if not isinstance(curves, dict):
         return {"type": type(curves).__name__}
     return {k: v for k, v in curves.items() if k in ("learned", "identity")}
@@ -210,7 +230,8 @@ def verdict_experiment(got, want, x):
     if not close(learned, want["learned"], tol):
         raise Failure(DIFFERENT_START, which="'learned'")
     if not close(identity, want["identity"], tol):
-        trained = train(fresh(identity=True), STEPS)
+        with one_thread():
+            trained = train(fresh(identity=True), STEPS)
         if close(identity, trained, tol):
             raise Failure(WO_NOT_FROZEN)
         raise Failure(DIFFERENT_START, which="'identity'")
