@@ -50,5 +50,22 @@ fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (i
 dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
 	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz
 
+# Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
+SUBMISSIONS ?=
+BATCH_OUT ?= build/batch
+JOBS ?=
+BENCH_N ?= 200
+.PHONY: batch gradescope bench-batch
+
+batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed, in parallel
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n]" >&2; exit 2; }
+	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS))
+
+gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
+	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
+
+bench-batch: $(STAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
+	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

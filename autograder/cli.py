@@ -158,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     fx = verbs.add_parser("fixtures", help="regenerate the reference outputs")
     fx.add_argument("--module", action="append")
     fx.set_defaults(run=cmd_fixtures)
+    from .batch import add_verbs as add_batch_verbs  # batch
+    from .gradescope import add_verbs as add_gradescope_verbs  # gradescope, gradescope-run
+
+    add_batch_verbs(verbs)
+    add_gradescope_verbs(verbs)
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)

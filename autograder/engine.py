@@ -56,6 +56,20 @@ def run_check(
     device: str = "cpu",
 ) -> Result:
     """Grade one check. Never raises for anything the student's code does."""
+    inputs = make_inputs(check, seed)
+    got = attempt(check, submission, inputs, device)
+    if isinstance(got, Result):
+        return got
+    return judge(check, got, reference, inputs)
+
+
+def attempt(check: Check, submission: Submission, inputs: Inputs, device: str = "cpu"):
+    """The student side of a check: import the module and run the probe on `inputs`.
+
+    Returns the probe's outputs, or the Result of a check that ended there (import error,
+    not attempted, crash, or a Failure the probe raised). Batch grading runs this in the
+    sandboxed process and `judge` in the trusted parent.
+    """
     try:
         module = submission.load(check.module)
     except ImportProblem as p:
@@ -68,7 +82,6 @@ def run_check(
         )
         return Result.of(check, "failed", failure)
 
-    inputs = make_inputs(check, seed)
     try:
         got = run_probe(check, module, inputs, device)
     except NotImplementedError as e:
@@ -80,7 +93,11 @@ def run_check(
         return Result.of(check, "failed", f)
     except Exception as e:  # student code failed: a crash is the student's, never the grader's
         return Result.of(check, "failed", _crash(e, submission.path))
+    return got
 
+
+def judge(check: Check, got: Outputs, reference: Outputs | None, inputs: Inputs) -> Result:
+    """The trusted side of a check: the verdict on the probe's outputs."""
     try:
         check.verdict(got, reference, inputs)
     except Failure as f:

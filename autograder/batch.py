@@ -1,0 +1,337 @@
+"""`make batch SUBMISSIONS=dir`: grade a folder of untrusted submissions, in parallel.
+
+Each entry of the folder is one student: a package folder (holding attention.py, masks.py,
+...) or a .zip of one. Every submission runs in the sandbox (autograder/sandbox/): its own
+process, forked from a zygote that imported torch once, confined (no solutions/, an
+unprivileged uid, memory, time, process and file-size limits); the probes run there and the
+verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: inputs
+from a seed drawn at grading time, expected outputs computed from solutions/ here.
+
+Writes, under OUT (default build/batch):
+    grades.csv                  one row per student: total, per-module scores, notes
+    <student>/results.json      Gradescope's format (score, tests[]), plus top-level output
+    <student>/feedback.txt      the table `make grade` prints, notes, what the code printed
+    batch.json                  how the run was made: tier, seed, isolation, limits, versions
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import checks, report
+from .sandbox.jail import Limits
+
+if TYPE_CHECKING:
+    from .sandbox.runner import Graded
+
+MAX_ZIP_MEMBERS, MAX_ZIP_BYTES = 2000, 50 << 20
+
+
+class BatchError(Exception):
+    """The batch cannot run: a plain message for the instructor."""
+
+
+# --------------------------------------------------------------------------- submissions
+
+
+def student_name(path: Path) -> str:
+    stem = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else path.name
+    return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
+
+
+def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
+    """The submissions in `folder`: sub-folders and .zip files, sorted by name."""
+    if not folder.is_dir():
+        raise BatchError(f"SUBMISSIONS={str(folder)!r} is not a folder of submissions")
+    skipped = {p.resolve() for p in skip}
+    found = [
+        p
+        for p in sorted(folder.iterdir())
+        if not p.name.startswith((".", "_"))
+        and p.resolve() not in skipped
+        and (p.is_dir() or (p.is_file() and p.name.lower().endswith(".zip")))
+    ]
+    modules = checks.modules()
+    if not found and any((folder / f"{m}.py").is_file() for m in modules):
+        raise BatchError(
+            f"{folder} looks like one submission (it holds the module files); put each "
+            "student's folder or .zip in a folder and pass that folder as SUBMISSIONS"
+        )
+    if not found:
+        raise BatchError(f"{folder} holds no submissions (sub-folders or .zip files)")
+    return found
+
+
+def extract_zip(archive: Path, target: Path) -> list[str]:
+    """Unpack a student's .zip safely (no absolute paths, no '..', no links, size-capped)."""
+    notes = []
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = zf.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                return [f"{archive.name} holds more than {MAX_ZIP_MEMBERS} files: not unpacked"]
+            total = 0
+            for info in members:
+                name = info.filename
+                parts = Path(name).parts
+                if info.is_dir() or name.startswith("__MACOSX") or not parts:
+                    continue
+                if name.startswith("/") or ".." in parts or ":" in name:
+                    notes.append(f"{name}: unsafe path in the .zip, left out")
+                    continue
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    notes.append(f"{name}: a link in the .zip, left out")
+                    continue
+                total += info.file_size
+                if total > MAX_ZIP_BYTES:
+                    notes.append(f"{archive.name} unpacks to more than 50 MB: rest left out")
+                    break
+                dest = target / Path(*parts)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(dest, "wb") as out:
+                    shutil.copyfileobj(src, out)
+    except (zipfile.BadZipFile, OSError) as e:
+        notes.append(f"{archive.name} could not be unpacked: {e}")
+    return notes
+
+
+def package_folder(root: Path) -> Path:
+    """The folder holding the module files: root itself, or the shallowest one below it."""
+    modules = checks.modules()
+    best = None
+    for dirpath, dirs, _files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        here = Path(dirpath)
+        if any((here / f"{m}.py").is_file() for m in modules):
+            depth = len(here.relative_to(root).parts)
+            if best is None or depth < best[0]:
+                best = (depth, here)
+    return best[1] if best else root
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def feedback_text(graded: Graded, title: str) -> str:
+    parts = [report.table(graded.results, title)]
+    if graded.notes:
+        parts.append("Notes from the grader:\n" + "\n".join(f"  - {n}" for n in graded.notes))
+    if graded.output.strip():
+        printed = "\n".join("  | " + line for line in graded.output.rstrip().splitlines())
+        parts.append(
+            "What your code printed while it was graded (your output, not the grader's "
+            f"words; {graded.output_bytes:,} bytes):\n{printed}"
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def results_json(graded: Graded) -> dict:
+    data = report.gradescope(graded.results)
+    if graded.notes:
+        data["output"] = "\n".join(graded.notes)
+    return data
+
+
+def write_student(graded: Graded, folder: Path, title: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results_json(graded), indent=2, ensure_ascii=False) + "\n"
+    (folder / "results.json").write_text(text)
+    (folder / "feedback.txt").write_text(feedback_text(graded, title))
+
+
+def write_grades(rows: list[Graded], path: Path, modules: list[str]) -> None:
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["student", "score", "max_score", *modules, "notes"])
+        for g in sorted(rows, key=lambda g: g.name):
+            per_module = [f"{sum(r.score for r in g.results if r.module == m):g}" for m in modules]
+            notes = " | ".join(g.notes)
+            out.writerow([g.name, f"{g.score:g}", f"{g.max_score:g}", *per_module, notes])
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """A one-line progress bar on stderr (a line per 10% when stderr is not a terminal)."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.stream = total, 0, stream
+        self.start = time.monotonic()
+        self.tty = stream.isatty()
+        self.last_decile = -1
+
+    def step(self, name: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        bar = "#" * (30 * self.done // self.total)
+        line = (
+            f"[{bar:<30}] {self.done}/{self.total} graded  {elapsed:5.1f} s  "
+            f"ETA {eta:4.0f} s  {name[:30]}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line.ljust(100))
+            if self.done == self.total:
+                self.stream.write("\n")
+        elif 10 * self.done // self.total != self.last_decile:
+            self.last_decile = 10 * self.done // self.total
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+# --------------------------------------------------------------------------- the batch
+
+
+def run(
+    submissions: Path,
+    out: Path,
+    *,
+    modules: list[str] | None = None,
+    jobs: int | None = None,
+    seed: int | None = None,
+    public: bool = False,
+    limits: Limits | None = None,
+    progress: bool = True,
+) -> list[Graded]:
+    from .sandbox.runner import Sandbox
+
+    submissions, out = Path(submissions), Path(out)
+    found = find_submissions(submissions, skip=[out])
+    modules = modules or checks.modules()
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-batch-"))
+    hide = [submissions, out, unpacked]
+    names: set[str] = set()
+    graded: list[Graded] = []
+    with Sandbox(modules, seed=seed, public=public, limits=limits, hide=hide, slots=jobs) as sb:
+        warning = sb.isolation.warning()
+        if warning:
+            print(warning, file=sys.stderr)
+        tier = "public tier (stored fixtures)" if public else f"hidden tier (seed {sb.seed})"
+        title_of = lambda name: f"Attention Lab: {name}, {tier}"  # noqa: E731
+
+        def one(path: Path, name: str) -> Graded:
+            notes, folder = [], path
+            if path.is_file():
+                folder = unpacked / name
+                folder.mkdir()
+                notes = extract_zip(path, folder)
+            g = sb.grade(package_folder(folder), name)
+            g.notes[:0] = notes
+            write_student(g, out / name, title_of(name))
+            return g
+
+        bar = Progress(len(found)) if progress else None
+        try:
+            with ThreadPoolExecutor(jobs) as pool:
+                futures = {}
+                for path in found:
+                    name = student_name(path)
+                    while name in names:
+                        name += "_"
+                    names.add(name)
+                    futures[pool.submit(one, path, name)] = name
+                for future in as_completed(futures):
+                    graded.append(future.result())
+                    if bar:
+                        bar.step(futures[future])
+        finally:
+            shutil.rmtree(unpacked, ignore_errors=True)
+        write_grades(graded, out / "grades.csv", modules)
+        import torch
+
+        meta = {
+            "submissions": len(graded),
+            "tier": "public" if public else "hidden",
+            "seed": sb.seed,
+            "isolation": sb.isolation.mode,
+            "isolation_warning": warning,
+            "limits": asdict(sb.limits),
+            "jobs": jobs,
+            "modules": modules,
+            "torch": torch.__version__,
+            "seconds": round(time.monotonic() - started, 2),
+        }
+        (out / "batch.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return graded
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def cmd_batch(args) -> int:
+    modules = checks.modules()
+    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in modules]
+    if unknown:
+        print(
+            f"error: EX={args.ex!r}: unknown module {unknown[0]!r}; expected one of "
+            f"{', '.join(modules)}",
+            file=sys.stderr,
+        )
+        return 2
+    for name in ("timeout", "check_timeout", "memory", "jobs"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            print(
+                f"error: --{name.replace('_', '-')} must be positive, got {value}", file=sys.stderr
+            )
+            return 2
+    limits = Limits(
+        timeout=args.timeout, check_timeout=args.check_timeout, memory=int(args.memory) << 20
+    )
+    try:
+        graded = run(
+            Path(args.submissions),
+            Path(args.out),
+            modules=wanted or None,
+            jobs=args.jobs,
+            seed=args.seed,
+            public=args.public,
+            limits=limits,
+            progress=not args.quiet,
+        )
+    except BatchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    meta = json.loads((Path(args.out) / "batch.json").read_text())
+    full = sum(g.score == g.max_score for g in graded)
+    print(
+        f"graded {len(graded)} submissions in {meta['seconds']} s ({meta['tier']} tier, "
+        f"{meta['isolation']} isolation, {meta['jobs']} jobs); {full} with full marks"
+    )
+    print(f"wrote {Path(args.out) / 'grades.csv'} and, per student, results.json and feedback.txt")
+    return 0
+
+
+def add_verbs(verbs) -> None:
+    """`python -m autograder batch ...` (what `make batch` calls)."""
+    d = Limits()
+    p = verbs.add_parser("batch", help="grade a folder of submissions in the sandbox")
+    p.add_argument("--submissions", required=True, help="folder of package folders / .zips")
+    p.add_argument("--out", default="build/batch")
+    p.add_argument("--ex", default="", help="comma-separated modules (default: all)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: cores)")
+    p.add_argument("--seed", type=int, default=None, help="hidden-tier seed (default: random)")
+    p.add_argument("--public", action="store_true", help="grade the public tier instead")
+    p.add_argument("--timeout", type=float, default=d.timeout, help="seconds per submission")
+    p.add_argument("--check-timeout", type=float, default=d.check_timeout)
+    p.add_argument("--memory", type=float, default=d.memory >> 20, help="MiB per submission")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_batch)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image; the zip's
+# contents are in /autograder/source. It installs the kit's pinned dependencies
+# (requirements.lock, torch pinned) from PyPI into /autograder/venv.
+set -euo pipefail
+SOURCE="$(cd "$(dirname "$0")" && pwd)"
+VENV="${ATTENTION_LAB_VENV:-/autograder/venv}"
+
+python_ok() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+PYTHON=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null && python_ok "$candidate"; then
+        PYTHON="$candidate"
+        break
+    fi
+done
+if [ -z "$PYTHON" ]; then  # an older base image: Python 3.11 from the distribution
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y python3.11 python3.11-venv
+    PYTHON=python3.11
+fi
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --upgrade --quiet pip
+"$VENV/bin/python" -m pip install --no-cache-dir -r "$SOURCE/requirements.lock"
+"$VENV/bin/python" -c 'import torch; print("torch", torch.__version__, "installed")'

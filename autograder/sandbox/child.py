@@ -1,0 +1,112 @@
+"""The sandboxed process: runs the probes of every check on one submission.
+
+Order matters: the process confines itself first (jail.enter), then draws every check's
+inputs (before any student code can monkeypatch torch), then imports the student's modules
+and runs the probes, writing one message per check to the channel. It never judges: the
+verdicts run in the trusted parent on what arrives over the channel.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+
+from ..core import Result
+from . import wire
+from .jail import Isolation, Limits, enter
+
+
+class CheckTimeout(BaseException):
+    """Raised by the per-check alarm (a BaseException, so `except Exception` misses it)."""
+
+
+def _alarm(signum, frame):
+    raise CheckTimeout
+
+
+def _result_message(check_id: str, result: Result) -> dict:
+    return {
+        "type": "result",
+        "check": check_id,
+        "status": result.status,
+        "misconception": result.misconception,
+        "message": result.message,
+        "hint": result.hint,
+    }
+
+
+def _close_fds(keep: set[int]) -> None:
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def main(request: dict, channel: int, output: int) -> None:
+    """Never returns: ends the process with os._exit."""
+    try:
+        _run(request, channel, output)
+    except BaseException:
+        try:
+            os.write(2, f"[grader] sandbox error:\n{traceback.format_exc()}".encode())
+        except BaseException:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(0)
+
+
+def _run(request: dict, channel: int, output: int) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    _close_fds({channel})
+    os.setsid()
+    os.chdir(request["scratch"])
+    os.environ.update(HOME=request["scratch"], TMPDIR=request["scratch"])
+    for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGCHLD"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    limits = Limits(**request["limits"])
+    enter(Isolation(**request["isolation"]), request["uid"], limits, request["mountpoints"])
+
+    import torch
+
+    from .. import checks
+    from ..engine import _crash, attempt, make_inputs
+    from ..submission import Submission
+
+    torch.set_num_threads(1)
+    todo = [c for m in request["modules"] for c in checks.checks_of(m)]
+    # Inputs first: nothing the student's import does can change them.
+    inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
+    submission = Submission(request["submission"])
+    signal.signal(signal.SIGALRM, _alarm)
+    for check in todo:
+        wire.send(channel, {"type": "start", "check": check.id})
+        seconds = min(check.timeout, limits.check_timeout)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            try:
+                got = attempt(check, submission, inputs[check.id])
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except CheckTimeout:
+            wire.send(channel, {"type": "timeout", "check": check.id, "seconds": seconds})
+            continue
+        except BaseException as e:  # sys.exit(), KeyboardInterrupt... from student code
+            got = Result.of(check, "failed", _crash(e, submission.path))
+        if isinstance(got, Result):
+            wire.send(channel, _result_message(check.id, got))
+            continue
+        described, blob = wire.encode_outputs(got)
+        wire.send(channel, {"type": "outputs", "check": check.id, "outputs": described}, blob)
+    wire.send(channel, {"type": "done"})

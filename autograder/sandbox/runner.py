@@ -1,0 +1,352 @@
+"""Grade one submission in the sandbox: probes in a confined fork, verdicts here.
+
+`Sandbox` holds what every submission of a run shares: the isolation this machine allows,
+the zygote, the tier (hidden: a seed drawn now, reference outputs computed from solutions/
+in this process; public: the stored fixtures) and the resource limits. `Sandbox.grade(folder)`
+returns the Results of every check plus plain notes on anything unusual (a crash of the
+whole process, a timeout, megabytes of output, an early exit).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import selectors
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import checks, fixtures
+from ..core import (
+    _MISCONCEPTIONS,
+    GRADER_ERROR,
+    TIMEOUT,
+    Check,
+    Failure,
+    Result,
+    misconception,
+)
+from ..engine import judge, make_inputs
+from . import wire
+from .jail import UID_BASE, Isolation, Limits, detect
+from .zygote import Zygote
+
+ROOT = Path(__file__).resolve().parents[2]
+# Never visible to student code: the solutions and everything derived from them by hand.
+SECRET = ("solutions", "tests", "course", ".git", "build")
+MAX_CHANNEL = 64 << 20
+MAX_FILES, MAX_BYTES = 2000, 50 << 20
+
+EXITED_EARLY = misconception(
+    "exited-early",
+    "Your code ended the grading process ({how}) while this check ran, so it has no result.",
+    "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
+)
+KILLED = misconception(
+    "killed",
+    "The grading process was killed ({how}) while this check ran{why}.",
+    "Look for tensors or lists far larger than the inputs, or processes your code starts.",
+)
+NOT_RUN = misconception(
+    "not-run",
+    "This check did not run: {reason}.",
+    "Fix the problem reported above; then every check runs.",
+)
+CHANNEL_BROKEN = misconception(
+    "channel-broken",
+    "The grader could not read this check's result: {why}. Your code may have written to "
+    "the grader's own channel.",
+    "Do not write to file descriptors your code did not open.",
+)
+_SIGNALS = {
+    signal.SIGKILL: ("SIGKILL", ", probably for using too much memory"),
+    signal.SIGXCPU: ("SIGXCPU", ": it used up its CPU time"),
+    signal.SIGXFSZ: ("SIGXFSZ", ": it wrote a file larger than the limit"),
+    signal.SIGSEGV: ("SIGSEGV", ": a segmentation fault"),
+}
+
+
+@dataclass
+class Graded:
+    """One submission's outcome."""
+
+    name: str
+    results: list[Result]
+    notes: list[str] = field(default_factory=list)
+    output: str = ""  # what the student's code printed (an excerpt)
+    output_bytes: int = 0
+    process: dict = field(default_factory=dict)  # how the sandboxed process ended
+
+    @property
+    def score(self) -> float:
+        return sum(r.score for r in self.results)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.points for r in self.results)
+
+
+def copy_submission(source: Path, target: Path) -> list[str]:
+    """Copy the regular files of a submission folder (no symlinks, size-capped)."""
+    notes, count, total = [], 0, 0
+    for dirpath, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        rel = Path(dirpath).relative_to(source)
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in sorted(files):
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                notes.append(f"{rel / name} is a link or a special file: left out")
+                continue
+            count += 1
+            total += path.stat().st_size
+            if count > MAX_FILES or total > MAX_BYTES:
+                notes.append(f"the submission is larger than {MAX_BYTES >> 20} MB: rest left out")
+                return notes
+            shutil.copyfile(path, target / rel / name)
+    return notes
+
+
+def _chown_tree(path: Path, uid: int) -> None:
+    for dirpath, _dirs, files in os.walk(path):
+        os.chown(dirpath, uid, uid)
+        for name in files:
+            os.chown(os.path.join(dirpath, name), uid, uid)
+
+
+class Sandbox:
+    def __init__(
+        self,
+        modules: list[str] | None = None,
+        *,
+        seed: int | None = None,
+        public: bool = False,
+        limits: Limits | None = None,
+        hide: list[Path] = (),
+        slots: int = 1,
+        warm_up: bool = True,
+    ):
+        self.modules = list(modules or checks.modules())
+        self.limits = limits or Limits()
+        self.isolation: Isolation = detect([ROOT / s for s in SECRET] + list(hide))
+        # The zygote is forked before any reference output exists in this process.
+        self.zygote = Zygote(warm_up=warm_up)
+        self.public = public
+        self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
+        self.references: dict[str, dict] = {}
+        self.reference_errors: dict[str, str] = {}
+        for module in self.modules:
+            try:
+                if public:
+                    self.references[module] = fixtures.load(module)
+                else:
+                    self.references[module] = fixtures.compute(module, seed=self.seed)
+            except Exception as e:
+                self.reference_errors[module] = f"{type(e).__name__}: {e}"
+        self.checks: list[Check] = [c for m in self.modules for c in checks.checks_of(m)]
+        self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
+        self.stage.chmod(0o711)
+        self.slots: queue.Queue[int] = queue.Queue()
+        for slot in range(slots):
+            self.slots.put(slot)
+
+    def close(self) -> None:
+        self.zygote.close()
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ one submission
+
+    def grade(self, folder: Path, name: str | None = None) -> Graded:
+        slot = self.slots.get()
+        try:
+            return self._grade(Path(folder), name or Path(folder).name, slot)
+        finally:
+            self.slots.put(slot)
+
+    def _grade(self, folder: Path, name: str, slot: int) -> Graded:
+        uid = UID_BASE + slot if self.isolation.uses_uid else None
+        work = Path(tempfile.mkdtemp(dir=self.stage))
+        try:
+            notes = copy_submission(folder, work / "submission")
+            (work / "scratch").mkdir()
+            if uid is not None:
+                _chown_tree(work, uid)
+            request = {
+                "submission": str(work / "submission"),
+                "scratch": str(work / "scratch"),
+                "mountpoints": str(work / "mnt"),
+                "modules": self.modules,
+                "seed": self.seed,
+                "uid": uid,
+                "limits": asdict(self.limits),
+                "isolation": asdict(self.isolation),
+            }
+            channel, output, status = self._collect(*self.zygote.start(request))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        graded = self._judge(name, channel, status)
+        graded.notes[:0] = notes
+        graded.output_bytes = output["total"]
+        graded.output = _excerpt(output, self.limits.output)
+        if output["total"] > self.limits.output:
+            graded.notes.append(
+                f"Your code printed {output['total']:,} bytes; the feedback keeps the first "
+                f"and last {self.limits.output // 2:,}."
+            )
+        return graded
+
+    def _collect(self, channel_fd: int, output_fd: int, status_fd: int):
+        """Read the three pipes until the monitor reports (then drain briefly)."""
+        channel = bytearray()
+        output = {"head": bytearray(), "tail": bytearray(), "total": 0}
+        status = bytearray()
+        keep = self.limits.output // 2
+        sel = selectors.DefaultSelector()
+        for fd, what in ((channel_fd, "channel"), (output_fd, "output"), (status_fd, "status")):
+            sel.register(fd, selectors.EVENT_READ, what)
+        deadline = time.monotonic() + self.limits.timeout + 30
+        status_done_at = None
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                if now > deadline or (status_done_at and now > status_done_at + 2):
+                    break
+                for key, _ in sel.select(timeout=0.5):
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        sel.unregister(key.fd)
+                        if key.data == "status":
+                            status_done_at = time.monotonic()
+                        continue
+                    if key.data == "channel":
+                        channel += data
+                        if len(channel) > MAX_CHANNEL:
+                            sel.unregister(key.fd)
+                            os.close(key.fd)
+                            channel_fd = -1
+                    elif key.data == "output":
+                        output["total"] += len(data)
+                        room = keep - len(output["head"])
+                        if room > 0:
+                            output["head"] += data[:room]
+                            data = data[room:]
+                        output["tail"] = (output["tail"] + data)[-keep:]
+                    else:
+                        status += data[: 1 << 12]
+        finally:
+            sel.close()
+            for fd in (channel_fd, output_fd, status_fd):
+                if fd >= 0:
+                    os.close(fd)
+        try:
+            import json
+
+            process = json.loads(status) if status else {}
+        except ValueError:
+            process = {}
+        return bytes(channel), output, process if isinstance(process, dict) else {}
+
+    # ------------------------------------------------------------------ verdicts (trusted)
+
+    def _judge(self, name: str, data: bytes, process: dict) -> Graded:
+        messages, broken = wire.parse(data)
+        ids = {c.id for c in self.checks}
+        started: list[str] = []
+        outcome: dict[str, tuple[dict, bytes]] = {}
+        done = False
+        for header, blob in messages:
+            kind, check_id = header.get("type"), header.get("check")
+            if kind == "done":
+                done = True
+            elif check_id not in ids:
+                continue
+            elif kind == "start":
+                started.append(check_id)
+            elif kind in ("outputs", "result", "timeout") and check_id not in outcome:
+                outcome[check_id] = (header, blob)
+        graded = Graded(name, [], process=process)
+        ended = _how_it_ended(process, self.limits, done)
+        if ended:
+            graded.notes.append(ended[2])
+        if broken:
+            graded.notes.append(f"The grader's channel was damaged: {broken}.")
+        for check in self.checks:
+            if check.module in self.reference_errors:
+                error = self.reference_errors[check.module]
+                graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
+            elif check.id in outcome:
+                graded.results.append(self._result(check, *outcome[check.id]))
+            elif broken:
+                graded.results.append(
+                    Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=broken))
+                )
+            elif check.id in started and ended:
+                graded.results.append(Result.of(check, ended[0], ended[1]))
+            else:
+                reason = ended[2].rstrip(".") if ended else "the grading process stopped early"
+                failure = Failure(NOT_RUN, reason=reason[0].lower() + reason[1:])
+                graded.results.append(Result.of(check, "failed", failure))
+        return graded
+
+    def _result(self, check: Check, header: dict, blob: bytes) -> Result:
+        kind = header.get("type")
+        if kind == "timeout":
+            seconds = min(check.timeout, self.limits.check_timeout)
+            return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
+        if kind == "result":
+            status = header.get("status")
+            mistake = wire.text(header.get("misconception"), 80)
+            result = Result.of(check, "failed")  # score 0: the child never reports a pass
+            result.status = status if status in ("failed", "not attempted") else "failed"
+            result.misconception = mistake if mistake in _MISCONCEPTIONS else "crash"
+            result.message = wire.text(header.get("message"))
+            result.hint = wire.text(header.get("hint"))
+            return result
+        try:
+            got = wire.decode_outputs(header.get("outputs"), blob)
+        except wire.ChannelError as e:
+            return Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=str(e)))
+        reference = self.references[check.module].get(check.slug)
+        return judge(check, got, reference, make_inputs(check, self.seed))
+
+
+def _how_it_ended(process: dict, limits: Limits, done: bool):
+    """(status, Failure for the check that was running, a note) or None if it ended well."""
+    if process.get("timed_out"):
+        seconds = f"{limits.timeout:g}"
+        note = f"The submission used up its {seconds} s and was stopped."
+        return "timed out", Failure(TIMEOUT, seconds=seconds), note
+    sig = process.get("signal")
+    if sig:
+        label, why = _SIGNALS.get(sig, (f"signal {sig}", ""))
+        if sig == signal.SIGKILL and process.get("max_rss_mb"):
+            why += f" (it used {process['max_rss_mb']:g} MB)"
+        note = f"The grading process was killed by {label}{why}."
+        return "failed", Failure(KILLED, how=label, why=why), note
+    if not done:
+        code = process.get("exit_code")
+        how = f"exit code {code}" if code is not None else "no exit status"
+        note = f"Your code ended the grading process early ({how}); later checks did not run."
+        return "failed", Failure(EXITED_EARLY, how=how), note
+    return None
+
+
+def _excerpt(output: dict, limit: int) -> str:
+    head = bytes(output["head"]).decode("utf-8", "replace")
+    if output["total"] <= len(output["head"]):
+        return head
+    tail = bytes(output["tail"]).decode("utf-8", "replace")
+    left_out = output["total"] - len(output["head"]) - len(output["tail"])
+    if left_out <= 0:
+        return head + tail
+    return f"{head}\n[... {left_out:,} bytes left out ...]\n{tail}"

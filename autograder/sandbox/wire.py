@@ -1,0 +1,206 @@
+"""The channel from the sandboxed process to the grader: plain data only, never pickle.
+
+The sandboxed process writes messages to a pipe; the trusted parent reads them. Student code
+runs in the writing process and may write to the pipe too, so the parent treats every byte
+as untrusted: a message is a JSON header plus raw buffers (safetensors-like: dtype, shape,
+byte length), decoded into fresh plain tensors; nothing is unpickled, no class is looked up
+by name, and sizes are capped. Forging a message gains nothing: messages carry what the
+probe returned, never a grade; the verdicts run in the parent.
+
+Frame: b"ALAB" + u32 header length + u32 blob length + JSON header + blob.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+from typing import Any
+
+import torch
+
+MAGIC = b"ALAB"
+_FRAME = struct.Struct("<4sII")
+MAX_HEADER = 1 << 20  # 1 MiB of JSON per message
+MAX_BLOB = 256 << 20  # 256 MiB of tensor data per message
+MAX_STR = 4000  # characters kept of any string the child sends
+MAX_DIMS = 8
+
+# The dtypes a probe output may have, by name; anything else is refused.
+DTYPES: dict[str, torch.dtype] = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.complex64,
+        torch.complex128,
+    )
+}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,60}")
+
+
+class Opaque:
+    """Stands in, on the parent's side, for a probe output that was not a plain value (a
+    Tensor subclass, a list, an object with a custom __eq__...): verdicts see its type name
+    and refuse it like any other wrong type."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+class ChannelError(Exception):
+    """The bytes on the channel are not well-formed messages."""
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def _encode_value(value: Any, blobs: list[bytes], offset: int) -> tuple[dict, int]:
+    kind = type(value)
+    if kind is torch.Tensor:
+        try:
+            t = value.detach()
+            if t.layout != torch.strided or t.device.type != "cpu":
+                raise TypeError
+            name = str(t.dtype).removeprefix("torch.")
+            if name not in DTYPES:
+                raise TypeError
+            t = t.contiguous()
+            raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+        except Exception:
+            return {"kind": "opaque", "type": "unsupported tensor"}, offset
+        blobs.append(raw)
+        meta = {"kind": "tensor", "dtype": name, "shape": list(t.shape), "offset": offset}
+        return {**meta, "nbytes": len(raw)}, offset + len(raw)
+    if kind is bool or kind is int or kind is str:
+        return {"kind": kind.__name__, "value": value}, offset
+    if kind is float:
+        return {"kind": "float", "value": repr(value)}, offset
+    if value is None:
+        return {"kind": "none"}, offset
+    return {"kind": "opaque", "type": getattr(kind, "__name__", "object")}, offset
+
+
+def encode_outputs(outputs: dict) -> tuple[dict, bytes]:
+    """Probe outputs -> (JSON-able description, one blob of raw tensor bytes)."""
+    blobs: list[bytes] = []
+    described, offset = {}, 0
+    for key, value in outputs.items():
+        described[str(key)], offset = _encode_value(value, blobs, offset)
+    return described, b"".join(blobs)
+
+
+def frame(header: dict, blob: bytes = b"") -> bytes:
+    text = json.dumps(header).encode()
+    return _FRAME.pack(MAGIC, len(text), len(blob)) + text + blob
+
+
+def send(fd: int, header: dict, blob: bytes = b"") -> None:
+    data = memoryview(frame(header, blob))
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def parse(data: bytes) -> tuple[list[tuple[dict, bytes]], str]:
+    """Split the bytes read from the channel into (header, blob) messages. Returns the
+    well-formed messages before the first malformed one, and a note saying what was wrong
+    ('' when everything parsed)."""
+    messages, pos = [], 0
+    while pos < len(data):
+        if len(data) - pos < _FRAME.size:
+            return messages, "the channel ended in the middle of a message"
+        magic, n_header, n_blob = _FRAME.unpack_from(data, pos)
+        if magic != MAGIC or n_header > MAX_HEADER or n_blob > MAX_BLOB:
+            return messages, "the channel holds bytes that are not grader messages"
+        start = pos + _FRAME.size
+        end = start + n_header + n_blob
+        if end > len(data):
+            return messages, "the channel ended in the middle of a message"
+        try:
+            header = json.loads(data[start : start + n_header])
+        except (ValueError, UnicodeDecodeError):
+            return messages, "the channel holds a message that is not JSON"
+        if not isinstance(header, dict):
+            return messages, "the channel holds a message that is not a JSON object"
+        messages.append((header, data[start + n_header : end]))
+        pos = end
+    return messages, ""
+
+
+def text(value: Any, limit: int = MAX_STR) -> str:
+    """A string from the child, capped; anything else becomes ''."""
+    if not isinstance(value, str):
+        return ""
+    return value if len(value) <= limit else value[:limit] + " [...]"
+
+
+def _decode_value(meta: Any, blob: bytes) -> Any:
+    if not isinstance(meta, dict):
+        raise ChannelError("an output description is not an object")
+    kind = meta.get("kind")
+    value = meta.get("value")
+    if kind == "tensor":
+        dtype = DTYPES.get(meta.get("dtype"))
+        shape, offset, nbytes = meta.get("shape"), meta.get("offset"), meta.get("nbytes")
+        if dtype is None:
+            raise ChannelError(f"refused dtype {meta.get('dtype')!r}")
+        if (
+            not isinstance(shape, list)
+            or len(shape) > MAX_DIMS
+            or not all(type(n) is int and 0 <= n <= MAX_BLOB for n in shape)
+            or type(offset) is not int
+            or type(nbytes) is not int
+            or not 0 <= offset <= offset + nbytes <= len(blob)
+        ):
+            raise ChannelError("a tensor description is malformed")
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if math.prod(shape) * itemsize != nbytes:
+            raise ChannelError("a tensor's byte length does not match its shape")
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype)
+        raw = bytearray(blob[offset : offset + nbytes])
+        if dtype == torch.bfloat16:
+            return torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16).reshape(shape)
+        return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "int" and type(value) is int:
+        return value
+    if kind == "float" and isinstance(value, str) and len(value) < 40:
+        try:
+            return float(value)
+        except ValueError:
+            raise ChannelError("a float is malformed") from None
+    if kind == "str" and isinstance(value, str):
+        return text(value)
+    if kind == "none":
+        return None
+    if kind == "opaque":
+        name = meta.get("type")
+        name = name if isinstance(name, str) and _NAME.fullmatch(name) else "object"
+        # A plain class named after the original type, so that a verdict says "got a X".
+        return type(name, (Opaque,), {})(name)
+    raise ChannelError(f"unknown output kind {kind!r}")
+
+
+def decode_outputs(described: Any, blob: bytes) -> dict:
+    """The parent's copy of the probe outputs: fresh plain tensors and plain values."""
+    if not isinstance(described, dict):
+        raise ChannelError("the outputs are not an object")
+    return {text(k, 200): _decode_value(v, blob) for k, v in described.items()}

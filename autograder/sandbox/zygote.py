@@ -1,0 +1,170 @@
+"""A zygote (fork server): torch is imported once, every submission gets a fork of it.
+
+The grader forks the zygote at start-up, after importing torch and the checks and before it
+computes any reference output, so no fork of it holds an expected answer. For each
+submission the zygote forks a *monitor* (trusted) that forks the *sandboxed process*
+(child.py), waits for it with a wall-clock limit, kills it (and anything it spawned) when
+time is up, and reports the exit status on a status pipe. A fork costs milliseconds; a fresh
+interpreter would pay torch's import (about 1.4 s) per submission.
+
+Requests travel over a Unix socket pair with the pipe ends attached (SCM_RIGHTS); the
+sandboxed process closes the socket before it runs any student code.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import threading
+import time
+
+from . import child
+from .jail import Limits, sweep
+
+
+class Zygote:
+    def __init__(self, warm_up: bool = True):
+        import torch
+
+        from .. import checks, submission
+
+        torch.set_num_threads(1)
+        for module in checks.modules():  # import every checks file and trusted stand-in
+            checks.checks_of(module)
+        for name in submission.trusted_modules():
+            __import__(f"{submission.trusted.__name__}.{name}")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            code = 0
+            try:
+                _serve(theirs, warm_up)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        theirs.close()
+        self.pid, self.sock, self.lock = pid, ours, threading.Lock()
+
+    def start(self, request: dict) -> tuple[int, int, int]:
+        """Start the sandboxed run of one submission; returns the read ends of its
+        (channel, output, status) pipes. The caller reads them until EOF and closes them."""
+        ends = [os.pipe() for _ in range(3)]
+        data = json.dumps(request).encode()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [data], [w for _, w in ends])
+        finally:
+            for _, w in ends:
+                os.close(w)
+        return ends[0][0], ends[1][0], ends[2][0]
+
+    def close(self) -> None:
+        if self.sock.fileno() >= 0:
+            self.sock.close()
+            os.waitpid(self.pid, 0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _warm_up() -> None:
+    """Run every check's probe once on the trusted stand-ins (public code, not the
+    solutions), so that lazy imports and op dispatch are paid once, not per submission."""
+    from .. import checks
+    from ..engine import attempt, make_inputs
+    from ..submission import Submission, trusted_modules
+
+    stand_ins = Submission(_trusted_dir())
+    for module in checks.modules():
+        if module not in trusted_modules():
+            continue
+        for check in checks.checks_of(module):
+            try:
+                attempt(check, stand_ins, make_inputs(check, 0))
+            except BaseException:
+                pass
+
+
+def _trusted_dir() -> str:
+    from .. import trusted
+
+    return trusted.__path__[0]
+
+
+def _serve(sock: socket.socket, warm_up: bool) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped automatically
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        if fd > 2 and fd != sock.fileno():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if warm_up:
+        _warm_up()
+    gc.collect()
+    gc.freeze()  # fewer copy-on-write pages in every fork
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
+        except OSError:
+            return
+        if not data:
+            return  # the parent closed its end
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            code = 0
+            try:
+                _monitor(json.loads(data), *fds)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        for fd in fds:
+            os.close(fd)
+
+
+def _monitor(request: dict, channel: int, output: int, status: int) -> None:
+    """Trusted: fork the sandboxed process, enforce the wall clock, report how it ended."""
+    limits = Limits(**request["limits"])
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(status)
+        child.main(request, channel, output)  # never returns
+    os.close(channel)
+    os.close(output)
+    pidfd = os.pidfd_open(pid)
+    ready, _, _ = select.select([pidfd], [], [], limits.timeout)
+    timed_out = not ready
+    if timed_out:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
+    _, wstatus, usage = os.wait4(pid, 0)
+    if request["uid"] is not None:
+        sweep(request["uid"])
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    report = {
+        "timed_out": timed_out,
+        "exit_code": os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None,
+        "signal": os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None,
+        "seconds": round(time.monotonic() - started, 3),
+        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
+    os.write(status, json.dumps(report).encode())
+    os.close(status)

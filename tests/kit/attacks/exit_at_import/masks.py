@@ -1,0 +1,5 @@
+"""Attack: sys.exit(0) at import."""
+
+import sys
+
+sys.exit(0)

@@ -1,0 +1,107 @@
+"""`make gradescope`: autograder.zip, and run_autograder against a simulated root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import SOLUTIONS, run_cli
+from test_batch import mutant_source, stage_attack
+
+MODULES = "attention,masks"
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gradescope") / "autograder.zip"
+    proc = run_cli("gradescope", "--out", str(out), "--ex", MODULES)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def run_autograder(zip_path: Path, root: Path, submission: Path | None, **env: str) -> dict:
+    """Unpack the zip as Gradescope does, put the upload in place, run run_autograder."""
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(root / "source")
+    (root / "submission").mkdir(parents=True)
+    if submission is not None:
+        shutil.copytree(submission, root / "submission", dirs_exist_ok=True)
+    environ = {
+        **os.environ,
+        "ATTENTION_LAB_GRADESCOPE_ROOT": str(root),
+        "ATTENTION_LAB_PYTHON": sys.executable,
+        **env,
+    }
+    proc = subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def check_fields(data: dict) -> None:
+    assert isinstance(data["score"], (int, float)) and isinstance(data["tests"], list)
+    assert data["tests"] and data["score"] == sum(t["score"] for t in data["tests"])
+    for test in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output"} <= set(test)
+        assert test["name"].split(":")[0] in ("attention", "masks")
+        assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"]
+
+
+def test_zip_holds_what_gradescope_needs(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as zf:
+        names = set(zf.namelist())
+        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
+    assert {"setup.sh", "run_autograder", "requirements.lock", "attention_lab.json"} <= names
+    assert "solutions/attention.py" in names and "autograder/fixtures/attention.npz" in names
+    assert not any(n.startswith(("tests/", "assignments/", ".git")) for n in names)
+    assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
+
+
+def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
+    correct = run_autograder(autograder_zip, tmp_path / "correct", SOLUTIONS)
+    check_fields(correct)
+    assert correct["score"] == correct["max_score"] == 29
+    assert all(t["status"] == "passed" for t in correct["tests"])
+
+    empty = run_autograder(autograder_zip, tmp_path / "empty", None)
+    check_fields(empty)
+    assert empty["score"] == 0 and "No Python files" in empty["output"]
+    assert all("the file is missing" in t["output"] for t in empty["tests"])
+
+    buggy_folder = tmp_path / "buggy_upload"
+    shutil.copytree(SOLUTIONS, buggy_folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (buggy_folder / "masks.py").write_text(mutant_source("masks", "causal_transposed"))
+    buggy = run_autograder(autograder_zip, tmp_path / "buggy", buggy_folder)
+    check_fields(buggy)
+    assert 0 < buggy["score"] < 29
+    assert any("causal-transposed" in t["tags"] for t in buggy["tests"])
+
+
+@pytest.mark.parametrize(
+    "attack", ["read_solutions", "write_results", "exit_at_import", "stored_answers"]
+)
+def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attack):
+    """The attacks aimed at Gradescope's layout (/autograder/source/solutions, the results
+    folder); the whole suite runs through the same sandbox in test_batch.py."""
+    upload = stage_attack(attack, tmp_path / "attack")
+    data = run_autograder(
+        autograder_zip,
+        tmp_path / "root",
+        upload,
+        ATTENTION_LAB_TIMEOUT="6",
+        ATTENTION_LAB_CHECK_TIMEOUT="1",
+    )
+    check_fields(data)
+    assert data["score"] == 0
+    assert data["tests"][0]["score"] == 0 and "1000" not in json.dumps(data["score"])
