@@ -152,6 +152,10 @@ class Check:
     verdict: Callable[[Outputs, Outputs, Inputs], None]
     exercise: str = ""  # the function or class it grades, named in "not attempted"
     timeout: float = 20.0
+    # A slow check (a training run) runs only when asked for (`make grade-train`), and has
+    # no stored reference: its verdict judges against thresholds, since a training run's
+    # floats are not bitwise reproducible across machines.
+    slow: bool = False
 
     @property
     def id(self) -> str:

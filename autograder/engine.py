@@ -136,8 +136,11 @@ def grade(
     *,
     seed: int | None = None,
     device: str = "cpu",
+    slow: bool = False,
 ) -> list[Result]:
     """Grade in this process, without pytest (kit tests; batch grading builds on it).
+
+    Slow checks (core.Check.slow: a training run) are graded only with slow=True.
 
     With seed=None the public tier: stored reference outputs. With a seed: the hidden tier,
     reference outputs computed from solutions/ on inputs drawn from that seed.
@@ -151,6 +154,8 @@ def grade(
         else:
             refs, base = fixtures.compute(module, seed=seed), seed
         for check in checks.checks_of(module):
+            if check.slow and not slow:
+                continue
             results.append(
                 run_check(check, submission, refs.get(check.slug), seed=base, device=device)
             )

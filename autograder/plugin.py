@@ -31,6 +31,11 @@ def pytest_addoption(parser):
         default=None,
         help="seconds per check (default: each check's own limit)",
     )
+    group.addoption(
+        "--include-slow",
+        action="store_true",
+        help="also run the slow checks (a training run; `make grade-train`)",
+    )
 
 
 class Grader:
@@ -40,6 +45,7 @@ class Grader:
         self.results_path = Path(config.getoption("results"))
         self.modules = [m for m in config.getoption("ex").split(",") if m]
         self.timeout = config.getoption("check_timeout")
+        self.include_slow = config.getoption("include_slow")
         self.results: dict[str, Result] = {}
         self._refs: dict[str, dict] = {}
 
@@ -98,7 +104,9 @@ def pytest_collection_modifyitems(config, items):
         check = getattr(getattr(item, "callspec", None), "params", {}).get("check")
         if check is None:
             continue
-        if grader.modules and check.module not in grader.modules:
+        if (grader.modules and check.module not in grader.modules) or (
+            check.slow and not grader.include_slow
+        ):
             drop.append(item)
             continue
         item.add_marker(pytest.mark.timeout(grader.timeout or check.timeout, method="signal"))
