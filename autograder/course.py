@@ -1,0 +1,522 @@
+"""The nbgrader course: source notebooks generated from solutions/, and the instructor's verbs.
+
+`make course` writes an nbgrader course directory (default course/):
+
+    course/nbgrader_config.py        written once, then the instructor's to edit
+    course/hidden_seed               the hidden tier's secret seed (never released)
+    course/source/<module>/<module>.ipynb   one assignment per exercise module
+
+Each notebook is built from solutions/<module>.py (the single source) and the optional
+teaching text course/text/<module>.md:
+
+    setup cell (locked)      makes the kit importable (autograder/ on sys.path)
+    markdown                 the module docstring and the teaching text
+    imports                  the module's imports; `from .attention import x` becomes
+                             `from autograder.trusted.attention import x`
+    per exercise             markdown, then the solution cell (the def/class with the same
+                             ### BEGIN/END SOLUTION region as the .py), then one locked,
+                             autograded test cell per Check, carrying its points
+
+A test cell calls autograder.notebook.grade (the same Check, the same engine as `make grade`)
+on the public fixture, and again, inside ### BEGIN/END HIDDEN TESTS, on the hidden seed.
+
+The verbs (release, collect, autograde, feedback, export) are thin wrappers that run
+`python -m nbgrader <verb>` in the course directory, once per assignment, with the kit on
+PYTHONPATH, this Python's folder first on PATH (the kernel runs this Python) and, for
+autograde, the hidden seed in the environment.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import secrets
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from . import checks
+from .core import Check
+from .notebook import SEED_FILE, SEED_VARIABLE
+from .submission import trusted_modules
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+TEXT = ROOT / "course" / "text"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
+# Zip collect: "<student>_<notebook>.ipynb" files, or "<student>.zip" holding the notebooks.
+NAMED_REGEXP = r".*/(?P<student_id>[^/]+?)[/_](?P<file_id>[^/_]+\.ipynb)$"
+
+SETUP = """\
+# Setup (locked): make the Attention Lab kit importable. It is looked for in
+# $ATTENTION_LAB_ROOT, then in this notebook's folder and the folders above it.
+import os
+import sys
+from pathlib import Path
+
+try:
+    import autograder  # noqa: F401
+except ImportError:
+    _here = Path.cwd()
+    for _folder in [os.environ.get("ATTENTION_LAB_ROOT", ""), _here, *_here.parents]:
+        if _folder and (Path(_folder) / "autograder" / "__init__.py").is_file():
+            sys.path.insert(0, str(_folder))
+            break
+    else:
+        raise ImportError(
+            "Attention Lab's autograder/ was not found: set ATTENTION_LAB_ROOT to the kit's "
+            "folder (the one holding autograder/ and Makefile)"
+        )
+# As in the .py exercise, __file__ is the kit's assignments/{module}.py (relative paths work).
+__file__ = str(Path(sys.modules["autograder"].__file__).parents[1] / "assignments" / "{module}.py")
+"""
+
+GRADING = """\
+**How this notebook is graded.** Write your code in the cells that hold
+`raise NotImplementedError(...)`, replacing that line. Each locked cell below an exercise runs
+one check, the same one `make grade` runs, and shows its points; when a check fails it names the
+likely mistake and gives a hint. Run the notebook top to bottom (*Kernel → Restart & Run All*)
+before you submit. Your instructor grades with more checks on inputs you have not seen, so
+write code that follows the docstring, not code that fits these checks."""
+
+CONFIG = """\
+# nbgrader configuration of the Attention Lab course, written by `make course` when missing.
+# It is yours to edit; `make course` never overwrites it.
+c = get_config()  # noqa: F821
+
+c.CourseDirectory.course_id = "attention-lab"
+
+# The stub left in a solution cell: the same sentence the grader reports ("not attempted").
+c.ClearSolutions.code_stub = {{"python": {code_stub!r}}}
+
+# Autograde: put back test cells a student deleted (graded as usual); a duplicated cell keeps
+# its grade_id only once (nbgrader's DeduplicateIds). Cells get time for torch's first call.
+c.OverwriteCells.add_missing_cells = True
+# ... and a cell that DeduplicateIds stripped does not crash add_missing_cells (nbgrader 0.9.6).
+try:
+    from autograder.course import sanitize_preprocessors
+except ImportError:  # raw nbgrader, without the kit on PYTHONPATH
+    import sys
+
+    sys.path.insert(0, {kit!r})
+    from autograder.course import sanitize_preprocessors
+c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
+c.Execute.timeout = 120
+# nbgrader gives zero to a test cell with any stderr output. The checks already move what the
+# student's code writes to stderr onto stdout; this also drops warnings raised elsewhere.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"\\w+Warning: "
+
+# Zip collect (`make collect`): put the downloaded files in downloaded/<assignment>/archive/,
+# named "<student>_<notebook>.ipynb", or one "<student>.zip" per student holding the notebooks.
+# Learning platforms name downloads differently: adapt this regular expression to yours.
+c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
+c.FileNameCollectorPlugin.named_regexp = {named_regexp!r}
+"""
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
+    if grade:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _code(source: str, cell_id: str, **meta) -> nbformat.NotebookNode:
+    cell = new_code_cell(source.strip("\n"), metadata=_meta(cell_id, **meta) if meta else {})
+    cell.id = cell_id
+    return cell
+
+
+def _markdown(source: str, cell_id: str) -> nbformat.NotebookNode:
+    cell = new_markdown_cell(source.strip("\n"), metadata=_meta(cell_id, locked=True))
+    cell.id = cell_id
+    return cell
+
+
+def teaching_text(module: str, text_dir: Path = TEXT) -> dict[str, str]:
+    """course/text/<module>.md split at `<!-- before: name -->` markers: {"": intro, name: text}."""
+    path = text_dir / f"{module}.md"
+    if not path.is_file():
+        return {}
+    sections, key = {"": []}, ""
+    for line in path.read_text().splitlines():
+        marker = re.fullmatch(r"\s*<!--\s*before:\s*(\w+)\s*-->\s*", line)
+        if marker:
+            key = marker.group(1)
+            sections[key] = []
+        else:
+            sections[key].append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+def _docstring_markdown(doc: str) -> str:
+    """A module docstring as markdown: first line as a heading, the rest as paragraphs."""
+    first, _, rest = (doc or "").strip().partition("\n")
+    title = re.sub(r"^Exercise group( \d+)?:\s*", "", first.strip()).rstrip(".")
+    return f"# Attention Lab: {title}\n\n{textwrap.dedent(rest).strip()}"
+
+
+def _rewrite_import(node: ast.ImportFrom) -> str:
+    """`from .attention import x, y` -> `from autograder.trusted.attention import x, y`."""
+    names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+    if not node.module:
+        raise ValueError("`from . import module` is not supported in notebooks; import names")
+    if node.module not in trusted_modules():
+        raise ValueError(
+            f"it imports from .{node.module}, which has no trusted stand-in in "
+            f"autograder/trusted/{node.module}.py"
+        )
+    return (
+        f"from autograder.trusted.{node.module} import {names}  "
+        f"# in the .py files: from .{node.module} import ..."
+    )
+
+
+_RELATIVE = re.compile(r"^(\s+)from \.(\w+) import ")
+
+
+def _rewrite_inner(match: re.Match) -> str:
+    indent, module = match.groups()
+    if module not in trusted_modules():
+        raise ValueError(f"it imports from .{module}, which has no trusted stand-in")
+    return f"{indent}from autograder.trusted.{module} import "
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    test = getattr(node, "test", None)
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )
+
+
+def _chunks(source: str) -> tuple[str, list[tuple[str, str]]]:
+    """(module docstring, [(name or "", code)]): one chunk per top-level def/class, and one per
+    run of other statements (imports, constants); comments above a def go with it."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    body = tree.body
+    doc = ast.get_docstring(tree) or ""
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    chunks: list[tuple[str, list[str]]] = []
+    previous_end = body[0].lineno - 1 if body else 0
+    for node in body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+        end = node.end_lineno
+        # Indented comments after the last statement (### END SOLUTION) belong to the node.
+        while end < len(lines) and lines[end][:1].isspace() and lines[end].strip()[:1] == "#":
+            end += 1
+        if _is_main_guard(node):
+            previous_end = end
+            continue
+        # Comment lines directly above the node belong to it; blank lines and section rules
+        # before them are dropped.
+        above = start
+        while above > previous_end and lines[above - 1].lstrip().startswith("#"):
+            above -= 1
+        code = lines[above:end]
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            code = [_rewrite_import(node)]
+        else:  # a relative import inside a function
+            code = [_RELATIVE.sub(_rewrite_inner, ln) for ln in code]
+        code = [ln for ln in code if not re.fullmatch(r"#\s*-{10,}.*", ln.strip())]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            chunks.append((node.name, code))
+        elif chunks and chunks[-1][0] == "":
+            gap = lines[previous_end:above]  # keep one blank line where the source has one
+            chunks[-1][1].extend(([""] if any(not g.strip() for g in gap) else []) + code)
+        else:
+            chunks.append(("", code))
+        previous_end = end
+    return doc, [(name, "\n".join(code)) for name, code in chunks]
+
+
+def _exercise_owner(check: Check, chunks: list[tuple[str, str]]) -> str:
+    """The def/class chunk whose solution region the check grades (a method: its class)."""
+    for name, _code in chunks:
+        if name and check.exercise == name:
+            return name
+    for name, code in chunks:
+        if name and BEGIN in code and re.search(rf"\bdef {re.escape(check.exercise)}\b", code):
+            return name
+    return ""
+
+
+def test_source(check: Check) -> str:
+    """The test cell of one check: the public tier, then the hidden tier."""
+    return (
+        f"# {check.name} [{check.points:g} points]\n"
+        "from autograder.notebook import grade\n\n"
+        f'grade("{check.id}", globals())\n'
+        "### BEGIN HIDDEN TESTS\n"
+        f'grade("{check.id}", globals(), hidden=True)\n'
+        "### END HIDDEN TESTS"
+    )
+
+
+def notebook(module: str, solutions: Path = SOLUTIONS, text_dir: Path = TEXT):
+    """The source notebook of one exercise module, from solutions/<module>.py."""
+    source = (solutions / f"{module}.py").read_text()
+    doc, chunks = _chunks(source)
+    text = teaching_text(module, text_dir)
+    module_checks = checks.checks_of(module)
+    owners = {c.id: _exercise_owner(c, chunks) for c in module_checks}
+
+    cells = [
+        _code(SETUP.replace("{module}", module), "setup", locked=True),
+        _markdown(_docstring_markdown(doc), "intro"),
+    ]
+    if text.get(""):
+        cells.append(_markdown(text[""], "intro-text"))
+    cells.append(_markdown(GRADING, "grading"))
+
+    def tests_of(owner: str):
+        for check in module_checks:
+            if owners[check.id] == owner:
+                cells.append(
+                    _code(
+                        test_source(check),
+                        f"test-{check.slug}",
+                        grade=True,
+                        locked=True,
+                        points=check.points,
+                    )
+                )
+
+    for index, (name, code) in enumerate(chunks):
+        if not name:
+            # Imports and constants: an ordinary cell, so students may add imports.
+            cell = new_code_cell(code.strip("\n"))
+            cell.id = f"code-{index}"
+            cells.append(cell)
+            continue
+        words = text.get(name) or _default_text(name, code)
+        cells.append(_markdown(words, f"text-{name}"))
+        if BEGIN in code:
+            cells.append(_code(code, name, solution=True))
+            tests_of(name)
+        else:
+            cells.append(_code(code, name, locked=True))
+    tests_of("")  # checks that name no exercise of this file go last
+
+    nb = new_notebook(cells=cells)
+    nb.metadata = {
+        "kernelspec": {
+            "display_name": "Python 3 (ipykernel)",
+            "language": "python",
+            "name": "python3",
+        },
+        "language_info": {"name": "python"},
+    }
+    nbformat.validate(nb)
+    return nb
+
+
+def _default_text(name: str, code: str) -> str:
+    """Markdown for an exercise without teaching text: its name and docstring summary."""
+    try:
+        node = ast.parse(textwrap.dedent(code)).body[-1]
+        summary = (ast.get_docstring(node) or "").split("\n\n")[0]
+    except (SyntaxError, IndexError):
+        summary = ""
+    return f"## `{name}`\n\n{summary}".strip()
+
+
+# --------------------------------------------------------------------------- nbgrader fixes
+
+
+def sanitize_preprocessors() -> list:
+    """nbgrader's autograde sanitising steps, plus one after DeduplicateIds.
+
+    DeduplicateIds leaves `"nbgrader": {}` on a duplicated cell; OverwriteCells with
+    add_missing_cells then fails on it with KeyError 'grade_id' (nbgrader 0.9.6, see
+    jupyter/nbgrader#1083). Dropping the empty metadata makes the copy an ordinary cell.
+    """
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor
+
+    class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
+        def preprocess_cell(self, cell, resources, index):
+            if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
+                del cell.metadata["nbgrader"]
+            return cell, resources
+
+    steps = list(Autograde.class_traits()["sanitize_preprocessors"].make_dynamic_default())
+    steps.insert(steps.index(DeduplicateIds) + 1, DropEmptyNbgraderMetadata)
+    return steps
+
+
+# --------------------------------------------------------------------------- the course
+
+
+def course_modules(modules: list[str] | None = None, solutions: Path = SOLUTIONS) -> list[str]:
+    """Exercise modules with checks and a solution file, in course order."""
+    known = [m for m in checks.modules() if (solutions / f"{m}.py").is_file()]
+    if modules:
+        unknown = [m for m in modules if m not in known]
+        if unknown:
+            raise ValueError(f"unknown exercise module {unknown[0]!r}; expected one of {known}")
+        return [m for m in known if m in modules]
+    return known
+
+
+def write_course(
+    root: Path, modules: list[str] | None = None, solutions: Path = SOLUTIONS
+) -> list[Path]:
+    """Write source/<m>/<m>.ipynb for each module, and the config and seed when missing."""
+    root = Path(root)
+    (root / "source").mkdir(parents=True, exist_ok=True)
+    config = root / "nbgrader_config.py"
+    if not config.is_file():
+        config.write_text(
+            CONFIG.format(code_stub=CODE_STUB, named_regexp=NAMED_REGEXP, kit=str(ROOT))
+        )
+    seed = root / SEED_FILE
+    if not seed.is_file():
+        seed.write_text(f"{secrets.randbelow(2**31 - 1) + 1}\n")
+    written = []
+    for module in course_modules(modules, solutions):
+        nb = notebook(module, solutions)
+        path = root / "source" / module / f"{module}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(nbformat.writes(nb) + "\n")
+        written.append(path)
+    return written
+
+
+def assignments(root: Path, wanted: list[str] | None = None) -> list[str]:
+    """The assignments in root/source, in course order (or `wanted`, checked)."""
+    found = sorted(p.name for p in (Path(root) / "source").glob("*") if p.is_dir())
+    order = {m: i for i, m in enumerate(checks.modules())}
+    found.sort(key=lambda a: (order.get(a, len(order)), a))
+    if not found:
+        raise FileNotFoundError(f"{root}/source holds no assignment: run `make course` first")
+    if wanted:
+        missing = [a for a in wanted if a not in found]
+        if missing:
+            raise ValueError(f"unknown assignment {missing[0]!r}; expected one of {found}")
+        return [a for a in found if a in wanted]
+    return found
+
+
+def kernel_env(root: Path) -> dict[str, str]:
+    """The environment of nbgrader and its kernels: the kit importable, this Python first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["PATH"] = os.pathsep.join(
+        p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p
+    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    seed = Path(root) / SEED_FILE
+    if SEED_VARIABLE not in env and seed.is_file():
+        env[SEED_VARIABLE] = seed.read_text().strip()
+    return env
+
+
+def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`python -m nbgrader <args>` in the course directory."""
+    root = Path(root).resolve()
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
+    print("$ nbgrader " + " ".join(args), flush=True)
+    proc = subprocess.run(cmd, cwd=root, env=kernel_env(root), text=True, capture_output=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(
+            f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
+        )
+    return proc
+
+
+def release(root: Path, wanted: list[str] | None = None) -> None:
+    for a in assignments(root, wanted):
+        nbgrader(root, "generate_assignment", a, "--force")
+
+
+def collect(root: Path, wanted: list[str] | None = None) -> None:
+    for a in assignments(root, wanted):
+        if (Path(root) / "downloaded" / a / "archive").is_dir():
+            nbgrader(root, "zip_collect", a, "--force")
+
+
+def autograde(root: Path, wanted: list[str] | None = None) -> None:
+    for a in assignments(root, wanted):
+        if any((Path(root) / "submitted").glob(f"*/{a}")):
+            nbgrader(root, "autograde", a, "--create", "--force")
+
+
+def feedback(root: Path, wanted: list[str] | None = None) -> None:
+    for a in assignments(root, wanted):
+        if any((Path(root) / "autograded").glob(f"*/{a}")):
+            nbgrader(root, "generate_feedback", a, "--force")
+
+
+def export(root: Path, out: Path | None = None) -> Path:
+    out = Path(out or Path(root) / "grades.csv").resolve()
+    nbgrader(root, "export", f"--to={out}")
+    return out
+
+
+# --------------------------------------------------------------------------- the CLI verbs
+
+
+def add_verbs(verbs) -> None:
+    """Register `course`, `release`, `collect`, `autograde`, `feedback`, `export`."""
+    helps = {
+        "course": "generate the nbgrader course's source notebooks from solutions/",
+        "release": "nbgrader generate_assignment, for each assignment",
+        "collect": "nbgrader zip_collect from downloaded/<assignment>/archive/",
+        "autograde": "nbgrader autograde (--create), hidden tests included",
+        "feedback": "nbgrader generate_feedback (HTML, in feedback/)",
+        "export": "nbgrader export to grades.csv",
+    }
+    for verb, text in helps.items():
+        p = verbs.add_parser(verb, help=text)
+        p.add_argument("--root", default="course", help="the course directory")
+        if verb == "course":
+            p.add_argument("--module", action="append", help="only these modules")
+        elif verb == "export":
+            p.add_argument("--to", default=None, help="CSV path (default <root>/grades.csv)")
+        else:
+            p.add_argument("--assignment", action="append", help="only these assignments")
+        p.set_defaults(run=_run_verb, course_verb=verb)
+
+
+def _run_verb(args) -> int:
+    from .cli import UsageError
+
+    root = Path(args.root)
+    try:
+        if args.course_verb == "course":
+            if not (SOLUTIONS / "__init__.py").is_file():
+                raise UsageError(
+                    "solutions/ is not here: the course is built on the instructor's side"
+                )
+            for path in write_course(root, args.module):
+                print(f"wrote {path}")
+            print(f"course directory: {root} (config: {root / 'nbgrader_config.py'})")
+        elif args.course_verb == "export":
+            print(f"wrote {export(root, args.to)}")
+        else:
+            globals()[args.course_verb](root, args.assignment)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    return 0

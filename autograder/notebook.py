@@ -1,0 +1,229 @@
+"""The notebook runner: what the autograded test cells of the nbgrader notebooks call.
+
+A test cell holds one Check and its points:
+
+    from autograder.notebook import grade
+    grade("attention.reference", globals())          # public tier: the shipped fixture
+    ### BEGIN HIDDEN TESTS
+    grade("attention.reference", globals(), hidden=True)   # instructor side only
+    ### END HIDDEN TESTS
+
+`grade` treats the notebook's namespace as the student's module, runs the same Check through
+the same engine as `make grade` (engine.run_check), prints one line when it passes, and raises
+`CheckFailed` (an AssertionError) carrying the misconception's message and hint when it does
+not, so nbgrader gives the cell zero points and its feedback shows why.
+
+Isolation (DESIGN principle 6): while the check runs, every name in the namespace that is an
+exercise of *another* module (the multihead notebook's `scaled_dot_product_attention`) is
+swapped for the trusted stand-in from autograder/trusted/, then put back.
+
+Warnings and stderr: anything the student's code writes to stderr during the check (a PyTorch
+UserWarning, a print to sys.stderr) is re-printed on stdout, after a note. nbgrader gives zero
+to a test cell with any stderr output, and a warning is no mistake.
+
+The hidden tier draws fresh inputs from a seed the release does not contain: the environment
+variable ATTENTION_LAB_HIDDEN_SEED (`make autograde` sets it from course/hidden_seed), or the
+file `hidden_seed` in the course directory above the working directory (raw `nbgrader
+autograde` run from the course). The expected outputs are computed from solutions/ at that
+moment, so hidden tests run only where solutions/ is: on the instructor's side.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import os
+import re
+import sys
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+from . import checks, fixtures, trusted
+from .core import Check, Result
+from .engine import make_inputs, run_check, run_probe
+from .submission import Submission, trusted_modules
+
+SEED_VARIABLE = "ATTENTION_LAB_HIDDEN_SEED"
+SEED_FILE = "hidden_seed"
+
+
+class CheckFailed(AssertionError):
+    """A check did not pass; the message names the misconception and the hint."""
+
+
+class NotebookSubmission:
+    """Duck-types Submission for engine.run_check: the notebook namespace is the module.
+
+    `path` is the folder of the files the kernel compiles cells into, so that a
+    NotImplementedError raised by a cell counts as "not attempted" (engine._raised_in).
+    """
+
+    def __init__(self, module: str, namespace: dict[str, Any]):
+        self.module_name = module
+        self.namespace = namespace
+        self.path = _cell_folder(namespace)
+
+    def load(self, module: str) -> types.ModuleType:
+        view = types.ModuleType(f"notebook:{module}")
+        view.__dict__.update(self.namespace)
+        return view
+
+
+def _cell_folder(namespace: dict[str, Any]) -> Path:
+    """Where the kernel files the code of this namespace's cells (ipykernel: a temp folder)."""
+    folders = collections.Counter()
+    main = namespace.get("__name__", "__main__")
+    for value in list(namespace.values()):
+        targets = [value]
+        if isinstance(value, type):
+            targets = list(vars(value).values())
+        for target in targets:
+            code = getattr(target, "__code__", None)
+            if code is not None and getattr(target, "__module__", None) == main:
+                folders[Path(code.co_filename).resolve().parent] += 1
+    if folders:
+        return folders.most_common(1)[0][0]
+    try:  # nothing defined yet: the folder ipykernel would use
+        from ipykernel.compiler import get_tmp_directory
+
+        return Path(get_tmp_directory()).resolve()
+    except ImportError:  # pragma: no cover - outside a kernel
+        return Path.cwd().resolve()
+
+
+def _stand_ins(module: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """{name: trusted object} for the names in `namespace` that other modules' exercises own."""
+    import importlib
+
+    swaps: dict[str, Any] = {}
+    for other in trusted_modules():
+        if other == module:
+            continue
+        stand_in = importlib.import_module(f"{trusted.__name__}.{other}")
+        for name, value in vars(stand_in).items():
+            if name.startswith("_") or name not in namespace:
+                continue
+            if getattr(value, "__module__", None) == stand_in.__name__:
+                swaps[name] = value
+        if other in namespace and isinstance(namespace[other], types.ModuleType):
+            swaps[other] = stand_in  # `from . import attention` style
+    return swaps
+
+
+@contextlib.contextmanager
+def _swapped(namespace: dict[str, Any], swaps: dict[str, Any]):
+    saved = {name: namespace[name] for name in swaps}
+    namespace.update(swaps)
+    try:
+        yield
+    finally:
+        namespace.update(saved)
+
+
+@contextlib.contextmanager
+def _stderr_to_stdout():
+    """Collect warnings and stderr during the check; re-print them on stdout afterwards."""
+    buffer = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(buffer):
+        warnings.simplefilter("always")
+        yield
+    lines = [f"{w.category.__name__}: {w.message}" for w in caught]
+    if buffer.getvalue().strip():
+        lines.append(buffer.getvalue().rstrip())
+    if lines:
+        print("Note: your code wrote this to stderr (a warning costs no points):")
+        for line in dict.fromkeys(lines):  # once each, in order
+            print("    " + line.replace("\n", "\n    "))
+
+
+def hidden_seed() -> int:
+    """The instructor's secret seed: $ATTENTION_LAB_HIDDEN_SEED, or the course's hidden_seed."""
+    value = os.environ.get(SEED_VARIABLE, "").strip()
+    if not value:
+        for folder in (Path.cwd(), *Path.cwd().parents):
+            if (folder / SEED_FILE).is_file() and (folder / "nbgrader_config.py").is_file():
+                value = (folder / SEED_FILE).read_text().strip()
+                break
+    if not value:
+        raise RuntimeError(
+            "hidden tests run on the instructor's side only: set "
+            f"{SEED_VARIABLE} or run `make autograde` (which reads course/{SEED_FILE})"
+        )
+    try:
+        return int(value)
+    except ValueError:
+        raise RuntimeError(f"the hidden seed must be an integer, got {value!r}") from None
+
+
+_SOLUTIONS: Submission | None = None
+
+
+def _hidden_reference(check: Check, seed: int):
+    """probe(solutions/<module>, inputs(seed)): expected outputs, computed now."""
+    global _SOLUTIONS
+    if not (fixtures.SOLUTIONS / "__init__.py").is_file():
+        raise RuntimeError("hidden tests need solutions/ (the instructor's copy of the kit)")
+    if _SOLUTIONS is None:
+        _SOLUTIONS = Submission(fixtures.SOLUTIONS)
+    return run_probe(check, _SOLUTIONS.load(check.module), make_inputs(check, seed))
+
+
+_PUBLIC: dict[str, dict] = {}
+
+
+def _public_reference(check: Check):
+    if check.module not in _PUBLIC:
+        _PUBLIC[check.module] = fixtures.load(check.module)
+    return _PUBLIC[check.module].get(check.slug)
+
+
+def _defined(check: Check, namespace: dict[str, Any]) -> bool:
+    """Is the exercise this check grades defined here (a name, or a method of a class)?"""
+    name = check.exercise
+    if not name or name in namespace:
+        return True
+    return any(isinstance(v, type) and name in vars(v) for v in list(namespace.values()))
+
+
+def run(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> Result:
+    """Grade one check on a notebook namespace; returns the engine's Result."""
+    check = checks.find(check_id)
+    if hidden:
+        seed = hidden_seed()
+        reference = _hidden_reference(check, seed)
+    else:
+        seed, reference = fixtures.PUBLIC_SEED, _public_reference(check)
+    submission = NotebookSubmission(check.module, namespace)
+    with _swapped(namespace, _stand_ins(check.module, namespace)), _stderr_to_stdout():
+        result = run_check(check, submission, reference, seed=seed)
+    # A crash names the kernel's file for the cell (e.g. 2391847.py): say "your cell" instead.
+    result.message = re.sub(r"in [\w-]+\.py, line", "in your code cell, line", result.message)
+    return result
+
+
+def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> None:
+    """The test cell's call: prints a line when the check passes, raises CheckFailed if not.
+
+    It returns None on purpose: a value would be the cell's output, and nbgrader reads a
+    test cell's output as partial credit."""
+    __tracebackhide__ = True  # IPython (and pytest) leave this frame out of the traceback
+    check = checks.find(check_id)
+    tier = " (hidden inputs)" if hidden else ""
+    if not _defined(check, namespace):
+        raise CheckFailed(
+            f"[not-defined] {check.exercise} is not defined in this notebook: run the cell "
+            f"that defines it (or, if you deleted that cell, restore it from the release)."
+        )
+    result = run(check_id, namespace, hidden=hidden)
+    if result.passed:
+        print(f"PASS  {result.name}{tier}: {result.points:g} / {result.points:g} points")
+        return
+    text = f"[{result.misconception}] {result.message}" if result.misconception else result.message
+    if result.hint:
+        text += f"\nHint: {result.hint}"
+    if result.status == "error":
+        print(result.extra.get("traceback", ""), file=sys.stdout)
+    raise CheckFailed(f"{result.name}{tier}: {result.status}.\n{text}")
