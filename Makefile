@@ -13,7 +13,7 @@ export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help grade test lint format stubs fixtures dist clean venv
+.PHONY: help grade test lint format stubs fixtures dist clean venv course release collect autograde feedback export
 
 help: ## list the verbs
 	@echo "Attention Lab — make targets"
@@ -29,6 +29,10 @@ venv: $(STAMP) ## create .venv with the pinned dependencies
 
 grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
 	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
+
+.PHONY: grade-train
+grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
+	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(STAMP) lint ## the kit's own tests (what CI runs)
 	$(PY) -m pytest -q
@@ -50,6 +54,10 @@ fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (i
 dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
 	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz
 
+.PHONY: bench
+bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
+	$(PY) bench/attention_memory.py --device $(DEVICE) --json build/bench-$(DEVICE).json
+
 # Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
 SUBMISSIONS ?=
 BATCH_OUT ?= build/batch
@@ -66,6 +74,30 @@ gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run
 
 bench-batch: $(STAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
+
+# nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
+COURSE ?= course
+ASSIGNMENT ?=
+COURSE_ARGS = --root $(COURSE) $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
+
+course: $(STAMP) ## generate the nbgrader course (COURSE=course) from solutions/
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) -m autograder course --root $(COURSE)
+
+release: $(STAMP) course ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name)
+	$(PY) -m autograder release $(COURSE_ARGS)
+
+collect: $(STAMP) ## nbgrader zip_collect from COURSE/downloaded/<assignment>/archive/
+	$(PY) -m autograder collect $(COURSE_ARGS)
+
+autograde: $(STAMP) ## nbgrader autograde COURSE/submitted/ (hidden tests included)
+	$(PY) -m autograder autograde $(COURSE_ARGS)
+
+feedback: $(STAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
+	$(PY) -m autograder feedback $(COURSE_ARGS)
+
+export: $(STAMP) ## nbgrader export: COURSE/grades.csv
+	$(PY) -m autograder export --root $(COURSE)
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

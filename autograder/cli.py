@@ -86,6 +86,8 @@ def cmd_grade(args) -> int:
     ]
     if wanted:
         argv += ["--ex", ",".join(wanted)]
+    if args.include_slow:
+        argv += ["--include-slow"]
     if args.timeout:
         argv += ["--check-timeout", str(args.timeout)]
     return int(pytest.main(argv))
@@ -151,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--device", default="cpu")
     grade.add_argument("--results", default="build/results.json")
     grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
+    grade.add_argument(
+        "--include-slow",
+        action="store_true",
+        help="also run the slow checks (gpt's training run): `make grade-train`",
+    )
     grade.set_defaults(run=cmd_grade)
     stubs = verbs.add_parser("stubs", help="regenerate assignments/")
     stubs.add_argument("--module", action="append", help="only these modules (repeatable)")
@@ -166,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)
+    from .course import add_verbs  # course, release, collect, autograde, feedback, export
+
+    add_verbs(verbs)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
