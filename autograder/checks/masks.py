@@ -90,23 +90,32 @@ def _upper(L, diagonal):
 
 # --------------------------------------------------------------------------- causal_mask
 
-CAUSAL_LENGTHS = (1, 2, 5, 8)
+# Sizes are drawn from the seed (as every input is), so that the hidden tier asks for
+# masks the public reference outputs never showed.
 
 
-def inputs_none(gen):
+def _draw(gen, low, high):
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def inputs_device(gen):
     return {"like": torch.zeros(1)}  # carries the grading device to the probe
 
 
+def inputs_causal(gen):
+    return {"lengths": [1, 2, _draw(gen, 3, 9), _draw(gen, 10, 16)]}
+
+
 def probe_causal(mod, x):
-    return {f"L{L}": mod.causal_mask(L) for L in CAUSAL_LENGTHS}
+    return {f"m{n}": mod.causal_mask(L) for n, L in enumerate(x["lengths"])}
 
 
 def verdict_causal(got, want, x):
-    for L in CAUSAL_LENGTHS:
-        mask = _bool_mask(got, f"L{L}", f"causal_mask({L})", (L, L))
+    for n, L in enumerate(x["lengths"]):
+        mask = _bool_mask(got, f"m{n}", f"causal_mask({L})", (L, L))
         assert_close(
             mask,
-            want[f"L{L}"],
+            want[f"m{n}"],
             f"causal_mask({L})",
             [
                 (CAUSAL_DIAGONAL, _upper(L, 0), {}),
@@ -163,15 +172,21 @@ def verdict_causal_invariance(got, want, x):
 
 # --------------------------------------------------------------------------- padding_mask
 
-PADDING_CASES = {"list": ([3, 5, 1], 5), "tensor": (torch.tensor([2, 4]), 6)}
+
+def inputs_padding(gen):
+    S1, S2 = _draw(gen, 4, 9), _draw(gen, 4, 9)
+    as_list = [S1, 1] + [_draw(gen, 1, S1) for _ in range(2)]  # one full, one of length 1
+    as_tensor = torch.randint(1, S2 + 1, (3,), generator=gen)
+    return {"list": as_list, "S_list": S1, "tensor": as_tensor, "S_tensor": S2}
 
 
 def probe_padding(mod, x):
-    return {name: mod.padding_mask(lengths, S) for name, (lengths, S) in PADDING_CASES.items()}
+    return {name: mod.padding_mask(x[name], x[f"S_{name}"]) for name in ("list", "tensor")}
 
 
 def verdict_padding(got, want, x):
-    for name, (lengths, S) in PADDING_CASES.items():
+    for name in ("list", "tensor"):
+        lengths, S = x[name], x[f"S_{name}"]
         what = f"padding_mask({lengths!r}, {S})"
         lengths = torch.as_tensor(lengths)
         value = tensor(got, name, what)
@@ -195,21 +210,25 @@ def verdict_padding(got, want, x):
 
 # --------------------------------------------------------------------------- sliding window
 
-WINDOWS = (1, 2, 3, 7, 10)
+
+def inputs_window(gen):
+    L = _draw(gen, 5, 10)
+    return {"L": L, "windows": [1, 2, _draw(gen, 3, L - 1), L, L + 3]}
 
 
 def probe_window(mod, x):
-    return {f"w{w}": mod.sliding_window_mask(7, w) for w in WINDOWS}
+    return {f"w{n}": mod.sliding_window_mask(x["L"], w) for n, w in enumerate(x["windows"])}
 
 
 def verdict_window(got, want, x):
-    i, j = torch.arange(7)[:, None], torch.arange(7)[None, :]
-    for w in WINDOWS:
-        what = f"sliding_window_mask(7, window={w})"
-        mask = _bool_mask(got, f"w{w}", what, (7, 7))
+    L = x["L"]
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    for n, w in enumerate(x["windows"]):
+        what = f"sliding_window_mask({L}, window={w})"
+        mask = _bool_mask(got, f"w{n}", what, (L, L))
         assert_close(
             mask,
-            want[f"w{w}"],
+            want[f"w{n}"],
             what,
             [
                 (WINDOW_OFF_BY_ONE, (j > i) | (i - j > w), {}),
@@ -245,9 +264,9 @@ CHECKS = [
     Check(
         MODULE,
         "causal",
-        "causal_mask blocks exactly the future (L = 1, 2, 5, 8)",
+        "causal_mask blocks exactly the future (L = 1, 2 and two drawn lengths)",
         2,
-        inputs_none,
+        inputs_causal,
         probe_causal,
         verdict_causal,
         "causal_mask",
@@ -257,7 +276,7 @@ CHECKS = [
         "causal-device",
         "causal_mask puts the mask on the device it is given",
         1,
-        inputs_none,
+        inputs_device,
         probe_causal_device,
         verdict_causal_device,
         "causal_mask",
@@ -277,7 +296,7 @@ CHECKS = [
         "padding",
         "padding_mask from a list and from a tensor, shape (B, 1, 1, S)",
         2,
-        inputs_none,
+        inputs_padding,
         probe_padding,
         verdict_padding,
         "padding_mask",
@@ -285,9 +304,9 @@ CHECKS = [
     Check(
         MODULE,
         "window",
-        "sliding_window_mask for windows 1, 2, 3, 7 and 10 (L = 7)",
+        "sliding_window_mask for windows 1, 2, one drawn, L and L + 3",
         2,
-        inputs_none,
+        inputs_window,
         probe_window,
         verdict_window,
         "sliding_window_mask",
@@ -297,7 +316,7 @@ CHECKS = [
         "window-errors",
         "sliding_window_mask rejects window < 1 with ValueError",
         1,
-        inputs_none,
+        inputs_device,
         probe_window_errors,
         verdict_window_errors,
         "sliding_window_mask",
