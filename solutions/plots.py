@@ -1,0 +1,138 @@
+"""Exercise group 8: looking at attention, with matplotlib.
+
+Shape legend: B batch, H heads, L query length, S key length, T sequence length.
+Every function returns a matplotlib Figure (matplotlib.figure.Figure: no pyplot, no window;
+save it with fig.savefig("name.png")). The grader reads back what was drawn: the image
+array of each heatmap (ax.images[0].get_array()), the tick labels, and the lines' data.
+"""
+
+import math
+
+from matplotlib.figure import Figure
+
+
+def plot_attention(weights, query_tokens, key_tokens=None, title=None):
+    """One attention map as a heatmap: row i is query i, column j is key j.
+
+    Args:
+        weights: (L, S) attention weights (a tensor; .detach().cpu() it first).
+        query_tokens: L strings, the row labels; key_tokens: S strings, the column labels
+            (default: the query tokens, for self-attention).
+        title: an optional title for the Axes.
+
+    Returns:
+        a Figure with one heatmap Axes (the weights as drawn, colour scale 0 to 1) and
+        a colour bar.
+    """
+    # TODO (plot_attention): about 10 lines.
+    #   1. fig = Figure(figsize=(5, 4)); ax = fig.add_subplot().
+    #   2. image = ax.imshow(weights.detach().cpu().numpy(), vmin=0, vmax=1, cmap="viridis"):
+    #      imshow draws row 0 at the top, so query i is row i as in the matrix.
+    #   3. ax.set_xticks(range(S), key_tokens, rotation=90) and
+    #      ax.set_yticks(range(L), query_tokens); label the axes "key" and "query".
+    #   4. fig.colorbar(image, ax=ax); set the title if given; return fig.
+    ### BEGIN SOLUTION
+    key_tokens = query_tokens if key_tokens is None else key_tokens
+    fig = Figure(figsize=(5, 4), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(weights.detach().cpu().numpy(), vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=90)
+    ax.set_yticks(range(len(query_tokens)), query_tokens)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    fig.colorbar(image, ax=ax)
+    return fig
+    ### END SOLUTION
+
+
+def plot_layer_means(attn, tokens):
+    """One heatmap per layer: that layer's weights averaged over the heads, sequence 0.
+
+    Args:
+        attn: a list of num_layers tensors (B, H, T, T), as MiniGPT(idx, return_attn=True)
+            returns them.
+        tokens: T strings, the labels of sequence 0.
+
+    Returns:
+        a Figure with num_layers heatmap Axes side by side, layer 0 first; Axes n shows
+        attn[n][0].mean(dim=0), (T, T), on a 0 to 1 colour scale.
+    """
+    # TODO (plot_layer_means): about 10 lines.
+    #   1. fig = Figure(figsize=(4 * n, 4)); axes = fig.subplots(1, n, squeeze=False)[0].
+    #   2. For each layer n: mean over the heads of sequence 0, attn[n][0].mean(dim=0);
+    #      imshow it (vmin=0, vmax=1), tokens as tick labels on both axes, title "layer n".
+    ### BEGIN SOLUTION
+    fig = Figure(figsize=(4 * len(attn), 4), layout="constrained")
+    axes = fig.subplots(1, len(attn), squeeze=False)[0]
+    for n, (ax, weights) in enumerate(zip(axes, attn, strict=True)):
+        mean = weights[0].detach().cpu().mean(dim=0)  # (H, T, T) -> (T, T)
+        ax.imshow(mean.numpy(), vmin=0, vmax=1, cmap="viridis")
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90)
+        ax.set_yticks(range(len(tokens)), tokens)
+        ax.set_title(f"layer {n}")
+    return fig
+    ### END SOLUTION
+
+
+def plot_heads(weights, tokens, cols=4):
+    """Every head of one layer in a grid, head 0 at the top left, row by row.
+
+    Args:
+        weights: (H, T, T), one layer's weights for one sequence (e.g. attn[-1][0]).
+        tokens: T strings.
+        cols: heads per row; the grid has ceil(H / cols) rows.
+
+    Returns:
+        a Figure whose heatmap Axes are, in order, heads 0 .. H-1 (Axes left over in the
+        last row are switched off with ax.axis("off") and hold no image).
+    """
+    # TODO (plot_heads): about 12 lines.
+    #   1. H = weights.size(0); rows = math.ceil(H / cols); cols = min(cols, H).
+    #   2. axes = fig.subplots(rows, cols, squeeze=False).flatten().
+    #   3. For h < H: imshow weights[h] (vmin=0, vmax=1), tick labels, title "head h";
+    #      for the Axes after the last head: ax.axis("off").
+    ### BEGIN SOLUTION
+    H = weights.size(0)
+    cols = min(cols, H)
+    rows = math.ceil(H / cols)
+    fig = Figure(figsize=(3 * cols, 3 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).flatten()
+    for h, ax in enumerate(axes):
+        if h >= H:
+            ax.axis("off")
+            continue
+        ax.imshow(weights[h].detach().cpu().numpy(), vmin=0, vmax=1, cmap="viridis")
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90)
+        ax.set_yticks(range(len(tokens)), tokens)
+        ax.set_title(f"head {h}")
+    return fig
+    ### END SOLUTION
+
+
+def plot_sqrt_dk(results):
+    """The √d_k experiment's curves (diagnostics.sqrt_dk_experiment's dict).
+
+    Returns:
+        a Figure with two Axes: the mean entropy against d_k, then the mean largest weight
+        against d_k; each has two lines, labelled "scaled" and "unscaled" (in that order),
+        x data results["d_k"], a log-2 x axis and a legend.
+    """
+    # TODO (plot_sqrt_dk): about 10 lines.
+    #   1. fig = Figure(figsize=(9, 4)); ax1, ax2 = fig.subplots(1, 2).
+    #   2. For (ax, name) in ((ax1, "entropy"), (ax2, "max_weight")): for each tag in
+    #      ("scaled", "unscaled"): ax.plot(d_k, results[f"{name}_{tag}"], marker="o",
+    #      label=tag). Then ax.set_xscale("log", base=2), labels, ax.legend().
+    ### BEGIN SOLUTION
+    fig = Figure(figsize=(9, 4), layout="constrained")
+    d_k = results["d_k"].cpu().numpy()
+    for ax, name in zip(fig.subplots(1, 2), ("entropy", "max_weight"), strict=True):
+        for tag in ("scaled", "unscaled"):
+            ax.plot(d_k, results[f"{name}_{tag}"].cpu().numpy(), marker="o", label=tag)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d_k")
+        ax.set_ylabel("mean entropy (nats)" if name == "entropy" else "mean largest weight")
+        ax.legend()
+    return fig
+    ### END SOLUTION

@@ -1,0 +1,5 @@
+"""Graded suite for plots.py: one test per check in autograder/checks/plots.py."""
+
+from autograder.plugin import suite
+
+test_plots = suite("plots")

@@ -1,0 +1,128 @@
+"""gpt.py, the √d_k experiment and plots.py: counts, trusted == solution, the slow training
+check, the finding as measured, and heatmaps that never break the grader."""
+
+import pytest
+import torch
+from conftest import KIT, submission_with, variants
+
+from autograder.engine import grade
+from autograder.submission import Submission
+from autograder.trusted import gpt as trusted
+from solutions import diagnostics
+from solutions import gpt as solution
+
+
+def test_enough_variants():
+    mutants = [m for m in variants("mutants") if m.values[0] == "gpt"]
+    alternatives = [a for a in variants("alternatives") if a.values[0] == "gpt"]
+    sqrt_dk = [m for m in variants("mutants") if m.values[1].stem.startswith("sqrtdk_")]
+    assert len(mutants) >= 8 and len(alternatives) >= 3 and len(sqrt_dk) >= 5
+
+
+def test_trusted_gpt_equals_solution():
+    config = dict(vocab_size=9, d_model=16, num_heads=4, num_layers=2, d_ff=24, max_len=7)
+    ours, theirs = solution.MiniGPT(**config).eval(), trusted.MiniGPT(**config).eval()
+    theirs.load_state_dict(ours.state_dict())
+    idx = torch.randint(9, (3, 7), generator=torch.Generator().manual_seed(0))
+    a, attn_a = ours(idx, return_attn=True)
+    b, attn_b = theirs(idx, return_attn=True)
+    torch.testing.assert_close(a, b)
+    for x, y in zip(attn_a, attn_b, strict=True):
+        torch.testing.assert_close(x, y)
+    for temperature, top_k in ((0.0, None), (1.0, None), (0.7, 3), (1.3, 100)):
+        outs = [
+            generate(m, idx[:, :2], 9, temperature, top_k, torch.Generator().manual_seed(5))
+            for m, generate in ((ours, solution.generate), (theirs, trusted.generate))
+        ]
+        assert torch.equal(*outs)
+
+
+def test_weight_tying_counts_once():
+    model = solution.MiniGPT(11, d_model=8, num_heads=2, num_layers=1, d_ff=16)
+    assert model.lm_head.weight is model.token_embed.weight
+    names = [n for n, _ in model.named_parameters()]
+    assert "token_embed.weight" in names and "lm_head.weight" not in names
+
+
+def test_corpus_is_small_and_plain():
+    text, vocab, data = solution.load_corpus()
+    assert 10_000 < len(text.encode()) < 300_000
+    assert len(vocab) < 100 and data.dtype == torch.int64 and len(data) == len(text)
+
+
+def test_sqrt_dk_finding_as_measured():
+    # The numbers docs/gpt.md states, from this very call (seed 0).
+    r = diagnostics.sqrt_dk_experiment(seed=0)
+    assert r["d_k"].tolist() == [2, 4, 8, 16, 32, 64, 128, 256, 512]
+    scaled, unscaled = r["entropy_scaled"], r["entropy_unscaled"]
+    assert float(scaled.max() - scaled.min()) < 0.06  # 2.98 .. 3.03 nats
+    assert bool((unscaled[1:] < unscaled[:-1]).all())
+    assert unscaled[0] > 2.6 and unscaled[-1] < 0.15  # 2.67 -> 0.14 nats
+    assert r["max_weight_unscaled"][-1] > 0.94 and r["max_weight_scaled"].max() < 0.18
+
+
+@pytest.fixture(scope="module")
+def train_results():
+    """The slow training check on the solution, the slow mutants and an alternative."""
+    runs = {"solution": grade(Submission(KIT.parents[1] / "solutions"), ["gpt"], slow=True)}
+    return runs
+
+
+def _train_result(results):
+    return next(r for r in results if r.check_id == "gpt.train")
+
+
+def test_solution_passes_the_training_check(train_results):
+    result = _train_result(train_results["solution"])
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    "path", sorted((KIT / "slow_mutants" / "gpt").glob("*.py")), ids=lambda p: p.stem
+)
+def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
+    expected = next(
+        line.split(":", 1)[1].strip()
+        for line in path.read_text().splitlines()
+        if line.startswith("# expects:")
+    )
+    folder = submission_with(tmp_path, {"gpt": path.read_text()})
+    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    assert not result.passed and result.misconception == expected, result.message
+
+
+def test_train_alternative_passes(tmp_path):
+    source = (KIT / "alternatives" / "gpt" / "train_unfold.py").read_text()
+    folder = submission_with(tmp_path, {"gpt": source})
+    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    assert result.passed, result.message
+
+
+def test_slow_check_is_left_out_by_default():
+    results = grade(Submission(KIT.parents[1] / "solutions"), ["gpt"])
+    assert "gpt.train" not in {r.check_id for r in results}
+    assert all(r.passed for r in results)
+
+
+def test_heatmaps_never_break_the_grader(tmp_path):
+    from autograder import heatmaps
+
+    broken = "def plot_attention(*a, **k):\n    raise RuntimeError('boom')\n"
+    folder = submission_with(tmp_path, {"plots": broken})
+    lines = heatmaps.save(Submission(folder), tmp_path / "out")
+    assert any("attention_yours.png: not drawn (RuntimeError: boom)" in line for line in lines)
+    assert (tmp_path / "out" / "attention_reference.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "heads_reference.png").is_file()
+    folder = submission_with(tmp_path / "2", {"plots": "import nothing_here\n"})
+    lines = heatmaps.save(Submission(folder), tmp_path / "out2")
+    assert lines and "no heatmaps" in lines[0]
+
+
+def test_plots_read_back_the_weights():
+    from solutions import plots
+
+    w = torch.softmax(torch.randn(4, 6), dim=-1)
+    fig = plots.plot_attention(w, list("abcd"), list("uvwxyz"))
+    ax = next(a for a in fig.axes if a.images)
+    torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array()), w)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list("abcd")
