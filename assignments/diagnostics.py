@@ -73,6 +73,7 @@ def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFOR
     #   5. Label each head with the thresholds; a head with no judged row is "fine".
     raise NotImplementedError("classify_heads: not attempted yet")
 
+
 # ----------------------------------------------------------------------------- the W_O experiment
 
 # Does W_O matter? The task: associative recall. A sequence shows num_pairs (key, value)

@@ -98,6 +98,7 @@ def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFOR
     return labels
     ### END SOLUTION
 
+
 # ----------------------------------------------------------------------------- the W_O experiment
 
 # Does W_O matter? The task: associative recall. A sequence shows num_pairs (key, value)
