@@ -54,4 +54,7 @@ def name_scale(c: float, names: dict[str, float]) -> str:
             return f"{c:.4g} = {label}"
         if math.isclose(c, 1 / math.sqrt(value), rel_tol=1e-3):
             return f"{c:.4g} = 1/√{value:g} (you multiplied by √{label} instead of dividing)"
+    square = round(c * c)
+    if square >= 2 and math.isclose(c * c, square, rel_tol=1e-3):
+        return f"{c:.4g} = √{square}, which is none of {', '.join(names)} (a model width?)"
     return f"{c:.4g}"

@@ -31,7 +31,7 @@ NO_SCALING = misconception(
 )
 WRONG_SCALE = misconception(
     "wrong-scale",
-    "Your scores were divided by {used}, but they should be divided by √d_k = {expected:g} "
+    "Your scores were divided by {used}, but they should be divided by √d_k = {expected:.4g} "
     "(d_k = {d_k}, the width of q and k).",
     "d_k is q.size(-1), the width of one query. Divide the scores by math.sqrt(d_k), not by "
     "d_k, d_v, the sequence length or the model width.",
@@ -215,43 +215,43 @@ def _random_mask(gen, L, S, blocked_row=None):
 
 
 def inputs_basic(gen):
-    return _qkv(gen, (2,), 5, 7, 16, 8)
+    return _qkv(gen, (2,), 5, 7, 16, 12)
 
 
 def inputs_batch_dims(gen):
-    return {"4d": _qkv(gen, (2, 3), 4, 6, 8, 8), "2d": _qkv(gen, (), 4, 6, 8, 3)}
+    return {"4d": _qkv(gen, (2, 3), 4, 6, 12, 12), "2d": _qkv(gen, (), 4, 6, 12, 3)}
 
 
 def inputs_float64(gen):
-    return _qkv(gen, (2,), 5, 7, 16, 8, dtype=torch.float64)
+    return _qkv(gen, (2,), 5, 7, 16, 12, dtype=torch.float64)
 
 
 def inputs_scale(gen):
     # Small q, k: no weight saturates, so the weights reveal the scores and the scale.
-    return _qkv(gen, (3,), 5, 7, 16, 8, scale=0.5)
+    return _qkv(gen, (3,), 5, 7, 16, 12, scale=0.5)
 
 
 def inputs_mask_2d(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 8)
+    x = _qkv(gen, (2,), 5, 7, 16, 12)
     x["mask"] = _random_mask(gen, 5, 7)
     return x
 
 
 def inputs_mask_4d(gen):
-    x = _qkv(gen, (2, 2), 4, 6, 8, 8)
+    x = _qkv(gen, (2, 2), 4, 6, 12, 12)
     x["mask"] = (torch.arange(6) >= torch.tensor([6, 3])[:, None])[:, None, None, :]
     return x
 
 
 def inputs_blocked_row(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 8)
+    x = _qkv(gen, (2,), 5, 7, 16, 12)
     x["mask"] = _random_mask(gen, 5, 7, blocked_row=2)
     return x
 
 
 def inputs_blocked_keys(gen):
     # float64: the second run has scores of order -1e4, where float32 keeps no decimals.
-    x = _qkv(gen, (2,), 5, 7, 16, 8, dtype=torch.float64)
+    x = _qkv(gen, (2,), 5, 7, 16, 12, dtype=torch.float64)
     x["mask"] = _random_mask(gen, 5, 7)
     x["mask"][:, 0] = True  # key 0 is blocked for every query
     # Second run: every key points away from the queries (scores near -2e4), and the
@@ -264,16 +264,16 @@ def inputs_blocked_keys(gen):
 
 def inputs_causal(gen):
     T = 6
-    x = _qkv(gen, (2,), T, T, 8, 8)
+    x = _qkv(gen, (2,), T, T, 12, 12)
     x["mask"] = torch.ones(T, T, dtype=torch.bool).triu(1)
     x["q2"], x["k2"], x["v2"] = (t.clone() for t in (x["q"], x["k"], x["v"]))
     for name in ("q2", "k2", "v2"):
-        x[name][:, 4:] = randn(gen, 2, T - 4, 8, scale=3.0)
+        x[name][:, 4:] = randn(gen, 2, T - 4, 12, scale=3.0)
     return x
 
 
 def inputs_bias(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 8)
+    x = _qkv(gen, (2,), 5, 7, 16, 12)
     x["bias"] = randn(gen, 5, 7, scale=2.0)
     return x
 
