@@ -116,3 +116,14 @@ def test_missing_module_file_costs_only_that_module(tmp_path):
     masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
     assert masks and all("the file is missing" in t["output"] for t in masks)
     assert json.dumps(data).count('"passed"') == len(data["tests"]) - len(masks)
+
+
+def test_solutions_get_full_marks_on_the_hidden_tier():
+    """Fresh inputs from another seed, references computed from solutions/ (no fixtures)."""
+    from autograder.engine import grade
+    from autograder.submission import Submission
+
+    results = grade(Submission(SOLUTIONS), seed=424242)
+    assert results and all(r.passed for r in results), [
+        (r.check_id, r.message) for r in results if not r.passed
+    ]
