@@ -58,6 +58,9 @@ def table(results: list[Result], title: str, width: int = 92) -> str:
         else f"{sum(not r.passed for r in results)} checks to fix"
     )
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
+    todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
+    if len(modules) > 1 and todo:
+        lines.append(f"Tip: work one module at a time, in this order: make grade EX={todo[0]}")
     return "\n".join(lines)
 
 
