@@ -1,104 +1,21 @@
 """Mutant: merges with a straight reshape, no transpose."""
 
 # expects: merge-view-no-transpose
-from torch import nn
+from types import FunctionType
+
+from solutions.multihead import MultiHeadAttention as _Reference
+from solutions.multihead import split_heads
 
 from .attention import scaled_dot_product_attention
 
 
-def split_heads(x, num_heads):
-    """Cut the model width into H heads of d_k = D // H features each.
-
-    Args:
-        x: (B, T, D).
-        num_heads: H; D must be divisible by H.
-
-    Returns:
-        (B, H, T, d_k): head h owns the features h*d_k:(h+1)*d_k of every position.
-
-    Raises:
-        ValueError: when D is not divisible by H (the heads could not have equal widths).
-    """
-    B, T, D = x.shape
-    if D % num_heads != 0:
-        raise ValueError(
-            f"d_model = {D} is not divisible by num_heads = {num_heads}: every head needs "
-            f"the same width d_k = d_model / num_heads"
-        )
-    d_k = D // num_heads
-    return x.reshape(B, T, num_heads, d_k).transpose(1, 2)  # (B, T, H, d_k) -> (B, H, T, d_k)
-
-
 def merge_heads(x):
-    """The inverse of split_heads: put the heads back side by side.
-
-    Args:
-        x: (B, H, T, d_k).
-
-    Returns:
-        (B, T, H*d_k), with head h in the features h*d_k:(h+1)*d_k;
-        merge_heads(split_heads(x, H)) equals x.
-    """
     B, H, T, d_k = x.shape
-    return x.reshape(B, T, H * d_k)  # (B, T, H, d_k) -> (B, T, D)
+    return x.reshape(B, T, H * d_k)
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention: H attentions side by side, each on its own d_k features.
-
-        head_h = Attention(query W_qᵀ[h], key W_kᵀ[h], value W_vᵀ[h])   (d_k features each)
-        out = concat(head_1, ..., head_H) W_oᵀ
-
-    W_o (w_o) mixes the heads: without it, output feature slice h would only ever see head h.
-
-    Args:
-        d_model: D, the model width; must be divisible by num_heads.
-        num_heads: H.
-        dropout: probability of dropping an attention weight, in training mode only.
-        bias: whether the four projections have a bias (default False).
-    """
-
-    def __init__(self, d_model, num_heads, dropout=0.0, bias=False):
-        super().__init__()
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model = {d_model} is not divisible by num_heads = {num_heads}: every head "
-                f"needs the same width d_k = d_model / num_heads"
-            )
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_k = d_model // num_heads
-        # The parameters, in this order (the grader loads its own weights by these names).
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, query, key=None, value=None, mask=None):
-        """
-        Args:
-            query: (B, L, D).
-            key: (B, S, D); defaults to query (self-attention).
-            value: (B, S, D); defaults to key.
-            mask: optional bool tensor broadcastable to (B, H, L, S), True = blocked,
-                e.g. (L, S) or (B, 1, 1, S).
-
-        Returns:
-            out: (B, L, D).
-            weights: (B, H, L, S), the attention weights as applied to the values (after
-                dropout in training mode), one map per head.
-        """
-        key = query if key is None else key
-        value = key if value is None else value
-        # 1) project and split: (B, L, D) -> (B, H, L, d_k); keys and values (B, H, S, d_k)
-        q = split_heads(self.w_q(query), self.num_heads)
-        k = split_heads(self.w_k(key), self.num_heads)
-        v = split_heads(self.w_v(value), self.num_heads)
-        # 2) attend, all heads at once: (B, H, L, d_k) x (B, H, d_k, S) -> (B, H, L, S)
-        _, weights = scaled_dot_product_attention(q, k, v, mask)
-        weights = self.dropout(weights)  # the identity in eval mode
-        heads = weights @ v  # (B, H, L, S) x (B, H, S, d_k) -> (B, H, L, d_k)
-        # 3) concat: (B, H, L, d_k) -> (B, L, D)
-        # 4) output projection: mixes the heads
-        return self.w_o(merge_heads(heads)), weights
+class MultiHeadAttention(_Reference):
+    # The solution's forward, calling this file's merge_heads.
+    forward = FunctionType(
+        _Reference.forward.__code__, globals(), argdefs=_Reference.forward.__defaults__
+    )
