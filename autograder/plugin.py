@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import checks, fixtures, report
+from . import registry, report
 from .core import GRADER_ERROR, TIMEOUT, Check, Failure, Result
 from .engine import run_check
+from .references import References
 from .submission import Submission
 
 
@@ -47,21 +48,16 @@ class Grader:
         self.timeout = config.getoption("check_timeout")
         self.include_slow = config.getoption("include_slow")
         self.results: dict[str, Result] = {}
-        self._refs: dict[str, dict] = {}
-
-    def reference(self, check: Check):
-        if check.module not in self._refs:
-            self._refs[check.module] = fixtures.load(check.module)
-        return self._refs[check.module].get(check.slug)
+        self.references = References.public()
 
     def grade(self, check: Check) -> Result:
         try:
-            reference = self.reference(check)
+            reference = self.references.get(check)
         except (OSError, ValueError) as e:
             result = Result.of(check, "error", Failure(GRADER_ERROR, error=str(e)))
         else:
             result = run_check(
-                check, self.submission, reference, seed=fixtures.PUBLIC_SEED, device=self.device
+                check, self.submission, reference, seed=self.references.seed, device=self.device
             )
         self.results[check.id] = result
         return result
@@ -85,7 +81,7 @@ def grader(request) -> Grader:
 def suite(module: str):
     """The graded test function for one exercise module: one test per check."""
 
-    @pytest.mark.parametrize("check", checks.checks_of(module), ids=lambda c: c.slug)
+    @pytest.mark.parametrize("check", registry.checks_of(module), ids=lambda c: c.slug)
     def test(check: Check, grader: Grader):
         result = grader.grade(check)
         if not result.passed:
@@ -139,7 +135,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def ordered_results(grader: Grader) -> list[Result]:
-    order = {c.id: i for i, c in enumerate(checks.all_checks())}
+    order = {c.id: i for i, c in enumerate(registry.all_checks())}
     return sorted(grader.results.values(), key=lambda r: order[r.check_id])
 
 

@@ -16,7 +16,7 @@ from ..diagnosis import infer_scale, name_scale
 from ..dispatch import MATMUL_OPS, OpCounter
 from ..verdicts import assert_close, close, tensor
 from ._common import pair, randn
-from .attention import NO_SCALING
+from .attention.judge import NO_SCALING
 
 MODULE = "multihead"
 ORDER = 30
