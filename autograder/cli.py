@@ -115,6 +115,9 @@ def cmd_fixtures(args) -> int:
 
     _need_solutions()
     for module in args.module or _modules():
+        if fixtures.is_fresh(module) and not args.force:
+            print(f"{module}: fresh (solution and probe side unchanged), left as it is")
+            continue
         print(f"wrote {fixtures.write(module).relative_to(ROOT)}")
     return 0
 
@@ -164,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     stubs.set_defaults(run=cmd_stubs)
     fx = verbs.add_parser("fixtures", help="regenerate the reference outputs")
     fx.add_argument("--module", action="append")
+    fx.add_argument("--force", action="store_true", help="rewrite even fresh modules")
     fx.set_defaults(run=cmd_fixtures)
     from .batch import add_verbs as add_batch_verbs  # batch
     from .gradescope import add_verbs as add_gradescope_verbs  # gradescope, gradescope-run
