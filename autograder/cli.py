@@ -88,8 +88,10 @@ def cmd_grade(args) -> int:
         argv += ["--ex", ",".join(wanted)]
     if args.include_slow:
         argv += ["--include-slow"]
-    if args.timeout:
-        argv += ["--check-timeout", str(args.timeout)]
+    if args.cpu_limit is not None:
+        if not args.cpu_limit > 0:
+            raise UsageError(f"--cpu-limit {args.cpu_limit}: expected a positive number of seconds")
+        argv += ["--cpu-limit", str(args.cpu_limit)]
     return int(pytest.main(argv))
 
 
@@ -155,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--ex", default="", help="comma-separated modules (default: all)")
     grade.add_argument("--device", default="cpu")
     grade.add_argument("--results", default="build/results.json")
-    grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
+    grade.add_argument(
+        "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
+    )
     grade.add_argument(
         "--include-slow",
         action="store_true",

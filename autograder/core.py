@@ -59,7 +59,8 @@ CRASH = misconception(
 )
 TIMEOUT = misconception(
     "timeout",
-    "This check did not finish within {seconds} s: an endless loop, or far too slow.",
+    "This check did not finish within {seconds} CPU seconds (many times what the reference "
+    "needs): an endless loop, or far too slow.",
     "Look for a `while` loop that never ends, or a loop over elements that could be one "
     "tensor operation.",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 
-from . import registry
+from . import limits, registry, worker
 from .core import GRADER_ERROR, Check, Failure, Inputs, Outputs, Result
 from .probing import attempt, make_inputs
 from .references import References
@@ -40,6 +40,36 @@ def judge(check: Check, got: Outputs, reference: Outputs | None, inputs: Inputs)
     return Result.of(check, "passed")
 
 
+def grade_module(
+    checks: list[Check], submission: Submission, refs: References, device: str = "cpu"
+) -> list[Result]:
+    """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here."""
+    try:
+        wanted = {c.slug: refs.get(c) for c in checks}
+    except (OSError, ValueError) as e:
+        failure = Failure(GRADER_ERROR, error=str(e))
+        return [Result.of(c, "error", failure) for c in checks]
+    probed = worker.probe_module(checks, submission, refs.seed, device)
+    results = []
+    for check in checks:
+        p = probed[check.id]
+        if p.result is not None:
+            result = p.result
+        else:
+            result = judge(check, p.outputs, wanted[check.slug], make_inputs(check, refs.seed))
+        if p.printed:
+            result.extra["output"] = p.printed
+        ref = limits.reference_cpu(check)
+        if result.passed and ref and p.cpu_seconds > limits.SLOWER_NOTE * max(ref, 0.01):
+            result.extra["note"] = (
+                f"{p.cpu_seconds / max(ref, 0.01):.0f} times slower than the reference "
+                f"({p.cpu_seconds:.2f} CPU-s): fine for grading, but look for a loop that "
+                "could be one tensor operation."
+            )
+        results.append(result)
+    return results
+
+
 def grade(
     submission: Submission,
     modules: list[str] | None = None,
@@ -48,7 +78,7 @@ def grade(
     device: str = "cpu",
     slow: bool = False,
 ) -> list[Result]:
-    """Grade in this process, without pytest (kit tests; batch grading builds on it).
+    """Grade a submission (make grade's plugin, the kit's tests and make watch build on it).
 
     Slow checks (core.Check.slow: a training run) are graded only with slow=True.
 
@@ -58,10 +88,6 @@ def grade(
     refs = References.hidden(seed) if seed is not None else References.public()
     results = []
     for module in modules or registry.modules():
-        for check in registry.checks_of(module):
-            if check.slow and not slow:
-                continue
-            results.append(
-                run_check(check, submission, refs.get(check), seed=refs.seed, device=device)
-            )
+        checks = [c for c in registry.checks_of(module) if slow or not c.slow]
+        results += grade_module(checks, submission, refs, device)
     return results
