@@ -16,9 +16,9 @@ import sys
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-ASSIGNMENTS = ROOT / "assignments"
+from . import stubgen, syllabus
+from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
+
 # What the student copy leaves out: the solutions and everything derived from them by hand.
 DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
 
@@ -28,9 +28,7 @@ class UsageError(Exception):
 
 
 def _modules() -> list[str]:
-    from . import checks
-
-    return checks.modules()
+    return list(syllabus.MODULES)
 
 
 def cmd_grade(args) -> int:
@@ -40,14 +38,11 @@ def cmd_grade(args) -> int:
             f"SUBMISSION={args.submission!r} is not a folder; expected a folder holding the "
             f"exercise modules ({', '.join(m + '.py' for m in _modules())})"
         )
+    try:
+        wanted = syllabus.parse_modules(args.ex) if args.ex.strip() else []
+    except syllabus.UnknownModule as e:
+        raise UsageError(f"EX={args.ex!r}: {e}") from None
     modules = _modules()
-    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in modules]
-    if unknown:
-        raise UsageError(
-            f"EX={args.ex!r}: unknown exercise module {unknown[0]!r}; "
-            f"expected one of {', '.join(modules)}"
-        )
     present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
     if not present:
         raise UsageError(
@@ -104,8 +99,6 @@ def _need_solutions() -> None:
 
 
 def cmd_stubs(args) -> int:
-    from . import stubgen
-
     _need_solutions()
     for path in stubgen.write(SOLUTIONS, ASSIGNMENTS, args.module):
         print(f"wrote {path.relative_to(ROOT)}")

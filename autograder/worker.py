@@ -28,6 +28,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from . import limits
 from .core import TIMEOUT, Check, Failure, Result, misconception
 from .probing import attempt, crash, make_inputs
@@ -73,8 +75,6 @@ class Probed:
 def _work(probes: list[Check], submission: str, seed: int, device: str, channel: int) -> None:
     """The forked worker (it inherits the parent's memory, checks included): never returns."""
     try:
-        import torch
-
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         sub = Submission(submission)
