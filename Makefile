@@ -51,6 +51,11 @@ stubs: $(STAMP) ## regenerate assignments/ from solutions/ (instructors)
 fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (instructors)
 	$(PY) -m autograder fixtures
 
+.PHONY: new-module
+new-module: $(STAMP) ## scaffold every file of a new exercise module: make new-module NAME=x
+	@test -n "$(NAME)" || { echo "usage: make new-module NAME=x (a lower-case module name)" >&2; exit 2; }
+	$(PY) -m autograder new-module --name $(NAME)
+
 dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
 	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz
 

@@ -1,9 +1,15 @@
 """`python -m autograder <verb>`: what the Makefile's targets call.
 
-    grade     grade a submission folder (the pytest suites, with the plugin)
-    stubs     regenerate assignments/ from solutions/
-    fixtures  regenerate the public reference outputs from solutions/
-    dist      build the student copy (no solutions) as a .tar.gz
+    grade         grade a submission folder (the pytest suites, with the plugin)
+    stubs         regenerate assignments/ from solutions/
+    fixtures      regenerate the public reference outputs from solutions/ (changed modules)
+    new-module    scaffold every file of a new exercise module (--name x)
+    dist          build the student copy (no solutions) as a .tar.gz
+    batch         grade a folder of submissions, sandboxed (batch.py)
+    gradescope    build the Gradescope autograder zip; gradescope-run runs inside it
+    course, release, collect, autograde, feedback, export
+                  the nbgrader cycle (course.py)
+`python -m autograder --help` lists every verb with its options.
 
 Everything it is given is validated here, with errors that say what was expected.
 """
@@ -16,7 +22,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from . import stubgen, syllabus
+from . import scaffold, stubgen, syllabus
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 
 # What the student copy leaves out: the solutions and everything derived from them by hand.
@@ -117,6 +123,22 @@ def cmd_fixtures(args) -> int:
     return 0
 
 
+def cmd_new_module(args) -> int:
+    _need_solutions()
+    try:
+        written = scaffold.create(args.name)
+    except scaffold.ScaffoldError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(f"wrote {path.relative_to(ROOT)}")
+    print(
+        f"added {args.name!r} to autograder/syllabus.py and README.md's module table.\n"
+        f"Next: make stubs fixtures, then make grade SUBMISSION=solutions EX={args.name}; "
+        "docs/extending.md says what to write in each file."
+    )
+    return 0
+
+
 def dist_files() -> list[str]:
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"],
@@ -171,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
 
     add_batch_verbs(verbs)
     add_gradescope_verbs(verbs)
+    new = verbs.add_parser("new-module", help="scaffold every file of a new exercise module")
+    new.add_argument("--name", required=True)
+    new.set_defaults(run=cmd_new_module)
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)

@@ -122,9 +122,7 @@ def test_imports_inside_functions_are_listed_with_their_reason():
     for path in _package_files():
         rel = path.relative_to(ROOT).as_posix()
         for target, top, _names, line in _imports(path):
-            if not top and (rel, target) not in LAZY and not rel.startswith(
-                "autograder/checks/"
-            ):
+            if not top and (rel, target) not in LAZY and not rel.startswith("autograder/checks/"):
                 found.append(f"{rel}:{line} imports {target}")
     assert not found, "imports inside functions (list them in LAZY with a reason): " + str(found)
 
