@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import scaffold, stubgen, syllabus
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
+from .trusted import NOT_IN_STUDENT_COPY
 
 # What the student copy leaves out: the solutions and everything derived from them by hand.
 DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
@@ -147,7 +148,8 @@ def dist_files() -> list[str]:
         text=True,
         check=True,
     ).stdout.split()
-    return sorted(f for f in listed if not f.startswith(DIST_EXCLUDE) and (ROOT / f).is_file())
+    exclude = DIST_EXCLUDE + tuple(f"autograder/trusted/{m}.py" for m in NOT_IN_STUDENT_COPY)
+    return sorted(f for f in listed if not f.startswith(exclude) and (ROOT / f).is_file())
 
 
 def cmd_dist(args) -> int:
@@ -156,7 +158,10 @@ def cmd_dist(args) -> int:
     with tarfile.open(out, "w:gz") as tar:
         for name in dist_files():
             tar.add(ROOT / name, arcname=f"attention-lab/{name}")
-    print(f"wrote {out} (student copy: no solutions/, no kit tests)")
+    print(
+        f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
+        f"{', '.join(NOT_IN_STUDENT_COPY)})"
+    )
     return 0
 
 

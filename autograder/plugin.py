@@ -101,6 +101,15 @@ class GradingPlugin:
             f"(torch {torch.__version__})"
         )
         print(f"\n{report.table(results, title)}\nResults for Gradescope: {self.results_path}")
+        for module in dict.fromkeys(r.module for r in results):
+            own = self.submission.own_dependencies(module)
+            if own:
+                files = ", ".join(f"{m}.py" for m in own)
+                print(
+                    f"Note: {module}.py was graded with your own {files} (this copy of the kit "
+                    f"has no trusted stand-in for it), so a bug there can cost points in "
+                    f"{module} too. Official grading uses trusted stand-ins."
+                )
         for check in self.left_out:
             print(
                 f"Left out: {check.name} ({check.points:g} points, a training run); "
