@@ -34,8 +34,12 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(STAMP) lint ## the kit's own tests (what CI runs)
+test: $(STAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
+	$(PY) -m pytest -q -m fast
 
 lint: $(STAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .

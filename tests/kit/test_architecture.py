@@ -14,6 +14,8 @@ from conftest import ROOT
 
 from autograder import paths, registry, syllabus
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = ROOT / "autograder"
 
 

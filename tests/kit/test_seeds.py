@@ -8,6 +8,8 @@ import torch
 from autograder import registry, seeds
 from autograder.probing import make_inputs
 
+pytestmark = pytest.mark.fast
+
 
 def _leaves(value, path=""):
     if isinstance(value, dict):

@@ -186,8 +186,10 @@ def _scale_failure(x, weights) -> Failure | None:
 
 def _compare(got, want, x, *, prefix=""):
     """Weights first (they say more about a mistake), then the output."""
-    out = tensor(got, prefix + "out", "the output", shape=want[prefix + "out"].shape)
-    weights = tensor(got, prefix + "weights", "the weights", shape=want[prefix + "weights"].shape)
+    out = tensor(got, prefix + "out", "the output", floating=True, shape=want[prefix + "out"].shape)
+    weights = tensor(
+        got, prefix + "weights", "the weights", floating=True, shape=want[prefix + "weights"].shape
+    )
     for name, value in (("output", out), ("weights", weights)):
         expected = want[prefix + ("out" if name == "output" else name)].dtype
         if value.dtype != expected:
@@ -209,8 +211,8 @@ def _consistent(got, x, *, out="out", weights="weights"):
     the runs it judges, so a result that computes nothing (zeros, random) cannot pass it."""
     L, S = x["q"].size(-2), x["k"].size(-2)
     batch = torch.broadcast_shapes(x["q"].shape[:-2], x["k"].shape[:-2], x["v"].shape[:-2])
-    w = tensor(got, weights, "the weights", shape=(*batch, L, S))
-    o = tensor(got, out, "the output", shape=(*batch, L, x["v"].size(-1)))
+    w = tensor(got, weights, "the weights", floating=True, shape=(*batch, L, S))
+    o = tensor(got, out, "the output", floating=True, shape=(*batch, L, x["v"].size(-1)))
     if not (torch.isfinite(w).all() and torch.isfinite(o).all()):
         raise Failure(NAN_BLOCKED_ROW)
     mask = x.get("mask")
@@ -279,7 +281,7 @@ CHECKS.check(
     exercise="scaled_dot_product_attention",
 )
 def verdict_rows_sum(got, want, x):
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     ones = torch.ones(weights.shape[:-1], dtype=weights.dtype)
     if close(weights.sum(dim=-1), ones):
         return
@@ -297,7 +299,7 @@ def verdict_rows_sum(got, want, x):
     exercise="scaled_dot_product_attention",
 )
 def verdict_scale(got, want, x):
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     failure = _scale_failure(x, weights)
     if failure:
         raise failure
@@ -333,8 +335,8 @@ CHECKS.check(
     exercise="scaled_dot_product_attention",
 )
 def verdict_blocked_row(got, want, x):
-    out = tensor(got, "out", "the output", shape=want["out"].shape)
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
+    out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     row = x["row"]
     if not (torch.isfinite(weights[:, row]).all() and torch.isfinite(out[:, row]).all()):
         raise Failure(NAN_BLOCKED_ROW)
@@ -355,11 +357,12 @@ def verdict_blocked_keys(got, want, x):
     _consistent(got, x)
     second = {**x, "k": x["k2"], "v": x["v2"]}
     _consistent(got, second, out="out2", weights="weights2")
-    out, out2 = tensor(got, "out", "the output"), tensor(got, "out2", "the output")
+    out = tensor(got, "out", "the output", floating=True)
+    out2 = tensor(got, "out2", "the output", floating=True)
     if not close(out2, out):
         raise Failure(FILL_TOO_WEAK)
     third = {**x, "k": x["k3"]}
-    weights3 = tensor(got, "weights3", "the weights", shape=want["weights3"].shape)
+    weights3 = tensor(got, "weights3", "the weights", floating=True, shape=want["weights3"].shape)
     blocked = x["mask"].expand_as(weights3)
     if torch.nan_to_num(weights3[blocked], nan=1.0).abs().max() > 0:
         raise Failure(FILL_TOO_WEAK)
@@ -376,8 +379,8 @@ def verdict_blocked_keys(got, want, x):
 )
 def verdict_causal(got, want, x):
     t = x["t"]
-    out = tensor(got, "out", "the output", shape=want["out"].shape)
-    out2 = tensor(got, "out2", "the output", shape=want["out"].shape)
+    out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
+    out2 = tensor(got, "out2", "the output", floating=True, shape=want["out"].shape)
     _consistent(got, x)
     if not close(out[:, :t], out2[:, :t]):
         raise Failure(CAUSAL_LEAK)
