@@ -133,7 +133,7 @@ Inputs = dict[str, Any]
 Outputs = dict[str, Any]
 InputsFn = Callable[[Any], Inputs]
 ProbeFn = Callable[[Any, Inputs], Outputs]
-VerdictFn = Callable[[Outputs, Outputs, Inputs], None]
+VerdictFn = Callable[[Outputs, Outputs | None, Inputs], None]
 
 # A probe-side function is named by "autograder.checks.<module>.<probe file>:<function>"; a
 # process that runs student code imports it by that name and nothing of the judge side.

@@ -56,7 +56,8 @@ def grade_module(
         if p.result is not None:
             result = p.result
         else:
-            result = judge(check, p.outputs, wanted[check.slug], make_inputs(check, refs.seed))
+            got = p.outputs if p.outputs is not None else {}
+            result = judge(check, got, wanted[check.slug], make_inputs(check, refs.seed))
         if p.printed:
             result.extra["output"] = p.printed
         ref = limits.reference_cpu(check)

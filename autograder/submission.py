@@ -91,6 +91,8 @@ class Submission:
                 sys.modules[f"{package}.{other}"] = stand_in
                 setattr(pkg, other, stand_in)
         spec = importlib.util.spec_from_file_location(f"{package}.{module}", file)
+        if spec is None or spec.loader is None:
+            raise ImportProblem(module, shown, "the file cannot be loaded as a Python module")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
         try:

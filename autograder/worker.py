@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from . import limits
-from .core import TIMEOUT, Check, Failure, Result, misconception
+from .core import TIMEOUT, Check, Failure, Result, Status, misconception
 from .probing import attempt, crash, make_inputs
 from .registry import all_misconceptions
 from .sandbox import wire
@@ -249,19 +249,22 @@ class _Run:
             self.stopped = (self.current, Result.of(check, "failed", Failure(EXITED, how=how)))
 
     def _overran(self) -> bool:
-        check = self.checks[self.current]
+        if self.current is None:
+            return False
+        current = self.current
+        check = self.checks[current]
         cpu = _cpu_seconds(self.pid)
         now = time.monotonic()
         if cpu - self.started_cpu > limits.cpu_limit(check):
             seconds = limits.cpu_limit(check)
             result = Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
-            self.stopped = (self.current, result)
+            self.stopped = (current, result)
             return True
         if cpu > self.last_cpu + 0.01:
             self.last_cpu, self.last_progress = cpu, now
         elif now - self.last_progress > limits.stall_seconds():
             result = Result.of(check, "failed", Failure(STALLED, seconds=limits.stall_seconds()))
-            self.stopped = (self.current, result)
+            self.stopped = (current, result)
             return True
         return False
 
@@ -270,7 +273,7 @@ def _child_result(check: Check, header: dict) -> Result:
     """A failure the worker reported (import error, crash, not attempted): never a pass."""
     result = Result.of(check, "failed")
     status = header.get("status")
-    result.status = status if status in ("failed", "not attempted") else "failed"
+    result.status = Status.NOT_ATTEMPTED if status == Status.NOT_ATTEMPTED else Status.FAILED
     mistake = wire.text(header.get("misconception"), 80)
     result.misconception = mistake if mistake in all_misconceptions() else "crash"
     result.message = wire.text(header.get("message"))
