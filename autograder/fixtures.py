@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,13 +45,24 @@ def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
 
 def compute(module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED) -> dict:
     """{check slug: probe(solution, inputs(seed))}: the reference outputs."""
-    sub = Submission(solutions)
-    mod = sub.load(module)
-    return {
-        c.slug: run_probe(c, mod, make_inputs(c, seed))
-        for c in registry.checks_of(module)
-        if not c.slow  # judged against thresholds, no stored reference (core.Check.slow)
-    }
+    return compute_timed(module, solutions, seed)[0]
+
+
+def compute_timed(
+    module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED
+) -> tuple[dict[str, Outputs], dict[str, float]]:
+    """The reference outputs, and the CPU seconds the solution's probe took per check (what
+    time limits are calibrated against: limits.py)."""
+    mod = Submission(solutions).load(module)
+    refs, cpu = {}, {}
+    for c in registry.checks_of(module):
+        if c.slow:  # judged against thresholds, no stored reference (core.Check.slow)
+            continue
+        inputs = make_inputs(c, seed)
+        start = time.process_time()
+        refs[c.slug] = run_probe(c, mod, inputs)
+        cpu[c.slug] = round(time.process_time() - start, 4)
+    return refs, cpu
 
 
 def _encode(value) -> tuple[np.ndarray, str]:
@@ -79,7 +91,7 @@ def is_fresh(module: str, solutions: Path = SOLUTIONS) -> bool:
 
 
 def write(module: str, solutions: Path = SOLUTIONS) -> Path:
-    refs = compute(module, solutions)
+    refs, cpu = compute_timed(module, solutions)
     arrays, kinds = {}, {}
     for slug, outputs in refs.items():
         for key, value in outputs.items():
@@ -96,6 +108,9 @@ def write(module: str, solutions: Path = SOLUTIONS) -> Path:
         "seed": PUBLIC_SEED,
         **source_hashes(module, solutions),
         "npz_sha256": sha256(buf.getvalue()),
+        # CPU seconds of the solution's probes on the machine that wrote the fixtures: the
+        # public tier's time limits are calibrated against them (limits.py).
+        "cpu_seconds": cpu,
         "arrays": {
             k: {"kind": kinds[k], "sha256": sha256(np.ascontiguousarray(a).tobytes())}
             for k, a in arrays.items()

@@ -8,7 +8,7 @@ Public tier: the stored fixtures (probe(solution) on the public seed). Hidden ti
 
 from __future__ import annotations
 
-from . import fixtures, paths
+from . import fixtures, limits, paths
 from .core import Check, Outputs
 
 
@@ -35,8 +35,14 @@ class References:
         if module not in self._modules:
             if self.tier == "public":
                 self._modules[module] = fixtures.load(module)
+                cpu = fixtures.manifest(module).get("cpu_seconds", {})
             else:
-                self._modules[module] = fixtures.compute(module, self.solutions, self.seed)
+                self._modules[module], cpu = fixtures.compute_timed(
+                    module, self.solutions, self.seed
+                )
+            for slug, seconds in cpu.items() if isinstance(cpu, dict) else ():
+                if isinstance(seconds, (int, float)):
+                    limits.record_reference(f"{module}.{slug}", seconds)
         return self._modules[module]
 
     def get(self, check: Check) -> Outputs | None:
