@@ -10,7 +10,6 @@ time without CPU use.
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
 import torch
@@ -21,9 +20,6 @@ from .core import Check
 FACTOR = 20.0
 STALL_SECONDS = 30.0
 SLOWER_NOTE = 5.0  # a passing check this many times slower than the reference gets a note
-
-# Imported lazily by parts of torch (sympy is in torch's own requirements).
-LAZY_IN_TORCH = ("sympy", "torch.fx.experimental.symbolic_shapes")
 
 _reference_cpu: dict[str, float] = {}
 _override: dict[str, float] = {}
@@ -64,16 +60,11 @@ def cpu_limit(check: Check) -> float:
 
 @cache
 def warm_up() -> None:
-    """Pay torch's lazy imports once, in the grading process, before any student code runs
-    (forked workers inherit them): a first F.scaled_dot_product_attention imports sympy, and
-    a check stopped in the middle of that import would leave it half done."""
+    """Pay torch's lazy first-use work once, in the grading process, before any student code
+    runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
+    the middle of a lazy import dies with it; the next worker forks from this clean process.)"""
     q = torch.randn(1, 2, 3, 4)
     F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
     F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
     F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()
-    for name in LAZY_IN_TORCH:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
