@@ -315,14 +315,19 @@ def _float(got, key, what, shape, dtype):
     return value
 
 
-def _result(got, x, prefix=""):
-    """The student's (out, weights) for inputs x, type, shape and dtype checked."""
+def _result(got, x, prefix="", *, averaged_ok=False):
+    """The student's (out, weights) for inputs x, type, shape and dtype checked. A check
+    that does not judge the per-head maps (averaged_ok) takes head-averaged weights as one
+    head, (B, 1, L, S): their shape is charged by the checks that need it."""
     B, L, D = x["query"].shape
     S = x.get("key", x["query"]).size(-2)
     value = got.get(prefix + "weights")
-    if type(value) is torch.Tensor and value.dim() == 3 and value.shape == (B, L, S):
-        raise Failure(WEIGHTS_AVERAGED, got=tuple(value.shape))
     dtype = x["query"].dtype
+    if type(value) is torch.Tensor and value.dim() == 3 and value.shape == (B, L, S):
+        if not averaged_ok:
+            raise Failure(WEIGHTS_AVERAGED, got=tuple(value.shape))
+        weights = _float(got, prefix + "weights", "the weights", (B, L, S), dtype)[:, None]
+        return _float(got, prefix + "out", "the output", (B, L, D), dtype), weights
     weights = _float(got, prefix + "weights", "the weights", (B, x["H"], L, S), dtype)
     out = _float(got, prefix + "out", "the output", (B, L, D), dtype)
     return out, weights
@@ -470,7 +475,7 @@ def verdict_blocked_row(got, want, x):
     nothing is NaN, and every other row is a distribution (so zeros cannot pass). Named with
     attention.py's ids, for code that computes attention itself (the trusted attention has
     it right). The output row is not compared: where it lands is merge_heads' business."""
-    out, weights = _result(got, x)
+    out, weights = _result(got, x, averaged_ok=True)
     row = x["row"]
     if not (torch.isfinite(weights[:, :, row]).all() and torch.isfinite(out[:, row]).all()):
         raise Failure(NAN_BLOCKED_ROW)
@@ -506,7 +511,8 @@ def verdict_defaults(got, want, x):
     memory = {**x, "key": x["memory"], "value": x["memory"]}
     out = {}
     for tag, names in probe.DEFAULT_CALLS:
-        out[tag] = _result(got, memory if len(names) > 1 else x, prefix=f"{tag}/")[0]
+        inputs = memory if len(names) > 1 else x
+        out[tag] = _result(got, inputs, prefix=f"{tag}/", averaged_ok=True)[0]
     if not close(out["self"], out["self3"]):
         raise Failure(KEY_DEFAULT)
     if not close(out["kv"], out["kv3"]):
@@ -623,6 +629,13 @@ def verdict_vector(got, want, x):
         counts[k] = value
     if counts["mm8"] > counts["mm2"] or counts["ops8"] > counts["ops2"]:
         raise Failure(LOOP_OVER_HEADS, **counts)
+    # Code that computes nothing makes no loop either: the weights must be attention weights.
+    B, T, _ = x["query"].shape
+    for H in (2, 8):
+        weights = got.get(f"weights{H}")
+        averaged = type(weights) is torch.Tensor and tuple(weights.shape) == (B, T, T)
+        shape = (B, T, T) if averaged else (B, H, T, T)  # averaged: charged elsewhere
+        _rows_sum_to_one(_float(got, f"weights{H}", "the weights", shape, x["query"].dtype))
 
 
 # --------------------------------------------------------------------------- dropout

@@ -248,8 +248,9 @@ def probe_vector(mod, x):
     for H in (2, 8):
         model = mod.MultiHeadAttention(32, H).to(x["query"].device).eval()
         with torch.no_grad(), OpCounter() as ops:
-            model(x["query"])
+            result = model(x["query"])
         got[f"mm{H}"], got[f"ops{H}"] = ops.count(*MATMUL_OPS), ops.count()
+        got[f"weights{H}"] = pair(result, "MultiHeadAttention's result")[1]
     return got
 
 
