@@ -122,7 +122,7 @@ def inputs_wo(gen):
 
 
 def inputs_vector(gen):
-    return {"query": randn(gen, 2, _draw(gen, 4, 8), 32)}
+    return {"query": randn(gen, 2, _draw(gen, 4, 8), 32), "state": weights_for(gen, 32)}
 
 
 def inputs_dropout(gen):
@@ -246,7 +246,7 @@ def probe_vector(mod, x):
     # the judge), so this check weighs little.
     got = {}
     for H in (2, 8):
-        model = mod.MultiHeadAttention(32, H).to(x["query"].device).eval()
+        model = model_of(mod, {**x, "H": H})
         with torch.no_grad(), OpCounter() as ops:
             result = model(x["query"])
         got[f"mm{H}"], got[f"ops{H}"] = ops.count(*MATMUL_OPS), ops.count()
