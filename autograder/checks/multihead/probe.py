@@ -116,7 +116,11 @@ def inputs_defaults(gen):
 
 def inputs_wo(gen):
     D, H = _dims(gen)
-    x = {"H": H, "state": weights_for(gen, D), "query": randn(gen, 1, _draw(gen, 4, 8), D)}
+    x = {
+        "H": H,
+        "state": weights_for(gen, D),
+        "query": randn(gen, 1, _lengths(gen, D // H, 1, 4, 8)[0], D),
+    }
     x["delta"] = randn(gen, D, D, scale=1.0)  # added to one head's rows of w_q
     return x
 
@@ -127,7 +131,7 @@ def inputs_vector(gen):
 
 def inputs_dropout(gen):
     D, H = _dims(gen)
-    T = _draw(gen, 6, 9)  # B·H·T·T >= 288 weights, enough to count the drops
+    T = _lengths(gen, D // H, 1, 6, 10)[0]  # B·H·T·T >= 288 weights, enough to count drops
     x = {"H": H, "state": weights_for(gen, D), "query": randn(gen, 4, T, D)}
     x["p"] = 0.3
     x["torch_seed"] = _draw(gen, 0, 2**31 - 1)
