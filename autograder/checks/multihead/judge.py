@@ -480,6 +480,10 @@ def verdict_blocked_row(got, want, x):
     if not (torch.isfinite(weights[:, :, row]).all() and torch.isfinite(out[:, row]).all()):
         raise Failure(NAN_BLOCKED_ROW)
     if weights[:, :, row].abs().max() > 0:
+        others = weights[:, :, torch.arange(weights.size(-2)) != row]
+        allowed = ~x["mask"][torch.arange(x["mask"].size(0)) != row].expand_as(others)
+        if others[allowed].abs().max() == 0:  # every weight sits on a blocked key
+            raise Failure(MASK_INVERTED)
         raise Failure(BLOCKED_ROW_NOT_ZERO)
     if not torch.isfinite(weights).all():
         raise Failure(NOT_FINITE, what="the weights", count=int((~weights.isfinite()).sum()))
