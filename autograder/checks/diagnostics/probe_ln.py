@@ -96,7 +96,11 @@ def _recorded(i, blocks, x, target, final_norm):
 
 def probe_placement(mod, x):
     calls = {}
-    measure = mod.layer_gradient_norms
+    # The name layer_gradient_norms as compare_ln_placement looks it up: in the module that
+    # defines it (the student's file; solutions.diagnostics for a kit variant importing it).
+    experiment = mod.compare_ln_placement
+    names = getattr(experiment, "__globals__", None) or vars(mod)
+    measure = names.get("layer_gradient_norms", mod.layer_gradient_norms)
 
     def recording(blocks, x_, target, final_norm=None):
         i = len(calls)
@@ -105,9 +109,9 @@ def probe_placement(mod, x):
         calls[i][f"call{i}/result"] = result
         return result
 
-    mod.layer_gradient_norms = recording
+    names["layer_gradient_norms"] = recording
     try:
-        result = mod.compare_ln_placement(
+        result = experiment(
             num_layers=LAYERS,
             d_model=D_MODEL,
             num_heads=HEADS,
@@ -117,7 +121,7 @@ def probe_placement(mod, x):
             seed=x["seed"],
         )
     finally:
-        mod.layer_gradient_norms = measure
+        names["layer_gradient_norms"] = measure
     got = {"calls": len(calls)}
     for i in sorted(calls)[:4]:
         got.update(calls[i])
