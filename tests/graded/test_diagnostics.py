@@ -1,4 +1,4 @@
-"""Graded suite for diagnostics.py: one test per check in autograder/checks/diagnostics_*.py."""
+"""Graded suite for diagnostics.py: one test per check in autograder/checks/diagnostics/."""
 
 from autograder.plugin import suite
 

@@ -1,4 +1,5 @@
-"""Checks for diagnostics.py, head entropy: head_entropy and classify_heads."""
+"""Judge side of diagnostics.py's head-entropy checks: misconceptions, models of known wrong
+computations, verdicts."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ import math
 
 import torch
 
-from ..core import WRONG_TYPE, Check, Failure, misconception
-from ..verdicts import assert_close, tensor
-from ._common import randn
+from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...verdicts import assert_close, tensor
+from . import probe_entropy as probe
 
-MODULE = "diagnostics"
-ORDER = 61
+CHECKS = CheckList("diagnostics")
 
 ENTROPY_LOG2 = misconception(
     "entropy-log2",
@@ -41,6 +41,18 @@ ENTROPY_DIM = misconception(
     "of weights is the distribution.",
     "Sum w log w over dim=-1 (the keys), then average over the batch and the query rows.",
 )
+ENTROPY_SUMMED = misconception(
+    "entropy-summed-rows",
+    "Your head entropies are the sum of the rows' entropies, not their mean: a head's value "
+    "then grows with the batch size and the number of queries.",
+    "Divide the sum over the kept rows by their count: total / kept.sum(dim=(0, 2)).clamp_min(1).",
+)
+ENTROPY_AXES = misconception(
+    "entropy-mean-wrong-axes",
+    "head_entropy's result has shape {got}: one value per {per}, so you averaged over "
+    "{over} instead of over the batch and the query rows.",
+    "Keep the heads: reduce dims (0, 2) of the (B, H, L) row entropies, giving shape (H,).",
+)
 CLASSIFY_LOG_S = misconception(
     "classify-relative-to-log-s",
     "Your classification compares each row's entropy with log S, but a row under a causal "
@@ -56,16 +68,17 @@ CLASSIFY_WRONG = misconception(
     "'collapsed', > uniform -> 'uniform', otherwise 'fine'.",
 )
 
+# --------------------------------------------------------------------------- models
+# What head_entropy computes with a given mistake, in float64, to recognise that mistake.
 
-# --------------------------------------------------------------------------- trusted models
 
-
-def _entropy(w, *, log=torch.log, keep_blocked=False, dim=-1):
+def _entropy(w, *, log=torch.log, keep_blocked=False, dim=-1, reduce="mean"):
     w = w.double()
     plogp = torch.where(w > 0, w * log(w.clamp_min(1e-300)), 0.0)
     row = -plogp.sum(dim=dim)  # (B, H, L) or (B, H, S)
     kept = torch.ones_like(row, dtype=torch.bool) if keep_blocked else (w != 0).any(dim=dim)
-    return (row * kept).sum(dim=(0, 2)) / kept.sum(dim=(0, 2)).clamp_min(1)
+    total = (row * kept).sum(dim=(0, 2))
+    return total if reduce == "sum" else total / kept.sum(dim=(0, 2)).clamp_min(1)
 
 
 def _candidates(w, like):
@@ -77,6 +90,7 @@ def _candidates(w, like):
         (ENTROPY_BLOCKED_ROWS, lazy(keep_blocked=True), {}),
         (ENTROPY_SIGN, lambda: -_entropy(w).to(like.dtype), {}),
         (ENTROPY_DIM, lazy(dim=-2), {}),
+        (ENTROPY_SUMMED, lazy(reduce="sum"), {}),
     ]
 
 
@@ -99,100 +113,69 @@ def _labels(w, mask, *, relative_to_s=False, collapsed=0.1, uniform=0.9):
     return ",".join(labels)
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-def _softmax_maps(gen, B, H, L, S, mask=None, sharpness=1.0):
-    scores = randn(gen, B, H, L, S, scale=sharpness)
-    if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    w = scores.softmax(dim=-1)
-    if mask is not None:
-        w = w.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
-    return w
-
-
-def inputs_random(gen):
-    mask = torch.rand(2, 1, 5, 7, generator=gen) < 0.4
-    mask[..., 0] = False
-    mask[0, 0, 3] = True  # fully blocked rows
-    mask[1, 0, 1] = True
-    return {"w": _softmax_maps(gen, 2, 3, 5, 7, mask, sharpness=2.0)}
-
-
-def inputs_crafted(gen):
-    B, H, L, S = 2, 4, 5, 6
-    w = torch.zeros(B, H, L, S)
-    w[:, 0] = 1.0 / S  # uniform rows: log S
-    w[:, 1, torch.arange(L), torch.randint(S, (L,), generator=gen)] = 1.0  # one-hot: 0
-    w[:, 2, :, :3] = 1.0 / 3  # uniform over 3 keys: log 3 ...
-    w[:, 2, 1:3] = 0.0  # ... and fully blocked rows, left out
-    # head 3: every row blocked -> 0
-    return {"w": w}
-
-
-def _causal_uniform(B, L):
-    allowed = torch.ones(L, L).tril()
-    return (allowed / allowed.sum(dim=-1, keepdim=True)).expand(B, L, L)
-
-
-def inputs_classify(gen):
-    B, H, T = 2, 4, 8
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # causal
-    w = torch.zeros(B, H, T, T)
-    w[:, 0] = _causal_uniform(B, T)  # even over the allowed keys: "uniform"
-    w[:, 1] = torch.eye(T)  # each query on itself: "collapsed"
-    w[:, 2] = _softmax_maps(gen, B, 1, T, T, mask, sharpness=1.5)[:, 0]  # "fine"
-    peaked = torch.eye(T) * 0.97 + _causal_uniform(1, T)[0] * 0.03  # nearly one-hot
-    w[:, 3] = peaked / peaked.sum(dim=-1, keepdim=True)
-    random = _softmax_maps(gen, 2, 3, 6, 6, None, sharpness=3.0)
-    return {"w": w, "mask": mask, "random": random}
-
-
-# --------------------------------------------------------------------------- probes
-
-
-def probe_entropy(mod, x):
-    return {"entropy": mod.head_entropy(x["w"])}
-
-
-def _joined(labels, what):
-    if not isinstance(labels, (list, tuple)) or not all(isinstance(s, str) for s in labels):
-        raise Failure(WRONG_TYPE, what=what, expected="a list of str", got=type(labels).__name__)
-    return ",".join(labels)
-
-
-def probe_classify(mod, x):
-    return {
-        "causal": _joined(mod.classify_heads(x["w"], mask=x["mask"]), "classify_heads' result"),
-        "random": _joined(mod.classify_heads(x["random"]), "classify_heads' result"),
-    }
-
-
 # --------------------------------------------------------------------------- verdicts
 
 
 def _check_entropy(got, want_value, w):
-    H = w.size(1)
+    B, H, L, S = w.shape
+    value = got.get("entropy")
+    if type(value) is torch.Tensor and value.dim() == 1 and value.size(0) != H:
+        # B, H and L differ in every input (probe_entropy), so the shape names the axes.
+        axes = {
+            L: ("query row", "the batch and the heads"),
+            B: ("sequence", "the heads and the query rows"),
+        }
+        if value.size(0) in axes:
+            per, over = axes[value.size(0)]
+            raise Failure(ENTROPY_AXES, got=tuple(value.shape), per=per, over=over)
     value = tensor(got, "entropy", "head_entropy's result", shape=(H,))
     if not torch.isfinite(value).all():
         raise Failure(ENTROPY_NAN)
     assert_close(value, want_value, "the head entropies", _candidates(w, value))
 
 
+@CHECKS.check(
+    "entropy-random",
+    "head_entropy matches the reference on random attention maps with fully blocked rows",
+    2,
+    inputs=probe.inputs_random,
+    probe=probe.probe_entropy,
+    exercise="head_entropy",
+)
 def verdict_random(got, want, x):
     _check_entropy(got, want["entropy"], x["w"])
 
 
+@CHECKS.check(
+    "entropy-crafted",
+    "head_entropy: uniform rows = log S, one-hot rows = 0, blocked rows left out",
+    2,
+    inputs=probe.inputs_crafted,
+    probe=probe.probe_entropy,
+    exercise="head_entropy",
+)
 def verdict_crafted(got, want, x):
-    # The closed forms, independent of the reference: log S, 0, log 3, 0.
-    closed = torch.tensor([math.log(6), 0.0, math.log(3), 0.0])
+    # The closed forms, independent of the reference: log S, 0, log n, 0.
+    closed = torch.tensor([math.log(x["S"]), 0.0, math.log(x["n"]), 0.0])
     _check_entropy(got, closed, x["w"])
 
 
+@CHECKS.check(
+    "classify-heads",
+    "classify_heads: collapsed / uniform / fine, relative to log n (n = allowed keys)",
+    2,
+    inputs=probe.inputs_classify,
+    probe=probe.probe_classify,
+    exercise="classify_heads",
+)
 def verdict_classify(got, want, x):
     for key, w, mask, what in (
-        ("causal", x["w"], x["mask"], "causal maps (uniform, one-hot, random, peaked)"),
+        (
+            "causal",
+            x["w"],
+            x["mask"],
+            "causal maps (uniform, one-hot, random, peaked; heads shuffled)",
+        ),
         ("random", x["random"], None, "random maps, no mask"),
     ):
         value = got.get(key)
@@ -203,37 +186,3 @@ def verdict_classify(got, want, x):
         if mask is not None and value == _labels(w, mask, relative_to_s=True):
             raise Failure(CLASSIFY_LOG_S)
         raise Failure(CLASSIFY_WRONG, got=value.split(","), want=want[key].split(","), what=what)
-
-
-CHECKS = [
-    Check(
-        MODULE,
-        "entropy-random",
-        "head_entropy on random attention maps with fully blocked rows",
-        2,
-        inputs_random,
-        probe_entropy,
-        verdict_random,
-        "head_entropy",
-    ),
-    Check(
-        MODULE,
-        "entropy-crafted",
-        "head_entropy: uniform rows = log S, one-hot rows = 0, blocked rows left out",
-        2,
-        inputs_crafted,
-        probe_entropy,
-        verdict_crafted,
-        "head_entropy",
-    ),
-    Check(
-        MODULE,
-        "classify-heads",
-        "classify_heads: collapsed / uniform / fine, relative to log n (n = allowed keys)",
-        2,
-        inputs_classify,
-        probe_classify,
-        verdict_classify,
-        "classify_heads",
-    ),
-]

@@ -1,26 +1,24 @@
-"""Checks for diagnostics.py, the W_O experiment: fix_wo_to_identity, train_recall and
-wo_experiment, on short runs (a few dozen steps) compared with the reference curves.
+"""Judge side of diagnostics.py's W_O checks: misconceptions, the recall task and training
+loop replayed with each named mistake, verdicts.
 
 The full measurement (300 steps, several seeds) is tools/wo_experiment.py; its numbers are
-in docs/multihead.md. While diagnostics is graded, MultiHeadAttention is the trusted one.
+in docs/multihead.md.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core import WRONG_TYPE, Check, Failure, misconception
-from ..trusted.multihead import MultiHeadAttention
-from ..verdicts import assert_close, close, tensor
+from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...trusted.multihead import MultiHeadAttention
+from ...verdicts import assert_close, close, tensor
+from . import probe_wo as probe
+from .probe_wo import one_thread
 
-MODULE = "diagnostics"
-ORDER = 62
+CHECKS = CheckList("diagnostics")
 
-STEPS = 25  # each run; both runs of wo_experiment take well under a second on a CPU
 # Loosened from float32's 1e-5: an equivalent training loop (the same steps, with operations
 # ordered differently) rounds differently, and Adam carries those differences from step to step.
 CURVE_TOL = {"atol": 1e-3, "rtol": 1e-3}
@@ -64,18 +62,6 @@ DIFFERENT_START = misconception(
 )
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Tiny models train far faster on one thread: with two or more, a loaded machine makes
-    every small op wait for the others (25 steps: 0.2 s on one thread, 8 s on two under load)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _as_curve(got, key, what, steps):
     value = tensor(got, key, what)
     if tuple(value.shape) != (steps,):
@@ -83,7 +69,7 @@ def _as_curve(got, key, what, steps):
     return value.to(torch.float32)
 
 
-# --------------------------------------------------------------------------- trusted variants
+# --------------------------------------------------------------------------- models
 # The task and the model are given code in diagnostics.py (no TODO): copied here, on the
 # trusted MultiHeadAttention, so the named mistakes can be replayed without solutions/ (a kit
 # test proves these give the reference curve).
@@ -146,56 +132,45 @@ def fresh(seed=0, identity=False, frozen=False):
     return model
 
 
-# --------------------------------------------------------------------------- checks
+# --------------------------------------------------------------------------- verdicts
 
 
-def inputs_none(gen):
-    return {"like": torch.zeros(1)}
-
-
-def probe_identity(mod, x):
-    torch.manual_seed(0)
-    attn = mod.MultiHeadAttention(8, 2)
-    mod.fix_wo_to_identity(attn)
-    weight = attn.w_o.weight.detach().clone()
-    params = [p for p in attn.parameters() if p.requires_grad]
-    optimizer = torch.optim.SGD(params, lr=0.1)
-    out, _ = attn(torch.randn(2, 3, 8))
-    out.square().sum().backward()
-    optimizer.step()
-    return {
-        "weight": weight,
-        "requires_grad": bool(attn.w_o.weight.requires_grad),
-        "after": attn.w_o.weight.detach().clone(),
-    }
-
-
+@CHECKS.check(
+    "wo-identity",
+    "fix_wo_to_identity sets W_O = I and freezes it",
+    1,
+    inputs=probe.inputs_identity,
+    probe=probe.probe_identity,
+    exercise="fix_wo_to_identity",
+)
 def verdict_identity(got, want, x):
-    weight = tensor(got, "weight", "w_o.weight", shape=(8, 8))
-    if not close(weight, torch.eye(8)):
+    D = x["D"]
+    weight = tensor(got, "weight", "w_o.weight", shape=(D, D))
+    if not close(weight, torch.eye(D)):
         raise Failure(WO_NOT_IDENTITY)
-    after = tensor(got, "after", "w_o.weight", shape=(8, 8))
-    if got.get("requires_grad") is not False or not close(after, torch.eye(8)):
+    after = tensor(got, "after", "w_o.weight", shape=(D, D))
+    if got.get("requires_grad") is not False or not close(after, torch.eye(D)):
         raise Failure(WO_NOT_FROZEN)
 
 
-def probe_train(mod, x):
-    with one_thread():
-        torch.manual_seed(0)
-        model = mod.RecallModel()
-        return {"losses": mod.train_recall(model, STEPS, seed=0)}
-
-
+@CHECKS.check(
+    "wo-train",
+    "train_recall: a short run's losses match the reference (seed and length drawn)",
+    2,
+    inputs=probe.inputs_run,
+    probe=probe.probe_train,
+    exercise="train_recall",
+)
 def verdict_train(got, want, x):
     losses = got.get("losses")
     if isinstance(losses, (list, tuple)):
         raise Failure(WRONG_TYPE, what="train_recall's result", expected="a tensor", got="a list")
-    losses = _as_curve(got, "losses", "train_recall's loss curve", STEPS)
+    losses = _as_curve(got, "losses", "train_recall's loss curve", x["steps"])
 
     def variant(**kw):
         def run():
             with one_thread():
-                return train(fresh(), STEPS, **kw)
+                return train(fresh(x["seed"]), x["steps"], seed=x["seed"], **kw)
 
         return run
 
@@ -211,19 +186,20 @@ def verdict_train(got, want, x):
     )
 
 
-def probe_experiment(mod, x):
-    with one_thread():
-        curves = mod.wo_experiment(steps=STEPS, seed=0)
-    if not isinstance(curves, dict):
-        return {"type": type(curves).__name__}
-    return {k: v for k, v in curves.items() if k in ("learned", "identity")}
-
-
+@CHECKS.check(
+    "wo-experiment",
+    "wo_experiment: both curves of a short run match the reference (seed and length drawn)",
+    2,
+    inputs=probe.inputs_run,
+    probe=probe.probe_experiment,
+    exercise="wo_experiment",
+)
 def verdict_experiment(got, want, x):
     if "type" in got:
         raise Failure(WRONG_TYPE, what="wo_experiment's result", expected="a dict", got=got["type"])
-    learned = _as_curve(got, "learned", "the 'learned' curve", STEPS)
-    identity = _as_curve(got, "identity", "the 'identity' curve", STEPS)
+    steps = x["steps"]
+    learned = _as_curve(got, "learned", "the 'learned' curve", steps)
+    identity = _as_curve(got, "identity", "the 'identity' curve", steps)
     tol = CURVE_TOL
     if close(learned, want["identity"], tol) and close(identity, want["learned"], tol):
         raise Failure(CURVES_SWAPPED)
@@ -231,41 +207,7 @@ def verdict_experiment(got, want, x):
         raise Failure(DIFFERENT_START, which="'learned'")
     if not close(identity, want["identity"], tol):
         with one_thread():
-            trained = train(fresh(identity=True), STEPS)
+            trained = train(fresh(x["seed"], identity=True), steps, seed=x["seed"])
         if close(identity, trained, tol):
             raise Failure(WO_NOT_FROZEN)
         raise Failure(DIFFERENT_START, which="'identity'")
-
-
-CHECKS = [
-    Check(
-        MODULE,
-        "wo-identity",
-        "fix_wo_to_identity sets W_O = I and freezes it",
-        1,
-        inputs_none,
-        probe_identity,
-        verdict_identity,
-        "fix_wo_to_identity",
-    ),
-    Check(
-        MODULE,
-        "wo-train",
-        f"train_recall: the first {STEPS} steps' losses match the reference (fixed seed)",
-        2,
-        inputs_none,
-        probe_train,
-        verdict_train,
-        "train_recall",
-    ),
-    Check(
-        MODULE,
-        "wo-experiment",
-        f"wo_experiment: both curves match the reference over {STEPS} steps (fixed seed)",
-        2,
-        inputs_none,
-        probe_experiment,
-        verdict_experiment,
-        "wo_experiment",
-    ),
-]

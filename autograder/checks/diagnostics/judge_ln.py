@@ -1,0 +1,239 @@
+"""Judge side of diagnostics.py's LN-placement checks: misconceptions, models of known wrong
+computations, verdicts."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...tolerances import tolerance
+from ...verdicts import assert_close, tensor
+from . import probe_ln as probe
+
+CHECKS = CheckList("diagnostics")
+
+GRAD_ACCUMULATED = misconception(
+    "ln-grad-accumulated",
+    "Called a second time on the same stack, layer_gradient_norms returned {ratio:.3g} times "
+    "the first result: the gradients of the first call were still in .grad.",
+    "loss.backward() adds to .grad. Clear it first: block.zero_grad() for every block.",
+)
+GRAD_SQUARED = misconception(
+    "ln-grad-squared-norm",
+    "{what}: you returned the sum of the squared gradients, not its square root.",
+    "The L2 norm is torch.sqrt(sum of p.grad.pow(2).sum()).",
+)
+GRAD_SUM_OF_NORMS = misconception(
+    "ln-grad-sum-of-norms",
+    "{what}: you added up the norms of the block's parameters one by one; the block's norm is "
+    "ONE L2 norm over all its parameters together (the square root of the summed squares).",
+    "torch.sqrt(sum(p.grad.pow(2).sum() for p in block.parameters())), not "
+    "sum(p.grad.norm() for p in block.parameters()).",
+)
+FINAL_NORM_IGNORED = misconception(
+    "ln-final-norm-ignored",
+    "{what}: your result is what the stack gives without its final_norm.",
+    "Apply final_norm to the last block's output when it is not None, before the loss.",
+)
+PATTERN = misconception(
+    "ln-placement-pattern",
+    "compare_ln_placement's two results are swapped: {detail}.",
+    '"pre_ln": the norms of the Pre-LN stack (norm_first=True, with the final LayerNorm); '
+    '"post_ln": those of the Post-LN stack.',
+)
+NOT_MEASURED = misconception(
+    "ln-placement-not-measured",
+    "compare_ln_placement's numbers do not come from measuring the two stacks: {detail}.",
+    "Build the stacks, draw x and target, and return what layer_gradient_norms returns for "
+    "each stack, for the arguments you are given (the grader passes a fresh seed and sizes).",
+)
+WRONG_STACKS = misconception(
+    "ln-placement-stacks",
+    "compare_ln_placement should measure {layers} Pre-LN blocks (norm_first=True) and {layers} "
+    "Post-LN blocks (norm_first=False), one call of layer_gradient_norms each: {detail}.",
+    "pre: TransformerBlock(d_model, num_heads, d_ff, norm_first=True) num_layers times; post: "
+    "the same with norm_first=False.",
+)
+WEIGHTS_DIFFER = misconception(
+    "ln-placement-weights-differ",
+    "Your Pre-LN and Post-LN stacks hold different weights ({name} differs): the comparison "
+    "then mixes the placement with two unrelated initialisations.",
+    "After building both stacks: post.load_state_dict(pre.state_dict()), so that only the "
+    "placement differs.",
+)
+INPUTS_DIFFER = misconception(
+    "ln-placement-inputs-differ",
+    "Your two stacks were measured on different {what}: the comparison then mixes the "
+    "placement with two unrelated batches.",
+    "Draw ONE x and ONE target (torch.randn(batch, seq_len, d_model) each) and give the same "
+    "pair to both calls of layer_gradient_norms.",
+)
+FINAL_NORM_SETUP = misconception(
+    "ln-placement-final-norm",
+    "{detail}",
+    "Pre-LN stacks end with a LayerNorm: layer_gradient_norms(pre, x, target, "
+    "nn.LayerNorm(d_model)); the Post-LN stack already ends with one: no final_norm.",
+)
+
+# --------------------------------------------------------------------------- layer_gradient_norms
+
+
+def _trusted_norms(x, norm_first, final_norm, combine="l2"):
+    """The norms, or the sum of per-parameter norms, of the grader's stack (float64)."""
+    blocks = probe.stack(x["weights"], norm_first)
+    h = x["x"]
+    for block in blocks:
+        h, _ = block(h)
+    if final_norm is not None:
+        h = final_norm(h)
+    F.mse_loss(h, x["target"]).backward()
+    if combine == "sum":
+        return torch.stack([sum(p.grad.norm() for p in b.parameters()) for b in blocks])
+    return torch.stack(
+        [torch.sqrt(sum(p.grad.pow(2).sum() for p in b.parameters())) for b in blocks]
+    )
+
+
+def _norms(got, key, what, n):
+    """got[key] as (n,) floating norms: any floating dtype (the docstring names none), cast
+    to float64, with the tolerance of the coarser of the two dtypes."""
+    value = tensor(got, key, what, shape=(n,))
+    if not value.is_floating_point():
+        raise Failure(WRONG_DTYPE, what=what, got=value.dtype, expected="a floating dtype")
+    tol = tolerance(value.dtype) if value.dtype != torch.float64 else None
+    return value.detach().to(torch.float64), tol
+
+
+@CHECKS.check(
+    "ln-gradient-norms",
+    "layer_gradient_norms matches the reference: per-block gradient norms of one loss",
+    2,
+    inputs=probe.inputs_norms,
+    probe=probe.probe_norms,
+    exercise="layer_gradient_norms",
+)
+def verdict_norms(got, want, x):
+    n = len(x["weights"])
+    for key, label in (("post", "Post-LN"), ("pre", "Pre-LN, final_norm given")):
+        what = f"layer_gradient_norms on a {n}-block {label} stack"
+        norms, tol = _norms(got, key, what, n)
+        norm_first, final = key == "pre", probe.final_norm() if key == "pre" else None
+        candidates = [
+            (GRAD_SQUARED, lambda k=key: want[k].pow(2), {}),
+            (GRAD_SUM_OF_NORMS, lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"), {}),
+        ]
+        if key == "pre":
+            candidates.append((FINAL_NORM_IGNORED, lambda: _trusted_norms(x, True, None), {}))
+        assert_close(norms, want[key], what, candidates, tol=tol)
+    again, tol = _norms(got, "post_again", "the second call's result", n)
+    if not torch.allclose(again, want["post"], **(tol or tolerance(torch.float64))):
+        ratio = float(again.sum() / want["post"].sum())
+        raise Failure(GRAD_ACCUMULATED, ratio=ratio)
+
+
+# --------------------------------------------------------------------------- the experiment
+# Judged on its set-up, from what the probe recorded of the two calls to layer_gradient_norms:
+# both stacks hold the same weights, see the same x and target, only the Pre-LN one gets a
+# final norm, and the two results are what those calls returned. How large the gradients
+# come out is layer_gradient_norms' business (charged above), not this check's; what the
+# reference run shows is in docs/blocks.md.
+
+
+def _call(got, i):
+    prefix = f"call{i}/"
+    return {k[len(prefix) :]: v for k, v in got.items() if k.startswith(prefix)}
+
+
+def _matches(a, b) -> bool:
+    """Equal values, whatever floating dtype each was returned in."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+        return False
+    if not (a.is_floating_point() and b.is_floating_point()):
+        return False
+    return bool(torch.allclose(a.double(), b.double(), **tolerance(torch.float32)))
+
+
+def _same(a, b) -> bool:
+    return (
+        type(a) is torch.Tensor
+        and type(b) is torch.Tensor
+        and a.shape == b.shape
+        and bool(torch.equal(a, b))
+    )
+
+
+@CHECKS.check(
+    "ln-placement",
+    "compare_ln_placement: Pre-LN (final norm) against Post-LN, one input, one set of weights",
+    2,
+    inputs=probe.inputs_placement,
+    probe=probe.probe_placement,
+    exercise="compare_ln_placement",
+)
+def verdict_placement(got, want, x):
+    if "type" in got:
+        raise Failure(
+            WRONG_TYPE, what="compare_ln_placement's result", expected="a dict", got=got["type"]
+        )
+    layers = probe.LAYERS
+    pre = tensor(got, "pre_ln", 'compare_ln_placement(...)["pre_ln"]', shape=(layers,))
+    post = tensor(got, "post_ln", 'compare_ln_placement(...)["post_ln"]', shape=(layers,))
+    calls = got.get("calls")
+    if calls == 0:
+        raise Failure(NOT_MEASURED, detail="layer_gradient_norms was never called")
+    if calls != 2:
+        raise Failure(
+            WRONG_STACKS, layers=layers, detail=f"layer_gradient_norms was called {calls} times"
+        )
+    runs = {}
+    for i in (0, 1):
+        call = _call(got, i)
+        if call.get("blocks") != layers or call.get("norm_first") not in ("pre", "post"):
+            detail = (
+                f"call {i + 1} measured {call.get('blocks')} blocks"
+                if call.get("blocks") != layers
+                else f"the blocks of call {i + 1} are not all of one placement"
+            )
+            raise Failure(WRONG_STACKS, layers=layers, detail=detail)
+        runs[call["norm_first"]] = call
+    if set(runs) != {"pre", "post"}:
+        raise Failure(WRONG_STACKS, layers=layers, detail="both calls measured the same placement")
+    a, b = runs["pre"], runs["post"]
+    names = sorted(k for k in a if k.startswith("w/"))
+    if not names or names != sorted(k for k in b if k.startswith("w/")):
+        raise Failure(
+            WRONG_STACKS, layers=layers, detail="the two stacks hold different parameters"
+        )
+    for name in names:
+        if not _same(a[name], b[name]):
+            raise Failure(WEIGHTS_DIFFER, name=name[2:])
+    shape = (x["batch"], x["seq_len"], probe.D_MODEL)
+    for key, what in (("x", "inputs x"), ("target", "targets")):
+        for run in (a, b):
+            tensor(run, key, f"the {what} given to layer_gradient_norms", shape=shape)
+        if not _same(a[key], b[key]):
+            raise Failure(INPUTS_DIFFER, what=what)
+    if a.get("final_norm") != "LayerNorm":
+        raise Failure(
+            FINAL_NORM_SETUP,
+            detail="The Pre-LN stack was measured without a final LayerNorm "
+            f"(final_norm: {a.get('final_norm')}).",
+        )
+    if b.get("final_norm") != "none":
+        raise Failure(
+            FINAL_NORM_SETUP,
+            detail="The Post-LN stack was given a final_norm; its last block already ends with "
+            "a LayerNorm.",
+        )
+    results = {k: run.get("result") for k, run in (("pre", a), ("post", b))}
+    if _matches(pre, results["pre"]) and _matches(post, results["post"]):
+        return
+    if _matches(pre, results["post"]) and _matches(post, results["pre"]):
+        raise Failure(
+            PATTERN, detail='"pre_ln" holds the Post-LN stack\'s norms and the other way round'
+        )
+    raise Failure(
+        NOT_MEASURED,
+        detail="the returned vectors are not what the two calls of layer_gradient_norms returned",
+    )

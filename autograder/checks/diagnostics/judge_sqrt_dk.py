@@ -1,0 +1,285 @@
+"""Judge side of diagnostics.py's √d_k checks: misconceptions, models of the known wrong
+computations, verdicts.
+
+The finding graded here was measured by running solutions/diagnostics.py first (batch 8,
+L = 32, d_k = SIZES times 1, 1.25 or 1.5; 60 random seeds for each factor, and seeds 0..59;
+see docs/gpt.md), and only then turned into thresholds:
+  - scaled: the mean entropy stays within 0.13 nats of itself across all d_k (log 32 = 3.47
+    is uniform); we allow a spread of 0.25;
+  - unscaled: the mean entropy falls by at least 2.2 nats from the first d_k to the last, and
+    never rises by more than 0.011 nats between neighbouring d_k (it does rise, rarely, from
+    the eighth to the ninth: a fall "at every step" is not what the solution shows on every
+    seed); at the eighth d_k (256, 320 or 384) it is at most 0.28 nats with a mean largest
+    weight of at least 0.886. We require a fall of 1 nat overall, no rise above 0.05, and
+    below 0.5 nats / above 0.8 there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...verdicts import assert_close, close, tensor
+from . import probe_sqrt_dk as probe
+from .probe_sqrt_dk import QUANTITIES
+
+CHECKS = CheckList("diagnostics")
+
+# The experiment's curves come from draws the docstring prescribes (q, then k, from a fresh
+# torch.Generator().manual_seed(seed) per d_k; k then q is accepted too), so they are compared
+# with this seed's run. Loosened from float32's tolerance: each value is a mean over 256 rows,
+# and equivalent formulas (log_softmax, xlogy, einsum) round differently.
+RUN_TOL = {"atol": 1e-4, "rtol": 1e-4}
+# The seed-to-seed spread of the reference, measured over 60 seeds: at most 0.18 nats
+# (entropy) and 0.074 (largest weight); within 0.3 and 0.12 a curve is "an experiment, but
+# not this seed's run".
+SPREAD = {"entropy": {"atol": 0.3, "rtol": 0.0}, "max_weight": {"atol": 0.12, "rtol": 0.0}}
+SCALED_SPREAD = 0.25
+UNSCALED_FALL, UNSCALED_RISE = 1.0, 0.05
+SATURATED_AT = 7  # the index of 256, 320 or 384 in the drawn d_k values
+SATURATED_ENTROPY, SATURATED_MAX = 0.5, 0.8
+
+# --------------------------------------------------------------------------- misconceptions
+
+SQRTDK_LOG2 = misconception(
+    "sqrtdk-entropy-bits",
+    "Your entropy is in bits (log base 2); the kit measures it in nats (natural log).",
+    "Use torch.log (or torch.special.xlogy(w, w)), not torch.log2: a uniform row over S keys "
+    "then has entropy log S.",
+)
+SQRTDK_BY_D_K = misconception(
+    "sqrtdk-divides-by-d_k",
+    "Your scaled scores were divided by d_k instead of √d_k.",
+    "The scores' standard deviation grows like √d_k, so divide by q.size(-1) ** 0.5.",
+)
+SQRTDK_SWAPPED = misconception(
+    "sqrtdk-scaled-swapped",
+    "{what}: your scaled and unscaled results are swapped.",
+    "scaled=True divides the scores by √d_k; scaled=False uses q kᵀ as it is.",
+)
+SQRTDK_MAX_DIM = misconception(
+    "sqrtdk-max-over-queries",
+    "Your largest weight is taken over the queries (dim=-2), not over each row's keys.",
+    "Each row (one query) is a distribution over the keys: weights.amax(dim=-1).",
+)
+SQRTDK_SUM_ROWS = misconception(
+    "sqrtdk-not-averaged",
+    "{what} is summed over the rows instead of averaged.",
+    "Sum over the keys (dim=-1) for each row's entropy, then take .mean() over all rows.",
+)
+SQRTDK_NAN = misconception(
+    "sqrtdk-zero-log-zero",
+    "Your entropy is NaN when the softmax saturates: weights that underflow to 0 give "
+    "0 * log 0 = 0 * -inf = NaN.",
+    "By convention 0 log 0 = 0: torch.special.xlogy(w, w) computes w log w that way.",
+)
+SQRTDK_NOT_SATURATING = misconception(
+    "sqrtdk-finding-unscaled",
+    "Your unscaled curves do not show the saturation our solution measures: {detail}.",
+    "Check the unscaled branch: softmax(q kᵀ) with no division; fresh q and k for each d_k.",
+)
+SQRTDK_SCALED_DRIFTS = misconception(
+    "sqrtdk-finding-scaled",
+    "Your scaled entropy moves by {spread:.3f} nats across d_k; with the 1/√d_k scale it "
+    "stays within {allowed} nats in our solution's runs.",
+    "Scale by q.size(-1) ** 0.5 (the d_k of this run), not by a fixed number.",
+)
+SQRTDK_OTHER_RUN = misconception(
+    "sqrtdk-not-this-run",
+    "{what} looks like a run of the experiment, but not the run the grader asked for (largest "
+    "difference {err:.3g}): the values do not come from q and k drawn with this seed and "
+    "these d_k values.",
+    "For each d_k in d_ks: gen = torch.Generator().manual_seed(seed) (the seed you are "
+    "given, not a fixed one), q = torch.randn(batch, L, d_k, generator=gen), then k the same "
+    "way. Never return stored numbers: the grader calls the function with fresh arguments.",
+)
+
+# --------------------------------------------------------------------------- models
+
+
+def _saturation(q, k, *, scale="sqrt", log=torch.log, max_dim=-1, reduce="mean"):
+    """What softmax_saturation computes, with one of the known mistakes, in float64."""
+    q, k = q.double(), k.double()
+    scores = q @ k.transpose(-2, -1)
+    d_k = q.size(-1)
+    scores = scores / {"sqrt": math.sqrt(d_k), "d_k": d_k, "none": 1.0}[scale]
+    w = scores.softmax(dim=-1)
+    entropy = -(w * log(w.clamp_min(1e-300))).where(w > 0, 0.0).sum(dim=-1)
+    largest = w.amax(dim=max_dim)
+    if reduce == "sum":
+        return entropy.sum(), largest.sum()
+    return entropy.mean(), largest.mean()
+
+
+def _candidates(x, scaled: bool, which: int):
+    q, k = x["q"], x["k"]
+    plain = "sqrt" if scaled else "none"
+
+    def lazy(**kw):
+        return lambda: _saturation(q, k, **kw)[which].float()
+
+    found = [
+        (SQRTDK_LOG2, lazy(scale=plain, log=torch.log2), {}),
+        (SQRTDK_MAX_DIM, lazy(scale=plain, max_dim=-2), {}),
+        (SQRTDK_SUM_ROWS, lazy(scale=plain, reduce="sum"), {}),
+        (SQRTDK_SWAPPED, lazy(scale="none" if scaled else "sqrt"), {}),
+    ]
+    if scaled:
+        found.insert(0, (SQRTDK_BY_D_K, lazy(scale="d_k"), {}))
+    return found
+
+
+def _run_k_first(x):
+    """The experiment with k drawn before q (the other order a reader may take)."""
+    curves = {key: [] for key in QUANTITIES}
+    for d_k in x["d_ks"]:
+        gen = torch.Generator().manual_seed(x["seed"])
+        k = torch.randn(8, 32, d_k, generator=gen)
+        q = torch.randn(8, 32, d_k, generator=gen)
+        for scale, tag in (("sqrt", "scaled"), ("none", "unscaled")):
+            entropy, largest = _saturation(q, k, scale=scale)
+            curves[f"entropy_{tag}"].append(entropy)
+            curves[f"max_weight_{tag}"].append(largest)
+    return {key: torch.stack(v).float() for key, v in curves.items()}
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def _what(name: str, tag: str) -> str:
+    return f"softmax_saturation(q, k, scaled={tag == 'scaled'})'s {name}"
+
+
+@CHECKS.check(
+    "sqrtdk-saturation",
+    "softmax_saturation matches the reference: mean entropy and largest weight, scaled and "
+    "unscaled",
+    2,
+    inputs=probe.inputs_saturation,
+    probe=probe.probe_saturation,
+    exercise="softmax_saturation",
+)
+def verdict_saturation(got, want, x):
+    for index, name in enumerate(("entropy", "max_weight")):
+        for tag in ("scaled", "unscaled"):
+            key = f"{name}_{tag}"
+            what = _what(name, tag)
+            value = tensor(got, key, what, shape=())
+            if name == "entropy" and not torch.isfinite(value):
+                raise Failure(SQRTDK_NAN)
+            assert_close(value, want[key], what, _candidates(x, tag == "scaled", index))
+
+
+CHECKS.check(
+    "sqrtdk-saturated",
+    "softmax_saturation stays finite when the softmax saturates (0 log 0 = 0)",
+    1,
+    inputs=probe.inputs_saturated,
+    probe=probe.probe_saturation,
+    exercise="softmax_saturation",
+    verdict=verdict_saturation,
+)
+
+
+def _other(key: str) -> str:
+    """entropy_scaled <-> entropy_unscaled, max_weight_scaled <-> max_weight_unscaled."""
+    name, tag = key.rsplit("_", 1)
+    return f"{name}_{'unscaled' if tag == 'scaled' else 'scaled'}"
+
+
+def _within(curves, want, tol=None) -> bool:
+    return all(close(curves[k], want[k], tol or SPREAD[k.rsplit("_", 1)[0]]) for k in QUANTITIES)
+
+
+def _curve(got, key, n):
+    return tensor(got, key, f'sqrt_dk_experiment(...)["{key}"]', shape=(n,))
+
+
+def _curves(got, x):
+    """The four curves, after the result's type, shapes and d_k values are checked."""
+    if "type" in got:
+        raise Failure(
+            WRONG_TYPE,
+            what="sqrt_dk_experiment's result",
+            expected="a dict of tensors",
+            got=f"a {got['type']}",
+        )
+    n = len(x["d_ks"])
+    d_k = _curve(got, "d_k", n)
+    want_d_k = torch.tensor(x["d_ks"], dtype=torch.int64)
+    assert_close(d_k.to(torch.int64), want_d_k, 'sqrt_dk_experiment(...)["d_k"]')
+    return {key: _curve(got, key, n).float() for key in QUANTITIES}
+
+
+@CHECKS.check(
+    "sqrtdk-experiment",
+    "sqrt_dk_experiment matches the reference run (seed and d_k values drawn)",
+    2,
+    inputs=probe.inputs_experiment,
+    probe=probe.probe_experiment,
+    exercise="sqrt_dk_experiment",
+)
+def verdict_experiment(got, want, x):
+    curves = _curves(got, x)
+    want = {key: want[key].float() for key in QUANTITIES}
+    if _within(curves, want, RUN_TOL) or _within(curves, _run_k_first(x), RUN_TOL):
+        return
+    swapped = {key: curves[_other(key)] for key in QUANTITIES}
+    if _within(swapped, want):
+        raise Failure(SQRTDK_SWAPPED, what="sqrt_dk_experiment")
+    for key in QUANTITIES:
+        if not torch.isfinite(curves[key]).all() and key.startswith("entropy"):
+            raise Failure(SQRTDK_NAN)
+        what = f'sqrt_dk_experiment(...)["{key}"]'
+        assert_close(curves[key], want[key], what, tol=SPREAD[key.rsplit("_", 1)[0]])
+    # Every curve is within the seed-to-seed spread, but this is not the run asked for.
+    err, key = max(((curves[k] - want[k]).abs().max().item(), k) for k in QUANTITIES)
+    raise Failure(SQRTDK_OTHER_RUN, what=f'sqrt_dk_experiment(...)["{key}"]', err=err)
+
+
+@CHECKS.check(
+    "sqrtdk-finding",
+    "the finding, on your own run: unscaled softmax saturates as d_k grows, scaled stays put",
+    1,
+    inputs=probe.inputs_experiment,
+    probe=probe.probe_experiment,
+    exercise="sqrt_dk_experiment",
+)
+def verdict_finding(got, want, x):
+    curves = {key: value.double() for key, value in _curves(got, x).items()}
+    scaled = curves["entropy_scaled"]
+    if not torch.isfinite(scaled).all() or not torch.isfinite(curves["entropy_unscaled"]).all():
+        raise Failure(SQRTDK_NAN)
+    spread = float(scaled.max() - scaled.min())
+    if spread > SCALED_SPREAD:
+        raise Failure(SQRTDK_SCALED_DRIFTS, spread=spread, allowed=SCALED_SPREAD)
+    unscaled, largest = curves["entropy_unscaled"], curves["max_weight_unscaled"]
+    fall = float(unscaled[0] - unscaled[-1])
+    if fall < UNSCALED_FALL:
+        raise Failure(
+            SQRTDK_NOT_SATURATING,
+            detail=f"the entropy falls by {fall:.3f} nats from the smallest d_k to the largest "
+            f"(expected at least {UNSCALED_FALL:g})",
+        )
+    rise = float((unscaled[1:] - unscaled[:-1]).max())
+    if rise > UNSCALED_RISE:
+        raise Failure(
+            SQRTDK_NOT_SATURATING,
+            detail=f"the entropy rises by {rise:.3f} nats between two neighbouring d_k "
+            f"(expected to fall, or rise by at most {UNSCALED_RISE:g})",
+        )
+    d_k = x["d_ks"][SATURATED_AT]
+    if unscaled[SATURATED_AT] >= SATURATED_ENTROPY:
+        raise Failure(
+            SQRTDK_NOT_SATURATING,
+            detail=f"the entropy at d_k = {d_k} is {float(unscaled[SATURATED_AT]):.3f} nats "
+            f"(expected below {SATURATED_ENTROPY:g})",
+        )
+    if largest[SATURATED_AT] <= SATURATED_MAX:
+        raise Failure(
+            SQRTDK_NOT_SATURATING,
+            detail=f"the mean largest weight at d_k = {d_k} is "
+            f"{float(largest[SATURATED_AT]):.3f} (expected above {SATURATED_MAX:g})",
+        )

@@ -1,0 +1,93 @@
+"""Probe side of diagnostics.py's head-entropy checks: head_entropy and classify_heads.
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+Every size is drawn from the seed; B, H, L and S always differ, so an average over the wrong
+axes gives a shape that names it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...core import WRONG_TYPE, Failure
+from ...probing import randn
+
+
+def _int(gen, low, high):
+    """An int drawn uniformly from [low, high]."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def _softmax_maps(gen, B, H, L, S, mask=None, sharpness=1.0):
+    scores = randn(gen, B, H, L, S, scale=sharpness)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    w = scores.softmax(dim=-1)
+    if mask is not None:
+        w = w.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    return w
+
+
+def inputs_random(gen):
+    # B = 2, H = 3, L in 4..6, S in 7..9: four different sizes.
+    B, H, L, S = 2, 3, _int(gen, 4, 6), _int(gen, 7, 9)
+    mask = torch.rand(B, 1, L, S, generator=gen) < 0.4
+    mask[..., 0] = False
+    for b in range(B):  # one fully blocked row per sequence, at a drawn position
+        mask[b, 0, _int(gen, 0, L - 1)] = True
+    return {"w": _softmax_maps(gen, B, H, L, S, mask, sharpness=2.0)}
+
+
+def inputs_crafted(gen):
+    # Four heads with closed-form entropies: log S, 0, log n, 0 (every row blocked).
+    B, H, L, S = 2, 4, _int(gen, 5, 7), _int(gen, 8, 10)
+    n = _int(gen, 2, S - 2)
+    w = torch.zeros(B, H, L, S)
+    w[:, 0] = 1.0 / S  # uniform rows: log S
+    w[:, 1, torch.arange(L), torch.randint(S, (L,), generator=gen)] = 1.0  # one-hot: 0
+    keys = torch.randperm(S, generator=gen)[:n]
+    w[:, 2, :, keys] = 1.0 / n  # uniform over n keys: log n ...
+    blocked = torch.randperm(L, generator=gen)[:2]
+    w[:, 2, blocked] = 0.0  # ... and two fully blocked rows, left out
+    # head 3: every row blocked -> 0
+    return {"w": w, "S": S, "n": n}
+
+
+def _causal_uniform(B, L):
+    allowed = torch.ones(L, L).tril()
+    return (allowed / allowed.sum(dim=-1, keepdim=True)).expand(B, L, L)
+
+
+def inputs_classify(gen):
+    B, H, T = 2, 4, _int(gen, 7, 10)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # causal
+    maps = torch.zeros(B, H, T, T)
+    maps[:, 0] = _causal_uniform(B, T)  # even over the allowed keys: "uniform"
+    maps[:, 1] = torch.eye(T)  # each query on itself: "collapsed"
+    maps[:, 2] = _softmax_maps(gen, B, 1, T, T, mask, sharpness=1.5)[:, 0]  # "fine"
+    peaked = torch.eye(T) * 0.97 + _causal_uniform(1, T)[0] * 0.03  # nearly one-hot
+    maps[:, 3] = peaked / peaked.sum(dim=-1, keepdim=True)
+    order = torch.randperm(H, generator=gen)  # the heads in a drawn order
+    S = _int(gen, 5, 8)
+    random = _softmax_maps(gen, 2, 3, S, S, None, sharpness=3.0)
+    return {"w": maps[:, order], "mask": mask, "random": random}
+
+
+# --------------------------------------------------------------------------- probes
+
+
+def probe_entropy(mod, x):
+    return {"entropy": mod.head_entropy(x["w"])}
+
+
+def _joined(labels, what):
+    if not isinstance(labels, (list, tuple)) or not all(isinstance(s, str) for s in labels):
+        raise Failure(WRONG_TYPE, what=what, expected="a list of str", got=type(labels).__name__)
+    return ",".join(labels)
+
+
+def probe_classify(mod, x):
+    return {
+        "causal": _joined(mod.classify_heads(x["w"], mask=x["mask"]), "classify_heads' result"),
+        "random": _joined(mod.classify_heads(x["random"]), "classify_heads' result"),
+    }

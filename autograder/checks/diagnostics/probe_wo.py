@@ -1,0 +1,78 @@
+"""Probe side of diagnostics.py's W_O checks: fix_wo_to_identity, train_recall and
+wo_experiment, on short runs whose seeds and lengths are drawn from the check's generator (a
+curve typed in from one run of the experiment matches none of them).
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+While diagnostics is graded, MultiHeadAttention is the trusted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from ...probing import randn
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny models train far faster on one thread: with two or more, a loaded machine makes
+    every small op wait for the others (25 steps: 0.2 s on one thread, 8 s on two under load)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _seed(gen):
+    return int(torch.randint(0, 2**31 - 1, (), generator=gen))
+
+
+def _steps(gen):
+    # 20 to 28 steps: both runs of wo_experiment take well under a second on a CPU.
+    return int(torch.randint(20, 29, (), generator=gen))
+
+
+def inputs_identity(gen):
+    H = int(torch.randint(2, 5, (), generator=gen))
+    D = H * int(torch.randint(2, 5, (), generator=gen))
+    return {"D": D, "H": H, "seed": _seed(gen), "x": randn(gen, 2, 3, D)}
+
+
+def inputs_run(gen):
+    return {"seed": _seed(gen), "steps": _steps(gen)}
+
+
+def probe_identity(mod, x):
+    torch.manual_seed(x["seed"])
+    attn = mod.MultiHeadAttention(x["D"], x["H"])
+    mod.fix_wo_to_identity(attn)
+    weight = attn.w_o.weight.detach().clone()
+    params = [p for p in attn.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    out, _ = attn(x["x"])
+    out.square().sum().backward()
+    optimizer.step()
+    return {
+        "weight": weight,
+        "requires_grad": bool(attn.w_o.weight.requires_grad),
+        "after": attn.w_o.weight.detach().clone(),
+    }
+
+
+def probe_train(mod, x):
+    with one_thread():
+        torch.manual_seed(x["seed"])
+        model = mod.RecallModel()
+        return {"losses": mod.train_recall(model, x["steps"], seed=x["seed"])}
+
+
+def probe_experiment(mod, x):
+    with one_thread():
+        curves = mod.wo_experiment(steps=x["steps"], seed=x["seed"])
+    if not isinstance(curves, dict):
+        return {"type": type(curves).__name__}
+    return {k: v for k, v in curves.items() if k in ("learned", "identity")}

@@ -1,0 +1,100 @@
+"""diagnostics' checks: every input drawn from the seed, experiments graded on behaviour."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import KIT, submission_with
+
+from autograder.checks.diagnostics import judge_ln, judge_sqrt_dk, probe_ln
+from autograder.core import Failure
+from autograder.engine import grade
+from autograder.probing import make_inputs
+from autograder.registry import checks_of
+from autograder.submission import Submission
+
+EXPERIMENTS = {"wo-experiment", "ln-placement", "sqrtdk-experiment", "sqrtdk-finding"}
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for k in sorted(value) for leaf in _leaves(value[k])]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _same(a, b) -> bool:
+    la, lb = _leaves(a), _leaves(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def test_every_input_depends_on_the_seed():
+    for check in checks_of("diagnostics"):
+        a, b = make_inputs(check, 1), make_inputs(check, 2)
+        assert not _same(a, b), f"{check.id}: the inputs do not depend on the seed"
+        assert _same(a, make_inputs(check, 1)), f"{check.id}: the inputs are not deterministic"
+
+
+def test_experiment_seeds_and_sizes_vary_across_seeds():
+    # The experiments get fresh seeds, and lengths / d_k values a stored table cannot answer.
+    by_slug = {c.slug: c for c in checks_of("diagnostics")}
+    for slug, keys in (
+        ("wo-experiment", ("steps",)),
+        ("sqrtdk-experiment", ("d_ks",)),
+        ("ln-placement", ("batch", "seq_len")),
+    ):
+        draws = [make_inputs(by_slug[slug], s) for s in range(12)]
+        assert len({d["seed"] for d in draws}) == 12, slug
+        for key in keys:
+            assert len({d[key] for d in draws}) > 1, (slug, key)
+
+
+def test_stored_experiment_results_earn_nothing_on_the_hidden_tier(tmp_path):
+    """The stored-results attack (issue 12.6) on the hidden tier: its honest parts score, the
+    experiments it typed in lose every point (the public tier is the mutant test's)."""
+    path = KIT / "mutants" / "diagnostics" / "stored_experiment_results.py"
+    folder = submission_with(tmp_path, {"diagnostics": path.read_text()})
+    results = grade(Submission(folder), ["diagnostics"], seed=4242)
+    lost = {r.check_id.split(".", 1)[1] for r in results if not r.passed}
+    assert lost == EXPERIMENTS, lost
+    assert all(r.score == 0 for r in results if r.check_id.split(".", 1)[1] in EXPERIMENTS)
+
+
+def test_layer_gradient_norms_accepts_any_floating_dtype():
+    check = next(c for c in checks_of("diagnostics") if c.slug == "ln-gradient-norms")
+    x = make_inputs(check, 3)
+    want = {
+        "post": judge_ln._trusted_norms(x, False, None),
+        "pre": judge_ln._trusted_norms(x, True, probe_ln.final_norm()),
+    }
+    want["post_again"] = want["post"]
+    for dtype in (torch.float64, torch.float32):
+        got = {k: v.detach().to(dtype) for k, v in want.items()}
+        check.verdict(got, want, x)  # no Failure
+    got = {k: v.detach().to(torch.int64) for k, v in want.items()}
+    with pytest.raises(Failure) as failure:
+        check.verdict(got, want, x)
+    assert failure.value.misconception.id == "wrong-dtype"
+
+
+def test_sqrt_dk_replay_with_k_first_is_the_other_draw_order():
+    # The judge accepts the docstring's draws (q, then k) and k then q; the replay of the
+    # second must differ from the first, or it would accept any run.
+    check = next(c for c in checks_of("diagnostics") if c.slug == "sqrtdk-experiment")
+    x = make_inputs(check, 5)
+    from solutions import diagnostics
+
+    ref = diagnostics.sqrt_dk_experiment(d_ks=x["d_ks"], seed=x["seed"])
+    other = judge_sqrt_dk._run_k_first(x)
+    assert not torch.allclose(other["entropy_scaled"], ref["entropy_scaled"], atol=1e-4)
