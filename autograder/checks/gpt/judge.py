@@ -616,7 +616,7 @@ def verdict_modes(got, want, x):
 # see docs/gpt.md): the held-out loss after the run, over 20 seeds, was at most
 # TRAIN_SOLUTION_LOSS; we ask for below TRAIN_THRESHOLD, a margin for other correct ways of
 # drawing the batches. Before training the loss is about log V = 4.06.
-TRAIN_SOLUTION_LOSS = 1.57
+TRAIN_SOLUTION_LOSS = 1.58
 TRAIN_THRESHOLD = 1.90
 
 
