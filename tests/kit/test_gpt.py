@@ -126,3 +126,32 @@ def test_plots_read_back_the_weights():
     ax = next(a for a in fig.axes if a.images)
     torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array()), w)
     assert [t.get_text() for t in ax.get_yticklabels()] == list("abcd")
+
+
+def test_forged_tying_probe_gains_nothing():
+    """Issue 12.3: a probe patched at import to report a tied model (tied names and count,
+    logits of its own making) fails: tying is decided from logits a real tied MiniGPT gives."""
+    from autograder.checks.gpt import judge, probe
+    from autograder.core import Failure
+    from autograder.probing import make_inputs
+    from autograder.references import References
+
+    check = next(c for c in judge.CHECKS if c.slug == "weight-tying")
+    refs = References.public()
+    x = make_inputs(check, refs.seed)
+    want = refs.get(check)
+    tied = solution.MiniGPT(**x["config"])
+    forged = {
+        "names": "|".join(n for n, _ in tied.named_parameters()),
+        "n_params": sum(p.numel() for p in tied.parameters()),
+    }
+    B, T = x["idx"].shape
+    for logits in (
+        torch.randn(B, T, x["config"]["vocab_size"]),
+        torch.zeros(B, T, 1).expand(B, T, x["config"]["vocab_size"]).contiguous(),
+    ):
+        with pytest.raises(Failure) as e:
+            check.verdict({**forged, "logits": logits}, want, x)
+        assert e.value.misconception.id == "gpt-no-weight-tying"
+    # The honest tied model's own probe output passes the same verdict.
+    check.verdict(probe.probe_tying(solution, x), want, x)

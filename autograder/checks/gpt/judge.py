@@ -189,19 +189,25 @@ TRAIN_LOSS_HIGH = misconception(
 # What MiniGPT and generate compute with a given mistake, to recognise it by its output.
 
 
-def _logits(x, idx, *, scale=True, causal=True, final_norm=True, log_softmax=False):
+def _logits(
+    x, idx, *, scale=True, causal=True, final_norm=True, log_softmax=False, embed=None, head=None
+):
+    """MiniGPT's logits on x's weights, with the mistakes named by the flags; embed and head
+    replace token_embed's and lm_head's matrices (two matrices: an untied model)."""
     model = trusted.MiniGPT(**x["config"])
     model.load_state_dict(x["state"])
     model.eval()
     idx = idx.cpu()
     T = idx.size(1)
+    embed = model.token_embed.weight if embed is None else embed
+    head = model.lm_head.weight if head is None else head
     with torch.no_grad():
-        h = model.token_embed(idx) * (model.d_model**0.5 if scale else 1.0)
+        h = F.embedding(idx, embed) * (model.d_model**0.5 if scale else 1.0)
         h = model.pos_encoding(h)
         mask = causal_mask(T) if causal else None
         for block in model.blocks:
             h, _ = block(h, mask=mask)
-        logits = model.lm_head(model.final_norm(h) if final_norm else h)
+        logits = F.linear(model.final_norm(h) if final_norm else h, head)
     return logits.log_softmax(dim=-1) if log_softmax else logits
 
 
@@ -268,24 +274,29 @@ def verdict_logits(got, want, x):
     exercise="MiniGPT",
 )
 def verdict_tying(got, want, x):
-    """Decided from the logits, which need the real computation: after loading
-    token_embed.weight = E and lm_head.weight = W, a tied model holds one of them in both
-    places, so its logits equal those of its own run with (E, E) or with (W, W)."""
-    mixed, embed, head = (
-        tensor(got, f"logits/{tag}", "the logits", shape=_shape(x))
-        for tag in ("mixed", "embed", "head")
-    )
-    if close(embed, head):
+    """Decided from logits, which need the real computation: after loading
+    token_embed.weight = E and lm_head.weight = W, a tied model holds one matrix (E or W,
+    whichever loaded last) in both places; an untied one reads with E and scores with W.
+    Its logits are compared with those of MiniGPT with one matrix and with two, each also
+    with the known mistakes the logits check names (so a mistake there costs nothing here).
+    """
+    logits = tensor(got, "logits", "the logits", shape=_shape(x))
+    E, W = x["state"]["token_embed.weight"], x["head"]
+    for mistakes in _variants():
+        if close(logits, _logits(x, x["idx"], embed=E, head=W, **mistakes)):
+            raise Failure(
+                NO_TYING,
+                detail="they are two separate matrices (loaded with different values, your "
+                "logits read tokens with one and scored them with the other)",
+            )
+        if any(close(logits, _logits(x, x["idx"], embed=M, head=M, **mistakes)) for M in (E, W)):
+            break
+    else:
         raise Failure(
             NO_TYING,
-            detail="your logits stay the same whatever token_embed.weight and "
-            "lm_head.weight hold, so they use neither",
-        )
-    if not (close(mixed, embed) or close(mixed, head)):
-        raise Failure(
-            NO_TYING,
-            detail="they are two separate matrices (loaded with different values, your "
-            "logits used both)",
+            detail="with different token_embed and lm_head weights loaded, your logits match "
+            "no MiniGPT, tied or untied, so the tying cannot be confirmed; make the logits "
+            "check pass first",
         )
     names = str(got.get("names", "")).split("|")
     n_params = got.get("n_params")
@@ -297,6 +308,17 @@ def verdict_tying(got, want, x):
             detail=f"they share one storage but are two Parameters: parameters() counts "
             f"{n_params} numbers instead of {want['n_params']}",
         )
+
+
+def _variants():
+    """The correct model first, then every combination of the mistakes named elsewhere."""
+    return [
+        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
+        for s in (True, False)
+        for f in (True, False)
+        for ls in (False, True)
+        for c in (True, False)
+    ]
 
 
 @CHECKS.check(

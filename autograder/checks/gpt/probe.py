@@ -129,23 +129,21 @@ def probe_logits(mod, x):
 
 
 def probe_tying(mod, x):
-    """The logits after loading three states: token_embed.weight = E and lm_head.weight = W
-    (different), E and E, W and W. A tied model holds one matrix, so the first run equals
-    one of the other two; an untied one uses both. Plus the parameter names and count."""
+    """The logits after loading token_embed.weight = E and lm_head.weight = W (different):
+    a tied model holds one of them in both places, an untied one uses both. Plus the
+    parameter names and count."""
     model = mod.MiniGPT(**x["config"])
     params = list(model.named_parameters())
-    got = {
+    state = {**x["state"], "lm_head.weight": x["head"].clone()}
+    model.load_state_dict(state)
+    model.to(x["idx"].device).eval()
+    with torch.no_grad():
+        logits = model(x["idx"])
+    return {
+        "logits": logits,
         "names": "|".join(name for name, _ in params),
         "n_params": sum(p.numel() for _, p in params),
     }
-    E, W = x["state"]["token_embed.weight"], x["head"]
-    for tag, (embed, head) in {"mixed": (E, W), "embed": (E, E), "head": (W, W)}.items():
-        state = {**x["state"], "token_embed.weight": embed.clone(), "lm_head.weight": head.clone()}
-        model.load_state_dict(state)
-        model.to(x["idx"].device).eval()
-        with torch.no_grad():
-            got[f"logits/{tag}"] = model(x["idx"])
-    return got
 
 
 def probe_attn(mod, x):
