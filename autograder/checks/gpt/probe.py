@@ -254,6 +254,8 @@ def _run_cases(mod, x, check):
         except ContextTooLong as e:
             got[f"{name}/too_long"] = int(e.args[0])
             continue
+        except NotImplementedError:
+            raise
         except (RuntimeError, ZeroDivisionError, IndexError) as e:
             # Where a known mistake raises (k not clamped to V; temperature 0 divided), the
             # error is recorded for the judge to name; elsewhere it is the student's crash.
