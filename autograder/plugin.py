@@ -48,6 +48,7 @@ class Grader:
         self.timeout = config.getoption("check_timeout")
         self.include_slow = config.getoption("include_slow")
         self.results: dict[str, Result] = {}
+        self.left_out: list[Check] = []  # slow checks of the graded modules, not run
         self.references = References.public()
 
     def grade(self, check: Check) -> Result:
@@ -104,6 +105,8 @@ def pytest_collection_modifyitems(config, items):
             check.slow and not grader.include_slow
         ):
             drop.append(item)
+            if check.slow and (not grader.modules or check.module in grader.modules):
+                grader.left_out.append(check)
             continue
         item.add_marker(pytest.mark.timeout(grader.timeout or check.timeout, method="signal"))
         keep.append(item)
@@ -150,7 +153,9 @@ def pytest_unconfigure(config):
         f"Attention Lab: grading {grader.submission.path} on {grader.device} "
         f"(torch {torch.__version__})"
     )
-    print(f"\n{report.table(results, title)}\nResults for Gradescope: {grader.results_path}")
+    left_out = [(c.name, c.points) for c in grader.left_out]
+    table = report.table(results, title, left_out=left_out)
+    print(f"\n{table}\nResults for Gradescope: {grader.results_path}")
     if any(r.module == "plots" for r in results):
         try:  # the student's heatmaps beside the reference ones; never fails the grading
             from . import heatmaps

@@ -155,3 +155,12 @@ def test_forged_tying_probe_gains_nothing():
         assert e.value.misconception.id == "gpt-no-weight-tying"
     # The honest tied model's own probe output passes the same verdict.
     check.verdict(probe.probe_tying(solution, x), want, x)
+
+
+def test_table_names_what_was_left_out():
+    from autograder import report
+
+    text = report.table([], "title", left_out=[("gpt: train: 200 steps", 4)])
+    assert "all graded checks passed" in text
+    assert "Left out: gpt: train: 200 steps (4 points" in text and "make grade-train" in text
+    assert "Left out" not in report.table([], "title")
