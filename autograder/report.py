@@ -65,11 +65,9 @@ def table(
     )
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
     for name, points in left_out or []:
-        text = (
-            f"Left out: {name} ({_points(points)} points, a training run): not graded "
-            "here; run `make grade-train` to grade it."
-        )
+        text = f"Left out: {name} ({_points(points)} points, a training run): not graded here."
         lines += textwrap.wrap(text, width, subsequent_indent="  ")
+        lines.append("  Run `make grade-train` to grade it.")
     todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
     if len(modules) > 1 and todo:
         lines.append(f"Tip: work one module at a time, in this order: make grade EX={todo[0]}")

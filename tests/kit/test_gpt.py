@@ -5,7 +5,9 @@ import pytest
 import torch
 from conftest import KIT, submission_with, variants
 
-from autograder.engine import grade
+from autograder import registry
+from autograder.engine import grade, run_check
+from autograder.references import References
 from autograder.submission import Submission
 from autograder.trusted import gpt as trusted
 from solutions import diagnostics
@@ -61,19 +63,14 @@ def test_sqrt_dk_finding_as_measured():
     assert r["max_weight_unscaled"][-1] > 0.94 and r["max_weight_scaled"].max() < 0.18
 
 
-@pytest.fixture(scope="module")
-def train_results():
-    """The slow training check on the solution, the slow mutants and an alternative."""
-    runs = {"solution": grade(Submission(KIT.parents[1] / "solutions"), ["gpt"], slow=True)}
-    return runs
+def _grade_train(folder):
+    """Only the slow training check (the rest of gpt is graded by the fast tests)."""
+    refs = References.public()
+    return run_check(registry.find("gpt.train"), Submission(folder), None, seed=refs.seed)
 
 
-def _train_result(results):
-    return next(r for r in results if r.check_id == "gpt.train")
-
-
-def test_solution_passes_the_training_check(train_results):
-    result = _train_result(train_results["solution"])
+def test_solution_passes_the_training_check():
+    result = _grade_train(KIT.parents[1] / "solutions")
     assert result.passed, result.message
 
 
@@ -86,15 +83,13 @@ def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
         for line in path.read_text().splitlines()
         if line.startswith("# expects:")
     )
-    folder = submission_with(tmp_path, {"gpt": path.read_text()})
-    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    result = _grade_train(submission_with(tmp_path, {"gpt": path.read_text()}))
     assert not result.passed and result.misconception == expected, result.message
 
 
 def test_train_alternative_passes(tmp_path):
     source = (KIT / "alternatives" / "gpt" / "train_unfold.py").read_text()
-    folder = submission_with(tmp_path, {"gpt": source})
-    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    result = _grade_train(submission_with(tmp_path, {"gpt": source}))
     assert result.passed, result.message
 
 
