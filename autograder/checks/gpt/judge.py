@@ -54,8 +54,8 @@ NO_CAUSAL = misconception(
 )
 CONSTANT = misconception(
     "gpt-ignores-input",
-    "Your logits at positions {t} and later stayed the same when the tokens there changed: "
-    "the model does not read its input.",
+    "Your logits after position {t} stayed the same when the tokens there changed: the "
+    "model does not read its input.",
     "The logits come from the token ids: token_embed(idx) * √D + positions, the blocks, "
     "final_norm, lm_head.",
 )
@@ -354,8 +354,8 @@ def verdict_embed_scale(got, want, x):
     exercise="MiniGPT",
 )
 def verdict_causal(got, want, x):
-    """The student's own two runs: equal before t, different from t on."""
-    t = x["t"]
+    """The student's own two runs: equal up to t, different after t."""
+    t = x["t"] + 1  # the first position whose token differs
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     logits2 = tensor(got, "logits2", "the logits", shape=_shape(x, "idx2"))
     if not (torch.isfinite(logits).all() and torch.isfinite(logits2).all()):
@@ -363,7 +363,7 @@ def verdict_causal(got, want, x):
     if not close(logits[:, :t], logits2[:, :t]):
         raise Failure(NO_CAUSAL)
     if close(logits[:, t:], logits2[:, t:]):
-        raise Failure(CONSTANT, t=t)
+        raise Failure(CONSTANT, t=x["t"])
 
 
 @CHECKS.check(

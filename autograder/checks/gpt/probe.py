@@ -94,14 +94,14 @@ def inputs_scale(gen):
 
 
 def inputs_causal(gen):
-    """Two inputs equal up to position t - 1; every token from t on is changed."""
+    """Two inputs equal up to position t; every token after t is changed."""
     x = inputs_model(gen)
     B, T = x["idx"].shape
     V = x["config"]["vocab_size"]
-    x["t"] = _draw(gen, 1, T - 2)
+    x["t"] = t = _draw(gen, 0, T - 2)
     x["idx2"] = x["idx"].clone()
-    shift = 1 + torch.randint(V - 1, (B, T - x["t"]), generator=gen)
-    x["idx2"][:, x["t"] :] = (x["idx"][:, x["t"] :] + shift) % V
+    shift = 1 + torch.randint(V - 1, (B, T - t - 1), generator=gen)
+    x["idx2"][:, t + 1 :] = (x["idx"][:, t + 1 :] + shift) % V
     return x
 
 
