@@ -19,6 +19,10 @@ def test_enough_variants():
     alternatives = [a for a in variants("alternatives") if a.values[0] == "gpt"]
     sqrt_dk = [m for m in variants("mutants") if m.values[1].stem.startswith("sqrtdk_")]
     assert len(mutants) >= 8 and len(alternatives) >= 3 and len(sqrt_dk) >= 5
+    plots = [v for kind in ("mutants", "alternatives") for v in variants(kind)]
+    plots = [(v.values[1].parent.parent.name, v) for v in plots if v.values[0] == "plots"]
+    assert len([v for kind, v in plots if kind == "mutants"]) >= 5
+    assert len([v for kind, v in plots if kind == "alternatives"]) >= 2
 
 
 def test_trusted_gpt_equals_solution():
