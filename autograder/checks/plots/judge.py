@@ -211,7 +211,9 @@ def verdict_heads(got, want, x):
     cells = []
     for i in range(H):
         row, col = got.get(f"row{i}"), got.get(f"col{i}")
-        cells.append((i // cols, i % cols) if row == -1 or col == -1 else (row, col))
+        if type(row) is not int or type(col) is not int or row < 0 or col < 0:
+            row, col = i // cols, i % cols  # not a grid cell: fig.axes order
+        cells.append((row, col))
     row_major = [r * cols + c for r, c in cells]
     column_major = [c * rows + r for r, c in cells]
 
@@ -269,7 +271,7 @@ def verdict_sqrt_dk(got, want, x):
             )
         scale, base = got.get(f"xscale{i}"), got.get(f"xbase{i}")
         if scale != "log" or base != 2:
-            shown = "linear" if scale == "linear" else f"{scale} (base {base:g})"
+            shown = "linear" if scale == "linear" else f"{scale} (base {base})"
             raise Failure(LOG2_AXIS, i=i, scale=shown)
         if not got.get(f"legend{i}"):
             raise Failure(CURVES, detail=f"Axes {i} has no legend")
