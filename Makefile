@@ -31,7 +31,7 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
 
 .PHONY: grade-train
-grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
+grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(STAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)

@@ -100,7 +100,9 @@ class GradingPlugin:
             f"Attention Lab: grading {self.submission.path} on {self.device} "
             f"(torch {torch.__version__})"
         )
-        print(f"\n{report.table(results, title)}\nResults for Gradescope: {self.results_path}")
+        left_out = [(c.name, c.points) for c in self.left_out]
+        table = report.table(results, title, left_out=left_out)
+        print(f"\n{table}\nResults for Gradescope: {self.results_path}")
         for module in dict.fromkeys(r.module for r in results):
             own = self.submission.own_dependencies(module)
             if own:
@@ -110,11 +112,6 @@ class GradingPlugin:
                     f"has no trusted stand-in for it), so a bug there can cost points in "
                     f"{module} too. Official grading uses trusted stand-ins."
                 )
-        for check in self.left_out:
-            print(
-                f"Left out: {check.name} ({check.points:g} points, a training run); "
-                "grade it with `make grade-train`."
-            )
         if any(r.module == "plots" for r in results):
             try:  # the student's heatmaps beside the reference ones; never fails the grading
                 from . import heatmaps

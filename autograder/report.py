@@ -25,7 +25,13 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def table(results: list[Result], title: str, width: int = 92) -> str:
+def table(
+    results: list[Result],
+    title: str,
+    width: int = 92,
+    left_out: list[tuple[str, float]] | None = None,
+) -> str:
+    """The per-module table; `left_out` names the slow checks (name, points) not run."""
     lines = [title, ""]
     modules: dict[str, list[Result]] = {}
     for r in results:
@@ -57,11 +63,15 @@ def table(results: list[Result], title: str, width: int = 92) -> str:
         lines.append("")
     score, total = sum(r.score for r in results), sum(r.points for r in results)
     verdict = (
-        "all checks passed"
+        ("all graded checks passed" if left_out else "all checks passed")
         if score == total
         else _count(sum(not r.passed for r in results), "check") + " to fix"
     )
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
+    for name, points in left_out or []:
+        text = f"Left out: {name} ({_points(points)} points, a training run): not graded here."
+        lines += textwrap.wrap(text, width, subsequent_indent="  ")
+        lines.append("  Run `make grade-train` to grade it.")
     todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
     if len(modules) > 1 and todo:
         lines.append(f"Tip: work one module at a time, in this order: make grade EX={todo[0]}")

@@ -64,16 +64,12 @@ class MiniGPT(nn.Module):
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.lm_head.weight = self.token_embed.weight
 
-    def forward(self, idx, return_attn=False, *, embed_scale=True, causal=True):
-        """embed_scale and causal (grader only) switch off one step, to model a mistake."""
+    def forward(self, idx, return_attn=False):
         T = idx.size(1)
         if T > self.max_len:
             raise ValueError(f"sequence length {T} is longer than max_len = {self.max_len}")
-        x = self.token_embed(idx)
-        if embed_scale:
-            x = x * self.d_model**0.5
-        x = self.pos_encoding(x)
-        mask = causal_mask(T, device=idx.device) if causal else None
+        x = self.pos_encoding(self.token_embed(idx) * self.d_model**0.5)
+        mask = causal_mask(T, device=idx.device)
         attn = []
         for block in self.blocks:
             x, weights = block(x, mask=mask)
@@ -92,31 +88,15 @@ def _evaluating(model):
         model.train(was_training)
 
 
-def generate(
-    model,
-    idx,
-    max_new_tokens,
-    temperature=1.0,
-    top_k=None,
-    generator=None,
-    *,
-    crop="last",
-    temperature_on="logits",
-    top_k_on="logits",
-):
-    """crop ("last", "first"), temperature_on ("logits", "nowhere") and top_k_on ("logits",
-    "nowhere") are for the grader: they model a mistake, to recognise it by its output."""
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     with _evaluating(model), torch.no_grad():
         for _ in range(max_new_tokens):
-            n = model.max_len
-            context = idx[:, -n:] if crop == "last" else idx[:, :n]
-            logits = model(context)[:, -1]
+            logits = model(idx[:, -model.max_len :])[:, -1]
             if temperature == 0:
                 next_id = logits.max(dim=-1, keepdim=True).indices
             else:
-                if temperature_on == "logits":
-                    logits = logits / temperature
-                if top_k is not None and top_k_on == "logits":
+                logits = logits / temperature
+                if top_k is not None:
                     k = min(top_k, logits.size(-1))
                     threshold = logits.sort(dim=-1, descending=True).values[:, k - 1 : k]
                     logits = torch.where(logits >= threshold, logits, float("-inf"))

@@ -1,4 +1,4 @@
-"""Graded suite for gpt.py: one test per check in autograder/checks/gpt.py."""
+"""Graded suite for gpt.py: one test per check in autograder/checks/gpt/."""
 
 from autograder.plugin import suite
 

@@ -1,4 +1,4 @@
-"""Graded suite for plots.py: one test per check in autograder/checks/plots.py."""
+"""Graded suite for plots.py: one test per check in autograder/checks/plots/."""
 
 from autograder.plugin import suite
 

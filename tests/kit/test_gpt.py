@@ -5,7 +5,9 @@ import pytest
 import torch
 from conftest import KIT, submission_with, variants
 
-from autograder.engine import grade
+from autograder import registry
+from autograder.engine import grade, run_check
+from autograder.references import References
 from autograder.submission import Submission
 from autograder.trusted import gpt as trusted
 from solutions import diagnostics
@@ -17,6 +19,10 @@ def test_enough_variants():
     alternatives = [a for a in variants("alternatives") if a.values[0] == "gpt"]
     sqrt_dk = [m for m in variants("mutants") if m.values[1].stem.startswith("sqrtdk_")]
     assert len(mutants) >= 8 and len(alternatives) >= 3 and len(sqrt_dk) >= 5
+    plots = [v for kind in ("mutants", "alternatives") for v in variants(kind)]
+    plots = [(v.values[1].parent.parent.name, v) for v in plots if v.values[0] == "plots"]
+    assert len([v for kind, v in plots if kind == "mutants"]) >= 5
+    assert len([v for kind, v in plots if kind == "alternatives"]) >= 2
 
 
 def test_trusted_gpt_equals_solution():
@@ -61,19 +67,14 @@ def test_sqrt_dk_finding_as_measured():
     assert r["max_weight_unscaled"][-1] > 0.94 and r["max_weight_scaled"].max() < 0.18
 
 
-@pytest.fixture(scope="module")
-def train_results():
-    """The slow training check on the solution, the slow mutants and an alternative."""
-    runs = {"solution": grade(Submission(KIT.parents[1] / "solutions"), ["gpt"], slow=True)}
-    return runs
+def _grade_train(folder):
+    """Only the slow training check (the rest of gpt is graded by the fast tests)."""
+    refs = References.public()
+    return run_check(registry.find("gpt.train"), Submission(folder), None, seed=refs.seed)
 
 
-def _train_result(results):
-    return next(r for r in results if r.check_id == "gpt.train")
-
-
-def test_solution_passes_the_training_check(train_results):
-    result = _train_result(train_results["solution"])
+def test_solution_passes_the_training_check():
+    result = _grade_train(KIT.parents[1] / "solutions")
     assert result.passed, result.message
 
 
@@ -86,15 +87,13 @@ def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
         for line in path.read_text().splitlines()
         if line.startswith("# expects:")
     )
-    folder = submission_with(tmp_path, {"gpt": path.read_text()})
-    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    result = _grade_train(submission_with(tmp_path, {"gpt": path.read_text()}))
     assert not result.passed and result.misconception == expected, result.message
 
 
 def test_train_alternative_passes(tmp_path):
     source = (KIT / "alternatives" / "gpt" / "train_unfold.py").read_text()
-    folder = submission_with(tmp_path, {"gpt": source})
-    result = _train_result(grade(Submission(folder), ["gpt"], slow=True))
+    result = _grade_train(submission_with(tmp_path, {"gpt": source}))
     assert result.passed, result.message
 
 
@@ -126,3 +125,41 @@ def test_plots_read_back_the_weights():
     ax = next(a for a in fig.axes if a.images)
     torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array()), w)
     assert [t.get_text() for t in ax.get_yticklabels()] == list("abcd")
+
+
+def test_forged_tying_probe_gains_nothing():
+    """Issue 12.3: a probe patched at import to report a tied model (tied names and count,
+    logits of its own making) fails: tying is decided from logits a real tied MiniGPT gives."""
+    from autograder.checks.gpt import judge, probe
+    from autograder.core import Failure
+    from autograder.probing import make_inputs
+    from autograder.references import References
+
+    check = next(c for c in judge.CHECKS if c.slug == "weight-tying")
+    refs = References.public()
+    x = make_inputs(check, refs.seed)
+    want = refs.get(check)
+    tied = solution.MiniGPT(**x["config"])
+    forged = {
+        "names": "|".join(n for n, _ in tied.named_parameters()),
+        "n_params": sum(p.numel() for p in tied.parameters()),
+    }
+    B, T = x["idx"].shape
+    for logits in (
+        torch.randn(B, T, x["config"]["vocab_size"]),
+        torch.zeros(B, T, 1).expand(B, T, x["config"]["vocab_size"]).contiguous(),
+    ):
+        with pytest.raises(Failure) as e:
+            check.verdict({**forged, "logits": logits}, want, x)
+        assert e.value.misconception.id == "gpt-no-weight-tying"
+    # The honest tied model's own probe output passes the same verdict.
+    check.verdict(probe.probe_tying(solution, x), want, x)
+
+
+def test_table_names_what_was_left_out():
+    from autograder import report
+
+    text = report.table([], "title", left_out=[("gpt: train: 200 steps", 4)])
+    assert "all graded checks passed" in text
+    assert "Left out: gpt: train: 200 steps (4 points" in text and "make grade-train" in text
+    assert "Left out" not in report.table([], "title")

@@ -1,6 +1,7 @@
 """Mutant: the context keeps the first max_len tokens, not the last."""
 
 # expects: gen-crop-keeps-first
+# loses: generate-crop
 import torch
 
 from solutions.gpt import CharVocab, MiniGPT, load_corpus, train

@@ -1,6 +1,7 @@
 """Mutant: the blocks run with no mask."""
 
 # expects: gpt-no-causal-mask
+# loses: logits, causal, return-attn
 import torch
 from torch import nn
 

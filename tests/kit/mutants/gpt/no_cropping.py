@@ -1,6 +1,7 @@
 """Mutant: the whole sequence is fed to the model, never cropped to max_len."""
 
 # expects: gen-no-cropping
+# loses: generate-crop
 import torch
 
 from solutions.gpt import CharVocab, MiniGPT, load_corpus, train

@@ -1,6 +1,7 @@
 """Mutant: lm_head keeps its own weight (a copy of the embedding's values is not tying)."""
 
 # expects: gpt-no-weight-tying
+# loses: weight-tying
 from torch import nn
 
 from solutions.gpt import CharVocab, generate, load_corpus, train

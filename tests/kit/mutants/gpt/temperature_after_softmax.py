@@ -1,6 +1,7 @@
 """Mutant: the probabilities are divided by the temperature."""
 
 # expects: gen-temperature-after-softmax
+# loses: generate-temperature
 import torch
 
 from solutions.gpt import CharVocab, MiniGPT, load_corpus, train

@@ -1,6 +1,7 @@
 """Mutant: samples from the full distribution, then computes top-k too late."""
 
 # expects: gen-topk-after-sampling
+# loses: generate-top-k
 import torch
 
 from solutions.gpt import CharVocab, MiniGPT, load_corpus, train

@@ -1,6 +1,7 @@
 """Mutant: torch.topk(logits, top_k) with top_k larger than V."""
 
 # expects: gen-topk-not-clamped
+# loses: generate-top-k
 import torch
 
 from solutions.gpt import CharVocab, MiniGPT, load_corpus, train

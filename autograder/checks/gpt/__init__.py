@@ -1,0 +1,1 @@
+"""Checks for gpt.py: MiniGPT, generate and train."""

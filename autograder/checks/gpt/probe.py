@@ -1,0 +1,378 @@
+"""Probe side of gpt.py's checks: the inputs they draw and the calls they make.
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+MiniGPT runs on top of the trusted blocks, positional encoding and mask (the modules gpt.py
+imports), with the grader's weights loaded and in eval mode. generate runs on ScriptedLM, a
+tiny language model whose logits are a fixed function of its context, so a bug in MiniGPT
+never costs points in generate. train runs on ConvLM, a small causal convolution language
+model (not a MiniGPT: a broken MiniGPT costs no training points, and training it takes about
+half a CPU second); the probe sends the trained weights back and the judge measures them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...trusted.blocks import TransformerBlock
+from ...trusted.positional import PositionalEncoding
+
+CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus.txt"
+
+
+def _draw(gen, low: int, high: int) -> int:
+    """An int in [low, high], from the check's generator (every size depends on the seed)."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+# --------------------------------------------------------------------------- MiniGPT inputs
+
+
+def config_of(gen) -> dict:
+    return {
+        "vocab_size": _draw(gen, 9, 14),
+        "d_model": 16,
+        "num_heads": 2,
+        "num_layers": _draw(gen, 2, 3),
+        "d_ff": 32,
+        "max_len": _draw(gen, 9, 12),
+        "dropout": 0.1,  # graded in eval mode: dropout is off (principle 8)
+    }
+
+
+def _skeleton(config) -> nn.Module:
+    """A module with MiniGPT's parameter names and shapes, to draw a state_dict from; it has
+    no forward (the weights, not a model)."""
+    D, V = config["d_model"], config["vocab_size"]
+    m = nn.Module()
+    m.token_embed = nn.Embedding(V, D)
+    m.pos_encoding = PositionalEncoding(D, max_len=config["max_len"])
+    m.blocks = nn.ModuleList(
+        TransformerBlock(D, config["num_heads"], config["d_ff"], norm_first=True)
+        for _ in range(config["num_layers"])
+    )
+    m.final_norm = nn.LayerNorm(D)
+    m.lm_head = nn.Linear(D, V, bias=False)
+    m.lm_head.weight = m.token_embed.weight
+    return m
+
+
+def _state(gen, config) -> dict:
+    """A state_dict for MiniGPT(**config), every parameter drawn from `gen`."""
+    with torch.random.fork_rng():
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+        m = _skeleton(config)
+        # Embeddings of std 0.3: they make the √D scale and the positions both matter, so
+        # each mistake changes the logits clearly; norm weights away from 1, the same.
+        nn.init.normal_(m.token_embed.weight, std=0.3)
+        for name, p in m.named_parameters():
+            if name.endswith("norm1.weight") or name.endswith("norm2.weight"):
+                nn.init.normal_(p, mean=1.0, std=0.2)
+        nn.init.normal_(m.final_norm.weight, mean=1.0, std=0.3)
+        nn.init.normal_(m.final_norm.bias, std=0.3)
+    return {k: v.clone() for k, v in m.state_dict().items()}
+
+
+def inputs_model(gen):
+    config = config_of(gen)
+    B, T = _draw(gen, 2, 3), _draw(gen, config["max_len"] - 3, config["max_len"])
+    return {
+        "config": config,
+        "state": _state(gen, config),
+        "idx": torch.randint(config["vocab_size"], (B, T), generator=gen),
+    }
+
+
+def inputs_scale(gen):
+    x = inputs_model(gen)
+    x["config"]["num_layers"] = 0
+    x["state"] = {k: v for k, v in x["state"].items() if not k.startswith("blocks.")}
+    return x
+
+
+def inputs_causal(gen):
+    """Two inputs equal up to position t; every token after t is changed."""
+    x = inputs_model(gen)
+    B, T = x["idx"].shape
+    V = x["config"]["vocab_size"]
+    x["t"] = t = _draw(gen, 0, T - 2)
+    x["idx2"] = x["idx"].clone()
+    shift = 1 + torch.randint(V - 1, (B, T - t - 1), generator=gen)
+    x["idx2"][:, t + 1 :] = (x["idx"][:, t + 1 :] + shift) % V
+    return x
+
+
+def inputs_tying(gen):
+    """The model's state, and a second (V, D) matrix for lm_head, unlike token_embed's."""
+    x = inputs_model(gen)
+    embed = x["state"]["token_embed.weight"]
+    x["head"] = torch.randn(embed.shape, generator=gen, dtype=torch.float64).float() * 0.3
+    return x
+
+
+def load(mod, x, state=None):
+    model = mod.MiniGPT(**x["config"])
+    model.load_state_dict(x["state"] if state is None else state)
+    return model.to(x["idx"].device).eval()
+
+
+def probe_logits(mod, x):
+    model = load(mod, x)
+    with torch.no_grad():
+        got = {"logits": model(x["idx"])}
+        if "idx2" in x:
+            got["logits2"] = model(x["idx2"])
+    return got
+
+
+def probe_tying(mod, x):
+    """The logits after loading token_embed.weight = E and lm_head.weight = W (different):
+    a tied model holds one of them in both places, an untied one uses both. Plus the
+    parameter names and count."""
+    model = mod.MiniGPT(**x["config"])
+    params = list(model.named_parameters())
+    state = {**x["state"], "lm_head.weight": x["head"].clone()}
+    model.load_state_dict(state)
+    model.to(x["idx"].device).eval()
+    with torch.no_grad():
+        logits = model(x["idx"])
+    return {
+        "logits": logits,
+        "names": "|".join(name for name, _ in params),
+        "n_params": sum(p.numel() for _, p in params),
+    }
+
+
+def probe_attn(mod, x):
+    model = load(mod, x)
+    with torch.no_grad():
+        result = model(x["idx"], return_attn=True)
+        plain = model(x["idx"])
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return {"problem": f"it returned a {type(result).__name__}"}
+    logits, weights = result
+    if not isinstance(weights, (list, tuple)):
+        return {"problem": f"the second item is a {type(weights).__name__}"}
+    got = {"logits": logits, "plain": plain, "layers": len(weights)}
+    got.update({f"weights{i}": w for i, w in enumerate(weights)})
+    return got
+
+
+def probe_too_long(mod, x):
+    model = load(mod, x)
+    n = x["config"]["max_len"]
+    got = {}
+    for T in (n, n + 1):
+        idx = torch.zeros(1, T, dtype=torch.int64, device=x["idx"].device)
+        try:
+            with torch.no_grad():
+                model(idx)
+            got[f"T{T}"] = "ok"
+        except NotImplementedError:
+            raise
+        except ValueError:
+            got[f"T{T}"] = "ValueError"
+        except Exception as e:  # the wrong exception is a finding, not a crash
+            got[f"T{T}"] = type(e).__name__
+    return got
+
+
+# --------------------------------------------------------------------------- generate
+
+
+class ContextTooLong(ValueError):
+    """Raised by the scripted model: generate fed it more than max_len tokens."""
+
+
+class ScriptedLM(nn.Module):
+    """logits[:, t] = table[idx[:, t]] + first[idx[:, 0]] + pos[t], shape (B, T, V).
+
+    A fixed function of its context, not a model of anything the student writes. It depends
+    on the first token of the context, so a context cropped the wrong way gives other
+    logits; it records every call's context, mode and gradient tracking.
+    """
+
+    def __init__(self, table, first, pos):
+        super().__init__()
+        self.table, self.first, self.pos = (nn.Parameter(t.clone()) for t in (table, first, pos))
+        self.max_len = pos.size(0)
+        self.calls = []
+
+    def forward(self, idx):
+        T = idx.size(1)
+        self.calls.append((idx.detach().clone(), self.training, torch.is_grad_enabled()))
+        if T > self.max_len:
+            raise ContextTooLong(T)
+        return self.table[idx] + self.first[idx[:, :1]] + self.pos[:T]
+
+
+def scripted(x) -> ScriptedLM:
+    return ScriptedLM(x["table"].cpu(), x["first"].cpu(), x["pos"].cpu())
+
+
+def inputs_generate(gen):
+    V, max_len = _draw(gen, 11, 15), _draw(gen, 5, 7)
+    B, T0 = _draw(gen, 3, 4), _draw(gen, 2, 3)
+    return {
+        "table": torch.randn(V, V, generator=gen) * 1.5,
+        "first": torch.randn(V, V, generator=gen),
+        "pos": torch.randn(max_len, V, generator=gen) * 0.5,
+        "prompt": torch.randint(V, (B, T0), generator=gen),
+        "seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
+        "crop_n": max_len - T0 + _draw(gen, 3, 5),  # runs past max_len
+        "top_k": _draw(gen, 2, 4),
+    }
+
+
+def cases(check: str, x) -> list[tuple[str, int, float, int | None]]:
+    """The runs each generate check makes: (name, max_new_tokens, temperature, top_k). Only
+    the crop case grows the sequence past max_len (T0 + 3 <= 6 <= max_len otherwise)."""
+    V = x["table"].size(0)
+    return {
+        "greedy": [("greedy", 3, 0.0, None)],
+        "crop": [("crop", x["crop_n"], 1.0, None)],
+        "sample": [("sample", 3, 1.0, None)],
+        "temperature": [("t05", 3, 0.5, None), ("t20", 3, 2.0, None)],
+        "top-k": [("k", 3, 1.0, x["top_k"]), ("k1", 3, 0.7, 1), ("kbig", 3, 1.0, V + 5)],
+    }[check]
+
+
+def _run_cases(mod, x, check):
+    # Generation runs on the CPU whatever --device is: the scripted model is tiny, and a
+    # CPU generator keeps the samples equal to the stored reference's.
+    got = {}
+    for name, n, temperature, top_k in cases(check, x):
+        model = scripted(x)
+        gen = torch.Generator().manual_seed(x["seed"])
+        try:
+            out = mod.generate(
+                model, x["prompt"].cpu(), n, temperature=temperature, top_k=top_k, generator=gen
+            )
+        except ContextTooLong as e:
+            got[f"{name}/too_long"] = int(e.args[0])
+            continue
+        except NotImplementedError:
+            raise
+        except (RuntimeError, ZeroDivisionError, IndexError) as e:
+            # Where a known mistake raises (k not clamped to V; temperature 0 divided), the
+            # error is recorded for the judge to name; elsewhere it is the student's crash.
+            if temperature != 0 and (top_k is None or top_k <= x["table"].size(0)):
+                raise
+            got[f"{name}/error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+            continue
+        got[f"{name}/ids"] = out
+        if check == "crop":
+            got[f"{name}/calls"] = len(model.calls)
+            got.update({f"{name}/context{i}": c for i, (c, _, _) in enumerate(model.calls)})
+    return got
+
+
+def probe_greedy(mod, x):
+    return _run_cases(mod, x, "greedy")
+
+
+def probe_crop(mod, x):
+    return _run_cases(mod, x, "crop")
+
+
+def probe_sample(mod, x):
+    return _run_cases(mod, x, "sample")
+
+
+def probe_temperature(mod, x):
+    return _run_cases(mod, x, "temperature")
+
+
+def probe_top_k(mod, x):
+    return _run_cases(mod, x, "top-k")
+
+
+def probe_modes(mod, x):
+    got = {}
+    for start in ("train", "eval"):
+        model = scripted(x)
+        model.train(start == "train")
+        gen = torch.Generator().manual_seed(x["seed"])
+        out = mod.generate(model, x["prompt"].cpu(), 2, temperature=1.0, generator=gen)
+        calls = model.calls
+        got[f"{start}/grad"] = any(grad for _, _, grad in calls)
+        got[f"{start}/training"] = any(training for _, training, _ in calls)
+        got[f"{start}/after"] = "train" if model.training else "eval"
+        got[f"{start}/requires_grad"] = bool(getattr(out, "requires_grad", False))
+    return got
+
+
+# --------------------------------------------------------------------------- train (slow)
+
+
+class ConvLM(nn.Module):
+    """The training check's language model: token embeddings, one causal convolution over
+    the last `width` tokens, GELU, a linear head. (B, T) int64 -> (B, T, V) logits.
+
+    Not a MiniGPT (train's docstring asks only for a model mapping (B, T) token ids to
+    (B, T, V) logits, with .max_len): a MiniGPT bug costs nothing here, and 200 steps cost
+    about half a CPU second. Position t sees tokens t - width + 1 .. t, so a run with
+    unshifted targets learns to copy its input.
+    """
+
+    def __init__(self, vocab_size, d=32, hidden=64, width=4, max_len=64):
+        super().__init__()
+        self.max_len, self.width = max_len, width
+        self.token_embed = nn.Embedding(vocab_size, d)
+        self.conv = nn.Conv1d(d, hidden, width)
+        self.lm_head = nn.Linear(hidden, vocab_size)
+
+    def forward(self, idx):
+        x = F.pad(self.token_embed(idx).transpose(1, 2), (self.width - 1, 0))  # (B, d, w-1+T)
+        return self.lm_head(F.gelu(self.conv(x)).transpose(1, 2))  # (B, T, V)
+
+
+def corpus() -> tuple[str, torch.Tensor]:
+    """(the alphabet, the corpus encoded as int64 ids): the given CharVocab's encoding."""
+    text = CORPUS.read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    return "".join(chars), torch.tensor([index[c] for c in text], dtype=torch.int64)
+
+
+TRAIN_ARGS = {"steps": 200, "batch_size": 16, "seq_len": 32, "lr": 1e-2}
+
+
+def train_model(alphabet: str, model_seed: int) -> ConvLM:
+    with torch.random.fork_rng():
+        torch.manual_seed(model_seed)
+        return ConvLM(len(alphabet))
+
+
+def inputs_train(gen):
+    return {
+        "model_seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
+        "train_seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
+        "eval_starts": torch.randint(10_000, (64,), generator=gen),
+    }
+
+
+def probe_train(mod, x):
+    """Run the student's train on a fresh ConvLM; send back its losses and trained weights
+    (the judge measures the model itself, in the grading process)."""
+    alphabet, data = corpus()
+    model = train_model(alphabet, x["model_seed"])
+    gen = torch.Generator().manual_seed(x["train_seed"])
+    # One thread: the model is tiny, and on a loaded machine torch's thread pool costs far
+    # more than it gains (measured: 0.6 CPU-s on one thread, 14 CPU-s on two, load 25).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        losses = mod.train(model, data, generator=gen, **TRAIN_ARGS)
+    finally:
+        torch.set_num_threads(threads)
+    got = {}
+    try:
+        got["losses"] = torch.tensor([float(v) for v in losses], dtype=torch.float64)
+    except (TypeError, ValueError):
+        got["losses_type"] = type(losses).__name__
+    got.update({f"state/{k}": v for k, v in model.state_dict().items()})
+    return got

@@ -1,0 +1,31 @@
+"""Mutant: the top-k threshold is the (k+1)-th largest logit (index k)."""
+
+# expects: gen-topk-keeps-k-plus-1
+# loses: generate-top-k
+import torch
+
+from solutions.gpt import CharVocab, MiniGPT, load_corpus, train
+
+
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                context = idx[:, -model.max_len :]
+                logits = model(context)[:, -1, :]
+                if temperature == 0:
+                    next_id = logits.argmax(dim=-1, keepdim=True)
+                else:
+                    logits = logits / temperature
+                    if top_k is not None:
+                        k = min(top_k, logits.size(-1) - 1)
+                        kth = logits.sort(dim=-1, descending=True).values[:, k : k + 1]
+                        logits = logits.masked_fill(logits < kth, float("-inf"))
+                    probs = logits.softmax(dim=-1)
+                    next_id = torch.multinomial(probs, 1, generator=generator)
+                idx = torch.cat([idx, next_id], dim=1)
+    finally:
+        model.train(was_training)
+    return idx

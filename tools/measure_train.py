@@ -1,0 +1,55 @@
+"""Measure gpt's training check on a submission: held-out loss and CPU seconds per seed.
+
+    PYTHONPATH=. python tools/measure_train.py [--submission solutions] [--seeds 20]
+
+Single-threaded (torch.set_num_threads(1)), as on a loaded grading machine. The figures
+behind judge.TRAIN_SOLUTION_LOSS and TRAIN_THRESHOLD (docs/gpt.md) come from this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from autograder import registry
+from autograder.checks.gpt import judge, probe
+from autograder.engine import judge as judge_result
+from autograder.probing import attempt, make_inputs
+from autograder.submission import Submission
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--submission", default="solutions")
+    parser.add_argument("--seeds", type=int, default=20)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    check = registry.find("gpt.train")
+    submission = Submission(args.submission)
+    losses, cpus = [], []
+    for seed in range(args.seeds):
+        start = time.process_time()
+        inputs = make_inputs(check, seed)
+        got = attempt(check, submission, inputs)
+        result = got if not isinstance(got, dict) else judge_result(check, got, None, inputs)
+        cpu = time.process_time() - start
+        loss = float("nan")
+        if isinstance(got, dict) and "losses" in got:
+            alphabet, data = probe.corpus()
+            T = probe.TRAIN_ARGS["seq_len"]
+            loss, _ = judge._eval_losses(
+                judge._trained(got, alphabet), data, inputs["eval_starts"], T
+            )
+        losses.append(loss)
+        cpus.append(cpu)
+        print(f"seed {seed:2d}: loss {loss:.3f}  {cpu:.2f} CPU-s  {result.status}")
+    print(
+        f"loss {min(losses):.3f} .. {max(losses):.3f}; CPU-s per check "
+        f"{min(cpus):.2f} .. {max(cpus):.2f} (the first includes warm-up)"
+    )
+
+
+if __name__ == "__main__":
+    main()
