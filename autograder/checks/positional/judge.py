@@ -352,13 +352,23 @@ def _fail_pair(pe, n, D, pair, why):
     exercise="PositionalEncoding",
 )
 def verdict_buffer(got, want, x):
+    """Judged from returned outputs that need the real module to produce: a training step
+    leaves forward unchanged (nothing trainable), and a state_dict holding a random pe, loaded
+    strictly, is what forward adds. The flags the probe reports only choose the wording."""
     max_len, D = x["max_len"], x["d_model"]
-    if got.get("is_parameter") or got.get("requires_grad"):
+    what = f"PositionalEncoding({D}, max_len={max_len})"
+    before = tensor(got, "before_step", what, shape=x["x"].shape)
+    after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
+    if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
         raise Failure(IS_PARAMETER)
-    if not got.get("in_state_dict"):
-        why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
-        moves = "moves" if got.get("is_buffer") else "does not move"
+    why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
+    moves = "moves" if got.get("is_buffer") else "does not move"
+    if not got.get("in_state_dict") or "load_error" in got:
         raise Failure(NOT_BUFFER, why=why, moves=moves)
+    loaded = tensor(got, "loaded_out", what + " after load_state_dict", shape=x["x"].shape)
+    if not close_enough(loaded, x["x"].double() + x["state"].double()):
+        why = "forward does not add the pe that load_state_dict loaded"
+        raise Failure(NOT_BUFFER, why=why, moves="may not move")
     pe = table(got, "pe", "the buffer pe", (1, max_len, D))
     # The buffer holds the table: the reference's, or the student's own (whose values the
     # checks above grade, so a wrong table is not charged again here).

@@ -68,7 +68,15 @@ def inputs_relative(gen):
 
 
 def inputs_buffer(gen):
-    return {"max_len": _int(gen, 20, 60), "d_model": _even(gen, 8, 20)}
+    max_len, d_model = _int(gen, 12, 30), _even(gen, 8, 16)
+    # B = T = max_len: every way of slicing pe gives the same sum here, so this check does
+    # not charge forward's slicing again.
+    return {
+        "max_len": max_len,
+        "d_model": d_model,
+        "state": randn(gen, 1, max_len, d_model),
+        "x": randn(gen, max_len, max_len, d_model),
+    }
 
 
 def probe_buffer(mod, x):
@@ -87,6 +95,25 @@ def probe_buffer(mod, x):
     }
     if type(pe) is torch.Tensor or isinstance(pe, torch.nn.Parameter):
         got["pe"] = pe.detach().clone().as_subclass(torch.Tensor)
+    # Evidence that needs the real computation: a state_dict holding a random pe, loaded
+    # strictly, must be what forward adds; and a training step must not change the output.
+    loaded = mod.PositionalEncoding(d_model, max_len=max_len).eval()
+    try:
+        loaded.load_state_dict({"pe": x["state"]})
+    except (RuntimeError, KeyError) as e:
+        got["load_error"] = str(e).splitlines()[0]
+    else:
+        with torch.no_grad():
+            got["loaded_out"] = loaded(x["x"])
+    trained = mod.PositionalEncoding(d_model, max_len=max_len).eval()
+    with torch.no_grad():
+        got["before_step"] = trained(x["x"])
+    params = [p for p in trained.parameters() if p.requires_grad]
+    if params:
+        trained(x["x"]).square().sum().backward()
+        torch.optim.SGD(params, lr=0.1).step()
+    with torch.no_grad():
+        got["after_step"] = trained(x["x"])
     return got
 
 
