@@ -119,6 +119,15 @@ def dropout_finding(
     if bad.any():
         if bool(((out - full).abs() <= allowed)[clear & ~dropped].all()):
             return "not-rescaled", "the values kept were not divided by 1 - p"
+        survivors = clear & ~dropped
+        c = float((out[survivors] / full[survivors]).median())
+        if bool(((out - c * full).abs() <= tol * (1 + out.abs()))[survivors].all()):
+            frac = float(dropped[clear].double().mean())
+            return "rate", (
+                f"the values kept were multiplied by {c:.4g}, not 1 / (1 - p) = "
+                f"{1 / (1 - p):.4g}, and {frac:.0%} were dropped, not p = {p:g} (1 - p given "
+                "as the drop probability)"
+            )
         i = int(bad.nonzero()[0])
         return "misplaced", (
             f"value {i} (in flattened order) is {float(out[i]):.6g}, neither 0 nor "
