@@ -127,3 +127,46 @@ def assert_close(
         got=float(got.flatten()[flat]),
         want=float(want.flatten()[flat]),
     )
+
+
+def dropout_finding(
+    out: torch.Tensor, full: torch.Tensor, p: float, *, tol: float = 1e-4, sigmas: float = 5.0
+) -> tuple[str, str] | None:
+    """How `out` departs from inverted dropout of `full` (drop probability p), or None.
+
+    Dropout's promise, judged on one run and on no random stream: each value is 0 or
+    full / (1 - p), and the dropped fraction is p within `sigmas` binomial standard
+    deviations. Values where `full` is about 0 fit both and are not counted. Returns
+    (kind, detail), kind one of "ignored", "not-rescaled", "misplaced", "rate"."""
+    out, full = out.double().flatten(), full.double().flatten()
+    allowed = tol * (1 + full.abs() / (1 - p))
+    clear = full.abs() > 20 * allowed
+    dropped = out.abs() <= allowed
+    kept = (out - full / (1 - p)).abs() <= allowed
+    if not clear.any():
+        return None
+    if bool(((out - full).abs() <= allowed).all()):
+        return "ignored", "no value was dropped"
+    bad = clear & ~dropped & ~kept
+    if bad.any():
+        if bool(((out - full).abs() <= allowed)[clear & ~dropped].all()):
+            return "not-rescaled", "the values kept were not divided by 1 - p"
+        survivors = clear & ~dropped
+        c = float((out[survivors] / full[survivors]).median())
+        if bool(((out - c * full).abs() <= tol * (1 + out.abs()))[survivors].all()):
+            frac = float(dropped[clear].double().mean())
+            return "rate", (
+                f"the values kept were multiplied by {c:.4g}, not 1 / (1 - p) = "
+                f"{1 / (1 - p):.4g}, and {frac:.0%} were dropped, not p = {p:g} (1 - p given "
+                "as the drop probability)"
+            )
+        i = int(bad.nonzero()[0])
+        return "misplaced", (
+            f"value {i} (in flattened order) is {float(out[i]):.6g}, neither 0 nor "
+            f"{float(full[i] / (1 - p)):.6g}"
+        )
+    n = int(clear.sum())
+    frac = float(dropped[clear].double().mean())
+    if abs(frac - p) > sigmas * (p * (1 - p) / n) ** 0.5:
+        return "rate", f"{frac:.0%} of {n} values were dropped, but p = {p:g}"
+    return None

@@ -1,4 +1,4 @@
-"""Graded suite for blocks.py: one test per check in autograder/checks/blocks.py."""
+"""Graded suite for blocks.py: one test per check in autograder/checks/blocks/."""
 
 from autograder.plugin import suite
 

@@ -1,4 +1,4 @@
-"""Graded suite for positional.py: one test per check in autograder/checks/positional.py."""
+"""Graded suite for positional.py: one test per check in autograder/checks/positional/."""
 
 from autograder.plugin import suite
 

@@ -16,9 +16,8 @@ from torch import nn
 from ...probing import randn
 from ...trusted.blocks import TransformerBlock
 
-# DEPENDENCY: the blocks checks' weight builders (another branch makes them a public helper of
-# autograder/checks/blocks/; the import follows them there at merge).
-from ..blocks import _block_shapes, _weights
+# The blocks checks' weight builders (probe side, public helpers of their probe).
+from ..blocks.probe import block_shapes, random_weights
 
 D, H, D_FF = 16, 4, 32
 # compare_ln_placement's sizes: its defaults, for which docs/blocks.md gives the measurements.
@@ -33,7 +32,7 @@ def _int(gen, low, high):
 def inputs_norms(gen):
     N, B, T = _int(gen, 4, 7), _int(gen, 2, 3), _int(gen, 4, 7)
     return {
-        "weights": [_weights(gen, _block_shapes(D, D_FF)) for _ in range(N)],
+        "weights": [random_weights(gen, block_shapes(D, D_FF)) for _ in range(N)],
         "x": randn(gen, B, T, D, dtype=torch.float64),
         "target": randn(gen, B, T, D, dtype=torch.float64),
     }

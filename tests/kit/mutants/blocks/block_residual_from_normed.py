@@ -1,24 +1,13 @@
 """Mutant: Pre-LN that overwrites x with norm(x), so the residual carries the normalised x."""
 
 # expects: block-residual-from-normed
-import torch.nn.functional as F  # noqa: F401
-from torch import nn
+# loses: pre-ln
 
 from solutions.blocks import FeedForward, layer_norm  # noqa: F401
+from solutions.blocks import TransformerBlock as _Reference
 
-from .multihead import MultiHeadAttention
 
-
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=True, activation="gelu"):
-        super().__init__()
-        self.norm_first = norm_first
-        self.attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False)
-        self.ffn = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-
+class TransformerBlock(_Reference):
     def forward(self, x, mask=None):
         if self.norm_first:
             x = self.norm1(x)

@@ -1,20 +1,14 @@
 """Mutant: F.dropout with its default training=True: dropout stays on in eval mode."""
 
 # expects: ffn-dropout-in-eval
+# loses: ffn-dropout-eval
 import torch.nn.functional as F
-from torch import nn
 
+from solutions.blocks import FeedForward as _Reference
 from solutions.blocks import TransformerBlock, layer_norm  # noqa: F401
 
 
-class FeedForward(nn.Module):
-    def __init__(self, d_model, d_ff, dropout=0.0, activation="gelu"):
-        super().__init__()
-        self.activation = activation
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-
+class FeedForward(_Reference):
     def forward(self, x):
         h = self.linear1(x)
         h = F.gelu(h) if self.activation == "gelu" else F.relu(h)

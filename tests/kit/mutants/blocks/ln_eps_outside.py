@@ -1,6 +1,7 @@
 """Mutant: eps added to the standard deviation, outside the square root."""
 
 # expects: ln-eps-outside-sqrt
+# loses: layer-norm-eps
 import torch
 
 from solutions.blocks import FeedForward, TransformerBlock  # noqa: F401

@@ -1,6 +1,7 @@
 """Mutant: eps hard-coded to 1e-5, whatever the caller passes."""
 
 # expects: ln-eps-ignored
+# loses: layer-norm-eps
 import torch
 
 from solutions.blocks import FeedForward, TransformerBlock  # noqa: F401

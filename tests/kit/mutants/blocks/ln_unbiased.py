@@ -1,6 +1,7 @@
 """Mutant: x.var() with its default Bessel correction (divides by D - 1)."""
 
 # expects: ln-unbiased-variance
+# loses: layer-norm
 import torch
 
 from solutions.blocks import FeedForward, TransformerBlock  # noqa: F401

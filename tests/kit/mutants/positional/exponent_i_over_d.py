@@ -1,6 +1,7 @@
 """Mutant: the exponent uses the pair index i instead of 2i."""
 
 # expects: pe-exponent-i-over-d
+# loses: encoding
 import math
 
 import torch

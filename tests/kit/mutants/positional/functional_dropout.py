@@ -1,6 +1,7 @@
 """Mutant: F.dropout with its default training=True: dropout stays on in eval mode."""
 
 # expects: pe-dropout-in-eval
+# loses: dropout-eval
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 

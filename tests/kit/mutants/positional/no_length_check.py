@@ -1,6 +1,7 @@
 """Mutant: no ValueError when T > max_len."""
 
 # expects: pe-too-long-no-valueerror
+# loses: too-long
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 

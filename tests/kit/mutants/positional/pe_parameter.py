@@ -1,6 +1,7 @@
 """Mutant: the table is an nn.Parameter, so an optimizer would train it."""
 
 # expects: pe-is-parameter
+# loses: buffer
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 

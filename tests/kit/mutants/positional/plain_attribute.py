@@ -1,6 +1,7 @@
 """Mutant: the table is a plain attribute, not a registered buffer."""
 
 # expects: pe-not-in-state-dict
+# loses: buffer
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 

@@ -1,6 +1,7 @@
 """Mutant: positions run from 1 to max_len."""
 
 # expects: pe-positions-from-one
+# loses: encoding
 import math
 
 import torch

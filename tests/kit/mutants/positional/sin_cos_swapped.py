@@ -1,6 +1,7 @@
 """Mutant: cosines in the even columns, sines in the odd ones."""
 
 # expects: pe-sin-cos-swapped
+# loses: encoding
 import math
 
 import torch

@@ -1,6 +1,7 @@
 """Mutant: slices pe with x.size(0), the batch size (sequence-first tutorial code)."""
 
 # expects: pe-slice-wrong-axis
+# loses: forward
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 

@@ -1,0 +1,1 @@
+"""Checks for blocks.py: layer_norm, FeedForward, TransformerBlock (Pre-LN and Post-LN)."""

@@ -1,0 +1,1 @@
+"""Checks for positional.py: sinusoidal_encoding and PositionalEncoding."""

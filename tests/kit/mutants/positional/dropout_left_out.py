@@ -1,0 +1,14 @@
+"""Mutant: forward never applies dropout (right in eval mode, wrong in training mode)."""
+
+# expects: pe-dropout-ignored
+# loses: dropout-train
+from solutions.positional import PositionalEncoding as _Reference
+from solutions.positional import sinusoidal_encoding  # noqa: F401
+
+
+class PositionalEncoding(_Reference):
+    def forward(self, x):
+        T = x.size(1)
+        if T > self.pe.size(1):
+            raise ValueError(f"sequence length {T} is longer than max_len = {self.pe.size(1)}")
+        return x + self.pe[:, :T]
