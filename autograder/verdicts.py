@@ -49,6 +49,10 @@ def close(a: torch.Tensor, b: torch.Tensor, tol: dict | None = None) -> bool:
     """Same shape and equal within the dtype's tolerance (exact for bool and integers)."""
     if a.shape != b.shape:
         return False
+    if b.is_floating_point() and not a.is_floating_point():
+        # A bool or integer result where a floating one is expected computes nothing: casting
+        # the reference down to it would let `out != 0` pass for `out`.
+        raise Failure(WRONG_DTYPE, what="your result", got=a.dtype, expected=b.dtype)
     if not a.is_floating_point():
         return bool(torch.equal(a, b.to(a.dtype)))
     tol = tol or tolerance(b.dtype)
@@ -65,6 +69,8 @@ def assert_close(
 ) -> None:
     """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output
     matches, then NaN/inf, then the largest error and where it is."""
+    if want.is_floating_point() and not got.is_floating_point():
+        raise Failure(WRONG_DTYPE, what=what, got=got.dtype, expected=want.dtype)
     if close(got, want, tol):
         return
     for mistake, output, details in candidates:

@@ -9,7 +9,7 @@ from conftest import variants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks.efficient import _Recorder
+from autograder.checks.efficient.probe import Recorder
 from autograder.core import Misconception
 from solutions import attention, efficient, masks
 
@@ -117,20 +117,20 @@ def test_chunked_survives_huge_scores_where_plain_exp_overflows():
 @pytest.mark.parametrize(("T", "chunk"), [(64, 8), (96, 4), (50, 7)])
 def test_chunked_memory_is_bounded_by_t_times_chunk(causal, T, chunk):
     q, k, v = (torch.randn(1, 2, T, 4) for _ in range(3))
-    with _Recorder() as rec:
+    with Recorder() as rec:
         efficient.chunked_attention(q, k, v, causal=causal, chunk_size=chunk)
     assert rec.biggest <= 2 * T * max(chunk, 4), (rec.biggest_op, rec.biggest_shape)
-    with _Recorder() as full:
+    with Recorder() as full:
         attention.scaled_dot_product_attention(q, k, v)
     assert full.biggest >= 2 * T * T  # the recorder does see a quadratic tensor
 
 
 def test_recorder_counts_storage_not_broadcast_views():
     x = torch.randn(4, 1)
-    with _Recorder() as rec:
+    with Recorder() as rec:
         x.expand(4, 1000)
     assert rec.biggest == 4
-    with _Recorder() as rec:
+    with Recorder() as rec:
         x.expand(4, 1000).contiguous()
     assert rec.biggest == 4000 and rec.biggest_shape == (4, 1000)
 
@@ -140,7 +140,7 @@ def test_linear_largest_tensor_grows_linearly(causal):
     sizes = []
     for T in (256, 512):
         q, k, v = (torch.randn(1, 1, T, 4) for _ in range(3))
-        with _Recorder() as rec:
+        with Recorder() as rec:
             efficient.linear_attention(q, k, v, causal=causal)
         sizes.append(rec.biggest)
         assert rec.biggest < T * T
@@ -156,7 +156,7 @@ def test_enough_efficient_variants():
 def test_every_efficient_mutant_names_an_efficient_misconception():
     from conftest import expected_misconception
 
-    from autograder.checks import efficient as checks_efficient
+    from autograder.checks.efficient import judge as checks_efficient
 
     ids = {v.id for v in vars(checks_efficient).values() if isinstance(v, Misconception)}
     for param in variants("mutants"):
