@@ -454,8 +454,17 @@ def _evidence(got, p, what):
     # The profiler sees each recorded matrix product twice (once through the recorder).
     if got.get(p + "profiled") and profiled > 2 * seen:
         detail = (
-            f"torch's profiler saw {profiled} matrix product calls, consistent with at most "
-            f"{profiled // 2} products, but the op recorder saw {seen}"
+            f"torch's profiler saw {profiled} matrix-product calls, the op recorder {seen} "
+            "(a recorded product shows up twice in the profiler, once through the recorder)"
+        )
+        raise Failure(NOT_RECORDED, what=what, detail=detail)
+
+
+def _enough_work(got, p, what, need, of):
+    if int(got[p + "produced"]) < need:
+        detail = (
+            f"the operations the recorder saw produced {got[p + 'produced']} elements in all, "
+            f"fewer than the {need} {of}"
         )
         raise Failure(NOT_RECORDED, what=what, detail=detail)
 
@@ -637,8 +646,11 @@ def verdict_linear_cost(got, want, x):
         if o2 > 3 * max(o1, 1):
             raise Failure(LINEAR_OPS_QUADRATIC, causal=bool(causal), T1=T1, T2=T2, o1=o1, o2=o2)
         what = f"linear_attention(causal={bool(causal)})"
-        for p in (a, b):
+        B, H, _, d = x["q"].shape
+        for p, T in ((a, T1), (b, T2)):
             _evidence(got, p, what)
+            need = B * H * T * (2 * d + x["v"].size(-1))
+            _enough_work(got, p, what, need, "elements of phi(q), phi(k) and the output alone")
         p1, p2 = int(got[a + "peak_bytes"]), int(got[b + "peak_bytes"])
         if got[a + "profiled"] and got[b + "profiled"] and p2 > 3 * max(p1, 1):
             raise Failure(LINEAR_PEAK_QUADRATIC, causal=bool(causal), T1=T1, T2=T2, p1=p1, p2=p2)
@@ -769,13 +781,7 @@ def verdict_chunked_memory(got, want, x):
                 )
             _evidence(got, p, what)
             # Every score is computed once: at least half the (T, T) of them, causal or not.
-            need = B * H * T * T // 2
-            if int(got[p + "produced"]) < need:
-                detail = (
-                    f"the operations the recorder saw produced {got[p + 'produced']} elements "
-                    f"in all, fewer than the {need} scores attention needs at the least"
-                )
-                raise Failure(NOT_RECORDED, what=what, detail=detail)
+            _enough_work(got, p, what, B * H * T * T // 2, "scores attention needs at the least")
             # Half the (T, T) float32 scores: chunking with its running sums needs a few
             # (T, max(chunk, d, d_v)) tensors at once, T / (8 max(...)) >= 6 times less.
             full = B * H * T * T * 4
