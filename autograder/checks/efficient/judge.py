@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_DTYPE, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
 from ...tolerances import tolerance
 from ...verdicts import assert_close, close, tensor
 from . import probe
@@ -67,6 +67,12 @@ STRIDED_ABSOLUTE = misconception(
     "Your strided columns are fixed positions (j % stride == 0), the same for every query; "
     "in the strided pattern they count back from each query: (i - j) % stride == 0.",
     "Use the distance i - j, not the key position j alone.",
+)
+STRIDE_NOT_VALIDATED = misconception(
+    "strided-stride-not-validated",
+    "strided_attention(..., stride=0) {got}; the docstring promises ValueError for stride < 1.",
+    "Keep the first lines: if stride < 1: raise ValueError(...), before any computation "
+    "(x % 0 raises ZeroDivisionError, and a band i - j < 0 is empty).",
 )
 LINEAR_NO_NORMALISER = misconception(
     "linear-no-normaliser",
@@ -515,7 +521,7 @@ def verdict_local(got, want, x):
 @CHECKS.check(
     "strided",
     "strided_attention matches the reference: a local band plus every stride-th key back "
-    "(strides 1, 2, 3, s)",
+    "(strides 1, 2, 3, s); stride 0 raises ValueError",
     2,
     inputs=probe.inputs_pattern,
     probe=probe.probe_strided,
@@ -541,6 +547,8 @@ def verdict_strided(got, want, x):
         ]
         wrong = [(m, b, {"stride": s, "before": s - 1, **d}) for m, b, d in wrong]
         _compare_pair(got, want, f"s{n}", f"strided_attention(stride={s})", x, wrong)
+    if got.get("stride0") != "ValueError":
+        raise Failure(STRIDE_NOT_VALIDATED, got=got.get("stride0"))
 
 
 def _linear_verdict(got, want, x, causal):
@@ -677,7 +685,7 @@ def verdict_chunked(got, want, x):
         assert_close(out, want[key], what)
 
 
-def _same_keys_gate(got, x):
+def _same_keys_gate(got, x, *, large=False):
     """One chunk of 4 equal keys: the student's output must be the mean of the values. A run
     that computes nothing (zeros, the values themselves) cannot give that; a wrong scale or a
     wrong way of combining chunks can (they are charged where they are named)."""
@@ -688,7 +696,9 @@ def _same_keys_gate(got, x):
     if close(out, mean):
         return
     if not torch.isfinite(out).all():
-        raise Failure(CHUNKED_OVERFLOW)
+        if large:  # the scores are shifted by 100 to 300 there
+            raise Failure(CHUNKED_OVERFLOW)
+        raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(out)).sum()))
     flat = int(torch.nan_to_num((out.double() - mean.double()).abs(), nan=1e30).argmax())
     raise Failure(
         CHUNKED_NOT_AVERAGE, got=float(out.flatten()[flat]), want=float(mean.flatten()[flat])
@@ -729,7 +739,7 @@ def verdict_chunked_rescale(got, want, x):
     exercise="chunked_attention",
 )
 def verdict_chunked_shift(got, want, x):
-    _same_keys_gate(got, x)
+    _same_keys_gate(got, x, large=True)
     # Loosened: scores of a few hundred carry float32 rounding of about 1e-5 each, and the
     # order in which q, k and the scale are multiplied moves them by that much.
     tol = {"atol": 1e-4, "rtol": 1e-4}

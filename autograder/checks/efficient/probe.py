@@ -269,6 +269,14 @@ def probe_strided(mod, x):
             mod.strided_attention(x["q"], x["k"], x["v"], s), "strided_attention's result"
         )
         got[f"s{n}/out"], got[f"s{n}/weights"] = out, weights
+    # The docstring promises ValueError for stride < 1: record what stride 0 does.
+    try:
+        mod.strided_attention(x["q"], x["k"], x["v"], 0)
+        got["stride0"] = "returned a result"
+    except ValueError:
+        got["stride0"] = "ValueError"
+    except Exception as e:  # noqa: BLE001 (what it raised is the evidence)
+        got["stride0"] = f"raised {type(e).__name__}"
     return got
 
 
