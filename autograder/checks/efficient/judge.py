@@ -340,7 +340,7 @@ def _linear_candidates(x, causal):
     return found
 
 
-def _exact(x, causal, *, keys=None, strict=False, scale=None, k=None):
+def _exact(x, causal, *, keys=None, strict=False, scale=None):
     """Exact softmax attention (optionally over the first `keys` keys only), float64, cast to
     the inputs' dtype. strict: the causal mask blocks the diagonal too."""
     T = x["q"].size(-2)
@@ -350,8 +350,7 @@ def _exact(x, causal, *, keys=None, strict=False, scale=None, k=None):
         blocked = j >= i if strict else j > i
     if keys is not None:
         blocked = blocked | (torch.arange(T) >= keys)[None, :]
-    k = x["k"] if k is None else k
-    return _attend(x["q"], k, x["v"], blocked, scale)[0].to(_dtype(x))
+    return _attend(x["q"], x["k"], x["v"], blocked, scale)[0].to(_dtype(x))
 
 
 def _online(x, causal, chunk, *, rescale_l=True, rescale_acc=True, per_chunk=None):
