@@ -240,3 +240,19 @@ def test_close_fails_a_non_floating_result_where_a_float_is_expected():
         with pytest.raises(Failure) as caught:
             assert_close(got, want, "the output")
         assert caught.value.misconception.id == "wrong-dtype"
+
+
+def test_a_profiler_already_running_is_reported_as_busy():
+    # Student code that starts torch's profiler (at import, say) keeps the grader's from
+    # starting: the probe says so, and the verdict fails the run as not recorded.
+    from autograder.checks.efficient.probe import run_recorded
+
+    outside = torch.autograd.profiler.profile()
+    outside.__enter__()
+    try:
+        _, _, alloc = run_recorded(lambda: torch.ones(3) + 1)
+    finally:
+        outside.__exit__(None, None, None)
+    assert alloc.busy and not alloc.ok
+    _, _, alloc = run_recorded(lambda: torch.ones(3) + 1)
+    assert alloc.ok and not alloc.busy

@@ -452,6 +452,9 @@ def _evidence(got, p, what):
     profiler saw, and the returned tensor came out of a recorded op."""
     if got.get(p + "profiler_tampered"):
         raise Failure(NOT_RECORDED, what=what, detail="torch's profiler was stopped inside it")
+    if got.get(p + "profiler_busy"):
+        detail = "torch's profiler was already running when it was called (grading starts none)"
+        raise Failure(NOT_RECORDED, what=what, detail=detail)
     if not got.get(p + "returned_recorded"):
         detail = "the tensor it returned was not made by any operation the recorder saw"
         raise Failure(NOT_RECORDED, what=what, detail=detail)

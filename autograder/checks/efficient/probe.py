@@ -68,16 +68,17 @@ MATMUL = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::mv", "
 class AllocationPeak:
     """Torch's profiler over a block: the allocator's peak bytes above the start, the matrix
     products it saw and any fused attention kernel. `ok` is False when the profiler could not
-    be started (already running: the evidence is missing, not forged), `tampered` when it
-    was stopped or replaced inside the block."""
+    be started, `busy` when that is because one was already running (nothing in grading
+    starts one: student code did), `tampered` when it was stopped inside the block."""
 
     def __init__(self):
-        self.ok = self.tampered = False
+        self.ok = self.busy = self.tampered = False
         self.peak, self.matmuls, self.fused = 0, 0, ""
 
     def __enter__(self):
         try:
             if _autograd._profiler_enabled():
+                self.busy = True
                 return self
             P = _profiler
             # (state, input shapes, memory, stack, flops, modules, experimental config)
@@ -126,6 +127,7 @@ def recorded(prefix, rec, alloc, out):
         f"{prefix}returned_recorded": rec.made(out),
         f"{prefix}profiled": alloc.ok,
         f"{prefix}profiler_tampered": alloc.tampered,
+        f"{prefix}profiler_busy": alloc.busy,
         f"{prefix}peak_bytes": int(alloc.peak),
         f"{prefix}profiled_matmuls": int(alloc.matmuls),
         f"{prefix}profiled_fused": alloc.fused,
