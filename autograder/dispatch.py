@@ -42,6 +42,13 @@ MATMUL_OPS = (
 class OpCounter(TorchDispatchMode):
     """Records each aten op called inside the `with` block: calls per op, output numels."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Recording needs no torch.compile. Without this, torch wraps __torch_dispatch__ in a
+        # dynamo guard whose first call imports torch._dynamo (about 800 modules, sympy among
+        # them, seconds of CPU) inside whichever check records first.
+        return False
+
     def __init__(self):
         super().__init__()
         self.calls: Counter[str] = Counter()

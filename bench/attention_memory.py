@@ -18,7 +18,7 @@ hide or inflate another's. What is measured, and how:
   faults and allocator growth), under torch.no_grad(). On a shared machine it is noisy.
 
 Nothing here is graded and no test depends on these figures; the grader checks memory
-deterministically (autograder/checks/efficient.py), never by timing.
+deterministically (autograder/checks/efficient/), never by timing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graded suite for efficient.py: one test per check in autograder/checks/efficient.py."""
+"""Graded suite for efficient.py: one test per check in autograder/checks/efficient/."""
 
 from autograder.plugin import suite
 

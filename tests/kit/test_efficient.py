@@ -9,7 +9,7 @@ from conftest import variants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks.efficient import _Recorder
+from autograder.checks.efficient.probe import Recorder
 from autograder.core import Misconception
 from solutions import attention, efficient, masks
 
@@ -117,20 +117,20 @@ def test_chunked_survives_huge_scores_where_plain_exp_overflows():
 @pytest.mark.parametrize(("T", "chunk"), [(64, 8), (96, 4), (50, 7)])
 def test_chunked_memory_is_bounded_by_t_times_chunk(causal, T, chunk):
     q, k, v = (torch.randn(1, 2, T, 4) for _ in range(3))
-    with _Recorder() as rec:
+    with Recorder() as rec:
         efficient.chunked_attention(q, k, v, causal=causal, chunk_size=chunk)
     assert rec.biggest <= 2 * T * max(chunk, 4), (rec.biggest_op, rec.biggest_shape)
-    with _Recorder() as full:
+    with Recorder() as full:
         attention.scaled_dot_product_attention(q, k, v)
     assert full.biggest >= 2 * T * T  # the recorder does see a quadratic tensor
 
 
 def test_recorder_counts_storage_not_broadcast_views():
     x = torch.randn(4, 1)
-    with _Recorder() as rec:
+    with Recorder() as rec:
         x.expand(4, 1000)
     assert rec.biggest == 4
-    with _Recorder() as rec:
+    with Recorder() as rec:
         x.expand(4, 1000).contiguous()
     assert rec.biggest == 4000 and rec.biggest_shape == (4, 1000)
 
@@ -140,7 +140,7 @@ def test_linear_largest_tensor_grows_linearly(causal):
     sizes = []
     for T in (256, 512):
         q, k, v = (torch.randn(1, 1, T, 4) for _ in range(3))
-        with _Recorder() as rec:
+        with Recorder() as rec:
             efficient.linear_attention(q, k, v, causal=causal)
         sizes.append(rec.biggest)
         assert rec.biggest < T * T
@@ -156,7 +156,7 @@ def test_enough_efficient_variants():
 def test_every_efficient_mutant_names_an_efficient_misconception():
     from conftest import expected_misconception
 
-    from autograder.checks import efficient as checks_efficient
+    from autograder.checks.efficient import judge as checks_efficient
 
     ids = {v.id for v in vars(checks_efficient).values() if isinstance(v, Misconception)}
     for param in variants("mutants"):
@@ -169,3 +169,88 @@ def test_scale_is_one_over_sqrt_d():
     q, k, v = (torch.randn(5, 16, dtype=torch.float64) for _ in range(3))
     s = q @ k.T / math.sqrt(16)
     close(efficient.chunked_attention(q, k, v, chunk_size=1), s.softmax(-1) @ v)
+
+
+def test_allocation_peak_sees_what_switched_off_dispatch_modes_hide():
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from autograder.checks.efficient.probe import run_recorded
+
+    q = torch.randn(2, 96, 4)
+
+    def hidden(q):
+        with _disable_current_modes():
+            out = attention.scaled_dot_product_attention(q, q, q)[0]
+        return out.clone()
+
+    out, rec, alloc = run_recorded(hidden, q)
+    assert rec.biggest == out.numel() and rec.made(out)  # the recorder saw only the copy
+    assert alloc.ok and not alloc.tampered
+    assert alloc.peak >= 2 * 96 * 96 * 4  # the (T, T) float32 scores, seen by the allocator
+    assert alloc.matmuls > 2 * rec.count("bmm", "mm")
+    out, rec, alloc = run_recorded(lambda q: q + 1, q)
+    assert rec.made(out) and alloc.matmuls == 0
+
+
+def test_recorded_returns_a_tensor_made_outside_as_not_recorded():
+    from autograder.checks.efficient.probe import run_recorded
+
+    made_before = torch.randn(3, 4)
+    out, rec, _ = run_recorded(lambda: made_before)
+    assert not rec.made(out)
+
+
+def test_recording_imports_nothing_at_first_use():
+    # Without OpCounter._should_skip_dynamo, the first recorded op imported torch._dynamo
+    # (and sympy) inside the check, under its time limit.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from autograder.checks.efficient.probe import run_recorded\n"
+        "before = set(sys.modules)\n"
+        "run_recorded(lambda q: (q @ q.mT).softmax(-1), torch.randn(2, 8, 4))\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout[:500]
+
+
+def test_feature_map_inputs_read_phi_off_the_solutions_outputs():
+    from autograder.checks.efficient.probe import inputs_feature_map
+
+    x = inputs_feature_map(torch.Generator().manual_seed(0))
+    out = efficient.linear_attention(x["q"], x["k"], x["v"]).double()
+    b = x["k"][:, 1:, 0].double().expand_as(out[..., 0])
+    torch.testing.assert_close(out[..., 1] / out[..., 0], F.elu(b) + 1, rtol=1e-4, atol=1e-5)
+
+
+def test_close_fails_a_non_floating_result_where_a_float_is_expected():
+    from autograder.core import Failure
+    from autograder.verdicts import assert_close, close
+
+    want = torch.tensor([0.5, 1.0])
+    for got in (torch.tensor([True, True]), torch.tensor([0, 1])):
+        assert not close(got, want)
+        with pytest.raises(Failure) as caught:
+            assert_close(got, want, "the output")
+        assert caught.value.misconception.id == "wrong-dtype-kind"
+
+
+def test_a_profiler_already_running_is_reported_as_busy():
+    # Student code that starts torch's profiler (at import, say) keeps the grader's from
+    # starting: the probe says so, and the verdict fails the run as not recorded.
+    from autograder.checks.efficient.probe import run_recorded
+
+    outside = torch.autograd.profiler.profile()
+    outside.__enter__()
+    try:
+        _, _, alloc = run_recorded(lambda: torch.ones(3) + 1)
+    finally:
+        outside.__exit__(None, None, None)
+    assert alloc.busy and not alloc.ok
+    _, _, alloc = run_recorded(lambda: torch.ones(3) + 1)
+    assert alloc.ok and not alloc.busy

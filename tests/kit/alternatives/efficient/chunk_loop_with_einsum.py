@@ -21,6 +21,8 @@ def local_attention(q, k, v, window):
 
 
 def strided_attention(q, k, v, stride):
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
     return _by_offsets(
         q, k, v, lambda back: (back >= 0) & ((back < stride) | (back.fmod(stride) == 0))
     )

@@ -14,6 +14,8 @@ def local_attention(q, k, v, window):
 
 
 def strided_attention(q, k, v, stride):
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
     T = q.size(-2)
     i = torch.arange(T).unsqueeze(1)
     j = torch.arange(T).unsqueeze(0)

@@ -21,6 +21,8 @@ def local_attention(q, k, v, window):
 
 
 def strided_attention(q, k, v, stride):
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
     T = q.size(-2)
     back = torch.arange(T)[:, None] - torch.arange(T)[None, :]
     allowed = (back >= 0) & ((back < stride) | (torch.remainder(back, stride) == 0))

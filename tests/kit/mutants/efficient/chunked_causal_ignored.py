@@ -1,6 +1,7 @@
 """Mutant: causal=True changes nothing."""
 
 # expects: chunked-causal-ignored
+# loses: chunked
 import math
 
 import torch

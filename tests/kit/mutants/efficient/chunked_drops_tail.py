@@ -1,6 +1,7 @@
 """Mutant: only whole chunks: the last, shorter chunk of keys is skipped."""
 
 # expects: chunked-drops-tail
+# loses: chunked
 import math
 
 import torch

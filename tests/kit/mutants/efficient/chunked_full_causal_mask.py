@@ -1,6 +1,7 @@
 """Mutant: a (T, T) causal mask built once and sliced per chunk."""
 
 # expects: chunked-quadratic-memory
+# loses: chunked-memory
 import math
 
 import torch

@@ -1,6 +1,7 @@
 """Mutant: exp(s) without a running maximum: overflows for large scores."""
 
 # expects: chunked-overflow
+# loses: chunked-large-logits
 import math
 
 import torch

@@ -2,6 +2,7 @@
 quadratic memory."""
 
 # expects: linear-builds-TxT
+# loses: linear-cost
 import torch
 import torch.nn.functional as F
 

@@ -1,0 +1,1 @@
+"""Checks for efficient.py: local, strided, linear and chunked (online-softmax) attention."""

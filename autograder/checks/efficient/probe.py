@@ -1,0 +1,356 @@
+"""Probe side of efficient.py's checks: the inputs they draw, the calls they make, and what
+those calls are seen to do (memory, ops).
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+Every size, window, stride and chunk size is drawn from the check's generator, so the hidden
+tier varies them too.
+
+Evidence of memory and cost comes from two independent recorders, read by the judge:
+  Recorder        a TorchDispatchMode: every aten op that reaches Python dispatch, the size
+                  of the largest new storage, the op count, the storages it made;
+  AllocationPeak  torch's own profiler (below Python dispatch, so switching the dispatch
+                  modes off does not hide from it): the CPU allocator's peak bytes in the
+                  block, and the matrix products and fused attention kernels it ran.
+Both run in the student's process, so determined code can still fool them (official grading
+measures the sandbox's peak memory from outside, autograder/sandbox).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+from torch._C import _autograd, _profiler
+from torch.utils._pytree import tree_leaves
+
+from ...dispatch import OpCounter
+from ...probing import pair, randn
+
+# --------------------------------------------------------------------------- recording
+
+
+class Recorder(OpCounter):
+    """OpCounter that also remembers the largest new storage, the op that made it, the
+    elements all ops produced, and which storages were made inside the block.
+
+    Sizes are in elements of the output's *storage*: a view (expand, slice, transpose) costs
+    no memory of its own, so it counts as the tensor it views, never as its broadcast size.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.biggest, self.biggest_op, self.biggest_shape = 0, "", ()
+        self.produced = 0  # elements of every output, views included
+        self.storages: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                storage = t.untyped_storage()
+                self.storages.add(storage.data_ptr())
+                self.produced += t.numel()
+                n = storage.nbytes() // max(t.element_size(), 1)
+                if n > self.biggest:
+                    self.biggest = n
+                    self.biggest_op = f"aten.{func.overloadpacket.__name__}"
+                    self.biggest_shape = tuple(t.shape)
+        return out
+
+    def made(self, t) -> bool:
+        """Whether tensor `t`'s storage was produced by an op this recorder saw."""
+        return isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in self.storages
+
+
+MATMUL = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::mv", "aten::dot")
+
+
+class AllocationPeak:
+    """Torch's profiler over a block: the allocator's peak bytes above the start, the matrix
+    products it saw and any fused attention kernel. `ok` is False when the profiler could not
+    be started, `busy` when that is because one was already running (nothing in grading
+    starts one: student code did), `tampered` when it was stopped inside the block."""
+
+    def __init__(self):
+        self.ok = self.busy = self.tampered = False
+        self.peak, self.matmuls, self.fused = 0, 0, ""
+
+    def __enter__(self):
+        try:
+            if _autograd._profiler_enabled():
+                self.busy = True
+                return self
+            P = _profiler
+            # (state, input shapes, memory, stack, flops, modules, experimental config)
+            config = P.ProfilerConfig(
+                P.ProfilerState.CPU, False, True, False, False, False, P._ExperimentalConfig()
+            )
+            _autograd._enable_profiler_legacy(config)
+            self.ok = True
+        except (RuntimeError, AttributeError, TypeError):
+            self.ok = False
+        return self
+
+    def __exit__(self, *exc):
+        if not self.ok:
+            return False
+        try:
+            threads = _autograd._disable_profiler_legacy()
+        except RuntimeError:
+            self.tampered = True
+            return False
+        events = sorted((e for th in threads for e in th), key=lambda e: e.start_us())
+        names: Counter[str] = Counter()
+        current = 0
+        for e in events:
+            if e.kind() == "memory_alloc":
+                current += e.cpu_memory_usage()
+                self.peak = max(self.peak, current)
+            elif e.kind() == "push":
+                names[e.name()] += 1
+        self.matmuls = sum(names[n] for n in MATMUL)
+        self.fused = ", ".join(sorted(n for n in names if "scaled_dot_product" in n))
+        return False
+
+
+def recorded(prefix, rec, alloc, out):
+    """The evidence of one recorded run, as plain values."""
+    fused = sorted(name for name in rec.calls if "scaled_dot_product" in name)
+    return {
+        f"{prefix}largest": int(rec.biggest),
+        f"{prefix}largest_op": rec.biggest_op,
+        f"{prefix}largest_shape": str(rec.biggest_shape),
+        f"{prefix}ops": int(rec.count()),
+        f"{prefix}produced": int(rec.produced),
+        f"{prefix}matmuls": int(rec.count("mm", "bmm", "addmm", "baddbmm", "mv", "dot")),
+        f"{prefix}fused": ", ".join(fused),
+        f"{prefix}returned_recorded": rec.made(out),
+        f"{prefix}profiled": alloc.ok,
+        f"{prefix}profiler_tampered": alloc.tampered,
+        f"{prefix}profiler_busy": alloc.busy,
+        f"{prefix}peak_bytes": int(alloc.peak),
+        f"{prefix}profiled_matmuls": int(alloc.matmuls),
+        f"{prefix}profiled_fused": alloc.fused,
+    }
+
+
+def run_recorded(fn, *args, **kwargs):
+    """fn(*args, **kwargs) under both recorders: (result, Recorder, AllocationPeak)."""
+    with AllocationPeak() as alloc, Recorder() as rec:
+        out = fn(*args, **kwargs)
+    return out, rec, alloc
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def draw(gen, low, high):
+    """An int in [low, high], from the check's generator."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def _qkv(gen, shape, d, d_v, scale=1.0):
+    return {
+        "q": randn(gen, *shape, d, scale=scale),
+        "k": randn(gen, *shape, d, scale=scale),
+        "v": randn(gen, *shape, d_v),
+    }
+
+
+def inputs_pattern(gen):
+    T = draw(gen, 9, 13)
+    x = _qkv(gen, (2, T), 8, 6)  # (B, T, d): no head axis
+    x["windows"] = [1, draw(gen, 2, T - 2), T, T + draw(gen, 1, 3)]
+    x["strides"] = [1, 2, 3, draw(gen, 4, T // 2)]
+    return x
+
+
+def inputs_linear(gen):
+    d = draw(gen, 4, 7)
+    return _qkv(gen, (2, 2, draw(gen, 10, 14)), d, d + draw(gen, 1, 2))  # (B, H, T, d)
+
+
+def inputs_feature_map(gen):
+    # d = 1 and two keys, k = 0 and k = b, with the values e_1 and e_2: each output row is
+    # phi(q) (phi(0), phi(b)) / normaliser, so out[..., 1] / out[..., 0] = phi(b) / phi(0)
+    # whatever the normaliser, the query's own map or any scale of q: only the key's feature
+    # map is measured. Half the b are negative, half positive (elu differs from relu there).
+    n = 2 * draw(gen, 5, 7)
+    b = torch.rand(n, generator=gen, dtype=torch.float64) * 2.5 + 0.25
+    b[: n // 2] *= -1
+    k = torch.zeros(n, 2, 1, dtype=torch.float64)
+    k[:, 1, 0] = b
+    return {
+        "q": randn(gen, n, 2, 1),
+        "k": k.float(),
+        "v": torch.eye(2).expand(n, 2, 2).contiguous(),
+    }
+
+
+def inputs_linear_cost(gen):
+    # T >= 6 d d_v, so a (T, T) tensor outgrows everything a linear-cost solution makes.
+    T = 8 * draw(gen, 12, 16)
+    x = _qkv(gen, (1, 2, 2 * T), 4, 4)
+    x["lengths"] = [T, 2 * T]
+    return x
+
+
+def inputs_chunked(gen):
+    T = [10, 11, 13, 14][draw(gen, 0, 3)]  # not a multiple of 3 or 4: a short last chunk
+    x = _qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v, √T and 1 all differ
+    x["cases"] = [(False, 4), (True, 4), (False, 3), (True, 3), (False, 1), (True, 1)]
+    x["cases"] += [(False, T), (True, T + draw(gen, 1, 6))]
+    return x
+
+
+def _same_keys(gen, x, shift=None):
+    # A small run, one chunk of 4 keys that are all the same: every score of a query is
+    # equal, so attention gives each query the mean of the values, whatever the scale or the
+    # way chunks are combined; a run that computes nothing cannot give that.
+    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
+    x["same_q"] = randn(gen, *batch, 4, d)
+    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
+    if shift is not None:
+        x["same_q"][..., -1] = x["q"][..., :4, -1]
+        x["same_k"] = x["same_k"] + shift
+    x["same_v"] = randn(gen, *batch, 4, d_v)
+    return x
+
+
+def inputs_chunked_rescale(gen):
+    # The scores rise along the keys (every query leans on one direction, every key more so
+    # the later it comes), so each new chunk raises the running maximum of every row.
+    T, d = 4 * draw(gen, 3, 4), 8
+    x = _qkv(gen, (2, T), d, 6, scale=0.3)
+    x["q"] = x["q"] + 1.0
+    x["k"] = x["k"] + 0.35 * torch.arange(T, dtype=torch.float32)[:, None]
+    return _same_keys(gen, x)
+
+
+def inputs_chunked_shift(gen):
+    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
+    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
+    T, d = draw(gen, 10, 14), 8
+    x = _qkv(gen, (2, 2, T), d, 6)
+    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
+    u = torch.zeros(d)
+    u[-1] = 200.0 * d**0.5
+    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    return _same_keys(gen, x, shift=u)
+
+
+def inputs_chunked_memory(gen):
+    # Two runs. "small": T / chunk = 7 or 8 > B·H = 4, so even one (T, T) mask shared by
+    # every head outgrows the largest tensor allowed, T × max(chunk, d, d_v) per batch and
+    # head. "big": T / max(chunk, d, d_v) >= 48, so the tensors alive at once (the
+    # allocator's peak) tell chunking from (T, T) scores, kept whole or in pieces.
+    small = _qkv(gen, (2, 2, 8 * draw(gen, 7, 8)), 8, 8)
+    big = _qkv(gen, (1, 2, 64 * draw(gen, 6, 7)), 8, 8)
+    big["rows"] = torch.randperm(big["q"].size(-2), generator=gen)[:16].sort().values
+    small["chunk"], big["chunk"] = 8, draw(gen, 6, 8)
+    return {"small": small, "big": big}
+
+
+# --------------------------------------------------------------------------- probes
+
+
+def probe_local(mod, x):
+    got = {}
+    for n, w in enumerate(x["windows"]):
+        out, weights = pair(
+            mod.local_attention(x["q"], x["k"], x["v"], w), "local_attention's result"
+        )
+        got[f"w{n}/out"], got[f"w{n}/weights"] = out, weights
+    return got
+
+
+def probe_strided(mod, x):
+    got = {}
+    for n, s in enumerate(x["strides"]):
+        out, weights = pair(
+            mod.strided_attention(x["q"], x["k"], x["v"], s), "strided_attention's result"
+        )
+        got[f"s{n}/out"], got[f"s{n}/weights"] = out, weights
+    # The docstring promises ValueError for stride < 1: record what stride 0 does.
+    try:
+        mod.strided_attention(x["q"], x["k"], x["v"], 0)
+        got["stride0"] = "returned a result"
+    except ValueError:
+        got["stride0"] = "ValueError"
+    except Exception as e:  # noqa: BLE001 (what it raised is the evidence)
+        got["stride0"] = f"raised {type(e).__name__}"
+    return got
+
+
+def probe_linear(mod, x):
+    return {"out": mod.linear_attention(x["q"], x["k"], x["v"])}
+
+
+def probe_linear_causal(mod, x):
+    return {"out": mod.linear_attention(x["q"], x["k"], x["v"], causal=True)}
+
+
+def probe_linear_cost(mod, x):
+    got = {}
+    for causal in (False, True):
+        for T in x["lengths"]:
+            # Fresh contiguous inputs: a slice would carry the whole input's storage.
+            q, k, v = (x[n][..., :T, :].clone() for n in ("q", "k", "v"))
+            out, rec, alloc = run_recorded(mod.linear_attention, q, k, v, causal=causal)
+            got.update(recorded(f"c{int(causal)}/T{T}/", rec, alloc, out))
+    return got
+
+
+def probe_chunked(mod, x):
+    got = {}
+    for n, (causal, chunk) in enumerate(x["cases"]):
+        got[f"case{n}"] = mod.chunked_attention(
+            x["q"], x["k"], x["v"], causal=causal, chunk_size=chunk
+        )
+    return got
+
+
+def probe_chunked_rescale(mod, x):
+    got = {}
+    T = x["q"].size(-2)
+    for causal in (False, True):
+        for chunk in (4, T):
+            got[f"c{int(causal)}/chunk{'T' if chunk == T else chunk}"] = mod.chunked_attention(
+                x["q"], x["k"], x["v"], causal=causal, chunk_size=chunk
+            )
+    return {**got, **probe_same_keys(mod, x)}
+
+
+def probe_chunked_shift(mod, x):
+    got = {}
+    for causal in (False, True):
+        for name in ("k", "k_up", "k_down"):
+            got[f"c{int(causal)}/{name}"] = mod.chunked_attention(
+                x["q"], x[name], x["v"], causal=causal, chunk_size=4
+            )
+    return {**got, **probe_same_keys(mod, x)}
+
+
+def probe_same_keys(mod, x):
+    return {"same": mod.chunked_attention(x["same_q"], x["same_k"], x["same_v"], chunk_size=4)}
+
+
+def probe_chunked_memory(mod, x):
+    got = {}
+    for size, xs in x.items():
+        for causal in (False, True):
+            q, k, v = (xs[n].clone() for n in ("q", "k", "v"))
+            chunk = xs["chunk"]
+            out, rec, alloc = run_recorded(
+                mod.chunked_attention, q, k, v, causal=causal, chunk_size=chunk
+            )
+            p = f"{size}/c{int(causal)}/"
+            got.update(recorded(p, rec, alloc, out))
+            # The same call, unobserved: a result that changes under observation is suspect.
+            plain = mod.chunked_attention(q, k, v, causal=causal, chunk_size=chunk)
+            for name, value in (("out", out), ("plain", plain)):
+                whole = isinstance(value, torch.Tensor) and value.shape == v.shape
+                if whole and "rows" in xs:
+                    value = value[..., xs["rows"], :]  # a sample of the rows is enough
+                got[p + name] = value  # (a tensor of the wrong shape is judged by its shape)
+    return got
