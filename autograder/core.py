@@ -188,6 +188,10 @@ class Check:
     # no stored reference: its verdict judges against thresholds, since a training run's
     # floats are not bitwise reproducible across machines.
     slow: bool = False
+    # Evidence the student's process produces (an op count, a recorder inside that process):
+    # student code could forge it, so the check is advice, worth no points in any channel
+    # (DESIGN.md principle 9), and says so in its title.
+    forgeable: bool = False
 
     @property
     def id(self) -> str:
@@ -270,14 +274,34 @@ class CheckList(list):
         exercise: str = "",
         timeout: float = 20.0,
         slow: bool = False,
+        forgeable: bool = False,
         verdict: VerdictFn | None = None,
     ):
         if any(c.slug == slug for c in self):
             raise ValueError(f"check {self.module}.{slug} is declared twice")
+        if forgeable:
+            if points:
+                raise ValueError(
+                    f"check {self.module}.{slug} judges evidence from the student's process "
+                    f"(forgeable=True), so it may carry no points, not {points}"
+                )
+            title += " (advice, 0 points: measured inside your own process)"
 
         def register(fn: VerdictFn) -> VerdictFn:
             self.append(
-                Check(self.module, slug, title, points, inputs, probe, fn, exercise, timeout, slow)
+                Check(
+                    self.module,
+                    slug,
+                    title,
+                    points,
+                    inputs,
+                    probe,
+                    fn,
+                    exercise,
+                    timeout,
+                    slow,
+                    forgeable,
+                )
             )
             return fn
 

@@ -28,20 +28,8 @@ def _known(module: str) -> None:
         raise KeyError(f"unknown exercise module {module!r}; expected one of {modules()}")
 
 
-def _legacy_files(module: str) -> list[Path]:
-    # TRANSITION: a module not yet split into a package keeps one flat checks file (or
-    # several, <module>_<part>.py), each with CHECKS and ORDER. Removed once all are split.
-    flat = [paths.CHECKS / f"{module}.py", *paths.CHECKS.glob(f"{module}_*.py")]
-    return [f for f in flat if f.is_file()]
-
-
 @cache
 def _checks(module: str) -> tuple[Check, ...]:
-    if not (paths.CHECKS / module).is_dir():
-        files = [
-            importlib.import_module(f"autograder.checks.{f.stem}") for f in _legacy_files(module)
-        ]
-        return tuple(c for f in sorted(files, key=lambda f: f.ORDER) for c in f.CHECKS)
     judge = importlib.import_module(f"autograder.checks.{module}.judge")
     found = tuple(judge.CHECKS)
     for check in found:
@@ -58,8 +46,6 @@ def checks_of(module: str) -> list[Check]:
 def files_of(module: str) -> list[Path]:
     """The files of `module`'s checks package (their hash goes into the fixture manifest)."""
     _known(module)
-    if not (paths.CHECKS / module).is_dir():
-        return _legacy_files(module)
     return sorted((paths.CHECKS / module).glob("*.py"))
 
 

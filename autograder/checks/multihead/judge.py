@@ -614,10 +614,11 @@ def verdict_wo(got, want, x):
 @CHECKS.check(
     "vectorised",
     "no Python loop over heads (matrix products counted for H = 2 and H = 8)",
-    1,
+    0,
     inputs=probe.inputs_vector,
     probe=probe.probe_vector,
     exercise="MultiHeadAttention",
+    forgeable=True,
 )
 def verdict_vector(got, want, x):
     """The op counts are recorded in the student's process (a TorchDispatchMode): code that
