@@ -25,7 +25,17 @@ $(STAMP): requirements.lock
 	$(PY) -m pip install --quiet -r requirements.lock
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv with the pinned dependencies
+# Instructor extras (nbgrader, Jupyter, the kit's test tools): installed on first use of a verb
+# that needs them, on top of the student set.
+ISTAMP := $(VENV)/.attention-lab-instructor-installed
+$(ISTAMP): $(STAMP) requirements-instructor.lock
+	$(PY) -m pip install --quiet -r requirements.lock -r requirements-instructor.lock
+	@touch $(ISTAMP)
+
+venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, matplotlib)
+
+.PHONY: venv-instructor
+venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
 grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
 	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
@@ -34,14 +44,14 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(STAMP) lint ## the kit's own tests (what CI runs)
+test: $(ISTAMP) lint ## the kit's own tests (what CI runs)
 	$(PY) -m pytest -q
 
-lint: $(STAMP) ## ruff lint and format check
+lint: $(ISTAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: $(STAMP) ## ruff format the tree
+format: $(ISTAMP) ## ruff format the tree
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -72,7 +82,7 @@ batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandb
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
-bench-batch: $(STAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
+bench-batch: $(ISTAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
@@ -80,23 +90,30 @@ COURSE ?= course
 ASSIGNMENT ?=
 COURSE_ARGS = --root $(COURSE) $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
 
-course: $(STAMP) ## generate the nbgrader course (COURSE=course) from solutions/
+course: $(ISTAMP) ## generate the nbgrader course (COURSE=course) from solutions/
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(PY) -m autograder course --root $(COURSE)
 
-release: $(STAMP) course ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name)
+release: $(ISTAMP) ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name); keeps hand edits
+	@test -d $(COURSE)/source || $(MAKE) --no-print-directory course COURSE=$(COURSE)
 	$(PY) -m autograder release $(COURSE_ARGS)
 
-collect: $(STAMP) ## nbgrader zip_collect from COURSE/downloaded/<assignment>/archive/
+collect: $(ISTAMP) ## COURSE/downloaded/<assignment>/archive/ -> submitted/, with a report of what was skipped
 	$(PY) -m autograder collect $(COURSE_ARGS)
 
-autograde: $(STAMP) ## nbgrader autograde COURSE/submitted/ (hidden tests included)
+autograde: $(ISTAMP) ## nbgrader autograde, then the hidden tier judged in the sandbox, outside the kernel
 	$(PY) -m autograder autograde $(COURSE_ARGS)
 
-feedback: $(STAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
+STUDENT ?=
+.PHONY: regrade
+regrade: $(ISTAMP) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed)
+	@test -n "$(STUDENT)" || { echo "usage: make regrade STUDENT=id [ASSIGNMENT=name]" >&2; exit 2; }
+	$(PY) -m autograder regrade $(COURSE_ARGS) --student $(STUDENT)
+
+feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 	$(PY) -m autograder feedback $(COURSE_ARGS)
 
-export: $(STAMP) ## nbgrader export: COURSE/grades.csv
+export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
 	$(PY) -m autograder export --root $(COURSE)
 
 clean: ## remove build outputs (keeps .venv)
