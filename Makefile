@@ -75,9 +75,10 @@ JOBS ?=
 BENCH_N ?= 200
 .PHONY: batch gradescope bench-batch
 
-batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed, in parallel
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n]" >&2; exit 2; }
-	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS))
+SEED ?=
+batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
+	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
