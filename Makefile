@@ -117,5 +117,10 @@ feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
 	$(PY) -m autograder export --root $(COURSE)
 
+.PHONY: ci-deps
+ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

@@ -554,10 +554,38 @@ def print_summary(summary: dict) -> None:
             print(f"  {title}: {line}")
 
 
+FEEDBACK_TEMPLATES = Path(__file__).resolve().parent / "feedback_template"
+
+
+def feedback_args() -> list[str]:
+    """nbgrader's feedback with the kit's template (autograder/feedback_template/): check names
+    in the score list, messages without kit tracebacks, wrapped lines, no CDN MathJax."""
+    return [
+        "--HTMLExporter.template_name=attention_lab_feedback",
+        f"--HTMLExporter.extra_template_basedirs={FEEDBACK_TEMPLATES}",
+    ]
+
+
+def unicode_math(notebook_path: Path) -> None:
+    """Turn the LaTeX of a notebook's markdown cells into Unicode (feedback reads offline)."""
+    from .unicode_math import markdown
+
+    nb = nbformat.read(notebook_path, as_version=4)
+    changed = False
+    for c in nb.cells:
+        if c.cell_type == "markdown" and "$" in c.source:
+            c.source, changed = markdown(c.source), True
+    if changed:
+        nbformat.write(nb, notebook_path)
+
+
 def feedback(root: Path, wanted: list[str] | None = None) -> None:
     for a in assignments(root, wanted):
-        if any((Path(root) / "autograded").glob(f"*/{a}")):
-            nbgrader(root, "generate_feedback", a, "--force", check=False)
+        graded = sorted((Path(root) / "autograded").glob(f"*/{a}/*.ipynb"))
+        if graded:
+            for path in graded:
+                unicode_math(path)
+            nbgrader(root, "generate_feedback", a, "--force", *feedback_args(), check=False)
 
 
 def export(root: Path, out: Path | None = None) -> Path:

@@ -28,6 +28,7 @@ import html
 import os
 import re
 import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -509,3 +510,65 @@ def test_cli_verbs_are_registered():
             main([verb, "--help"])
         assert e.value.code == 0
     assert os.path.basename(sys.executable)  # the kernel runs this Python (course.kernel_env)
+
+
+# --------------------------------------------------------------------------- the feedback page
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Runs after the page has rendered: is each failed check's message on screen, inside the page's
+# width (wrapped, no sideways scrolling)? The answer goes in an attribute --dump-dom prints.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const found = [...document.querySelectorAll("div.check-failed pre")].map(pre => {
+    const r = pre.getBoundingClientRect();
+    const style = getComputedStyle(pre);
+    return {text: pre.innerText, width: r.width, height: r.height, right: r.right,
+            overflow: pre.scrollWidth - pre.clientWidth, hidden: style.visibility === "hidden"
+            || style.display === "none", viewport: window.innerWidth};
+  });
+  document.body.setAttribute("data-probe", JSON.stringify(found));
+});
+</script>"""
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="chromium is not installed: `make ci-deps` installs it (apt-get, as CI does)",
+)
+def test_feedback_page_renders_the_message_visibly_in_headless_chromium(cycle, tmp_path):
+    import json
+
+    assert CHROMIUM, "chromium is missing: .ci/run installs it with `make ci-deps`"
+    root, _ = cycle
+    page = root / "feedback" / "carol" / "attention" / "attention.html"
+    text = page.read_text()
+    assert "cdnjs" not in text and "MathJax" not in text  # reads offline
+    assert "Test cell</a>" not in text  # the score list names each check
+    for check in course.graded_checks("attention"):
+        assert f">{html.escape(check.name, quote=False)}</a>" in text
+    probed = tmp_path / "page.html"
+    probed.write_text(text.replace("</body>", PROBE + "</body>", 1))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,2000"]
+    proc = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    match = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert match, proc.stderr[-2000:]
+    shown = json.loads(html.unescape(match.group(1)))
+    message = next(s for s in shown if "[no-scaling]" in s["text"])
+    assert NO_SCALING.message.split(".")[0] in message["text"]
+    assert "Hint: " in message["text"] and "Traceback" not in message["text"]
+    assert message["width"] > 0 and message["height"] > 0 and not message["hidden"]
+    assert message["right"] <= message["viewport"] and message["overflow"] <= 1  # wrapped
+    # A screenshot, to look at (build/feedback-page.png).
+    shot = ROOT / "build" / "feedback-page.png"
+    shot.parent.mkdir(exist_ok=True)
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.is_file()
