@@ -117,6 +117,11 @@ feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
 	$(PY) -m autograder export --root $(COURSE)
 
+FROM ?= $(BATCH_OUT)
+.PHONY: class-report
+class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
+	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
+
 .PHONY: ci-deps
 ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \

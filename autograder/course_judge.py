@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import checks, fixtures
+from . import checks, fixtures, report
 from .core import Result
 from .course_config import CourseConfig
 
@@ -158,6 +158,10 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
     for item in judged:
         if item.results:
             annotate(root / "autograded" / item.student / item.assignment, item, config)
+            # What `make class-report` reads: the verdicts, misconceptions included.
+            report.write_json(
+                item.results, root / "judged" / item.student / f"{item.assignment}.json"
+            )
 
 
 def verdict_text(result: Result, points: float) -> str:
