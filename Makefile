@@ -122,6 +122,10 @@ FROM ?= $(BATCH_OUT)
 class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
 	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
 
+.PHONY: prairielearn
+prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox
+	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
+
 .PHONY: ci-deps
 ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \

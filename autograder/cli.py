@@ -177,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     from .course_cli import add_verbs  # course, release, collect, autograde, regrade, ...
 
     add_report_verbs(verbs)
+    from .prairielearn import add_verbs as add_prairielearn_verbs  # prairielearn, ...-run
+
+    add_prairielearn_verbs(verbs)
 
     add_verbs(verbs)
     args = parser.parse_args(argv)
