@@ -44,6 +44,10 @@ def _wrap(text: str) -> str:
     return text if re.fullmatch(rf"[\w.√{plain}]+", text) else f"({text})"
 
 
+def _subscripts(text: str) -> str:
+    return re.sub(r"_(\w)", lambda m: _script(m.group(1), SUB, "_"), text)
+
+
 def to_unicode(tex: str) -> str:
     s = tex
     s = re.sub(r"\\(begin|end)\{\w+\*?\}", "", s)
@@ -53,15 +57,15 @@ def to_unicode(tex: str) -> str:
         s = re.sub(r"\\(?:operatorname|mathrm|text|textrm|mathit|mathbf)" + _GROUP, r"\1", s)
         s = re.sub(r"\\mathbb\{(\w)\}", lambda m: BLACKBOARD.get(m.group(1), m.group(1)), s)
         s = re.sub(r"\\mathcal\{(\w)\}", lambda m: CALLIGRAPHIC.get(m.group(1), m.group(1)), s)
-        s = re.sub(
-            r"\\t?frac" + _GROUP + _GROUP,
-            lambda m: f"{_wrap(m.group(1))}/{_wrap(m.group(2))}",
-            s,
-        )
         s = re.sub(r"\\sqrt" + _GROUP, lambda m: "√" + _wrap(m.group(1)), s)
         s = re.sub(r"\\bar" + _GROUP, lambda m: m.group(1) + "\u0304", s)
         s = re.sub(r"\^" + _GROUP, lambda m: _script(m.group(1), SUPER, "^"), s)
         s = re.sub(r"_" + _GROUP, lambda m: _script(m.group(1), SUB, "_"), s)
+        s = re.sub(  # innermost fractions first: their parts hold no more groups
+            r"\\t?frac\{([^{}]*)\}\{([^{}]*)\}",
+            lambda m: f"{_wrap(_subscripts(m.group(1)))}/{_wrap(_subscripts(m.group(2)))}",
+            s,
+        )
         if s == before:
             break
     s = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b\s*", "", s)

@@ -436,6 +436,9 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
                 c.source = c.source.split("### BEGIN HIDDEN")[0] if c.id == first else ""
     for name, value in course.kernel_env(tmp_path).items():
         monkeypatch.setenv(name, value)
+    # An instructor trying a source notebook runs the hidden tier in the kernel, with a seed
+    # (`make autograde` does not: it judges the hidden tier outside the kernel).
+    monkeypatch.delenv(notebook.HIDDEN_VARIABLE)
     monkeypatch.setenv(notebook.SEED_VARIABLE, SEED)
     client = NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
