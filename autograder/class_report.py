@@ -155,7 +155,11 @@ def load(source: Path) -> ClassData:
 
 def misconceptions(data: ClassData) -> list[tuple[str, str, int, float]]:
     """(exercise, misconception, students, share of graded students), most common first."""
-    graded = {m: {r.student for r in data.rows if r.module == m} for m in data.modules}
+    graded = {  # students graded on a module: not those who handed nothing in for it
+        m: {s for s in data.students if data.totals.get(s, {}).get(m) is not None}
+        or {r.student for r in data.rows if r.module == m}
+        for m in data.modules
+    }
     seen: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for r in data.rows:
         if r.misconception and r.misconception not in ("not-attempted", "import-error"):
