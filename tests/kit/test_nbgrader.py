@@ -318,6 +318,22 @@ def test_feedback_shows_the_official_verdict_with_the_misconception(cycle):
     assert f"[no-scaling] {NO_SCALING.message}" in feedback
 
 
+def test_class_report_from_the_gradebook(cycle, tmp_path):
+    from autograder import class_report
+
+    root, _ = cycle
+    data = class_report.load(root)
+    index = class_report.write(data, tmp_path / "report").read_text()
+    found = {(ex, mis): n for ex, mis, n, _ in class_report.misconceptions(data)}
+    assert found["attention.scaled_dot_product_attention", "no-scaling"] == 1  # carol
+    assert "<td>eve / masks</td><td>nothing submitted</td>" in index
+    assert "mystery.ipynb</td><td>download skipped: " in index
+    with open(tmp_path / "report" / "canvas.csv", newline="") as f:
+        canvas = {row[3]: row for row in list(csv.reader(f))[2:]}
+    assert canvas["eve"][5:] == ["0", ""]  # attention: a zero; masks: missing
+    assert float(canvas["dave"][5]) == max_points("attention") / 2  # after the late penalty
+
+
 def test_regrade_one_student_reuses_the_seed_and_leaves_the_others(cycle, tmp_path):
     root = tmp_path / "course"
     shutil.copytree(cycle[0], root)
