@@ -144,8 +144,7 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
                 except MissingEntry:
                     item.notes.append(f"the gradebook has no cell for {check.id}")
                     continue
-                grade.auto_score = scaled(result, points)
-                grade.manual_score = None
+                grade.auto_score = scaled(result, points)  # a manual score, if any, still wins
                 item.score += grade.auto_score
                 item.max_score += points
             submission = gb.find_submission(a, item.student)
