@@ -44,8 +44,12 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(ISTAMP) lint ## the kit's own tests (what CI runs)
+test: $(ISTAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q
+
+.PHONY: test-fast
+test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
+	$(PY) -m pytest -q -m fast
 
 lint: $(ISTAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .
@@ -60,6 +64,11 @@ stubs: $(STAMP) ## regenerate assignments/ from solutions/ (instructors)
 
 fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (instructors)
 	$(PY) -m autograder fixtures
+
+.PHONY: new-module
+new-module: $(STAMP) ## scaffold every file of a new exercise module: make new-module NAME=x
+	@test -n "$(NAME)" || { echo "usage: make new-module NAME=x (a lower-case module name)" >&2; exit 2; }
+	$(PY) -m autograder new-module --name $(NAME)
 
 dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
 	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz

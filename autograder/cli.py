@@ -1,9 +1,15 @@
 """`python -m autograder <verb>`: what the Makefile's targets call.
 
-    grade     grade a submission folder (the pytest suites, with the plugin)
-    stubs     regenerate assignments/ from solutions/
-    fixtures  regenerate the public reference outputs from solutions/
-    dist      build the student copy (no solutions) as a .tar.gz
+    grade         grade a submission folder (the pytest suites, with the plugin)
+    stubs         regenerate assignments/ from solutions/
+    fixtures      regenerate the public reference outputs from solutions/ (changed modules)
+    new-module    scaffold every file of a new exercise module (--name x)
+    dist          build the student copy (no solutions) as a .tar.gz
+    batch         grade a folder of submissions, sandboxed (batch.py)
+    gradescope    build the Gradescope autograder zip; gradescope-run runs inside it
+    course, release, collect, autograde, feedback, export
+                  the nbgrader cycle (course.py)
+`python -m autograder --help` lists every verb with its options.
 
 Everything it is given is validated here, with errors that say what was expected.
 """
@@ -16,9 +22,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-ASSIGNMENTS = ROOT / "assignments"
+from . import scaffold, stubgen, syllabus
+from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
+from .trusted import NOT_IN_STUDENT_COPY
+
 # What the student copy leaves out: the solutions and everything derived from them by hand.
 DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
 
@@ -28,9 +35,7 @@ class UsageError(Exception):
 
 
 def _modules() -> list[str]:
-    from . import checks
-
-    return checks.modules()
+    return list(syllabus.MODULES)
 
 
 def cmd_grade(args) -> int:
@@ -40,14 +45,11 @@ def cmd_grade(args) -> int:
             f"SUBMISSION={args.submission!r} is not a folder; expected a folder holding the "
             f"exercise modules ({', '.join(m + '.py' for m in _modules())})"
         )
+    try:
+        wanted = syllabus.parse_modules(args.ex) if args.ex.strip() else []
+    except syllabus.UnknownModule as e:
+        raise UsageError(f"EX={args.ex!r}: {e}") from None
     modules = _modules()
-    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in modules]
-    if unknown:
-        raise UsageError(
-            f"EX={args.ex!r}: unknown exercise module {unknown[0]!r}; "
-            f"expected one of {', '.join(modules)}"
-        )
     present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
     if not present:
         raise UsageError(
@@ -88,8 +90,10 @@ def cmd_grade(args) -> int:
         argv += ["--ex", ",".join(wanted)]
     if args.include_slow:
         argv += ["--include-slow"]
-    if args.timeout:
-        argv += ["--check-timeout", str(args.timeout)]
+    if args.cpu_limit is not None:
+        if not args.cpu_limit > 0:
+            raise UsageError(f"--cpu-limit {args.cpu_limit}: expected a positive number of seconds")
+        argv += ["--cpu-limit", str(args.cpu_limit)]
     return int(pytest.main(argv))
 
 
@@ -102,8 +106,6 @@ def _need_solutions() -> None:
 
 
 def cmd_stubs(args) -> int:
-    from . import stubgen
-
     _need_solutions()
     for path in stubgen.write(SOLUTIONS, ASSIGNMENTS, args.module):
         print(f"wrote {path.relative_to(ROOT)}")
@@ -115,7 +117,26 @@ def cmd_fixtures(args) -> int:
 
     _need_solutions()
     for module in args.module or _modules():
+        if fixtures.is_fresh(module) and not args.force:
+            print(f"{module}: fresh (solution and probe side unchanged), left as it is")
+            continue
         print(f"wrote {fixtures.write(module).relative_to(ROOT)}")
+    return 0
+
+
+def cmd_new_module(args) -> int:
+    _need_solutions()
+    try:
+        written = scaffold.create(args.name)
+    except scaffold.ScaffoldError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(f"wrote {path.relative_to(ROOT)}")
+    print(
+        f"added {args.name!r} to autograder/syllabus.py and README.md's module table.\n"
+        f"Next: make stubs fixtures, then make grade SUBMISSION=solutions EX={args.name}; "
+        "docs/extending.md says what to write in each file."
+    )
     return 0
 
 
@@ -127,7 +148,8 @@ def dist_files() -> list[str]:
         text=True,
         check=True,
     ).stdout.split()
-    return sorted(f for f in listed if not f.startswith(DIST_EXCLUDE) and (ROOT / f).is_file())
+    exclude = DIST_EXCLUDE + tuple(f"autograder/trusted/{m}.py" for m in NOT_IN_STUDENT_COPY)
+    return sorted(f for f in listed if not f.startswith(exclude) and (ROOT / f).is_file())
 
 
 def cmd_dist(args) -> int:
@@ -136,7 +158,10 @@ def cmd_dist(args) -> int:
     with tarfile.open(out, "w:gz") as tar:
         for name in dist_files():
             tar.add(ROOT / name, arcname=f"attention-lab/{name}")
-    print(f"wrote {out} (student copy: no solutions/, no kit tests)")
+    print(
+        f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
+        f"{', '.join(NOT_IN_STUDENT_COPY)})"
+    )
     return 0
 
 
@@ -152,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--ex", default="", help="comma-separated modules (default: all)")
     grade.add_argument("--device", default="cpu")
     grade.add_argument("--results", default="build/results.json")
-    grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
+    grade.add_argument(
+        "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
+    )
     grade.add_argument(
         "--include-slow",
         action="store_true",
@@ -164,12 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     stubs.set_defaults(run=cmd_stubs)
     fx = verbs.add_parser("fixtures", help="regenerate the reference outputs")
     fx.add_argument("--module", action="append")
+    fx.add_argument("--force", action="store_true", help="rewrite even fresh modules")
     fx.set_defaults(run=cmd_fixtures)
     from .batch import add_verbs as add_batch_verbs  # batch
     from .gradescope import add_verbs as add_gradescope_verbs  # gradescope, gradescope-run
 
     add_batch_verbs(verbs)
     add_gradescope_verbs(verbs)
+    new = verbs.add_parser("new-module", help="scaffold every file of a new exercise module")
+    new.add_argument("--name", required=True)
+    new.set_defaults(run=cmd_new_module)
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)

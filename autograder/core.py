@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 # --------------------------------------------------------------------------- misconceptions
@@ -33,11 +36,8 @@ def misconception(id: str, message: str, hint: str = "") -> Misconception:
     return _MISCONCEPTIONS[id]
 
 
-def all_misconceptions() -> dict[str, Misconception]:
-    """Every declared misconception (importing every checks module first)."""
-    from . import checks
-
-    checks.modules()
+def declared() -> dict[str, Misconception]:
+    """The misconceptions declared so far (registry.all_misconceptions imports every judge)."""
     return dict(_MISCONCEPTIONS)
 
 
@@ -59,7 +59,8 @@ CRASH = misconception(
 )
 TIMEOUT = misconception(
     "timeout",
-    "This check did not finish within {seconds} s: an endless loop, or far too slow.",
+    "This check did not finish within {seconds} CPU seconds (many times what the reference "
+    "needs): an endless loop, or far too slow.",
     "Look for a `while` loop that never ends, or a loop over elements that could be one "
     "tensor operation.",
 )
@@ -130,27 +131,58 @@ def _fill(text: str, details: dict[str, Any]) -> str:
 
 Inputs = dict[str, Any]
 Outputs = dict[str, Any]
+InputsFn = Callable[[Any], Inputs]
+ProbeFn = Callable[[Any, Inputs], Outputs]
+VerdictFn = Callable[[Outputs, Outputs | None, Inputs], None]
+
+# A probe-side function is named by "autograder.checks.<module>.<probe file>:<function>"; a
+# process that runs student code imports it by that name and nothing of the judge side.
+_PROBE_REF = re.compile(r"^autograder\.checks\.[a-z_0-9]+\.probe[a-z_0-9]*:[A-Za-z_][A-Za-z_0-9]*$")
+
+
+def ref_of(fn: Callable) -> str:
+    """The import name of a probe-side function (module:function)."""
+    ref = f"{fn.__module__}:{fn.__qualname__}"
+    if not _PROBE_REF.match(ref):
+        raise ValueError(
+            f"{ref} is not a probe-side function: inputs and probes live in "
+            "autograder/checks/<module>/probe*.py, as top-level functions"
+        )
+    return ref
+
+
+def resolve(ref: str) -> Callable:
+    """The probe-side function named by `ref` (validated: nothing else can be imported)."""
+    if not isinstance(ref, str) or not _PROBE_REF.match(ref):
+        raise ValueError(f"expected a probe-side function name, got {ref!r}")
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
 class Check:
     """One graded check = inputs + probe + verdict.
 
-    inputs(gen, device) -> Inputs      deterministic from the generator's seed
+    inputs(gen) -> Inputs              deterministic from the generator's seed (CPU tensors)
     probe(module, inputs) -> Outputs   runs the student's code; returns plain tensors/values
     verdict(got, want, inputs) -> None raises Failure; `want` is probe(solution, inputs),
                                        stored as a fixture (public tier) or computed from
                                        solutions/ at grading time (hidden tier)
+
+    inputs and probe live on the probe side (autograder/checks/<module>/probe*.py), the
+    verdict on the judge side (judge*.py); declare checks with CheckList.check.
     """
 
     module: str
     slug: str
     title: str
     points: float
-    inputs: Callable[..., Inputs]
-    probe: Callable[[Any, Inputs], Outputs]
-    verdict: Callable[[Outputs, Outputs, Inputs], None]
+    inputs: InputsFn
+    probe: ProbeFn
+    verdict: VerdictFn
     exercise: str = ""  # the function or class it grades, named in "not attempted"
+    # CPU seconds the probe may use at least; the grading machine's limit is
+    # max(timeout, k x the reference's own CPU time) (limits.py).
     timeout: float = 20.0
     # A slow check (a training run) runs only when asked for (`make grade-train`), and has
     # no stored reference: its verdict judges against thresholds, since a training run's
@@ -169,6 +201,101 @@ class Check:
         """Each check draws its inputs from its own seed, so adding a check moves no other."""
         return zlib.crc32(f"{base_seed}:{self.id}".encode())
 
+    def spec(self) -> dict[str, Any]:
+        """What the probe side needs to run this check, as plain data (no judge-side code)."""
+        return {
+            "id": self.id,
+            "module": self.module,
+            "slug": self.slug,
+            "exercise": self.exercise,
+            "inputs": ref_of(self.inputs),
+            "probe": ref_of(self.probe),
+        }
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """The probe side of a check, rebuilt from Check.spec() in the process that runs student
+    code: enough to draw the inputs and run the probe, nothing to judge with."""
+
+    id: str
+    module: str
+    slug: str
+    exercise: str
+    inputs: InputsFn
+    probe: ProbeFn
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> ProbeSpec:
+        return cls(
+            id=str(spec["id"]),
+            module=str(spec["module"]),
+            slug=str(spec["slug"]),
+            exercise=str(spec["exercise"]),
+            inputs=resolve(spec["inputs"]),
+            probe=resolve(spec["probe"]),
+        )
+
+    def seed(self, base_seed: int) -> int:
+        return zlib.crc32(f"{base_seed}:{self.id}".encode())
+
+
+class CheckList(list):
+    """The checks of one exercise module, declared next to their verdicts (judge.py):
+
+        CHECKS = CheckList("attention")
+
+        @CHECKS.check("scale", "scores are scaled by 1/√d_k", 2,
+                      inputs=probe.inputs_scale, probe=probe.sdpa,
+                      exercise="scaled_dot_product_attention")
+        def verdict_scale(got, want, x): ...
+
+    A verdict shared by several checks is declared again with `verdict=`:
+        CHECKS.check("float64", ..., verdict=verdict_reference)
+    Checks keep the order of their declarations (the order students meet them).
+    """
+
+    def __init__(self, module: str):
+        super().__init__()
+        self.module = module
+
+    def check(
+        self,
+        slug: str,
+        title: str,
+        points: float,
+        *,
+        inputs: InputsFn,
+        probe: ProbeFn,
+        exercise: str = "",
+        timeout: float = 20.0,
+        slow: bool = False,
+        verdict: VerdictFn | None = None,
+    ):
+        if any(c.slug == slug for c in self):
+            raise ValueError(f"check {self.module}.{slug} is declared twice")
+
+        def register(fn: VerdictFn) -> VerdictFn:
+            self.append(
+                Check(self.module, slug, title, points, inputs, probe, fn, exercise, timeout, slow)
+            )
+            return fn
+
+        if verdict is not None:
+            register(verdict)
+            return verdict
+        return register
+
+
+class Status(StrEnum):
+    """How a check ended."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_ATTEMPTED = "not attempted"
+    TIMED_OUT = "timed out"
+    ERROR = "error"  # the grader's own failure, never the student's
+
 
 @dataclass
 class Result:
@@ -177,7 +304,7 @@ class Result:
     module: str
     points: float
     score: float
-    status: str  # "passed" | "failed" | "not attempted" | "timed out" | "error"
+    status: Status
     misconception: str = ""
     message: str = ""
     hint: str = ""
@@ -185,16 +312,18 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status == Status.PASSED
 
     @classmethod
-    def of(cls, check: Check, status: str, failure: Failure | None = None) -> Result:
+    def of(cls, check: Check | ProbeSpec, status: str, failure: Failure | None = None) -> Result:
+        status = Status(status)
+        points = getattr(check, "points", 0.0)
         return cls(
             check_id=check.id,
-            name=check.name,
+            name=getattr(check, "name", check.id),
             module=check.module,
-            points=check.points,
-            score=check.points if status == "passed" else 0.0,
+            points=points,
+            score=points if status == Status.PASSED else 0.0,
             status=status,
             misconception=failure.misconception.id if failure else "",
             message=failure.message if failure else "",

@@ -2,8 +2,11 @@
 
 autograder/fixtures/<module>.npz holds the arrays (loaded with allow_pickle=False: nothing is
 unpickled); <module>.json is the manifest: torch and numpy versions, the seed, the sha256 of
-the solution and of the checks file they came from, and of every array. `make fixtures`
-writes them; a kit test fails when they are stale.
+the solution and of the probe side of its checks (inputs and probes: what the outputs depend
+on; verdicts, titles and points are not, so changing them needs no regeneration), and of every
+array. `make fixtures` rewrites only the modules whose sources changed. A kit test recomputes
+them and compares with the tolerance table, never bit for bit: another CPU may round the last
+float32 bit differently.
 """
 
 from __future__ import annotations
@@ -11,19 +14,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import checks
+from . import paths, registry
 from .core import Outputs
-from .engine import make_inputs, run_probe
+from .probing import make_inputs, run_probe
 from .submission import Submission
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures"
-SOLUTIONS = ROOT / "solutions"
+FIXTURE_DIR = paths.FIXTURES
+SOLUTIONS = paths.SOLUTIONS
 PUBLIC_SEED = 20261129
 
 
@@ -32,7 +35,8 @@ def sha256(data: bytes) -> str:
 
 
 def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
-    checks_text = b"".join(f.read_bytes() for f in checks.files_of(module))
+    probe_side = registry.probe_files_of(module) or registry.files_of(module)
+    checks_text = b"".join(f.read_bytes() for f in probe_side)
     return {
         "solution_sha256": sha256((solutions / f"{module}.py").read_bytes()),
         "checks_sha256": sha256(checks_text),
@@ -41,13 +45,24 @@ def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
 
 def compute(module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED) -> dict:
     """{check slug: probe(solution, inputs(seed))}: the reference outputs."""
-    sub = Submission(solutions)
-    mod = sub.load(module)
-    return {
-        c.slug: run_probe(c, mod, make_inputs(c, seed))
-        for c in checks.checks_of(module)
-        if not c.slow  # judged against thresholds, no stored reference (core.Check.slow)
-    }
+    return compute_timed(module, solutions, seed)[0]
+
+
+def compute_timed(
+    module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED
+) -> tuple[dict[str, Outputs], dict[str, float]]:
+    """The reference outputs, and the CPU seconds the solution's probe took per check (what
+    time limits are calibrated against: limits.py)."""
+    mod = Submission(solutions).load(module)
+    refs, cpu = {}, {}
+    for c in registry.checks_of(module):
+        if c.slow:  # judged against thresholds, no stored reference (core.Check.slow)
+            continue
+        inputs = make_inputs(c, seed)
+        start = time.process_time()
+        refs[c.slug] = run_probe(c, mod, inputs)
+        cpu[c.slug] = round(time.process_time() - start, 4)
+    return refs, cpu
 
 
 def _encode(value) -> tuple[np.ndarray, str]:
@@ -65,8 +80,18 @@ def _decode(array: np.ndarray, kind: str):
     return {"bool": bool, "int": int, "float": float, "str": str}[kind](array.item())
 
 
+def is_fresh(module: str, solutions: Path = SOLUTIONS) -> bool:
+    """Whether the stored fixtures were made from today's sources (by their hashes)."""
+    try:
+        meta = manifest(module)
+    except (OSError, ValueError):
+        return False
+    wanted = {"seed": PUBLIC_SEED, **source_hashes(module, solutions)}
+    return all(meta.get(k) == v for k, v in wanted.items())
+
+
 def write(module: str, solutions: Path = SOLUTIONS) -> Path:
-    refs = compute(module, solutions)
+    refs, cpu = compute_timed(module, solutions)
     arrays, kinds = {}, {}
     for slug, outputs in refs.items():
         for key, value in outputs.items():
@@ -83,6 +108,9 @@ def write(module: str, solutions: Path = SOLUTIONS) -> Path:
         "seed": PUBLIC_SEED,
         **source_hashes(module, solutions),
         "npz_sha256": sha256(buf.getvalue()),
+        # CPU seconds of the solution's probes on the machine that wrote the fixtures: the
+        # public tier's time limits are calibrated against them (limits.py).
+        "cpu_seconds": cpu,
         "arrays": {
             k: {"kind": kinds[k], "sha256": sha256(np.ascontiguousarray(a).tobytes())}
             for k, a in arrays.items()

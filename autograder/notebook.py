@@ -44,7 +44,8 @@ from typing import Any
 
 from . import checks, fixtures, trusted
 from .core import Check, Result
-from .engine import make_inputs, run_check, run_probe
+from .engine import run_check
+from .probing import make_inputs, run_probe
 from .submission import Submission, trusted_modules
 
 SEED_VARIABLE = "ATTENTION_LAB_HIDDEN_SEED"
@@ -60,7 +61,7 @@ class NotebookSubmission:
     """Duck-types Submission for engine.run_check: the notebook namespace is the module.
 
     `path` is the folder of the files the kernel compiles cells into, so that a
-    NotImplementedError raised by a cell counts as "not attempted" (engine._raised_in).
+    NotImplementedError raised by a cell counts as "not attempted" (probing.raised_in).
     """
 
     def __init__(self, module: str, namespace: dict[str, Any]):

@@ -1,9 +1,10 @@
 """The pytest plugin behind `make grade`: points per check, the table, results.json.
 
-Used as `pytest -p autograder.plugin tests/graded --submission DIR`. Each graded test runs
-one Check through the engine; the plugin records its Result (or a timeout, which
-pytest-timeout raises inside the test), prints the per-exercise table at the end instead of
-tracebacks, writes Gradescope's results.json, and exits 0 whenever grading completed.
+Used as `pytest -p autograder.plugin tests/graded --submission DIR`. The plugin object
+(GradingPlugin, registered in pytest_configure) grades each selected module once through the
+engine (probes in a forked worker with CPU-time limits, verdicts in this process), hands
+each graded test its Result, prints the per-exercise table at the end instead of tracebacks,
+writes Gradescope's results.json, and exits 0 whenever grading completed.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import checks, fixtures, report
-from .core import GRADER_ERROR, TIMEOUT, Check, Failure, Result
-from .engine import run_check
+from . import limits, registry, report
+from .core import Check, Result, Status
+from .engine import grade_module
+from .references import References
 from .submission import Submission
 
 
@@ -26,10 +28,10 @@ def pytest_addoption(parser):
     group.addoption("--device", dest="grade_device", default="cpu", help="cpu or cuda")
     group.addoption("--results", default="build/results.json", help="results.json path")
     group.addoption(
-        "--check-timeout",
+        "--cpu-limit",
         type=float,
         default=None,
-        help="seconds per check (default: each check's own limit)",
+        help="CPU seconds every check may use (default: each check's calibrated limit)",
     )
     group.addoption(
         "--include-slow",
@@ -38,45 +40,113 @@ def pytest_addoption(parser):
     )
 
 
-class Grader:
-    def __init__(self, config):
-        self.submission = Submission(config.getoption("submission"))
-        self.device = config.getoption("grade_device")
-        self.results_path = Path(config.getoption("results"))
-        self.modules = [m for m in config.getoption("ex").split(",") if m]
-        self.timeout = config.getoption("check_timeout")
-        self.include_slow = config.getoption("include_slow")
-        self.results: dict[str, Result] = {}
-        self._refs: dict[str, dict] = {}
+class GradingPlugin:
+    """Registered when pytest runs with --submission: grades each module once (probes in a
+    forked worker, verdicts here; engine.grade_module), hands each graded test its Result,
+    prints the table last and writes results.json."""
 
-    def reference(self, check: Check):
-        if check.module not in self._refs:
-            self._refs[check.module] = fixtures.load(check.module)
-        return self._refs[check.module].get(check.slug)
+    def __init__(self, config: pytest.Config):
+        self.submission = Submission(config.getoption("submission"))
+        self.device: str = config.getoption("grade_device")
+        self.results_path = Path(config.getoption("results"))
+        self.modules: list[str] = [m for m in config.getoption("ex").split(",") if m]
+        self.include_slow: bool = config.getoption("include_slow")
+        self.references = References.public()
+        limits.configure(cpu=config.getoption("cpu_limit"))
+        self.selected: dict[str, list[Check]] = {}
+        self.results: dict[str, Result] = {}
+        self.left_out: list[Check] = []
+
+    def wanted(self, check: Check) -> bool:
+        return (not self.modules or check.module in self.modules) and (
+            self.include_slow or not check.slow
+        )
+
+    @pytest.hookimpl
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep, drop = [], []
+        for item in items:
+            check = _check_of(item)
+            if check is None:
+                continue
+            if self.wanted(check):
+                keep.append(item)
+                self.selected.setdefault(check.module, []).append(check)
+            else:
+                drop.append(item)
+                if check.slow and (not self.modules or check.module in self.modules):
+                    self.left_out.append(check)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
 
     def grade(self, check: Check) -> Result:
-        try:
-            reference = self.reference(check)
-        except (OSError, ValueError) as e:
-            result = Result.of(check, "error", Failure(GRADER_ERROR, error=str(e)))
-        else:
-            result = run_check(
-                check, self.submission, reference, seed=fixtures.PUBLIC_SEED, device=self.device
+        if check.id not in self.results:
+            checks = self.selected.get(check.module) or [check]
+            for result in grade_module(checks, self.submission, self.references, self.device):
+                self.results[result.check_id] = result
+        return self.results[check.id]
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """After pytest's own last line: the table is the last thing the student reads."""
+        if not self.results:
+            return
+        results = ordered_results(self)
+        report.write_json(results, self.results_path)
+        title = (
+            f"Attention Lab: grading {self.submission.path} on {self.device} "
+            f"(torch {torch.__version__})"
+        )
+        print(f"\n{report.table(results, title)}\nResults for Gradescope: {self.results_path}")
+        for module in dict.fromkeys(r.module for r in results):
+            own = self.submission.own_dependencies(module)
+            if own:
+                files = ", ".join(f"{m}.py" for m in own)
+                print(
+                    f"Note: {module}.py was graded with your own {files} (this copy of the kit "
+                    f"has no trusted stand-in for it), so a bug there can cost points in "
+                    f"{module} too. Official grading uses trusted stand-ins."
+                )
+        for check in self.left_out:
+            print(
+                f"Left out: {check.name} ({check.points:g} points, a training run); "
+                "grade it with `make grade-train`."
             )
-        self.results[check.id] = result
-        return result
+        if any(r.module == "plots" for r in results):
+            try:  # the student's heatmaps beside the reference ones; never fails the grading
+                from . import heatmaps
+
+                saved = heatmaps.save(self.submission, self.results_path.parent / "heatmaps")
+                print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
+            except Exception as e:
+                print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        completed = exitstatus in (0, 1) and bool(self.results)
+        broken = any(r.status == Status.ERROR for r in self.results.values())
+        session.exitstatus = 0 if completed and not broken else (exitstatus or 3)
 
 
-_KEY = pytest.StashKey[Grader]()
+def _check_of(item: pytest.Item) -> Check | None:
+    return getattr(getattr(item, "callspec", None), "params", {}).get("check")
 
 
-def pytest_configure(config):
+_KEY = pytest.StashKey[GradingPlugin]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("submission"):
-        config.stash[_KEY] = Grader(config)
+        plugin = GradingPlugin(config)
+        config.stash[_KEY] = plugin
+        config.pluginmanager.register(plugin, "attention-lab-grading")
 
 
 @pytest.fixture(scope="session")
-def grader(request) -> Grader:
+def grader(request: pytest.FixtureRequest) -> GradingPlugin:
     if _KEY not in request.config.stash:
         pytest.skip("graded suites run through `make grade` (pass --submission DIR)")
     return request.config.stash[_KEY]
@@ -85,8 +155,8 @@ def grader(request) -> Grader:
 def suite(module: str):
     """The graded test function for one exercise module: one test per check."""
 
-    @pytest.mark.parametrize("check", checks.checks_of(module), ids=lambda c: c.slug)
-    def test(check: Check, grader: Grader):
+    @pytest.mark.parametrize("check", registry.checks_of(module), ids=lambda c: c.slug)
+    def test(check: Check, grader: GradingPlugin) -> None:
         result = grader.grade(check)
         if not result.passed:
             pytest.fail(f"[{result.misconception}] {result.message}", pytrace=False)
@@ -95,81 +165,6 @@ def suite(module: str):
     return test
 
 
-def pytest_collection_modifyitems(config, items):
-    if _KEY not in config.stash:
-        return
-    grader = config.stash[_KEY]
-    keep, drop = [], []
-    for item in items:
-        check = getattr(getattr(item, "callspec", None), "params", {}).get("check")
-        if check is None:
-            continue
-        if (grader.modules and check.module not in grader.modules) or (
-            check.slow and not grader.include_slow
-        ):
-            drop.append(item)
-            continue
-        item.add_marker(pytest.mark.timeout(grader.timeout or check.timeout, method="signal"))
-        keep.append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    rep = yield
-    config = item.config
-    check = getattr(getattr(item, "callspec", None), "params", {}).get("check")
-    if _KEY not in config.stash or check is None or call.when != "call":
-        return rep
-    grader = config.stash[_KEY]
-    if check.id not in grader.results:  # the test never got to record: a timeout, or worse
-        text = str(rep.longrepr or "")
-        if "Timeout" in text:
-            seconds = grader.timeout or check.timeout
-            grader.results[check.id] = Result.of(
-                check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}")
-            )
-        else:
-            grader.results[check.id] = Result.of(
-                check, "error", Failure(GRADER_ERROR, error=text.strip()[-300:])
-            )
-    return rep
-
-
-def ordered_results(grader: Grader) -> list[Result]:
-    order = {c.id: i for i, c in enumerate(checks.all_checks())}
+def ordered_results(grader: GradingPlugin) -> list[Result]:
+    order = {c.id: i for i, c in enumerate(registry.all_checks())}
     return sorted(grader.results.values(), key=lambda r: order[r.check_id])
-
-
-def pytest_unconfigure(config):
-    """After pytest's own last line: the table is the last thing the student reads."""
-    if _KEY not in config.stash or not config.stash[_KEY].results:
-        return
-    grader = config.stash[_KEY]
-    results = ordered_results(grader)
-    report.write_json(results, grader.results_path)
-    title = (
-        f"Attention Lab: grading {grader.submission.path} on {grader.device} "
-        f"(torch {torch.__version__})"
-    )
-    print(f"\n{report.table(results, title)}\nResults for Gradescope: {grader.results_path}")
-    if any(r.module == "plots" for r in results):
-        try:  # the student's heatmaps beside the reference ones; never fails the grading
-            from . import heatmaps
-
-            saved = heatmaps.save(grader.submission, grader.results_path.parent / "heatmaps")
-            print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
-        except Exception as e:
-            print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
-
-
-def pytest_sessionfinish(session, exitstatus):
-    config = session.config
-    if _KEY not in config.stash:
-        return
-    grader = config.stash[_KEY]
-    completed = exitstatus in (0, 1) and grader.results
-    broken = any(r.status == "error" for r in grader.results.values())
-    session.exitstatus = 0 if completed and not broken else (exitstatus or 3)

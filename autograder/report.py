@@ -17,6 +17,10 @@ TAGS = {
 }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _points(x: float) -> str:
     return f"{x:g}"
 
@@ -55,7 +59,7 @@ def table(results: list[Result], title: str, width: int = 92) -> str:
     verdict = (
         "all checks passed"
         if score == total
-        else f"{sum(not r.passed for r in results)} checks to fix"
+        else _count(sum(not r.passed for r in results), "check") + " to fix"
     )
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
     todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]

@@ -8,6 +8,7 @@ code, so a bug in attention.py costs points once, in attention, and never again 
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import itertools
@@ -48,6 +49,21 @@ class Submission:
     def file(self, module: str) -> Path:
         return self.path / f"{module}.py"
 
+    def own_dependencies(self, module: str) -> list[str]:
+        """The modules that `module` imports relatively and that have no trusted stand-in
+        here (the student copy leaves some out): grading `module` uses the student's own."""
+        try:
+            tree = ast.parse(self.file(module).read_text())
+        except (OSError, SyntaxError, ValueError):
+            return []
+        imported = {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
+        }
+        stand_ins = set(trusted_modules())
+        return sorted(m for m in imported if m != module and m not in stand_ins)
+
     def load(self, module: str) -> types.ModuleType:
         """Import `module` from the submission (cached); raises ImportProblem."""
         if module not in self._cache:
@@ -75,6 +91,8 @@ class Submission:
                 sys.modules[f"{package}.{other}"] = stand_in
                 setattr(pkg, other, stand_in)
         spec = importlib.util.spec_from_file_location(f"{package}.{module}", file)
+        if spec is None or spec.loader is None:
+            raise ImportProblem(module, shown, "the file cannot be loaded as a Python module")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
         try:

@@ -19,6 +19,7 @@ from .core import (
     WRONG_VALUES,
     Failure,
     Misconception,
+    misconception,
 )
 from .tolerances import tolerance
 
@@ -27,11 +28,27 @@ from .tolerances import tolerance
 Candidate = tuple[Misconception, "torch.Tensor | Callable[[], torch.Tensor]", dict[str, Any]]
 
 
-def tensor(got: dict, key: str, what: str, *, shape=None, dtype=None) -> torch.Tensor:
-    """got[key] as a plain tensor of the expected shape and dtype, or a Failure naming why."""
+WRONG_KIND = misconception(
+    "wrong-dtype-kind",
+    "{what} has dtype {got}, but a {kind} tensor is expected (like {expected}): its values "
+    "cannot be compared.",
+    "Return the tensor your computation produces; do not convert it with .bool(), .long() "
+    "or comparisons.",
+)
+
+
+def tensor(
+    got: dict, key: str, what: str, *, shape=None, dtype=None, floating: bool = False
+) -> torch.Tensor:
+    """got[key] as a plain tensor of the expected shape and dtype (or, with floating=True,
+    any floating dtype), or a Failure naming why."""
     value = got.get(key)
     if type(value) is not torch.Tensor:
         raise Failure(WRONG_TYPE, what=what, expected="a torch.Tensor", got=_type_name(value))
+    if floating and not value.is_floating_point():
+        raise Failure(
+            WRONG_KIND, what=what, got=value.dtype, expected=torch.float32, kind="floating"
+        )
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise Failure(WRONG_SHAPE, what=what, got=tuple(value.shape), expected=tuple(shape))
     if dtype is not None and value.dtype != dtype:
@@ -46,13 +63,24 @@ def _type_name(value: Any) -> str:
 
 
 def close(a: torch.Tensor, b: torch.Tensor, tol: dict | None = None) -> bool:
-    """Same shape and equal within the dtype's tolerance (exact for bool and integers)."""
-    if a.shape != b.shape:
+    """`a` (the student's) equals `b` (the expected): same shape, the same kind of dtype
+    (floating, complex, integer or bool), and equal within b's tolerance, exact for bool and
+    integers. `a` is cast to b's dtype, never the reverse: a bool tensor is never "close" to
+    a float reference because the reference was rounded to bool."""
+    if a.shape != b.shape or _kind(a) != _kind(b):
         return False
-    if not a.is_floating_point():
-        return bool(torch.equal(a, b.to(a.dtype)))
+    if not b.is_floating_point():
+        return bool(torch.equal(a.to(b.dtype), b))
     tol = tol or tolerance(b.dtype)
     return bool(torch.allclose(a.to(b.dtype), b, equal_nan=False, **tol))
+
+
+def _kind(t: torch.Tensor) -> str:
+    if t.is_complex():
+        return "complex"
+    if t.is_floating_point():
+        return "floating"
+    return "bool" if t.dtype == torch.bool else "integer"
 
 
 def assert_close(
@@ -64,7 +92,11 @@ def assert_close(
     finite: bool = True,
 ) -> None:
     """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output
-    matches, then NaN/inf, then the largest error and where it is."""
+    matches, then NaN/inf, then the largest error and where it is. A result of another kind
+    of dtype than the expected one (bool or integers where floats are expected) fails first,
+    with its own message, before any value is compared."""
+    if _kind(got) != _kind(want):
+        raise Failure(WRONG_KIND, what=what, got=got.dtype, expected=want.dtype, kind=_kind(want))
     if close(got, want, tol):
         return
     for mistake, output, details in candidates:

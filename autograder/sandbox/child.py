@@ -81,7 +81,7 @@ def _run(request: dict, channel: int, output: int) -> None:
     import torch
 
     from .. import checks
-    from ..engine import _crash, attempt, make_inputs
+    from ..probing import attempt, crash, make_inputs
     from ..submission import Submission
 
     torch.set_num_threads(1)
@@ -104,7 +104,7 @@ def _run(request: dict, channel: int, output: int) -> None:
             wire.send(channel, {"type": "timeout", "check": check.id, "seconds": seconds})
             continue
         except BaseException as e:  # sys.exit(), KeyboardInterrupt... from student code
-            got = Result.of(check, "failed", _crash(e, submission.path))
+            got = Result.of(check, "failed", crash(e, submission.path))
         if isinstance(got, Result):
             wire.send(channel, _result_message(check.id, got))
             continue

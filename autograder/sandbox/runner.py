@@ -22,15 +22,16 @@ from pathlib import Path
 
 from .. import checks, fixtures
 from ..core import (
-    _MISCONCEPTIONS,
     GRADER_ERROR,
     TIMEOUT,
     Check,
     Failure,
     Result,
+    declared,
     misconception,
 )
-from ..engine import judge, make_inputs
+from ..engine import judge
+from ..probing import make_inputs
 from . import wire
 from .jail import UID_BASE, Isolation, Limits, detect
 from .zygote import Zygote
@@ -312,7 +313,7 @@ class Sandbox:
             mistake = wire.text(header.get("misconception"), 80)
             result = Result.of(check, "failed")  # score 0: the child never reports a pass
             result.status = status if status in ("failed", "not attempted") else "failed"
-            result.misconception = mistake if mistake in _MISCONCEPTIONS else "crash"
+            result.misconception = mistake if mistake in declared() else "crash"
             result.message = wire.text(header.get("message"))
             result.hint = wire.text(header.get("hint"))
             return result

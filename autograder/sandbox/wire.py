@@ -204,3 +204,19 @@ def decode_outputs(described: Any, blob: bytes) -> dict:
     if not isinstance(described, dict):
         raise ChannelError("the outputs are not an object")
     return {text(k, 200): _decode_value(v, blob) for k, v in described.items()}
+
+
+def split(buffer: bytes | bytearray) -> tuple[list[tuple[dict, bytes]], bytes, str]:
+    """For a stream read so far: (complete messages, the unfinished rest, a note saying what
+    was malformed, '' if nothing). After a malformed frame the rest is dropped."""
+    end = 0
+    while len(buffer) - end >= _FRAME.size:
+        magic, n_header, n_blob = _FRAME.unpack_from(buffer, end)
+        if magic != MAGIC or n_header > MAX_HEADER or n_blob > MAX_BLOB:
+            messages, _ = parse(bytes(buffer[:end]))
+            return messages, b"", "the channel holds bytes that are not grader messages"
+        if len(buffer) - end < _FRAME.size + n_header + n_blob:
+            break
+        end += _FRAME.size + n_header + n_blob
+    messages, broken = parse(bytes(buffer[:end]))
+    return messages, bytes(buffer[end:]), broken

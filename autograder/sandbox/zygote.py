@@ -79,7 +79,7 @@ def _warm_up() -> None:
     """Run every check's probe once on the trusted stand-ins (public code, not the
     solutions), so that lazy imports and op dispatch are paid once, not per submission."""
     from .. import checks
-    from ..engine import attempt, make_inputs
+    from ..probing import attempt, make_inputs
     from ..submission import Submission, trusted_modules
 
     stand_ins = Submission(_trusted_dir())

@@ -61,6 +61,14 @@ def variants(kind: str) -> list[pytest.param]:
     return found
 
 
+def declared_losses(path: Path) -> set[str] | None:
+    """The check slugs a mutant must lose, and only those ('# loses: a, b'), if it says."""
+    for line in path.read_text().splitlines():
+        if line.startswith("# loses:"):
+            return {s.strip() for s in line.split(":", 1)[1].split(",") if s.strip()}
+    return None
+
+
 def expected_misconception(path: Path) -> str:
     for line in path.read_text().splitlines():
         if line.startswith("# expects:"):

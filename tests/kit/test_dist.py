@@ -2,12 +2,14 @@
 
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 
 from conftest import ROOT
 
-from autograder import checks
+from autograder import registry
+from autograder.trusted import NOT_IN_STUDENT_COPY
 
 
 def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
@@ -27,7 +29,9 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     assert not [n for n in names if "/solutions/" in n or "/tests/kit/" in n], names
     assert "attention-lab/assignments/attention.py" in names
     assert "attention-lab/Makefile" in names
-    for module in checks.modules():
+    for module in NOT_IN_STUDENT_COPY:  # working implementations stay with the instructor
+        assert f"attention-lab/autograder/trusted/{module}.py" not in names
+    for module in registry.modules():
         assert f"attention-lab/autograder/fixtures/{module}.npz" in names
     copy = tmp_path / "attention-lab"
     proc = subprocess.run(
@@ -47,3 +51,18 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
         ["make", "stubs", f"VENV={ROOT / '.venv'}"], cwd=copy, capture_output=True, text=True
     )
     assert proc.returncode != 0 and "this is the student copy" in proc.stderr
+
+    # A correct submission graded in the student copy gets full marks, with the student's
+    # own modules standing in where the copy has no stand-in (and the output says so).
+    shutil.copytree(ROOT / "solutions", copy / "mine")
+    proc = subprocess.run(
+        ["make", "grade", "SUBMISSION=mine", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((copy / "build" / "results.json").read_text())
+    assert data["score"] == data["max_score"], [t for t in data["tests"] if t["score"] == 0]
+    assert "gpt.py was graded with your own positional.py" in proc.stdout

@@ -1,9 +1,15 @@
 """Every mutant loses points with its own misconception; every alternative gets full marks."""
 
 import pytest
-from conftest import expected_misconception, grade_folder, submission_with, variants
+from conftest import (
+    declared_losses,
+    expected_misconception,
+    grade_folder,
+    submission_with,
+    variants,
+)
 
-from autograder.core import all_misconceptions
+from autograder.registry import all_misconceptions
 
 
 @pytest.mark.parametrize(("module", "path"), variants("mutants"))
@@ -17,6 +23,12 @@ def test_mutant_loses_points_with_its_misconception(module, path, tmp_path):
     named = {r.misconception for r in lost}
     assert expected in named, f"{path.name}: expected [{expected}], the grader said {named}"
     assert "grader-error" not in named and "crash" not in named
+    charged = declared_losses(path)
+    if charged is not None:  # each difference is charged once, where its check names it
+        lost_slugs = {r.check_id.split(".", 1)[1] for r in lost}
+        assert lost_slugs == charged, (
+            f"{path.name} lost {sorted(lost_slugs)}, not {sorted(charged)}"
+        )
 
 
 @pytest.mark.parametrize(("module", "path"), variants("alternatives"))

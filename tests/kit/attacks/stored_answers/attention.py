@@ -9,7 +9,7 @@ import torch
 
 import autograder
 from autograder import checks
-from autograder.engine import make_inputs
+from autograder.probing import make_inputs
 from autograder.fixtures import PUBLIC_SEED
 from pathlib import Path
 

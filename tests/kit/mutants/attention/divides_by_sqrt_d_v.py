@@ -1,6 +1,7 @@
 """Mutant: Uses the value width for the scale."""
 
 # expects: wrong-scale
+# loses: reference, scale
 import math
 
 import torch

@@ -1,6 +1,7 @@
 """Mutant: triu(0): a token cannot see itself."""
 
 # expects: causal-blocks-diagonal
+# loses: causal
 import torch
 
 from solutions.masks import padding_mask, sliding_window_mask

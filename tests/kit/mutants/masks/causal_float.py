@@ -1,6 +1,7 @@
 """Mutant: A float 0/1 mask."""
 
 # expects: mask-not-bool
+# loses: causal
 import torch
 
 from solutions.masks import padding_mask, sliding_window_mask

@@ -1,6 +1,7 @@
 """Mutant: p > length: the first padding position is let through."""
 
 # expects: padding-off-by-one
+# loses: padding
 import torch
 
 from solutions.masks import causal_mask, sliding_window_mask

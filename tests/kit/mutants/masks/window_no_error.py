@@ -1,6 +1,7 @@
 """Mutant: Never validates the window."""
 
 # expects: window-no-valueerror
+# loses: window-errors
 import torch
 
 from solutions.masks import causal_mask, padding_mask

@@ -1,6 +1,7 @@
 """Mutant: A symmetric band: sees the future."""
 
 # expects: window-not-causal
+# loses: window
 import torch
 
 from solutions.masks import causal_mask, padding_mask

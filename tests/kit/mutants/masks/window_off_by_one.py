@@ -1,6 +1,7 @@
 """Mutant: i - j > window: one key too many."""
 
 # expects: window-off-by-one
+# loses: window
 import torch
 
 from solutions.masks import causal_mask, padding_mask

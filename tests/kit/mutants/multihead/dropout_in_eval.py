@@ -1,6 +1,7 @@
 """Mutant: dropout with training=True always."""
 
 # expects: mha-dropout-in-eval
+# loses: dropout
 from types import FunctionType
 
 import torch.nn.functional as F

@@ -1,6 +1,7 @@
 """Mutant: dropout on the output instead of the weights."""
 
 # expects: mha-dropout-not-on-weights
+# loses: dropout
 from types import FunctionType
 
 from torch import nn

@@ -1,6 +1,7 @@
 """Mutant: a Python loop over the heads (correct values)."""
 
 # expects: mha-loop-over-heads
+# loses: vectorised
 from types import FunctionType
 
 import torch

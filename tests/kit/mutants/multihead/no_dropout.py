@@ -1,6 +1,7 @@
 """Mutant: never applies dropout."""
 
 # expects: mha-dropout-ignored
+# loses: dropout
 from types import FunctionType
 
 from torch import nn

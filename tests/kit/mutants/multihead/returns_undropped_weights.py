@@ -1,6 +1,7 @@
 """Mutant: returns the weights from before dropout."""
 
 # expects: mha-dropout-not-on-weights
+# loses: dropout
 from solutions.multihead import MultiHeadAttention as _Reference
 from solutions.multihead import merge_heads, split_heads
 

@@ -1,6 +1,7 @@
 """Mutant: a ValueError that says nothing."""
 
 # expects: split-error-unclear
+# loses: split-error
 from solutions.multihead import MultiHeadAttention, merge_heads
 from solutions.multihead import split_heads as _split_heads
 

@@ -1,6 +1,7 @@
 """Mutant: no ValueError in split_heads (reshape fails instead)."""
 
 # expects: split-no-valueerror
+# loses: split-error
 from solutions.multihead import MultiHeadAttention, merge_heads
 
 

@@ -1,6 +1,7 @@
 """Mutant: value defaults to the query."""
 
 # expects: mha-value-defaults-to-query
+# loses: defaults
 from types import FunctionType
 
 from solutions.multihead import MultiHeadAttention as _Reference

@@ -1,4 +1,4 @@
-"""Checks for attention.py: scaled_dot_product_attention and attention_with_bias."""
+"""Judge side of attention.py's checks: misconceptions, models of wrong computations, verdicts."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import math
 
 import torch
 
-from ..core import Check, Failure, misconception
-from ..diagnosis import infer_scale, name_scale
-from ..tolerances import tolerance
-from ..verdicts import assert_close, close, tensor
-from ._common import pair, randn
+from ...core import CheckList, Failure, misconception
+from ...diagnosis import infer_scale, name_scale
+from ...tolerances import tolerance
+from ...verdicts import assert_close, close, tensor
+from . import probe
 
-MODULE = "attention"
-ORDER = 10
+CHECKS = CheckList("attention")
 
 # --------------------------------------------------------------------------- misconceptions
 
@@ -96,6 +95,12 @@ BIAS_SCALED = misconception(
     "bias-scaled",
     "You divided the bias by √d_k together with the scores: (q kᵀ + bias) / √d_k.",
     "Scale the dot products first, then add the bias: q kᵀ / √d_k + bias.",
+)
+MASK_LEAKS = misconception(
+    "mask-leaks",
+    "A key that the mask blocks got a non-zero weight.",
+    "Blocked scores must become -inf before the softmax (True = blocked): "
+    "scores.masked_fill(mask, float('-inf')).",
 )
 DTYPE_NOT_KEPT = misconception(
     "dtype-not-kept",
@@ -181,8 +186,10 @@ def _scale_failure(x, weights) -> Failure | None:
 
 def _compare(got, want, x, *, prefix=""):
     """Weights first (they say more about a mistake), then the output."""
-    out = tensor(got, prefix + "out", "the output", shape=want[prefix + "out"].shape)
-    weights = tensor(got, prefix + "weights", "the weights", shape=want[prefix + "weights"].shape)
+    out = tensor(got, prefix + "out", "the output", floating=True, shape=want[prefix + "out"].shape)
+    weights = tensor(
+        got, prefix + "weights", "the weights", floating=True, shape=want[prefix + "weights"].shape
+    )
     for name, value in (("output", out), ("weights", weights)):
         expected = want[prefix + ("out" if name == "output" else name)].dtype
         if value.dtype != expected:
@@ -195,147 +202,86 @@ def _compare(got, want, x, *, prefix=""):
     assert_close(out, want[prefix + "out"], "the output", _candidates(x, "out"))
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-def _qkv(gen, batch, L, S, d_k, d_v, dtype=torch.float32, scale=1.0):
-    return {
-        "q": randn(gen, *batch, L, d_k, dtype=dtype, scale=scale),
-        "k": randn(gen, *batch, S, d_k, dtype=dtype, scale=scale),
-        "v": randn(gen, *batch, S, d_v, dtype=dtype),
-    }
-
-
-def _random_mask(gen, L, S, blocked_row=None):
-    mask = torch.rand(L, S, generator=gen) < 0.4
-    mask[torch.arange(L), torch.randint(S, (L,), generator=gen)] = False  # one key per row
-    if blocked_row is not None:
-        mask[blocked_row] = True
-    return mask
-
-
-def inputs_basic(gen):
-    return _qkv(gen, (2,), 5, 7, 16, 12)
-
-
-def inputs_batch_dims(gen):
-    return {"4d": _qkv(gen, (2, 3), 4, 6, 12, 12), "2d": _qkv(gen, (), 4, 6, 12, 3)}
-
-
-def inputs_float64(gen):
-    return _qkv(gen, (2,), 5, 7, 16, 12, dtype=torch.float64)
-
-
-def inputs_scale(gen):
-    # Small q, k: no weight saturates, so the weights reveal the scores and the scale.
-    return _qkv(gen, (3,), 5, 7, 16, 12, scale=0.5)
-
-
-def inputs_mask_2d(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 12)
-    x["mask"] = _random_mask(gen, 5, 7)
-    return x
-
-
-def inputs_mask_4d(gen):
-    x = _qkv(gen, (2, 2), 4, 6, 12, 12)
-    x["mask"] = (torch.arange(6) >= torch.tensor([6, 3])[:, None])[:, None, None, :]
-    return x
-
-
-def inputs_blocked_row(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 12)
-    x["mask"] = _random_mask(gen, 5, 7, blocked_row=2)
-    return x
-
-
-def inputs_blocked_keys(gen):
-    # float64: the second run has scores of order -1e4, where float32 keeps no decimals.
-    x = _qkv(gen, (2,), 5, 7, 16, 12, dtype=torch.float64)
-    x["mask"] = _random_mask(gen, 5, 7)
-    x["mask"][:, 0] = True  # key 0 is blocked for every query
-    # Second run: every key points away from the queries (scores near -2e4), and the
-    # blocked key's value is huge. A finite fill such as -1e4 now beats every allowed key.
-    x["k2"] = x["k"] - x["q"].sum(dim=1, keepdim=True) * 5e3
-    x["v2"] = x["v"].clone()
-    x["v2"][:, 0] = 1e3
-    return x
-
-
-def inputs_causal(gen):
-    T = 6
-    x = _qkv(gen, (2,), T, T, 12, 12)
-    x["mask"] = torch.ones(T, T, dtype=torch.bool).triu(1)
-    x["q2"], x["k2"], x["v2"] = (t.clone() for t in (x["q"], x["k"], x["v"]))
-    for name in ("q2", "k2", "v2"):
-        x[name][:, 4:] = randn(gen, 2, T - 4, 12, scale=3.0)
-    return x
-
-
-def inputs_bias(gen):
-    x = _qkv(gen, (2,), 5, 7, 16, 12)
-    x["bias"] = randn(gen, 5, 7, scale=2.0)
-    return x
-
-
-def inputs_bias_mask(gen):
-    x = inputs_bias(gen)
-    x["mask"] = _random_mask(gen, 5, 7, blocked_row=4)
-    return x
-
-
-# --------------------------------------------------------------------------- probes
-
-
-def sdpa(mod, x):
-    result = mod.scaled_dot_product_attention(x["q"], x["k"], x["v"], mask=x.get("mask"))
-    out, weights = pair(result, "scaled_dot_product_attention's result")
-    return {"out": out, "weights": weights}
-
-
-def probe_sdpa(mod, x):
-    return sdpa(mod, x)
-
-
-def probe_batch_dims(mod, x):
-    got = {}
-    for shape, xs in x.items():
-        got.update({f"{shape}/{k}": v for k, v in sdpa(mod, xs).items()})
-    return got
-
-
-def probe_blocked_keys(mod, x):
-    first = sdpa(mod, x)
-    second = sdpa(mod, {**x, "k": x["k2"], "v": x["v2"]})
-    return {**first, "out2": second["out"], "weights2": second["weights"]}
-
-
-def probe_causal(mod, x):
-    first = sdpa(mod, x)
-    second = sdpa(mod, {"q": x["q2"], "k": x["k2"], "v": x["v2"], "mask": x["mask"]})
-    return {**first, "out2": second["out"], "weights2": second["weights"]}
-
-
-def probe_bias(mod, x):
-    result = mod.attention_with_bias(x["q"], x["k"], x["v"], x["bias"], mask=x.get("mask"))
-    out, weights = pair(result, "attention_with_bias's result")
-    return {"out": out, "weights": weights}
-
-
 # --------------------------------------------------------------------------- verdicts
 
 
+def _consistent(got, x, *, out="out", weights="weights"):
+    """The student's own run is attention: weights respect the mask, rows that may attend
+    sum to 1, fully blocked rows are 0, and out = weights @ v. A property check asks this of
+    the runs it judges, so a result that computes nothing (zeros, random) cannot pass it."""
+    L, S = x["q"].size(-2), x["k"].size(-2)
+    batch = torch.broadcast_shapes(x["q"].shape[:-2], x["k"].shape[:-2], x["v"].shape[:-2])
+    w = tensor(got, weights, "the weights", floating=True, shape=(*batch, L, S))
+    o = tensor(got, out, "the output", floating=True, shape=(*batch, L, x["v"].size(-1)))
+    if not (torch.isfinite(w).all() and torch.isfinite(o).all()):
+        raise Failure(NAN_BLOCKED_ROW)
+    mask = x.get("mask")
+    if mask is not None:
+        mask = mask.expand(*batch, L, S)
+        open_rows = ~mask.all(dim=-1)
+        leaked = w[mask & open_rows[..., None]]
+        if leaked.numel() and leaked.abs().max() > 0:
+            raise Failure(MASK_LEAKS)
+    else:
+        open_rows = torch.ones(*batch, L, dtype=torch.bool)
+    sums = w.sum(dim=-1)
+    if not close(sums[open_rows], torch.ones_like(sums[open_rows])):
+        if close(w.sum(dim=-2), torch.ones_like(w.sum(dim=-2))):
+            raise Failure(SOFTMAX_DIM)
+        assert_close(
+            sums[open_rows], torch.ones_like(sums[open_rows]), "the row sums of the weights"
+        )
+    if (w[~open_rows] != 0).any():
+        raise Failure(BLOCKED_ROW_NOT_ZERO)
+    assert_close(o, (w.double() @ x["v"].double()).to(o.dtype), "the output (weights @ v)")
+
+
+@CHECKS.check(
+    "reference",
+    "matches the reference (L ≠ S, d_k ≠ d_v)",
+    3,
+    inputs=probe.inputs_basic,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_reference(got, want, x):
     _compare(got, want, x)
 
 
+@CHECKS.check(
+    "batch-dims",
+    "matches the reference with no batch dim and with (B, H) batch dims",
+    2,
+    inputs=probe.inputs_batch_dims,
+    probe=probe.probe_batch_dims,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_batch_dims(got, want, x):
     for shape, xs in x.items():
         _compare(got, want, xs, prefix=f"{shape}/")
 
 
+CHECKS.check(
+    "float64",
+    "keeps float64 and matches the reference at float64 precision",
+    1,
+    inputs=probe.inputs_float64,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+    verdict=verdict_reference,
+)
+
+
+@CHECKS.check(
+    "rows-sum-to-one",
+    "each query's weights sum to 1 over the keys",
+    1,
+    inputs=probe.inputs_same_width,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_rows_sum(got, want, x):
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     ones = torch.ones(weights.shape[:-1], dtype=weights.dtype)
     if close(weights.sum(dim=-1), ones):
         return
@@ -344,166 +290,117 @@ def verdict_rows_sum(got, want, x):
     assert_close(weights.sum(dim=-1), ones, "the row sums of the weights")
 
 
+@CHECKS.check(
+    "scale",
+    "scores are scaled by 1/√d_k",
+    2,
+    inputs=probe.inputs_scale,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_scale(got, want, x):
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     failure = _scale_failure(x, weights)
     if failure:
         raise failure
     assert_close(weights, want["weights"], "the weights", _candidates(x, "weights"))
 
 
+CHECKS.check(
+    "mask-2d",
+    "matches the reference with an (L, S) mask broadcast over the batch",
+    2,
+    inputs=probe.inputs_mask_2d,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+    verdict=verdict_reference,
+)
+CHECKS.check(
+    "mask-4d",
+    "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
+    2,
+    inputs=probe.inputs_mask_4d,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+    verdict=verdict_reference,
+)
+
+
+@CHECKS.check(
+    "blocked-row",
+    "a fully blocked row gives zero weights and output, no NaN",
+    2,
+    inputs=probe.inputs_blocked_row,
+    probe=probe.probe_sdpa,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_blocked_row(got, want, x):
-    out = tensor(got, "out", "the output", shape=want["out"].shape)
-    weights = tensor(got, "weights", "the weights", shape=want["weights"].shape)
-    row = 2
-    if not (torch.isfinite(weights).all() and torch.isfinite(out).all()):
+    out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
+    weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
+    row = x["row"]
+    if not (torch.isfinite(weights[:, row]).all() and torch.isfinite(out[:, row]).all()):
         raise Failure(NAN_BLOCKED_ROW)
     if weights[:, row].abs().max() > 0 or out[:, row].abs().max() > tolerance(out.dtype)["atol"]:
         raise Failure(BLOCKED_ROW_NOT_ZERO)
-    _compare(got, want, x)
+    _consistent(got, x)
 
 
+@CHECKS.check(
+    "blocked-keys",
+    "a blocked key's k and v change nothing, even when every allowed key scores low",
+    1,
+    inputs=probe.inputs_blocked_keys,
+    probe=probe.probe_blocked_keys,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_blocked_keys(got, want, x):
-    _compare({"out": got.get("out"), "weights": got.get("weights")}, want, x)
-    weights2 = tensor(got, "weights2", "the weights", shape=want["weights2"].shape)
-    blocked = x["mask"].expand_as(weights2)
-    if torch.nan_to_num(weights2[blocked], nan=1.0).abs().max() > 0:
+    _consistent(got, x)
+    second = {**x, "k": x["k2"], "v": x["v2"]}
+    _consistent(got, second, out="out2", weights="weights2")
+    out = tensor(got, "out", "the output", floating=True)
+    out2 = tensor(got, "out2", "the output", floating=True)
+    if not close(out2, out):
         raise Failure(FILL_TOO_WEAK)
-    second = {"q": x["q"], "k": x["k2"], "v": x["v2"], "mask": x["mask"]}
-    _compare(
-        {"out": got.get("out2"), "weights": got.get("weights2")},
-        {"out": want["out2"], "weights": want["weights2"]},
-        second,
-    )
+    third = {**x, "k": x["k3"]}
+    weights3 = tensor(got, "weights3", "the weights", floating=True, shape=want["weights3"].shape)
+    blocked = x["mask"].expand_as(weights3)
+    if torch.nan_to_num(weights3[blocked], nan=1.0).abs().max() > 0:
+        raise Failure(FILL_TOO_WEAK)
+    _consistent(got, third, out="out3", weights="weights3")
 
 
+@CHECKS.check(
+    "causal",
+    "under a causal mask the future cannot change the past",
+    1,
+    inputs=probe.inputs_causal,
+    probe=probe.probe_causal,
+    exercise="scaled_dot_product_attention",
+)
 def verdict_causal(got, want, x):
-    out2 = tensor(got, "out2", "the output", shape=want["out"].shape)
-    out = tensor(got, "out", "the output", shape=want["out"].shape)
-    if not close(out[:, :4], out2[:, :4]):
+    t = x["t"]
+    out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
+    out2 = tensor(got, "out2", "the output", floating=True, shape=want["out"].shape)
+    _consistent(got, x)
+    if not close(out[:, :t], out2[:, :t]):
         raise Failure(CAUSAL_LEAK)
-    _compare({"out": out, "weights": got.get("weights")}, want, x)
 
 
-CHECKS = [
-    Check(
-        MODULE,
-        "reference",
-        "matches the reference (L ≠ S, d_k ≠ d_v)",
-        3,
-        inputs_basic,
-        probe_sdpa,
-        verdict_reference,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "batch-dims",
-        "works with no batch dim and with (B, H) batch dims",
-        2,
-        inputs_batch_dims,
-        probe_batch_dims,
-        verdict_batch_dims,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "float64",
-        "keeps float64 and matches at float64 precision",
-        1,
-        inputs_float64,
-        probe_sdpa,
-        verdict_reference,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "rows-sum-to-one",
-        "each query's weights sum to 1 over the keys",
-        1,
-        inputs_basic,
-        probe_sdpa,
-        verdict_rows_sum,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "scale",
-        "scores are scaled by 1/√d_k",
-        2,
-        inputs_scale,
-        probe_sdpa,
-        verdict_scale,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "mask-2d",
-        "an (L, S) mask broadcasts over the batch",
-        2,
-        inputs_mask_2d,
-        probe_sdpa,
-        verdict_reference,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "mask-4d",
-        "a (B, 1, 1, S) padding mask broadcasts over heads and queries",
-        2,
-        inputs_mask_4d,
-        probe_sdpa,
-        verdict_reference,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "blocked-row",
-        "a fully blocked row gives zero weights and output, no NaN",
-        2,
-        inputs_blocked_row,
-        probe_sdpa,
-        verdict_blocked_row,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "blocked-keys",
-        "a blocked key's k and v change nothing",
-        1,
-        inputs_blocked_keys,
-        probe_blocked_keys,
-        verdict_blocked_keys,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "causal",
-        "under a causal mask the future cannot change the past",
-        1,
-        inputs_causal,
-        probe_causal,
-        verdict_causal,
-        "scaled_dot_product_attention",
-    ),
-    Check(
-        MODULE,
-        "bias",
-        "attention_with_bias matches the reference",
-        2,
-        inputs_bias,
-        probe_bias,
-        verdict_reference,
-        "attention_with_bias",
-    ),
-    Check(
-        MODULE,
-        "bias-mask",
-        "attention_with_bias with a mask and a fully blocked row",
-        1,
-        inputs_bias_mask,
-        probe_bias,
-        verdict_reference,
-        "attention_with_bias",
-    ),
-]
+CHECKS.check(
+    "bias",
+    "attention_with_bias matches the reference",
+    2,
+    inputs=probe.inputs_bias,
+    probe=probe.probe_bias,
+    exercise="attention_with_bias",
+    verdict=verdict_reference,
+)
+CHECKS.check(
+    "bias-mask",
+    "attention_with_bias matches the reference with a mask and a fully blocked row",
+    1,
+    inputs=probe.inputs_bias_mask,
+    probe=probe.probe_bias,
+    exercise="attention_with_bias",
+    verdict=verdict_reference,
+)

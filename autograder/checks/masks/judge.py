@@ -1,16 +1,18 @@
-"""Checks for masks.py: causal_mask, padding_mask, sliding_window_mask."""
+"""Judge side of masks.py's checks: misconceptions, models of wrong masks, verdicts."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ..core import WRONG_DEVICE, Check, Failure, misconception
-from ..trusted.attention import scaled_dot_product_attention as trusted_attention
-from ..verdicts import assert_close, close, tensor
-from ._common import randn
+from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, misconception
+from ...verdicts import assert_close, close, tensor
+from . import probe
 
-MODULE = "masks"
-ORDER = 20
+CHECKS = CheckList("masks")
+
+# --------------------------------------------------------------------------- misconceptions
 
 NOT_BOOL = misconception(
     "mask-not-bool",
@@ -56,6 +58,12 @@ CAUSAL_MASK_LEAKS = misconception(
     "Attention under your causal mask lets later tokens change the outputs of earlier ones.",
     "Block every key j > i for query i: the strict upper triangle.",
 )
+CAUSAL_BLOCKS_PAST = misconception(
+    "causal-blocks-past",
+    "Under your causal mask, changing the tokens before position {t} did not change the "
+    "output at position {t}: your mask blocks the past too.",
+    "A causal mask blocks only the future (key j > query i); every earlier key stays visible.",
+)
 WINDOW_OFF_BY_ONE = misconception(
     "window-off-by-one",
     "Your window is off by one: with window w, a query sees exactly w keys, itself and the "
@@ -73,6 +81,7 @@ WINDOW_NO_ERROR = misconception(
     "least itself), but {got}.",
     "Start with: if window < 1: raise ValueError(f'window must be at least 1, got {{window}}').",
 )
+# --------------------------------------------------------------------------- helpers
 
 
 def _bool_mask(got, key, what, shape):
@@ -88,28 +97,35 @@ def _upper(L, diagonal):
     return torch.ones(L, L, dtype=torch.bool).triu(diagonal)
 
 
+def _attend(q, k, v, mask):
+    """Attention in float64 under a bool mask (fully blocked rows give 0): the judge runs it
+    itself, so only the student's mask decides the outputs."""
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.size(-1))
+    weights = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
+    weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    return weights @ v.double()
+
+
+def _device_verdict(got, call):
+    kind = got.get("type")
+    if kind != "Tensor":
+        raise Failure(WRONG_TYPE, what=f"{call}'s result", expected="a torch.Tensor", got=kind)
+    if got.get("device") != "meta":
+        raise Failure(WRONG_DEVICE, what=f"{call}'s mask", got=got.get("device"), expected="meta")
+
+
 # --------------------------------------------------------------------------- causal_mask
 
-# Sizes are drawn from the seed (as every input is), so that the hidden tier asks for
-# masks the public reference outputs never showed.
 
-
-def _draw(gen, low, high):
-    return int(torch.randint(low, high + 1, (), generator=gen))
-
-
-def inputs_device(gen):
-    return {"like": torch.zeros(1)}  # carries the grading device to the probe
-
-
-def inputs_causal(gen):
-    return {"lengths": [1, 2, _draw(gen, 3, 9), _draw(gen, 10, 16)]}
-
-
-def probe_causal(mod, x):
-    return {f"m{n}": mod.causal_mask(L) for n, L in enumerate(x["lengths"])}
-
-
+@CHECKS.check(
+    "causal",
+    "causal_mask matches the reference: True exactly where key j > query i "
+    "(L = 1, 2 and two drawn lengths)",
+    2,
+    inputs=probe.inputs_causal,
+    probe=probe.probe_causal,
+    exercise="causal_mask",
+)
 def verdict_causal(got, want, x):
     for n, L in enumerate(x["lengths"]):
         mask = _bool_mask(got, f"m{n}", f"causal_mask({L})", (L, L))
@@ -126,64 +142,54 @@ def verdict_causal(got, want, x):
         )
 
 
-def probe_causal_device(mod, x):
-    device = x["like"].device  # the grading device (--device)
-    mask = mod.causal_mask(3, device=device)
-    # Tensors come back to the CPU after the probe, so record where the mask was made.
-    return {"mask": mask, "mask_device": str(getattr(mask, "device", None)), "device": str(device)}
-
-
+@CHECKS.check(
+    "causal-device",
+    "causal_mask puts the mask on the device it is given (device='meta')",
+    1,
+    inputs=probe.inputs_device,
+    probe=probe.probe_causal_device,
+    exercise="causal_mask",
+)
 def verdict_causal_device(got, want, x):
-    mask = _bool_mask(got, "mask", "causal_mask(3, device=...)", (3, 3))
-    if got.get("mask_device") != got.get("device"):
-        raise Failure(
-            WRONG_DEVICE, what="the mask", got=got.get("mask_device"), expected=got.get("device")
-        )
-    assert_close(mask, want["mask"], "causal_mask(3)")
+    _device_verdict(got, f"causal_mask({x['L']}, device='meta')")
 
 
-def probe_causal_invariance(mod, x):
-    mask = mod.causal_mask(x["q"].size(-2))
-    if type(mask) is not torch.Tensor or mask.dtype != torch.bool:
-        raise Failure(NOT_BOOL, what="causal_mask(6)", got=getattr(mask, "dtype", type(mask)))
-    got = {}
-    for tag in ("", "2"):
-        out, _ = trusted_attention(x["q" + tag], x["k" + tag], x["v" + tag], mask=mask)
-        got["out" + tag] = out
-    return got
-
-
-def inputs_invariance(gen):
-    T = 6
-    x = {n: randn(gen, 2, T, 8) for n in ("q", "k", "v")}
-    for n in ("q", "k", "v"):
-        x[n + "2"] = x[n].clone()
-        x[n + "2"][:, 3:] = randn(gen, 2, T - 3, 8, scale=3.0)
-    return x
-
-
+@CHECKS.check(
+    "causal-invariance",
+    "attention under causal_mask: the future cannot change the past, the past reaches later "
+    "positions",
+    1,
+    inputs=probe.inputs_invariance,
+    probe=probe.probe_causal_mask_only,
+    exercise="causal_mask",
+)
 def verdict_causal_invariance(got, want, x):
-    out = tensor(got, "out", "attention under your causal mask", shape=want["out"].shape)
-    out2 = tensor(got, "out2", "attention under your causal mask", shape=want["out"].shape)
-    if not close(out[:, :3], out2[:, :3]):
+    """Judged on the student's mask alone, with attention run here: whether the mask is
+    exactly the reference is the "causal" check's business, not this one's."""
+    T, t = x["T"], x["t"]
+    mask = tensor(got, "mask", f"causal_mask({T})", shape=(T, T))
+    if mask.dtype != torch.bool:  # a 0/1 mask is the "causal" check's finding, not this one's
+        mask = mask != 0
+    out, out2, out3 = (
+        _attend(x["q" + tag], x["k" + tag], x["v" + tag], mask) for tag in ("", "2", "3")
+    )
+    if not close(out[:, :t], out2[:, :t]):
         raise Failure(CAUSAL_MASK_LEAKS)
-    assert_close(out, want["out"], "attention under your causal mask")
+    if close(out[:, t], out3[:, t]):
+        raise Failure(CAUSAL_BLOCKS_PAST, t=t)
 
 
 # --------------------------------------------------------------------------- padding_mask
 
 
-def inputs_padding(gen):
-    S1, S2 = _draw(gen, 4, 9), _draw(gen, 4, 9)
-    as_list = [S1, 1] + [_draw(gen, 1, S1) for _ in range(2)]  # one full, one of length 1
-    as_tensor = torch.randint(1, S2 + 1, (3,), generator=gen)
-    return {"list": as_list, "S_list": S1, "tensor": as_tensor, "S_tensor": S2}
-
-
-def probe_padding(mod, x):
-    return {name: mod.padding_mask(x[name], x[f"S_{name}"]) for name in ("list", "tensor")}
-
-
+@CHECKS.check(
+    "padding",
+    "padding_mask matches the reference from a list and from a tensor, shape (B, 1, 1, S)",
+    2,
+    inputs=probe.inputs_padding,
+    probe=probe.probe_padding,
+    exercise="padding_mask",
+)
 def verdict_padding(got, want, x):
     for name in ("list", "tensor"):
         lengths, S = x[name], x[f"S_{name}"]
@@ -211,15 +217,14 @@ def verdict_padding(got, want, x):
 # --------------------------------------------------------------------------- sliding window
 
 
-def inputs_window(gen):
-    L = _draw(gen, 5, 10)
-    return {"L": L, "windows": [1, 2, _draw(gen, 3, L - 1), L, L + 3]}
-
-
-def probe_window(mod, x):
-    return {f"w{n}": mod.sliding_window_mask(x["L"], w) for n, w in enumerate(x["windows"])}
-
-
+@CHECKS.check(
+    "window",
+    "sliding_window_mask matches the reference for windows 1, 2, one drawn, L and beyond L",
+    2,
+    inputs=probe.inputs_window,
+    probe=probe.probe_window,
+    exercise="sliding_window_mask",
+)
 def verdict_window(got, want, x):
     L = x["L"]
     i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
@@ -239,86 +244,27 @@ def verdict_window(got, want, x):
         )
 
 
-def probe_window_errors(mod, x):
-    got = {}
-    for w in (0, -2):
-        try:
-            mod.sliding_window_mask(4, w)
-            got[f"w{w}"] = "returned a mask"
-        except ValueError:
-            got[f"w{w}"] = "ValueError"
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the wrong exception is a finding, not a crash
-            got[f"w{w}"] = f"raised {type(e).__name__}"
-    return got
-
-
+@CHECKS.check(
+    "window-errors",
+    "sliding_window_mask rejects window < 1 with ValueError",
+    1,
+    inputs=probe.inputs_window_errors,
+    probe=probe.probe_window_errors,
+    exercise="sliding_window_mask",
+)
 def verdict_window_errors(got, want, x):
-    for w in (0, -2):
-        if got.get(f"w{w}") != "ValueError":
-            raise Failure(WINDOW_NO_ERROR, window=w, got=got.get(f"w{w}"))
+    for n, w in enumerate(x["windows"]):
+        if got.get(f"w{n}") != "ValueError":
+            raise Failure(WINDOW_NO_ERROR, window=w, got=got.get(f"w{n}"))
 
 
-CHECKS = [
-    Check(
-        MODULE,
-        "causal",
-        "causal_mask blocks exactly the future (L = 1, 2 and two drawn lengths)",
-        2,
-        inputs_causal,
-        probe_causal,
-        verdict_causal,
-        "causal_mask",
-    ),
-    Check(
-        MODULE,
-        "causal-device",
-        "causal_mask puts the mask on the device it is given",
-        1,
-        inputs_device,
-        probe_causal_device,
-        verdict_causal_device,
-        "causal_mask",
-    ),
-    Check(
-        MODULE,
-        "causal-invariance",
-        "attention under causal_mask: the future cannot change the past",
-        1,
-        inputs_invariance,
-        probe_causal_invariance,
-        verdict_causal_invariance,
-        "causal_mask",
-    ),
-    Check(
-        MODULE,
-        "padding",
-        "padding_mask from a list and from a tensor, shape (B, 1, 1, S)",
-        2,
-        inputs_padding,
-        probe_padding,
-        verdict_padding,
-        "padding_mask",
-    ),
-    Check(
-        MODULE,
-        "window",
-        "sliding_window_mask for windows 1, 2, one drawn, L and L + 3",
-        2,
-        inputs_window,
-        probe_window,
-        verdict_window,
-        "sliding_window_mask",
-    ),
-    Check(
-        MODULE,
-        "window-errors",
-        "sliding_window_mask rejects window < 1 with ValueError",
-        1,
-        inputs_device,
-        probe_window_errors,
-        verdict_window_errors,
-        "sliding_window_mask",
-    ),
-]
+@CHECKS.check(
+    "window-device",
+    "sliding_window_mask puts the mask on the device it is given (device='meta')",
+    1,
+    inputs=probe.inputs_device,
+    probe=probe.probe_window_device,
+    exercise="sliding_window_mask",
+)
+def verdict_window_device(got, want, x):
+    _device_verdict(got, f"sliding_window_mask({x['L']}, {x['window']}, device='meta')")

@@ -1,0 +1,693 @@
+"""Judge side of multihead.py's checks: misconceptions, models of wrong computations, verdicts.
+
+Only checks titled "matches the reference" compare values with it; the others judge the
+student's own runs (self-consistency), so a difference is charged where it is named, once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
+from ...diagnosis import infer_scale, name_scale
+from ...verdicts import assert_close, close, tensor
+from ..attention.judge import (
+    BLOCKED_ROW_NOT_ZERO,
+    MASK_IGNORED,
+    MASK_INVERTED,
+    NAN_BLOCKED_ROW,
+    NO_SCALING,
+)
+from . import probe
+
+CHECKS = CheckList("multihead")
+
+# --------------------------------------------------------------------------- misconceptions
+
+SPLIT_NO_TRANSPOSE = misconception(
+    "split-view-no-transpose",
+    "Your split_heads reshapes (view) the features without moving the head axis forward "
+    "with a transpose: head h does not own features h*d_k:(h+1)*d_k of every position, it "
+    "gets a slab of consecutive positions instead.",
+    "Cut the LAST axis: x.reshape(B, T, H, d_k), then .transpose(1, 2) -> (B, H, T, d_k). "
+    "A straight view to (B, H, T, d_k) has the right shape and the wrong numbers.",
+)
+SPLIT_INTERLEAVED = misconception(
+    "split-interleaved",
+    "Your split_heads gives head h every H-th feature (h, h+H, h+2H, ...) instead of the "
+    "block h*d_k:(h+1)*d_k.",
+    "Reshape the last axis as (H, d_k), not (d_k, H): x.reshape(B, T, H, d_k).transpose(1, 2).",
+)
+MERGE_NO_TRANSPOSE = misconception(
+    "merge-view-no-transpose",
+    "Your merge_heads reshapes (B, H, T, d_k) straight to (B, T, D) without a transpose: "
+    "positions and heads get mixed up.",
+    "Bring the time axis back first: x.transpose(1, 2).reshape(B, T, H * d_k) "
+    "(reshape, not view: a transposed tensor is not contiguous).",
+)
+MERGE_INTERLEAVED = misconception(
+    "merge-interleaved",
+    "Your merge_heads interleaves the heads feature by feature instead of putting head h "
+    "in the block h*d_k:(h+1)*d_k.",
+    "x.transpose(1, 2) gives (B, T, H, d_k); reshape that, without permuting d_k before H.",
+)
+SPLIT_NO_ERROR = misconception(
+    "split-no-valueerror",
+    "split_heads(x with D = {D}, num_heads={H}) should raise ValueError (D is not divisible "
+    "by H), but it {got}.",
+    "Check first: if D % num_heads != 0: raise ValueError(f'd_model = {{D}} is not divisible "
+    "by num_heads = {{num_heads}}').",
+)
+SPLIT_ERROR_UNCLEAR = misconception(
+    "split-error-unclear",
+    "split_heads raised ValueError, but its message ({text!r}) does not say what is wrong.",
+    "Say it in the message: D is not divisible by num_heads, with both numbers, so a student "
+    "who passes d_model=10, num_heads=3 reads why.",
+)
+WEIGHTS_AVERAGED = misconception(
+    "mha-weights-averaged",
+    "The weights you returned have shape {got}: averaged over the heads (as "
+    "nn.MultiheadAttention does by default). This kit returns one map per head, (B, H, L, S).",
+    "Return the weights of every head, as scaled_dot_product_attention gives them.",
+)
+MHA_SCALE = misconception(
+    "mha-wrong-scale",
+    "Inside multi-head attention your scores were divided by {used}, but each head's "
+    "queries have d_k = {d_k} features, so the divisor is √d_k = {expected:g}.",
+    "The scale belongs to one head: √d_k with d_k = D // H, not √d_model. "
+    "scaled_dot_product_attention(q, k, v, mask) on the split tensors does this for you.",
+)
+NO_WO = misconception(
+    "mha-no-output-projection",
+    "Your multi-head attention never applies w_o: the output is the concatenated heads. "
+    "Output feature slice h then only ever sees head h.",
+    "Finish with self.w_o(merge_heads(heads)): W_O mixes the heads into every output feature.",
+)
+WO_BEFORE_MERGE = misconception(
+    "mha-wo-before-merge",
+    "You applied w_o before the heads were merged (to the values, before attention): each "
+    "output slice h still comes from head h's attention only, so W_O mixes nothing.",
+    "Order: project q, k, v with w_q, w_k, w_v; attend; merge_heads; then self.w_o(...).",
+)
+WO_PER_HEAD = misconception(
+    "mha-wo-per-head",
+    "You applied W_O to each head separately (its diagonal block only): every output slice "
+    "depends on one head only, so the heads are never mixed.",
+    "Apply the whole W_O to the merged (B, L, D) tensor: self.w_o(merge_heads(heads)).",
+)
+WO_NO_MIXING = misconception(
+    "wo-no-mixing",
+    "With a random W_O, changing head {head}'s queries changed output features "
+    "{changed} only: your output does not mix the heads.",
+    "W_O acts on the merged tensor (all heads side by side): self.w_o(merge_heads(heads)).",
+)
+WO_NOT_SEPARATE = misconception(
+    "wo-identity-mixes",
+    "With W_O = identity, changing head {head}'s queries should change output features "
+    "{expected} only (head {head}'s slice), but it changed {changed}.",
+    "With W_O = I the output is just the merged heads: head h must land in features "
+    "h*d_k:(h+1)*d_k. Check split_heads / merge_heads and where w_o is applied.",
+)
+VALUE_DEFAULT = misconception(
+    "mha-value-defaults-to-query",
+    "forward(query, key) with value omitted should use value = key, but yours used the query.",
+    "key = query if key is None else key; then value = key if value is None else value.",
+)
+KEY_DEFAULT = misconception(
+    "mha-defaults-not-self-attention",
+    "forward(x) should equal forward(x, x, x) (self-attention), but it does not.",
+    "key defaults to query and value to key: `key = query if key is None else key`.",
+)
+LOOP_OVER_HEADS = misconception(
+    "mha-loop-over-heads",
+    "Your forward runs a Python loop over the heads: with H = 2 it made {mm2} matrix "
+    "products ({ops2} tensor ops in all), with H = 8 it made {mm8} ({ops8}). The work should "
+    "not depend on H.",
+    "Keep the heads as a batch axis: q, k, v of shape (B, H, T, d_k) go through ONE batched "
+    "matmul. One big kernel keeps the hardware busy; H small ones pay the Python and launch "
+    "overhead H times and each is too small to use the hardware well.",
+)
+DROPOUT_IN_EVAL = misconception(
+    "mha-dropout-in-eval",
+    "In eval mode, your output with dropout=0.5 differs from the output with dropout=0: "
+    "dropout must act in training mode only.",
+    "Use self.dropout (an nn.Dropout, the identity after model.eval()) rather than "
+    "F.dropout(..., training=True) or your own random mask.",
+)
+DROPOUT_IGNORED = misconception(
+    "mha-dropout-ignored",
+    "In training mode with dropout=0.5, no attention weight was dropped.",
+    "Apply self.dropout to the attention weights before multiplying them with v.",
+)
+DROPOUT_NOT_ON_WEIGHTS = misconception(
+    "mha-dropout-not-on-weights",
+    "In training mode your output is not what the returned weights give (weights @ v, merged, "
+    "w_o): dropout acted somewhere else, or you returned the weights from before dropout.",
+    "weights = self.dropout(weights); heads = weights @ v; return the same `weights` you used.",
+)
+DROPOUT_NOT_RESCALED = misconception(
+    "mha-dropout-not-rescaled",
+    "Your dropped-out weights are not rescaled: the kept ones should be divided by (1 - p).",
+    "Use nn.Dropout (self.dropout), which zeroes with probability p and scales the rest "
+    "by 1/(1 - p), so the expected weights are unchanged.",
+)
+
+DROPOUT_WRONG_RATE = misconception(
+    "mha-dropout-wrong-rate",
+    "In training mode with dropout={p}, your code dropped {dropped:.0%} of the attention "
+    "weights; about {p:.0%} should be dropped.",
+    "p is the probability of DROPPING a weight (nn.Dropout(p)), not of keeping it.",
+)
+DROPOUT_NOT_RANDOM = misconception(
+    "mha-dropout-not-random",
+    "Two training-mode calls dropped exactly the same attention weights: your dropout is "
+    "not random.",
+    "Draw a fresh mask on every call: use self.dropout (nn.Dropout), not a fixed pattern.",
+)
+INPUT_IGNORED = misconception(
+    "mha-input-ignored",
+    "forward gave the same output for two different {which}: the {which} is not used.",
+    "Project query, key and value with w_q, w_k and w_v; scores come from the queries and "
+    "keys, the output from the values.",
+)
+
+# --------------------------------------------------------------------------- models
+# What multi-head attention with a given mistake computes, in float64, to recognise it.
+
+
+def _linear(x, state, name):
+    out = x.double() @ state[f"{name}.weight"].double().T
+    if f"{name}.bias" in state:
+        out = out + state[f"{name}.bias"].double()
+    return out
+
+
+def _split(x, H, how="ok"):
+    B, T, D = x.shape
+    if how == "no-transpose":
+        return x.reshape(B, H, T, D // H)
+    if how == "interleaved":
+        return x.reshape(B, T, D // H, H).permute(0, 3, 1, 2)
+    return x.reshape(B, T, H, D // H).transpose(1, 2)
+
+
+def _merge(x, how="ok"):
+    B, H, T, d_k = x.shape
+    if how == "no-transpose":
+        return x.reshape(B, T, H * d_k)
+    if how == "interleaved":
+        return x.permute(0, 2, 3, 1).reshape(B, T, H * d_k)
+    return x.transpose(1, 2).reshape(B, T, H * d_k)
+
+
+def _project_out(merged, state, wo="ok", d_k=None):
+    w_o = state["w_o.weight"].double()
+    if wo == "per-head":
+        H = w_o.size(0) // d_k
+        w_o = w_o * torch.block_diag(*[torch.ones(d_k, d_k, dtype=torch.float64)] * H)
+    out = merged @ w_o.T
+    if "w_o.bias" in state:
+        out = out + state["w_o.bias"].double()
+    return out
+
+
+def _values(x, value=None):
+    """The values split into heads: (B, H, S, d_k), float64."""
+    query = x["query"]
+    value = x.get("value", x.get("key", query)) if value is None else value
+    return _split(_linear(value, x["state"], "w_v"), x["H"])
+
+
+def _mha(x, *, split="ok", merge="ok", scale=None, wo="ok", mask_mode="ok"):
+    """Multi-head attention in float64, with one named mistake: (out, weights)."""
+    state, H = x["state"], x["H"]
+    query = x["query"]
+    key = x.get("key", query)
+    value = x.get("value", key)
+    v_in = _linear(value, state, "w_v")
+    if wo == "values":
+        v_in = _linear(v_in, state, "w_o")
+    q = _split(_linear(query, state, "w_q"), H, split)
+    k = _split(_linear(key, state, "w_k"), H, split)
+    v = _split(v_in, H, split)
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale)
+    mask = x.get("mask")
+    if mask is not None and mask_mode != "ignored":
+        mask = ~mask if mask_mode == "inverted" else mask
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if mask is not None and mask_mode != "ignored":
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    merged = _merge(weights @ v, merge)
+    if wo in ("none", "values"):
+        return merged, weights
+    return _project_out(merged, state, wo, d_k), weights
+
+
+def _scale_names(x):
+    D, H = x["query"].size(-1), x["H"]
+    key = x.get("key", x["query"])
+    return {"d_k": D // H, "d_model": D, "S": key.size(-2), "L": x["query"].size(-2)}
+
+
+def _scale_details(x, c):
+    names = _scale_names(x)
+    return {"used": name_scale(c, names), "expected": math.sqrt(names["d_k"]), "d_k": names["d_k"]}
+
+
+def _candidates(x, which, like):
+    """(misconception, that mistake's output, details), cast to the student's dtype."""
+    i = 0 if which == "out" else 1
+
+    def lazy(**kw):
+        return lambda: _mha(x, **kw)[i].to(like.dtype)
+
+    D = x["query"].size(-1)
+    found = [
+        (SPLIT_NO_TRANSPOSE, lazy(split="no-transpose"), {}),
+        (SPLIT_INTERLEAVED, lazy(split="interleaved"), {}),
+        (MHA_SCALE, lazy(scale=math.sqrt(D)), _scale_details(x, math.sqrt(D))),
+        (NO_SCALING, lazy(scale=1.0), {}),
+    ]
+    if x.get("mask") is not None:
+        found += [
+            (MASK_INVERTED, lazy(mask_mode="inverted"), {}),
+            (MASK_IGNORED, lazy(mask_mode="ignored"), {}),
+        ]
+    if which == "out":
+        found += [
+            (MERGE_NO_TRANSPOSE, lazy(merge="no-transpose"), {}),
+            (MERGE_INTERLEAVED, lazy(merge="interleaved"), {}),
+            (NO_WO, lazy(wo="none"), {}),
+            (WO_BEFORE_MERGE, lazy(wo="values"), {}),
+            (WO_PER_HEAD, lazy(wo="per-head"), {}),
+        ]
+    return found
+
+
+def _scale_failure(x, weights):
+    """If the weights are softmax(q_h k_hᵀ / c) with c ≠ √d_k: the Failure naming c."""
+    state, H = x["state"], x["H"]
+    key = x.get("key", x["query"])
+    q = _split(_linear(x["query"], state, "w_q"), H)
+    k = _split(_linear(key, state, "w_k"), H)
+    c = infer_scale(q, k, weights, x.get("mask"))
+    d_k = q.size(-1)
+    if c is None or math.isclose(c, math.sqrt(d_k), rel_tol=1e-3):
+        return None
+    if math.isclose(c, 1.0, rel_tol=1e-3):
+        return Failure(NO_SCALING)
+    return Failure(MHA_SCALE, **_scale_details(x, c))
+
+
+# --------------------------------------------------------------------------- result guards
+
+
+def _float(got, key, what, shape, dtype):
+    """got[key] as a tensor of the expected shape and floating dtype. A bool or integer
+    result is refused here, before any value is compared (issue 12.2)."""
+    value = tensor(got, key, what, shape=shape)
+    if value.dtype != dtype:
+        raise Failure(WRONG_DTYPE, what=what, got=value.dtype, expected=dtype)
+    return value
+
+
+def _result(got, x, prefix="", *, averaged_ok=False):
+    """The student's (out, weights) for inputs x, type, shape and dtype checked. A check
+    that does not judge the per-head maps (averaged_ok) takes head-averaged weights as one
+    head, (B, 1, L, S): their shape is charged by the checks that need it."""
+    B, L, D = x["query"].shape
+    S = x.get("key", x["query"]).size(-2)
+    value = got.get(prefix + "weights")
+    dtype = x["query"].dtype
+    if type(value) is torch.Tensor and value.dim() == 3 and value.shape == (B, L, S):
+        if not averaged_ok:
+            raise Failure(WEIGHTS_AVERAGED, got=tuple(value.shape))
+        weights = _float(got, prefix + "weights", "the weights", (B, L, S), dtype)[:, None]
+        return _float(got, prefix + "out", "the output", (B, L, D), dtype), weights
+    weights = _float(got, prefix + "weights", "the weights", (B, x["H"], L, S), dtype)
+    out = _float(got, prefix + "out", "the output", (B, L, D), dtype)
+    return out, weights
+
+
+def _compare(got, want, x, prefix="", *, out_too=True):
+    """Weights first (they say more about a mistake), then the output."""
+    out, weights = _result(got, x, prefix)
+    w_want, o_want = want[prefix + "weights"], want[prefix + "out"]
+    if not close(weights, w_want):
+        failure = _scale_failure(x, weights)
+        if failure:
+            raise failure
+    assert_close(weights, w_want, "the weights", _candidates(x, "weights", weights))
+    if out_too:
+        assert_close(out, o_want, "the output", _candidates(x, "out", out))
+
+
+def _rows_sum_to_one(weights, open_rows=None):
+    """Attention weights are distributions over the keys: what no zeros or noise can fake."""
+    sums = weights.sum(dim=-1)
+    if open_rows is not None:
+        sums = sums[..., open_rows]
+    assert_close(sums, torch.ones_like(sums), "the row sums of the weights (each should be 1)")
+
+
+# --------------------------------------------------------------------------- split / merge
+
+
+@CHECKS.check(
+    "split",
+    "split_heads: (B, T, D) -> (B, H, T, d_k), head h owns features h*d_k:(h+1)*d_k",
+    2,
+    inputs=probe.inputs_split,
+    probe=probe.probe_split,
+    exercise="split_heads",
+)
+def verdict_split(got, want, x):
+    for i, (B, T, D, H) in enumerate(x["cases"]):
+        what = f"split_heads(x of shape {(B, T, D)}, {H})"
+        value = got.get(f"x{i}")
+        if type(value) is torch.Tensor and tuple(value.shape) == (B, T, H, D // H) and T != H:
+            raise Failure(SPLIT_NO_TRANSPOSE)
+        xi = x[f"x{i}"]
+        value = _float(got, f"x{i}", what, (B, H, T, D // H), xi.dtype)
+        assert_close(
+            value,
+            want[f"x{i}"],
+            what,
+            [
+                (SPLIT_NO_TRANSPOSE, _split(xi, H, "no-transpose"), {}),
+                (SPLIT_INTERLEAVED, _split(xi, H, "interleaved"), {}),
+            ],
+        )
+
+
+@CHECKS.check(
+    "merge",
+    "merge_heads matches the reference: (B, H, T, d_k) -> (B, T, H*d_k), the inverse of "
+    "split_heads",
+    2,
+    inputs=probe.inputs_merge,
+    probe=probe.probe_merge,
+    exercise="merge_heads",
+)
+def verdict_merge(got, want, x):
+    for i, (B, H, T, d_k) in enumerate(x["cases"]):
+        what = f"merge_heads(x of shape {(B, H, T, d_k)})"
+        xi = x[f"x{i}"]
+        value = _float(got, f"x{i}", what, (B, T, H * d_k), xi.dtype)
+        assert_close(
+            value,
+            want[f"x{i}"],
+            what,
+            [
+                (MERGE_NO_TRANSPOSE, _merge(xi, "no-transpose"), {}),
+                (MERGE_INTERLEAVED, _merge(xi, "interleaved"), {}),
+            ],
+        )
+
+
+@CHECKS.check(
+    "split-error",
+    "split_heads: D not divisible by H raises ValueError saying so",
+    1,
+    inputs=probe.inputs_split_error,
+    probe=probe.probe_split_error,
+    exercise="split_heads",
+)
+def verdict_split_error(got, want, x):
+    D, H = x["x"].size(-1), x["H"]
+    if got.get("outcome") != "ValueError":
+        raise Failure(SPLIT_NO_ERROR, D=D, H=H, got=got.get("outcome"))
+    text = str(got.get("text", ""))
+    if "divisib" not in text.lower() and not (str(D) in text and str(H) in text):
+        raise Failure(SPLIT_ERROR_UNCLEAR, text=text)
+
+
+# --------------------------------------------------------------------------- MultiHeadAttention
+
+
+@CHECKS.check(
+    "self-attention",
+    "MultiHeadAttention matches the reference (self-attention, weights loaded)",
+    3,
+    inputs=probe.inputs_self,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+)
+def verdict_mha(got, want, x):
+    _compare(got, want, x)
+
+
+CHECKS.check(
+    "cross",
+    "matches the reference in cross-attention (L ≠ S), no mask",
+    1,
+    inputs=probe.inputs_cross,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+    verdict=verdict_mha,
+)
+CHECKS.check(
+    "mask",
+    "matches the reference with an (L, S) mask broadcast over batch and heads "
+    "(every query keeps a key)",
+    1,
+    inputs=probe.inputs_mask,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+    verdict=verdict_mha,
+)
+
+
+@CHECKS.check(
+    "blocked-row",
+    "a query whose keys are all blocked gets zero weights in every head, and no NaN",
+    1,
+    inputs=probe.inputs_blocked_row,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+)
+def verdict_blocked_row(got, want, x):
+    """Judged on the student's own run: the blocked row's weights are zero in every head,
+    nothing is NaN, and every other row is a distribution (so zeros cannot pass). Named with
+    attention.py's ids, for code that computes attention itself (the trusted attention has
+    it right). The output row is not compared: where it lands is merge_heads' business."""
+    out, weights = _result(got, x, averaged_ok=True)
+    row = x["row"]
+    if not (torch.isfinite(weights[:, :, row]).all() and torch.isfinite(out[:, row]).all()):
+        raise Failure(NAN_BLOCKED_ROW)
+    if weights[:, :, row].abs().max() > 0:
+        others = weights[:, :, torch.arange(weights.size(-2)) != row]
+        allowed = ~x["mask"][torch.arange(x["mask"].size(0)) != row].expand_as(others)
+        if others[allowed].abs().max() == 0:  # every weight sits on a blocked key
+            raise Failure(MASK_INVERTED)
+        raise Failure(BLOCKED_ROW_NOT_ZERO)
+    if not torch.isfinite(weights).all():
+        raise Failure(NOT_FINITE, what="the weights", count=int((~weights.isfinite()).sum()))
+    _rows_sum_to_one(weights, torch.arange(weights.size(-2)) != row)
+
+
+CHECKS.check(
+    "padding-mask",
+    "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
+    1,
+    inputs=probe.inputs_padding,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+    verdict=verdict_mha,
+)
+
+
+@CHECKS.check(
+    "defaults",
+    "key defaults to query, value to key",
+    1,
+    inputs=probe.inputs_defaults,
+    probe=probe.probe_defaults,
+    exercise="MultiHeadAttention",
+)
+def verdict_defaults(got, want, x):
+    """Judged on the student's own calls: forward(q) = forward(q, q, q) and forward(q, m) =
+    forward(q, m, m); the key and the value must each matter, so constant outputs fail."""
+    memory = {**x, "key": x["memory"], "value": x["memory"]}
+    out = {}
+    for tag, names in probe.DEFAULT_CALLS:
+        inputs = memory if len(names) > 1 else x
+        out[tag] = _result(got, inputs, prefix=f"{tag}/", averaged_ok=True)[0]
+    if not close(out["self"], out["self3"]):
+        raise Failure(KEY_DEFAULT)
+    if not close(out["kv"], out["kv3"]):
+        if close(out["kv"], out["kvq"]):
+            raise Failure(VALUE_DEFAULT)
+        assert_close(
+            out["kv"],
+            out["kv3"],
+            "forward(query, key), which should equal forward(query, key, key)",
+        )
+    if close(out["kv3"], out["kvm2"]):
+        raise Failure(INPUT_IGNORED, which="values")
+    if close(out["self3"], out["kv3"]):
+        raise Failure(INPUT_IGNORED, which="keys and values")
+
+
+@CHECKS.check(
+    "scale",
+    "inside each head the scores are scaled by 1/√d_k (d_k = D // H)",
+    2,
+    inputs=probe.inputs_scale,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+)
+def verdict_scale(got, want, x):
+    out, weights = _result(got, x)
+    failure = _scale_failure(x, weights)
+    if failure:
+        raise failure
+    _compare(got, want, x, out_too=False)
+
+
+CHECKS.check(
+    "bias",
+    "matches the reference with bias=True (the four projections' biases used)",
+    1,
+    inputs=probe.inputs_bias,
+    probe=probe.probe_mha,
+    exercise="MultiHeadAttention",
+    verdict=verdict_mha,
+)
+
+# --------------------------------------------------------------------------- the W_O diagnostic
+
+
+def _slices_changed(got, x, tag, h):
+    """Which output feature slices (one per head) changed when head h's queries changed."""
+    B, T, D = x["query"].shape
+    d_k = D // x["H"]
+    base = _float(got, f"{tag}/base", "the output", (B, T, D), x["query"].dtype)
+    after = _float(got, f"{tag}/h{h}", "the output", (B, T, D), x["query"].dtype)
+    diff = (after - base).abs().amax(dim=(0, 1))
+    return [j for j in range(x["H"]) if diff[j * d_k : (j + 1) * d_k].max() > 1e-4]
+
+
+def _feature_text(x, heads):
+    d_k = x["query"].size(-1) // x["H"]
+    return ", ".join(f"{j * d_k}:{(j + 1) * d_k}" for j in heads) or "none"
+
+
+@CHECKS.check(
+    "w-o",
+    "W_O mixes the heads (W_O = I keeps them apart, a random W_O mixes them)",
+    2,
+    inputs=probe.inputs_wo,
+    probe=probe.probe_wo,
+    exercise="MultiHeadAttention",
+)
+def verdict_wo(got, want, x):
+    """Judged on the student's own runs: which output slices move when one head's queries
+    move. Zeros or noise cannot pass (nothing moves, or everything does)."""
+    H = x["H"]
+    for h in range(H):
+        changed = _slices_changed(got, x, "random", h)
+        if changed != list(range(H)):
+            out = got["random/base"]
+            for mistake, output, _ in _candidates(x, "out", out):
+                if mistake in (NO_WO, WO_BEFORE_MERGE, WO_PER_HEAD) and close(out, output()):
+                    raise Failure(mistake)
+            raise Failure(WO_NO_MIXING, head=h, changed=_feature_text(x, changed))
+    for h in range(H):
+        changed = _slices_changed(got, x, "identity", h)
+        if changed != [h]:
+            raise Failure(
+                WO_NOT_SEPARATE,
+                head=h,
+                expected=_feature_text(x, [h]),
+                changed=_feature_text(x, changed),
+            )
+
+
+# --------------------------------------------------------------------------- vectorisation
+
+
+@CHECKS.check(
+    "vectorised",
+    "no Python loop over heads (matrix products counted for H = 2 and H = 8)",
+    1,
+    inputs=probe.inputs_vector,
+    probe=probe.probe_vector,
+    exercise="MultiHeadAttention",
+)
+def verdict_vector(got, want, x):
+    """The op counts are recorded in the student's process (a TorchDispatchMode): code that
+    runs there can hide ops from it (issue 12.3). No returned data shows whether the heads
+    were looped over, so this check weighs 1 point; official grading should not trust it."""
+    counts = {}
+    for k in ("mm2", "mm8", "ops2", "ops8"):
+        value = got.get(k)
+        if type(value) is not int:
+            raise Failure(
+                WRONG_DTYPE, what=f"the op count {k}", got=type(value).__name__, expected="int"
+            )
+        counts[k] = value
+    if counts["mm8"] > counts["mm2"] or counts["ops8"] > counts["ops2"]:
+        raise Failure(LOOP_OVER_HEADS, **counts)
+    # Code that computes nothing makes no loop either: the weights must be attention weights.
+    B, T, _ = x["query"].shape
+    for H in (2, 8):
+        weights = got.get(f"weights{H}")
+        averaged = type(weights) is torch.Tensor and tuple(weights.shape) == (B, T, T)
+        shape = (B, T, T) if averaged else (B, H, T, T)  # averaged: charged elsewhere
+        _rows_sum_to_one(_float(got, f"weights{H}", "the weights", shape, x["query"].dtype))
+
+
+# --------------------------------------------------------------------------- dropout
+
+
+@CHECKS.check(
+    "dropout",
+    "dropout acts on the attention weights, in training mode only",
+    2,
+    inputs=probe.inputs_dropout,
+    probe=probe.probe_dropout,
+    exercise="MultiHeadAttention",
+)
+def verdict_dropout(got, want, x):
+    """Judged on the student's own runs: with dropout=p, eval mode (with and without
+    autograd) gives exactly the dropout-0 result; training mode drops about p of the weights
+    at random, scales the kept ones by 1/(1 - p), and the output uses those weights."""
+    p = x["p"]
+    t = {}
+    for tag in ("p0", "eval", "eval-grad", "train", "train2"):
+        t[tag] = _result(got, x, prefix=f"{tag}/")
+    for tag in ("eval", "eval-grad"):
+        if not (close(t[tag][0], t["p0"][0]) and close(t[tag][1], t["p0"][1])):
+            raise Failure(DROPOUT_IN_EVAL)
+    (o0, w0), (o, w) = t["p0"], t["train"]
+    if close(w, w0):
+        if close(o, o0):
+            raise Failure(DROPOUT_IGNORED)
+        raise Failure(DROPOUT_NOT_ON_WEIGHTS)
+    kept = w != 0
+    if not kept.all() and close(w[kept], w0[kept]):
+        raise Failure(DROPOUT_NOT_RESCALED)
+    candidates = w0 != 0
+    dropped = float((~kept[candidates]).double().mean())
+    spread = 5 * math.sqrt(p * (1 - p) / int(candidates.sum()))
+    if abs(dropped - p) > spread:
+        raise Failure(DROPOUT_WRONG_RATE, p=p, dropped=dropped)
+    assert_close(
+        w,
+        torch.where(kept, w0 / (1 - p), 0.0),
+        "the training-mode weights (each either 0 or w / (1 - p))",
+    )
+    if torch.equal(t["train2"][1] != 0, kept):
+        raise Failure(DROPOUT_NOT_RANDOM)
+    # Placement: where the student's dropout-0 output follows from its weights the standard
+    # way (w_o(merge(w @ v))), the training output must follow from the dropped weights the
+    # same way. Code whose output path differs is charged in the checks that name that.
+    v = _values(x)
+    follows = lambda weights: _project_out(_merge(weights.double() @ v), x["state"]).to(o.dtype)  # noqa: E731
+    if close(o0, follows(w0)) and not close(o, follows(w)):
+        raise Failure(DROPOUT_NOT_ON_WEIGHTS)

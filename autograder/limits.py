@@ -1,0 +1,70 @@
+"""Time limits: CPU seconds, never wall-clock, so a loaded machine costs no one a point.
+
+A check may use max(its floor, FACTOR x the reference's CPU time) CPU seconds (the floor is
+Check.timeout; the reference's time is measured on the grading machine when the hidden tier
+computes it, and stored in the fixtures' manifest for the public tier). A check that uses
+them up is stopped from outside the process that runs it (worker.py). A process that makes
+no progress at all (blocked in input() or a sleep) is stopped after STALL_SECONDS of wall
+time without CPU use.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import torch
+import torch.nn.functional as F
+
+from .core import Check
+
+FACTOR = 20.0
+STALL_SECONDS = 30.0
+SLOWER_NOTE = 5.0  # a passing check this many times slower than the reference gets a note
+
+_reference_cpu: dict[str, float] = {}
+_override: dict[str, float] = {}
+
+
+def configure(cpu: float | None = None, stall: float | None = None) -> None:
+    """Instructor overrides (make grade CPU_LIMIT=..., the kit's tests): a fixed CPU limit
+    for every check, and the wall-clock grace for a process that makes no progress."""
+    _override.clear()
+    if cpu is not None:
+        if not cpu > 0:
+            raise ValueError(f"a CPU limit must be a positive number of seconds, got {cpu!r}")
+        _override["cpu"] = float(cpu)
+    if stall is not None:
+        if not stall > 0:
+            raise ValueError(f"a stall limit must be a positive number of seconds, got {stall!r}")
+        _override["stall"] = float(stall)
+
+
+def stall_seconds() -> float:
+    return _override.get("stall", STALL_SECONDS)
+
+
+def record_reference(check_id: str, seconds: float) -> None:
+    _reference_cpu[check_id] = float(seconds)
+
+
+def reference_cpu(check: Check) -> float | None:
+    return _reference_cpu.get(check.id)
+
+
+def cpu_limit(check: Check) -> float:
+    if "cpu" in _override:
+        return _override["cpu"]
+    ref = _reference_cpu.get(check.id)
+    return max(check.timeout, FACTOR * ref) if ref else check.timeout
+
+
+@cache
+def warm_up() -> None:
+    """Pay torch's lazy first-use work once, in the grading process, before any student code
+    runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
+    the middle of a lazy import dies with it; the next worker forks from this clean process.)"""
+    q = torch.randn(1, 2, 3, 4)
+    F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
+    F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
+    torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
+    F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()

@@ -1,0 +1,126 @@
+"""The student side of a check: draw its inputs, import the module, run the probe.
+
+This is the only engine code a process that runs student code needs (with core, the probe
+side of the checks and the trusted stand-ins of the graded module's dependencies). It never
+judges: `attempt` returns the probe's outputs, or the Result of a check that ended before a
+verdict was possible (import error, not attempted, crash).
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .core import (
+    CRASH,
+    IMPORT_ERROR,
+    NOT_ATTEMPTED,
+    WRONG_TYPE,
+    Check,
+    Failure,
+    Inputs,
+    Outputs,
+    ProbeSpec,
+    Result,
+)
+from .submission import ImportProblem, Submission
+
+Probed = Check | ProbeSpec
+
+
+def randn(gen: torch.Generator, *shape: int, dtype=torch.float32, scale: float = 1.0):
+    """Standard normal draws on the CPU from `gen` (deterministic), times `scale`."""
+    return torch.randn(*shape, generator=gen, dtype=torch.float64).mul(scale).to(dtype)
+
+
+def pair(result, what: str, names: str = "(out, weights)"):
+    """Unpack a student function's 2-tuple result, or fail saying what it returned."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        got = f"a {type(result).__name__}"
+        if isinstance(result, (tuple, list)):
+            got += f" of length {len(result)}"
+        raise Failure(WRONG_TYPE, what=what, expected=f"a pair {names}", got=got)
+    return result
+
+
+def make_inputs(check: Probed, seed: int) -> Inputs:
+    """The check's inputs, on the CPU, drawn from its own seed."""
+    gen = torch.Generator().manual_seed(check.seed(seed))
+    return check.inputs(gen)
+
+
+def to_device(value: Any, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
+    """Run the probe on `device`; bring every tensor it returns back to the CPU, detached."""
+    got = check.probe(module, to_device(inputs, device))
+    # nn.Parameter and plain tensors come back as plain, detached CPU tensors; anything else
+    # (including odd Tensor subclasses) is left for the verdict to reject by name.
+    plain = (torch.Tensor, torch.nn.Parameter)
+    return {k: (v.detach().cpu() if type(v) in plain else v) for k, v in (got or {}).items()}
+
+
+def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str = "cpu"):
+    """Import the module and run the probe on `inputs`.
+
+    Returns the probe's outputs, or the Result of a check that ended there (import error,
+    not attempted, crash, or a Failure the probe raised).
+    """
+    try:
+        module = submission.load(check.module)
+    except ImportProblem as p:
+        failure = Failure(
+            IMPORT_ERROR,
+            file=p.file,
+            error=p.error,
+            package=submission.path.name,
+            module=p.module,
+        )
+        return Result.of(check, "failed", failure)
+
+    try:
+        got = run_probe(check, module, inputs, device)
+    except NotImplementedError as e:
+        if raised_in(e, submission.path):
+            exercise = check.exercise or str(e).split(":")[0] or check.module
+            return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
+        return Result.of(check, "failed", crash(e, submission.path))
+    except Failure as f:
+        return Result.of(check, "failed", f)
+    except Exception as e:  # student code failed: a crash is the student's, never the grader's
+        return Result.of(check, "failed", crash(e, submission.path))
+    return got
+
+
+def _student_frames(e: BaseException, root: Path) -> list[traceback.FrameSummary]:
+    frames = traceback.extract_tb(e.__traceback__)
+    return [f for f in frames if Path(f.filename).resolve().is_relative_to(root)]
+
+
+def raised_in(e: BaseException, root: Path) -> bool:
+    """Whether `e` was raised by code under `root` (the student's folder)."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(root)
+
+
+def crash(e: BaseException, root: Path) -> Failure:
+    """The Failure for an exception from student code, naming their file and line."""
+    frames = _student_frames(e, root)
+    where = ""
+    if frames:
+        f = frames[-1]
+        where = f"in {Path(f.filename).name}, line {f.lineno}: `{(f.line or '').strip()}`"
+    message = str(e).strip().splitlines()
+    error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
+    return Failure(CRASH, error=error, where=where)

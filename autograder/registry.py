@@ -1,0 +1,84 @@
+"""The checks of every exercise module (judge side: importing this imports every verdict).
+
+Each exercise module's checks are a package, autograder/checks/<module>/:
+    probe*.py   input builders and probes: the only kit code a process that runs student
+                code imports (with core and probing); never verdicts or reference code
+    judge*.py   misconceptions, models of known wrong computations, verdicts, and the
+                check declarations: judge.py holds CHECKS, a core.CheckList
+Course order comes from syllabus.MODULES; nothing else lists the modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from pathlib import Path
+
+from . import core, paths, syllabus
+from .core import Check
+
+
+def modules() -> list[str]:
+    """The exercise modules, in course order."""
+    return list(syllabus.MODULES)
+
+
+def _known(module: str) -> None:
+    if module not in syllabus.MODULES:
+        raise KeyError(f"unknown exercise module {module!r}; expected one of {modules()}")
+
+
+def _legacy_files(module: str) -> list[Path]:
+    # TRANSITION: a module not yet split into a package keeps one flat checks file (or
+    # several, <module>_<part>.py), each with CHECKS and ORDER. Removed once all are split.
+    flat = [paths.CHECKS / f"{module}.py", *paths.CHECKS.glob(f"{module}_*.py")]
+    return [f for f in flat if f.is_file()]
+
+
+@cache
+def _checks(module: str) -> tuple[Check, ...]:
+    if not (paths.CHECKS / module).is_dir():
+        files = [
+            importlib.import_module(f"autograder.checks.{f.stem}") for f in _legacy_files(module)
+        ]
+        return tuple(c for f in sorted(files, key=lambda f: f.ORDER) for c in f.CHECKS)
+    judge = importlib.import_module(f"autograder.checks.{module}.judge")
+    found = tuple(judge.CHECKS)
+    for check in found:
+        if check.module != module:
+            raise ValueError(f"{judge.__name__} declares {check.id}, not a check of {module}")
+    return found
+
+
+def checks_of(module: str) -> list[Check]:
+    _known(module)
+    return list(_checks(module))
+
+
+def files_of(module: str) -> list[Path]:
+    """The files of `module`'s checks package (their hash goes into the fixture manifest)."""
+    _known(module)
+    if not (paths.CHECKS / module).is_dir():
+        return _legacy_files(module)
+    return sorted((paths.CHECKS / module).glob("*.py"))
+
+
+def probe_files_of(module: str) -> list[Path]:
+    return [f for f in files_of(module) if f.name.startswith("probe")]
+
+
+def all_checks() -> list[Check]:
+    return [c for m in modules() for c in checks_of(m)]
+
+
+def find(check_id: str) -> Check:
+    for check in all_checks():
+        if check.id == check_id:
+            return check
+    raise KeyError(f"unknown check {check_id!r}")
+
+
+def all_misconceptions() -> dict[str, core.Misconception]:
+    """Every declared misconception (importing every judge first)."""
+    all_checks()
+    return core.declared()

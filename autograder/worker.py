@@ -1,0 +1,334 @@
+"""Run a submission's probes in a forked worker process; judge them here, in the parent.
+
+`make grade`, the kit's tests and `make watch` grade through `probe_module`: the parent (which
+has imported torch and warmed its lazy imports once) forks a worker per module; the worker
+draws every check's inputs, imports the student's module and runs the probes, writing one
+message per check to a pipe (sandbox/wire.py: JSON + raw tensor bytes, never pickle). The
+parent decides everything else:
+
+- time: each check may use `limits.cpu_limit(check)` CPU seconds, read from /proc, so a loaded
+  machine never costs a correct solution its points; a check that uses them up is stopped
+  from outside (the worker is killed, never interrupted by a signal inside torch) and the
+  remaining checks run in a fresh worker, so one slow check costs that check only. A worker
+  that stops making progress (blocked, not computing) is stopped after a wall-clock grace.
+- crashes of the whole process (segfault, os._exit) cost the running check only.
+- what the student's code printed is kept per check (an excerpt) for the feedback.
+
+Batch grading (sandbox/) adds the jail, uids and resource limits around the same protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import limits
+from .core import TIMEOUT, Check, Failure, Result, Status, misconception
+from .probing import attempt, crash, make_inputs
+from .registry import all_misconceptions
+from .sandbox import wire
+from .submission import Submission
+
+OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
+
+EXITED = misconception(
+    "exited-early",
+    "Your code ended the grading process ({how}) while this check ran, so it has no result.",
+    "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
+)
+STALLED = misconception(
+    "stalled",
+    "This check made no progress for {seconds:g} s (waiting, not computing: input(), "
+    "time.sleep or a lock?), so it was stopped.",
+    "Exercise code never waits: remove input(), sleeps and threads from your module.",
+)
+CHANNEL = misconception(
+    "channel-broken",
+    "The grader could not read this check's result: {why}. Your code may have written to "
+    "the grader's own channel.",
+    "Do not write to file descriptors your code did not open.",
+)
+
+
+@dataclass
+class Probed:
+    """What the worker reported for one check: outputs to judge, or a Result already."""
+
+    outputs: dict[str, Any] | None = None
+    result: Result | None = None
+    cpu_seconds: float = 0.0
+    printed: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _work(probes: list[Check], submission: str, seed: int, device: str, channel: int) -> None:
+    """The forked worker (it inherits the parent's memory, checks included): never returns."""
+    try:
+        torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
+        inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
+        sub = Submission(submission)
+        for p in probes:
+            wire.send(channel, {"type": "start", "check": p.id})
+            try:
+                got = attempt(p, sub, inputs[p.id], device)
+            except BaseException as e:  # SystemExit, KeyboardInterrupt from student code
+                got = Result.of(p, "failed", crash(e, sub.path))
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            if isinstance(got, Result):
+                message = {
+                    "type": "result",
+                    "check": p.id,
+                    "status": str(got.status),
+                    "misconception": got.misconception,
+                    "message": got.message,
+                    "hint": got.hint,
+                }
+                wire.send(channel, message)
+                continue
+            try:
+                described, blob = wire.encode_outputs(got)
+            except Exception as e:
+                wire.send(channel, {"type": "unencodable", "check": p.id, "why": str(e)[:300]})
+                continue
+            wire.send(channel, {"type": "outputs", "check": p.id, "outputs": described}, blob)
+        wire.send(channel, {"type": "done"})
+    except BaseException:
+        try:
+            os.write(2, f"[grader] worker error:\n{traceback.format_exc()}".encode())
+        except BaseException:
+            pass
+    finally:
+        os._exit(0)
+
+
+def _fork(checks, submission, seed, device):
+    channel_r, channel_w = os.pipe()
+    output_r, output_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        try:
+            os.setsid()
+            os.close(channel_r)
+            os.close(output_r)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(output_w, 1)
+            os.dup2(output_w, 2)
+            for name in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGALRM"):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        except BaseException:
+            os._exit(1)
+        _work(checks, submission, seed, device, channel_w)
+    os.close(channel_w)
+    os.close(output_w)
+    return pid, channel_r, output_r
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the process (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _kill(pid: int) -> None:
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+class _Run:
+    """One worker process over a list of checks, read until it ends or is stopped."""
+
+    def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
+        self.checks = {c.id: c for c in checks}
+        self.pid, self.channel, self.output = _fork(checks, str(submission.path), seed, device)
+        self.buffer = bytearray()
+        self.current: str | None = None
+        self.started_cpu = self.started_wall = 0.0
+        self.last_cpu, self.last_progress = 0.0, time.monotonic()
+        self.printed: dict[str | None, bytearray] = {}
+        self.probed: dict[str, Probed] = {}
+        self.stopped: tuple[str, Result] | None = None
+        self.done = False
+
+    def _message(self, header: dict, blob: bytes) -> None:
+        kind, check_id = header.get("type"), header.get("check")
+        if kind == "done":
+            self.done = True
+            return
+        if not isinstance(check_id, str) or check_id not in self.checks:
+            return
+        check = self.checks[check_id]
+        now_cpu = _cpu_seconds(self.pid)
+        if kind == "start":
+            self.current, self.started_cpu = check_id, now_cpu
+            return
+        if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
+            return
+        probed = Probed(cpu_seconds=max(0.0, now_cpu - self.started_cpu))
+        if kind == "result":
+            probed.result = _child_result(check, header)
+        elif kind == "unencodable":
+            why = wire.text(header.get("why"), 300)
+            probed.result = Result.of(check, "failed", Failure(CHANNEL, why=why))
+        else:
+            try:
+                probed.outputs = wire.decode_outputs(header.get("outputs"), blob)
+            except wire.ChannelError as e:
+                probed.result = Result.of(check, "failed", Failure(CHANNEL, why=str(e)))
+        self.probed[check_id] = probed
+        self.current = None
+
+    def _read(self, fd: int) -> bool:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        if fd == self.channel:
+            self.buffer += data
+            messages, rest, broken = wire.split(self.buffer)
+            self.buffer = bytearray(rest)
+            for header, blob in messages:
+                self._message(header, blob)
+            if broken and self.current is not None and self.current not in self.probed:
+                check = self.checks[self.current]
+                self.probed[self.current] = Probed(
+                    result=Result.of(check, "failed", Failure(CHANNEL, why=broken))
+                )
+        else:
+            kept = self.printed.setdefault(self.current, bytearray())
+            kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
+        return True
+
+    def follow(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self.channel, selectors.EVENT_READ)
+        sel.register(self.output, selectors.EVENT_READ)
+        try:
+            while sel.get_map():
+                for key, _ in sel.select(timeout=0.05):
+                    if not self._read(key.fd):
+                        sel.unregister(key.fd)
+                if self.current is not None and self._overran():
+                    _kill(self.pid)
+        finally:
+            sel.close()
+            for fd in (self.channel, self.output):
+                os.close(fd)
+            _kill(self.pid)
+            _, status = os.waitpid(self.pid, 0)
+        if not self.done and self.current is not None and self.stopped is None:
+            check = self.checks[self.current]
+            how = _how(status)
+            self.stopped = (self.current, Result.of(check, "failed", Failure(EXITED, how=how)))
+
+    def _overran(self) -> bool:
+        if self.current is None:
+            return False
+        current = self.current
+        check = self.checks[current]
+        cpu = _cpu_seconds(self.pid)
+        now = time.monotonic()
+        if cpu - self.started_cpu > limits.cpu_limit(check):
+            seconds = limits.cpu_limit(check)
+            result = Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
+            self.stopped = (current, result)
+            return True
+        if cpu > self.last_cpu + 0.01:
+            self.last_cpu, self.last_progress = cpu, now
+        elif now - self.last_progress > limits.stall_seconds():
+            result = Result.of(check, "failed", Failure(STALLED, seconds=limits.stall_seconds()))
+            self.stopped = (current, result)
+            return True
+        return False
+
+
+def _child_result(check: Check, header: dict) -> Result:
+    """A failure the worker reported (import error, crash, not attempted): never a pass."""
+    result = Result.of(check, "failed")
+    status = header.get("status")
+    result.status = Status.NOT_ATTEMPTED if status == Status.NOT_ATTEMPTED else Status.FAILED
+    mistake = wire.text(header.get("misconception"), 80)
+    result.misconception = mistake if mistake in all_misconceptions() else "crash"
+    result.message = wire.text(header.get("message"))
+    result.hint = wire.text(header.get("hint"))
+    return result
+
+
+def _how(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return (
+            f"killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() else "killed"
+        )
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _excerpt(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    if len(text) <= OUTPUT_KEEP:
+        return text
+    return text[: OUTPUT_KEEP // 2] + "\n[...]\n" + text[-OUTPUT_KEEP // 2 :]
+
+
+def probe_module(
+    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
+) -> dict[str, Probed]:
+    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
+    limits.warm_up()
+    found: dict[str, Probed] = {}
+    todo = list(checks)
+    while todo:
+        run = _Run(todo, submission, seed, device)
+        run.follow()
+        for check_id, probed in run.probed.items():
+            probed.printed = _excerpt(bytes(run.printed.get(check_id, b"")))
+            found[check_id] = probed
+        if run.stopped:
+            check_id, result = run.stopped
+            found[check_id] = Probed(
+                result=result, printed=_excerpt(bytes(run.printed.get(check_id, b"")))
+            )
+            if result.misconception == STALLED.id:  # a blocked worker blocks again: stop here
+                for check in todo:
+                    if check.id not in found:
+                        found[check.id] = Probed(
+                            result=Result.of(
+                                check, "failed", Failure(STALLED, seconds=limits.stall_seconds())
+                            )
+                        )
+        remaining = [c for c in todo if c.id not in found]
+        if len(remaining) == len(todo):  # no progress at all: never loop forever
+            for check in remaining:
+                found[check.id] = Probed(
+                    result=Result.of(check, "failed", Failure(EXITED, how="before it started"))
+                )
+            break
+        todo = remaining
+    return found

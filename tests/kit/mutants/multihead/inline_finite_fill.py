@@ -1,0 +1,25 @@
+"""Mutant: attention written inline with a finite fill (-1e9): a fully blocked row attends
+uniformly instead of giving zero weights (attention.py's convention)."""
+
+# expects: blocked-row-not-zero
+# loses: blocked-row
+import math
+from types import FunctionType
+
+from solutions.multihead import MultiHeadAttention as _Reference
+from solutions.multihead import merge_heads, split_heads
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, -1e9)
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+class MultiHeadAttention(_Reference):
+    # The solution's forward, calling this file's attention instead of .attention's.
+    forward = FunctionType(
+        _Reference.forward.__code__, globals(), argdefs=_Reference.forward.__defaults__
+    )

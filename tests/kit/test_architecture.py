@@ -1,0 +1,158 @@
+"""The check architecture (DESIGN.md principles 2, 3, 9): probe side apart from judge side,
+no import cycles, no private names across modules, one course order, every module complete."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from autograder import paths, registry, syllabus
+
+pytestmark = pytest.mark.fast
+
+PACKAGE = ROOT / "autograder"
+
+
+def _probe_modules(module: str) -> list[str]:
+    return [f"autograder.checks.{module}.{f.stem}" for f in registry.probe_files_of(module)]
+
+
+@pytest.mark.parametrize("module", syllabus.MODULES)
+def test_checks_are_a_probe_judge_package(module):
+    folder = paths.CHECKS / module
+    assert folder.is_dir(), f"autograder/checks/{module}/ is not a package yet"
+    names = {f.name for f in folder.glob("*.py")}
+    assert "judge.py" in names and registry.probe_files_of(module), names
+    assert all(n == "__init__.py" or n.startswith(("probe", "judge")) for n in names), names
+    init = ast.parse((folder / "__init__.py").read_text())
+    assert not [n for n in init.body if not isinstance(n, ast.Expr)], "__init__ imports nothing"
+
+
+@pytest.mark.parametrize("module", syllabus.MODULES)
+def test_probe_side_imports_no_judge_code(module):
+    """A fresh interpreter imports the probe side of `module`'s checks (what a process that
+    runs student code imports) and finds no judge-side module, nothing of solutions/, and
+    not the trusted stand-in of the module being graded."""
+    probes = _probe_modules(module)
+    assert probes, f"{module} has no probe side"
+    code = (
+        "import json, sys\n"
+        + "".join(f"import {m}\n" for m in probes)
+        + "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    loaded = json.loads(out)
+    judge_side = re.compile(
+        r"^(solutions(\.|$)|autograder\.(registry|engine|verdicts|diagnosis|references|fixtures"
+        r"|plugin|report|worker|batch|course|notebook|cli)$|autograder\.checks\.[a-z_]+\.judge)"
+    )
+    bad = [m for m in loaded if judge_side.match(m)]
+    assert not bad, f"the probe side of {module} imports judge-side code: {bad}"
+    assert f"autograder.trusted.{module}" not in loaded
+
+
+def _imports(path):
+    """(module imported, at top level?, private names taken) for each import in `path`."""
+    tree = ast.parse(path.read_text())
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package = package.rsplit(".", 1)[0] + ".__init__"
+    top = {id(n) for n in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [a.name for a in node.names]
+            yield target, id(node) in top, names, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, id(node) in top, [], node.lineno
+
+
+# Imports inside functions that are kept on purpose, each with its reason.
+LAZY = {
+    ("autograder/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
+    ("autograder/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
+}
+
+
+def _package_files():
+    return sorted(p for p in PACKAGE.rglob("*.py") if "fixtures" not in p.parts)
+
+
+def test_no_import_cycles_in_the_package():
+    graph: dict[str, set[str]] = {}
+    for path in _package_files():
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        deps = graph.setdefault(name, set())
+        for target, _top, names, _line in _imports(path):
+            if not target.startswith("autograder"):
+                continue
+            deps.add(target.removesuffix(".__init__"))
+            for n in names:  # `from . import registry` imports a module too
+                if (PACKAGE.parent / (target.replace(".", "/") + f"/{n}.py")).exists():
+                    deps.add(f"{target}.{n}")
+    cycles = []
+
+    def visit(node, stack, seen):
+        for dep in graph.get(node, ()):
+            if dep in stack:
+                cycles.append(stack[stack.index(dep) :] + [dep])
+            elif dep not in seen:
+                seen.add(dep)
+                visit(dep, stack + [dep], seen)
+
+    for start in graph:
+        visit(start, [start], {start})
+    assert not cycles, f"import cycles: {sorted({' -> '.join(c) for c in cycles})[:5]}"
+
+
+def test_imports_inside_functions_are_listed_with_their_reason():
+    found = []
+    for path in _package_files():
+        rel = path.relative_to(ROOT).as_posix()
+        for target, top, _names, line in _imports(path):
+            if not top and (rel, target) not in LAZY and not rel.startswith("autograder/checks/"):
+                found.append(f"{rel}:{line} imports {target}")
+    assert not found, "imports inside functions (list them in LAZY with a reason): " + str(found)
+
+
+def test_no_private_names_across_modules():
+    found = []
+    for path in _package_files():
+        rel = path.relative_to(ROOT).as_posix()
+        for target, _top, names, line in _imports(path):
+            if target.startswith("autograder"):
+                found += [f"{rel}:{line} {target}.{n}" for n in names if n.startswith("_")]
+    assert not found, found
+
+
+def test_one_course_order():
+    """README's module table and the solutions' "Exercise group N" lines follow syllabus."""
+    readme = (ROOT / "README.md").read_text()
+    table = re.findall(r"^\| `([a-z_]+)\.py` \|", readme, flags=re.M)
+    assert table == list(syllabus.MODULES), table
+    for module in syllabus.MODULES:
+        first = (paths.SOLUTIONS / f"{module}.py").read_text().splitlines()[0]
+        assert first.startswith(f'"""Exercise group {syllabus.group(module)}'), (module, first)
+
+
+def test_module_lists_are_validated_once():
+    assert syllabus.parse_modules("masks,attention.py") == ["attention", "masks"]
+    assert syllabus.parse_modules("") == list(syllabus.MODULES)
+    with pytest.raises(syllabus.UnknownModule, match="unknown exercise module 'atention'"):
+        syllabus.parse_modules("atention")
+    with pytest.raises(syllabus.UnknownModule, match="expected a comma-separated"):
+        syllabus.parse_modules(3)  # type: ignore[arg-type]

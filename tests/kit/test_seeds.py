@@ -1,0 +1,56 @@
+"""Every graded input depends on the seed, and each student has their own hidden seed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder import registry, seeds
+from autograder.probing import make_inputs
+
+pytestmark = pytest.mark.fast
+
+
+def _leaves(value, path=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}/{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{path}/{i}")
+    else:
+        yield path, value
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("check", registry.all_checks(), ids=lambda c: c.id)
+def test_every_check_draws_its_inputs_from_the_seed(check):
+    """Two seeds give two different sets of inputs: nothing a student could read off the
+    public fixtures and replay on the hidden tier. (A part fixed by the others, such as the
+    causal mask of a drawn length, may stay the same.)"""
+    a, b = dict(_leaves(make_inputs(check, 1))), dict(_leaves(make_inputs(check, 2)))
+    same = a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    assert not same, f"{check.id}: its inputs are the same for every seed"
+
+
+def test_student_seeds_are_private_and_stable():
+    secret = seeds.new_secret()
+    alice, bob = seeds.student_seed(secret, "alice"), seeds.student_seed(secret, "bob")
+    assert alice != bob and alice == seeds.student_seed(secret, "alice")
+    assert 0 <= alice < 2**63
+    assert seeds.student_seed(seeds.new_secret(), "alice") != alice
+    with pytest.raises(ValueError, match="student id"):
+        seeds.student_seed(secret, "")
+
+
+def test_bad_secret_file_says_what_is_expected(tmp_path):
+    (tmp_path / "secret").write_text("hunter2")
+    with pytest.raises(ValueError, match="at least 32 hex digits"):
+        seeds.read_secret(tmp_path / "secret")
+    with pytest.raises(ValueError, match="cannot read"):
+        seeds.read_secret(tmp_path / "missing")
