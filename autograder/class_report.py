@@ -19,6 +19,7 @@ import csv
 import html
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -344,12 +345,11 @@ def write(data: ClassData, out: Path) -> Path:
 
 
 def cmd_class_report(args) -> int:
-    from .cli import UsageError
-
     try:
         data = load(Path(args.source))
     except (FileNotFoundError, ImportError) as e:
-        raise UsageError(str(e)) from None
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     index = write(data, Path(args.out))
     print(f"wrote {index} ({len(data.students)} students, {len(data.rows)} check results)")
     for ex, mis, n, share in misconceptions(data)[:5]:

@@ -45,10 +45,11 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from . import checks, course_config
+from . import checks, course_collect, course_config, course_export, course_judge
 from .core import Check
 from .notebook import HIDDEN_VARIABLE, SEED_VARIABLE
 from .submission import trusted_modules
+from .unicode_math import markdown as unicode_math_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -489,8 +490,6 @@ def release(root: Path, wanted: list[str] | None = None) -> None:
 
 def collect(root: Path, wanted: list[str] | None = None) -> list:
     """Downloads -> submitted/ (autograder/course_collect.py); prints the report."""
-    from . import course_collect
-
     config = course_config.load(root)
     items = course_collect.collect(root, config, assignments(root, wanted))
     print(course_collect.report_text(items), end="")
@@ -508,8 +507,6 @@ def autograde(
     """nbgrader autograde each assignment (the kernel: public tests, feedback), then judge every
     notebook outside the kernel and write the gradebook. Never stops at one failure; returns
     and prints a summary."""
-    from . import course_collect, course_judge
-
     root = Path(root)
     config = course_config.load(root)
     summary = {"graded": [], "failed": [], "skipped": []}
@@ -568,13 +565,11 @@ def feedback_args() -> list[str]:
 
 def unicode_math(notebook_path: Path) -> None:
     """Turn the LaTeX of a notebook's markdown cells into Unicode (feedback reads offline)."""
-    from .unicode_math import markdown
-
     nb = nbformat.read(notebook_path, as_version=4)
     changed = False
     for c in nb.cells:
         if c.cell_type == "markdown" and "$" in c.source:
-            c.source, changed = markdown(c.source), True
+            c.source, changed = unicode_math_markdown(c.source), True
     if changed:
         nbformat.write(nb, notebook_path)
 
@@ -591,10 +586,8 @@ def feedback(root: Path, wanted: list[str] | None = None) -> None:
 def export(root: Path, out: Path | None = None) -> Path:
     """course/grades.csv from the gradebook: one row per student and assignment, with a status
     column, so "missing" is told from a score of 0 (nbgrader's own CSV: nbgrader-grades.csv)."""
-    from .course_export import write_grades
-
     root = Path(root)
     out = Path(out or root / "grades.csv").resolve()
     nbgrader(root, "export", f"--to={out.with_name('nbgrader-grades.csv')}", check=False)
-    write_grades(root, out)
+    course_export.write_grades(root, out)
     return out

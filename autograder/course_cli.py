@@ -7,6 +7,7 @@ without them.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from . import course_config
@@ -39,9 +40,19 @@ def add_verbs(verbs) -> None:
         p.set_defaults(run=_run_verb, course_verb=verb)
 
 
-def _run_verb(args) -> int:
-    from .cli import UsageError
+class UsageError(Exception):
+    """Bad input to a course verb: printed as `error: ...`, exit status 2."""
 
+
+def _run_verb(args) -> int:
+    try:
+        return _verb(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _verb(args) -> int:
     try:
         from . import course
         from .course import SOLUTIONS, autograde, export, write_course

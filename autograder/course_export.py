@@ -14,6 +14,8 @@ import csv
 import datetime as dt
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from . import course_config
 from .course_judge import COURSE_ID
 
@@ -35,8 +37,6 @@ def _num(x) -> str:
 
 
 def rows(root: Path) -> list[dict]:
-    from nbgrader.api import Gradebook, MissingEntry
-
     root = Path(root).resolve()
     config = course_config.load(root)
     out = []

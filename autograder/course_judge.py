@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook, MissingEntry
 
 from . import checks, fixtures, report
 from .core import Result
 from .course_config import CourseConfig
+from .sandbox.runner import Sandbox
 
 COURSE_ID = "attention-lab"
 _TRUSTED_IMPORT = re.compile(r"^(\s*)from autograder\.trusted\.(\w+) import ", re.M)
@@ -89,8 +91,6 @@ def judge_assignment(
     root: Path, config: CourseConfig, assignment: str, students: list[str], *, sandbox_factory=None
 ) -> list[Judged]:
     """Grade each student's autograded notebook of `assignment` in the sandbox."""
-    from .sandbox.runner import Sandbox
-
     root = Path(root)
     if assignment not in checks.modules():
         raise ValueError(f"assignment {assignment!r} is no exercise module of the kit")
@@ -123,8 +123,6 @@ def judge_assignment(
 
 def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
     """Write the scores into the gradebook (nbgrader's API) and the verdicts into the notebooks."""
-    from nbgrader.api import Gradebook, MissingEntry
-
     root = Path(root).resolve()
     url = f"sqlite:///{root / 'gradebook.db'}"
     with Gradebook(url, COURSE_ID) as gb:

@@ -36,6 +36,10 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from . import checks
+from .batch import feedback_text
+from .sandbox.runner import Sandbox
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ROOT_ENV = "ATTENTION_LAB_PL_ROOT"
@@ -105,8 +109,6 @@ def _copy_kit(target: Path) -> None:
 
 
 def build(out: Path, modules: list[str] | None = None) -> Path:
-    from . import checks
-
     if not (ROOT / "solutions" / "__init__.py").is_file():
         raise FileNotFoundError("solutions/ is not here: the grader needs them (hidden tier)")
     out = Path(out)
@@ -203,8 +205,6 @@ def _seed(root: Path, module: str) -> int:
 
 
 def results_of(graded, module: str) -> dict:
-    from .batch import feedback_text
-
     tests = []
     for r in graded.results:
         message = ""
@@ -233,8 +233,6 @@ def results_of(graded, module: str) -> dict:
 
 def run(root: Path) -> int:
     """Grade root/student/<module>.py into root/results/results.json."""
-    from .sandbox.runner import Sandbox
-
     root = Path(root)
     results = root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -272,8 +270,6 @@ def run(root: Path) -> int:
 
 
 def cmd_build(args) -> int:
-    from . import checks
-
     wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in checks.modules()]
     if unknown:

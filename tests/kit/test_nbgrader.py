@@ -38,7 +38,7 @@ import pytest
 from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
 from autograder import checks, course, course_config, course_judge, fixtures, notebook
-from autograder.checks.attention import NO_SCALING
+from autograder.checks.attention.judge import NO_SCALING
 
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
 MUTANT = KIT / "mutants" / "attention" / "no_scaling.py"
