@@ -20,6 +20,7 @@ import html
 import json
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,8 +227,7 @@ def _plots(data: ClassData, out: Path) -> list[str]:
         ax.set_ylabel("score, % of the module's points")
         ax.set_ylim(-5, 105)
         ax.set_title("Score distribution per module (graded students)")
-        fig.tight_layout()
-        fig.savefig(out / "scores.png", dpi=100)
+        fig.savefig(out / "scores.png", dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append("scores.png")
     found = misconceptions(data)[:15]
@@ -237,18 +237,17 @@ def _plots(data: ClassData, out: Path) -> list[str]:
         ax.barh(labels, [100 * share for *_, share in found][::-1])
         ax.set_xlabel("% of graded students")
         ax.set_title("Most common misconceptions")
-        fig.tight_layout()
-        fig.savefig(out / "misconceptions.png", dpi=100)
+        fig.savefig(out / "misconceptions.png", dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append("misconceptions.png")
     failed = failed_checks(data)[:15]
     if failed:
         fig, ax = plt.subplots(figsize=(8, 0.4 * len(failed) + 1.5))
-        ax.barh([c for c, *_ in failed][::-1], [100 * n / g for _, n, g in failed][::-1])
+        labels = [textwrap.shorten(c, 70, placeholder="...") for c, *_ in failed]
+        ax.barh(labels[::-1], [100 * n / g for _, n, g in failed][::-1])
         ax.set_xlabel("% of students who lost points")
         ax.set_title("Most-failed checks")
-        fig.tight_layout()
-        fig.savefig(out / "failed-checks.png", dpi=100)
+        fig.savefig(out / "failed-checks.png", dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append("failed-checks.png")
     return written
