@@ -25,7 +25,17 @@ $(STAMP): requirements.lock
 	$(PY) -m pip install --quiet -r requirements.lock
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv with the pinned dependencies
+# Instructor extras (nbgrader, Jupyter, the kit's test tools): installed on first use of a verb
+# that needs them, on top of the student set.
+ISTAMP := $(VENV)/.attention-lab-instructor-installed
+$(ISTAMP): $(STAMP) requirements-instructor.lock
+	$(PY) -m pip install --quiet -r requirements.lock -r requirements-instructor.lock
+	@touch $(ISTAMP)
+
+venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, matplotlib)
+
+.PHONY: venv-instructor
+venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
 grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
 	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
@@ -34,18 +44,18 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(STAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
+test: $(ISTAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q
 
 .PHONY: test-fast
-test-fast: $(STAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
+test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
 	$(PY) -m pytest -q -m fast
 
-lint: $(STAMP) ## ruff lint and format check
+lint: $(ISTAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: $(STAMP) ## ruff format the tree
+format: $(ISTAMP) ## ruff format the tree
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -74,14 +84,15 @@ JOBS ?=
 BENCH_N ?= 200
 .PHONY: batch gradescope bench-batch
 
-batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed, in parallel
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n]" >&2; exit 2; }
-	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS))
+SEED ?=
+batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
+	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
-bench-batch: $(STAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
+bench-batch: $(ISTAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
@@ -89,24 +100,45 @@ COURSE ?= course
 ASSIGNMENT ?=
 COURSE_ARGS = --root $(COURSE) $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
 
-course: $(STAMP) ## generate the nbgrader course (COURSE=course) from solutions/
+course: $(ISTAMP) ## generate the nbgrader course (COURSE=course) from solutions/
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(PY) -m autograder course --root $(COURSE)
 
-release: $(STAMP) course ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name)
+release: $(ISTAMP) ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name); keeps hand edits
+	@test -d $(COURSE)/source || $(MAKE) --no-print-directory course COURSE=$(COURSE)
 	$(PY) -m autograder release $(COURSE_ARGS)
 
-collect: $(STAMP) ## nbgrader zip_collect from COURSE/downloaded/<assignment>/archive/
+collect: $(ISTAMP) ## COURSE/downloaded/<assignment>/archive/ -> submitted/, with a report of what was skipped
 	$(PY) -m autograder collect $(COURSE_ARGS)
 
-autograde: $(STAMP) ## nbgrader autograde COURSE/submitted/ (hidden tests included)
+autograde: $(ISTAMP) ## nbgrader autograde, then the hidden tier judged in the sandbox, outside the kernel
 	$(PY) -m autograder autograde $(COURSE_ARGS)
 
-feedback: $(STAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
+STUDENT ?=
+.PHONY: regrade
+regrade: $(ISTAMP) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed)
+	@test -n "$(STUDENT)" || { echo "usage: make regrade STUDENT=id [ASSIGNMENT=name]" >&2; exit 2; }
+	$(PY) -m autograder regrade $(COURSE_ARGS) --student $(STUDENT)
+
+feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 	$(PY) -m autograder feedback $(COURSE_ARGS)
 
-export: $(STAMP) ## nbgrader export: COURSE/grades.csv
+export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
 	$(PY) -m autograder export --root $(COURSE)
+
+FROM ?= $(BATCH_OUT)
+.PHONY: class-report
+class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
+	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
+
+.PHONY: prairielearn
+prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox
+	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
+
+.PHONY: ci-deps
+ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

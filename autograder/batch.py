@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import checks, report
+from .core import IMPORT_ERROR
 from .sandbox.jail import Limits
 
 if TYPE_CHECKING:
@@ -152,14 +153,35 @@ def write_student(graded: Graded, folder: Path, title: str) -> None:
     (folder / "feedback.txt").write_text(feedback_text(graded, title))
 
 
+def _missing_file(result) -> bool:
+    return result.misconception == IMPORT_ERROR.id and "the file is missing" in result.message
+
+
 def write_grades(rows: list[Graded], path: Path, modules: list[str]) -> None:
+    """grades.csv: the rows of `rows`; an existing file's other students' rows are kept (a
+    regrade of a subset updates its rows). A module file the student did not hand in reads
+    "missing", not 0."""
+    header = ["student", "score", "max_score", *modules, "notes"]
+    kept: dict[str, list[str]] = {}
+    if path.is_file():
+        with open(path, newline="") as f:
+            old = list(csv.reader(f))
+        if old and old[0] == header:
+            kept = {r[0]: r for r in old[1:] if r}
+    for g in rows:
+        per_module = []
+        for m in modules:
+            results = [r for r in g.results if r.module == m]
+            handed_in = not all(_missing_file(r) for r in results)
+            score = f"{sum(r.score for r in results):g}"
+            per_module.append(score if handed_in or not results else "missing")
+        notes = " | ".join(g.notes)
+        kept[g.name] = [g.name, f"{g.score:g}", f"{g.max_score:g}", *per_module, notes]
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["student", "score", "max_score", *modules, "notes"])
-        for g in sorted(rows, key=lambda g: g.name):
-            per_module = [f"{sum(r.score for r in g.results if r.module == m):g}" for m in modules]
-            notes = " | ".join(g.notes)
-            out.writerow([g.name, f"{g.score:g}", f"{g.max_score:g}", *per_module, notes])
+        out.writerow(header)
+        for name in sorted(kept):
+            out.writerow(kept[name])
 
 
 # --------------------------------------------------------------------------- progress
@@ -206,11 +228,24 @@ def run(
     public: bool = False,
     limits: Limits | None = None,
     progress: bool = True,
+    students: list[str] | None = None,
 ) -> list[Graded]:
     from .sandbox.runner import Sandbox
 
     submissions, out = Path(submissions), Path(out)
     found = find_submissions(submissions, skip=[out])
+    if students:
+        found = [p for p in found if student_name(p) in students]
+        missing = sorted(set(students) - {student_name(p) for p in found})
+        if missing:
+            raise BatchError(f"STUDENT={missing[0]!r} has no submission in {submissions}")
+    recorded = out / "batch.json"
+    if seed is None and not public and recorded.is_file():
+        try:  # a regrade into the same OUT reuses the recorded hidden seed
+            seed = int(json.loads(recorded.read_text())["seed"])
+            print(f"reusing the hidden seed recorded in {recorded}", file=sys.stderr)
+        except (ValueError, KeyError, TypeError):
+            seed = None
     modules = modules or checks.modules()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
     out.mkdir(parents=True, exist_ok=True)
@@ -306,6 +341,7 @@ def cmd_batch(args) -> int:
             public=args.public,
             limits=limits,
             progress=not args.quiet,
+            students=args.student,
         )
     except BatchError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -334,4 +370,5 @@ def add_verbs(verbs) -> None:
     p.add_argument("--check-timeout", type=float, default=d.check_timeout)
     p.add_argument("--memory", type=float, default=d.memory >> 20, help="MiB per submission")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--student", action="append", help="grade only this student (repeatable)")
     p.set_defaults(run=cmd_batch)

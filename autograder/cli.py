@@ -204,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)
-    from .course import add_verbs  # course, release, collect, autograde, feedback, export
+    from .class_report import add_verbs as add_report_verbs  # class-report
+    from .course_cli import add_verbs  # course, release, collect, autograde, regrade, ...
+
+    add_report_verbs(verbs)
+    from .prairielearn import add_verbs as add_prairielearn_verbs  # prairielearn, ...-run
+
+    add_prairielearn_verbs(verbs)
 
     add_verbs(verbs)
     args = parser.parse_args(argv)

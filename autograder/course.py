@@ -3,7 +3,8 @@
 `make course` writes an nbgrader course directory (default course/):
 
     course/nbgrader_config.py        written once, then the instructor's to edit
-    course/hidden_seed               the hidden tier's secret seed (never released)
+    course/course.toml               written once: due dates, late policy, point overrides,
+                                     the hidden tier's secret (autograder/course_config.py)
     course/source/<module>/<module>.ipynb   one assignment per exercise module
 
 Each notebook is built from solutions/<module>.py (the single source) and the optional
@@ -18,12 +19,17 @@ teaching text course/text/<module>.md:
                              autograded test cell per Check, carrying its points
 
 A test cell calls autograder.notebook.grade (the same Check, the same engine as `make grade`)
-on the public fixture, and again, inside ### BEGIN/END HIDDEN TESTS, on the hidden seed.
+on the public fixture, and again, inside ### BEGIN/END HIDDEN TESTS, for the hidden tier, which
+`make autograde` judges outside the kernel (autograder/course_judge.py). Slow checks (a
+training run, `make grade-train`) get no test cell: every channel grades the same checks, so
+an assignment is worth as many points in nbgrader as under `make grade` (or course.toml's
+[points] overrides, in both the cells and the gradebook).
 
 The verbs (release, collect, autograde, feedback, export) are thin wrappers that run
 `python -m nbgrader <verb>` in the course directory, once per assignment, with the kit on
-PYTHONPATH, this Python's folder first on PATH (the kernel runs this Python) and, for
-autograde, the hidden seed in the environment.
+PYTHONPATH and this Python's folder first on PATH (the kernel runs this Python). None of them
+stops a class: a failure is reported, the other students and assignments go on, and the verb
+ends with a summary.
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import secrets
 import subprocess
 import sys
 import textwrap
@@ -40,18 +45,17 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from . import checks
+from . import checks, course_collect, course_config, course_export, course_judge
 from .core import Check
-from .notebook import SEED_FILE, SEED_VARIABLE
+from .notebook import HIDDEN_VARIABLE, SEED_VARIABLE
 from .submission import trusted_modules
+from .unicode_math import markdown as unicode_math_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 TEXT = ROOT / "course" / "text"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
-# Zip collect: "<student>_<notebook>.ipynb" files, or "<student>.zip" holding the notebooks.
-NAMED_REGEXP = r".*/(?P<student_id>[^/]+?)[/_](?P<file_id>[^/_]+\.ipynb)$"
 
 SETUP = """\
 # Setup (locked): make the Attention Lab kit importable. It is looked for in
@@ -113,11 +117,8 @@ c.Execute.timeout = 120
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\\w+Warning: "
 
-# Zip collect (`make collect`): put the downloaded files in downloaded/<assignment>/archive/,
-# named "<student>_<notebook>.ipynb", or one "<student>.zip" per student holding the notebooks.
-# Learning platforms name downloads differently: adapt this regular expression to yours.
-c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
-c.FileNameCollectorPlugin.named_regexp = {named_regexp!r}
+# Collection (`make collect`), due dates, the late policy, point overrides and the hidden
+# secret are set in course.toml, next to this file (docs/course.md).
 """
 
 
@@ -265,7 +266,7 @@ def _exercise_owner(check: Check, chunks: list[tuple[str, str]]) -> str:
 def test_source(check: Check) -> str:
     """The test cell of one check: the public tier, then the hidden tier."""
     return (
-        f"# {check.name} [{check.points:g} points]\n"
+        f"# {check.name}\n"
         "from autograder.notebook import grade\n\n"
         f'grade("{check.id}", globals())\n'
         "### BEGIN HIDDEN TESTS\n"
@@ -274,12 +275,24 @@ def test_source(check: Check) -> str:
     )
 
 
-def notebook(module: str, solutions: Path = SOLUTIONS, text_dir: Path = TEXT):
-    """The source notebook of one exercise module, from solutions/<module>.py."""
+def graded_checks(module: str) -> list[Check]:
+    """The checks every channel grades: all but the slow ones (`make grade-train` only)."""
+    return [c for c in checks.checks_of(module) if not getattr(c, "slow", False)]
+
+
+def notebook(
+    module: str,
+    solutions: Path = SOLUTIONS,
+    text_dir: Path = TEXT,
+    points: dict[str, float] | None = None,
+):
+    """The source notebook of one exercise module, from solutions/<module>.py; `points`
+    overrides checks' points by id (course.toml's [points])."""
     source = (solutions / f"{module}.py").read_text()
     doc, chunks = _chunks(source)
     text = teaching_text(module, text_dir)
-    module_checks = checks.checks_of(module)
+    module_checks = graded_checks(module)
+    points = points or {}
     owners = {c.id: _exercise_owner(c, chunks) for c in module_checks}
 
     cells = [
@@ -299,7 +312,7 @@ def notebook(module: str, solutions: Path = SOLUTIONS, text_dir: Path = TEXT):
                         f"test-{check.slug}",
                         grade=True,
                         locked=True,
-                        points=check.points,
+                        points=points.get(check.id, check.points),
                     )
                 )
 
@@ -383,20 +396,19 @@ def course_modules(modules: list[str] | None = None, solutions: Path = SOLUTIONS
 def write_course(
     root: Path, modules: list[str] | None = None, solutions: Path = SOLUTIONS
 ) -> list[Path]:
-    """Write source/<m>/<m>.ipynb for each module, and the config and seed when missing."""
+    """Write source/<m>/<m>.ipynb for each module, and nbgrader_config.py and course.toml
+    when they are missing (they are the instructor's to edit)."""
     root = Path(root)
     (root / "source").mkdir(parents=True, exist_ok=True)
     config = root / "nbgrader_config.py"
     if not config.is_file():
-        config.write_text(
-            CONFIG.format(code_stub=CODE_STUB, named_regexp=NAMED_REGEXP, kit=str(ROOT))
-        )
-    seed = root / SEED_FILE
-    if not seed.is_file():
-        seed.write_text(f"{secrets.randbelow(2**31 - 1) + 1}\n")
+        config.write_text(CONFIG.format(code_stub=CODE_STUB, kit=str(ROOT)))
+    wanted = course_modules(modules, solutions)
+    course_config.write(root, course_modules(None, solutions))
+    points = course_config.load(root).points
     written = []
-    for module in course_modules(modules, solutions):
-        nb = notebook(module, solutions)
+    for module in wanted:
+        nb = notebook(module, solutions, points=points)
         path = root / "source" / module / f"{module}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(nbformat.writes(nb) + "\n")
@@ -420,25 +432,50 @@ def assignments(root: Path, wanted: list[str] | None = None) -> list[str]:
 
 
 def kernel_env(root: Path) -> dict[str, str]:
-    """The environment of nbgrader and its kernels: the kit importable, this Python first."""
+    """The environment of nbgrader and its kernels: the kit importable, this Python first, and
+    no hidden seed (the hidden tier is judged outside the kernel)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env["PATH"] = os.pathsep.join(
         p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    seed = Path(root) / SEED_FILE
-    if SEED_VARIABLE not in env and seed.is_file():
-        env[SEED_VARIABLE] = seed.read_text().strip()
+    env.pop(SEED_VARIABLE, None)
+    env[HIDDEN_VARIABLE] = "outside"
     return env
 
 
+# nbgrader's log lines worth showing an instructor (the rest is progress chatter), and the
+# line that says which submission it is working on.
+_SHOWN = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback|Error:")
+_NOISE = re.compile(r"Kernel is running over TCP without encryption")
+_WORKING_ON = re.compile(r"(?:submitted|autograded|feedback)/([^/\s]+)/")
+
+
+def nbgrader_warnings(log: str) -> list[str]:
+    """nbgrader's warnings and errors, once each, each with the student it concerns."""
+    shown, student = [], ""
+    for line in log.splitlines():
+        working = _WORKING_ON.search(line)
+        if working and "| INFO]" in line:
+            student = working.group(1)
+        if _SHOWN.search(line) and not _NOISE.search(line):
+            text = re.sub(r"^\[\w+ \| (\w+)\]", r"\1", line.strip())
+            shown.append(f"{student}: {text}" if student else text)
+    return list(dict.fromkeys(shown))
+
+
 def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`python -m nbgrader <args>` in the course directory."""
+    """`python -m nbgrader <args>` in the course directory; its warnings and errors shown."""
     root = Path(root).resolve()
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     print("$ nbgrader " + " ".join(args), flush=True)
     proc = subprocess.run(cmd, cwd=root, env=kernel_env(root), text=True, capture_output=True)
+    shown = nbgrader_warnings(proc.stdout + proc.stderr)
+    for line in shown[:40]:
+        print(f"  nbgrader: {line}", flush=True)
+    if len(shown) > 40:
+        print(f"  nbgrader: ... {len(shown) - 40} more warning lines", flush=True)
     if check and proc.returncode != 0:
         raise RuntimeError(
             f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
@@ -451,72 +488,106 @@ def release(root: Path, wanted: list[str] | None = None) -> None:
         nbgrader(root, "generate_assignment", a, "--force")
 
 
-def collect(root: Path, wanted: list[str] | None = None) -> None:
-    for a in assignments(root, wanted):
-        if (Path(root) / "downloaded" / a / "archive").is_dir():
-            nbgrader(root, "zip_collect", a, "--force")
+def collect(root: Path, wanted: list[str] | None = None) -> list:
+    """Downloads -> submitted/ (autograder/course_collect.py); prints the report."""
+    config = course_config.load(root)
+    items = course_collect.collect(root, config, assignments(root, wanted))
+    print(course_collect.report_text(items), end="")
+    print(f"(report: {Path(root) / (course_collect.REPORT + '.txt')})")
+    return items
 
 
-def autograde(root: Path, wanted: list[str] | None = None) -> None:
+def submitted_students(root: Path, assignment: str) -> list[str]:
+    return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}"))
+
+
+def autograde(
+    root: Path, wanted: list[str] | None = None, students: list[str] | None = None
+) -> dict:
+    """nbgrader autograde each assignment (the kernel: public tests, feedback), then judge every
+    notebook outside the kernel and write the gradebook. Never stops at one failure; returns
+    and prints a summary."""
+    root = Path(root)
+    config = course_config.load(root)
+    summary = {"graded": [], "failed": [], "skipped": []}
+    for item in course_collect.read_report(root):
+        if item.action in ("skipped", "superseded"):
+            summary["skipped"].append(f"{item.source}: {item.action}, {item.why}")
     for a in assignments(root, wanted):
-        if any((Path(root) / "submitted").glob(f"*/{a}")):
-            nbgrader(root, "autograde", a, "--create", "--force")
+        who = [s for s in submitted_students(root, a) if not students or s in students]
+        if not who:
+            continue
+        if students:  # a regrade: nbgrader takes one student (a glob) per run
+            runs = [["autograde", a, "--create", "--force", f"--student={s}"] for s in who]
+        else:
+            runs = [["autograde", a, "--create", "--force"]]
+        if any(nbgrader(root, *args, check=False).returncode for args in runs):
+            print(f"  nbgrader autograde {a} reported errors; the others go on", flush=True)
+        try:
+            judged = course_judge.judge_assignment(root, config, a, who)
+            course_judge.record(root, config, judged)
+        except Exception as e:  # noqa: BLE001 - one assignment's failure never stops the class
+            summary["failed"].append(f"{a}: not judged ({type(e).__name__}: {e})")
+            continue
+        for item in judged:
+            if item.results:
+                late = f", late penalty {item.penalty:g}" if item.penalty else ""
+                summary["graded"].append(
+                    f"{item.student} / {a}: {item.score:g} / {item.max_score:g}{late}"
+                )
+            else:
+                summary["failed"].append(f"{item.student} / {a}: {'; '.join(item.notes)}")
+    print_summary(summary)
+    return summary
+
+
+def print_summary(summary: dict) -> None:
+    print(
+        f"autograde summary: {len(summary['graded'])} notebooks graded, "
+        f"{len(summary['failed'])} not graded, {len(summary['skipped'])} downloads skipped"
+    )
+    for key, title in (("graded", "graded"), ("failed", "NOT GRADED"), ("skipped", "skipped")):
+        for line in summary[key]:
+            print(f"  {title}: {line}")
+
+
+FEEDBACK_TEMPLATES = Path(__file__).resolve().parent / "feedback_template"
+
+
+def feedback_args() -> list[str]:
+    """nbgrader's feedback with the kit's template (autograder/feedback_template/): check names
+    in the score list, messages without kit tracebacks, wrapped lines, no CDN MathJax."""
+    return [
+        "--HTMLExporter.template_name=attention_lab_feedback",
+        f"--HTMLExporter.extra_template_basedirs={FEEDBACK_TEMPLATES}",
+    ]
+
+
+def unicode_math(notebook_path: Path) -> None:
+    """Turn the LaTeX of a notebook's markdown cells into Unicode (feedback reads offline)."""
+    nb = nbformat.read(notebook_path, as_version=4)
+    changed = False
+    for c in nb.cells:
+        if c.cell_type == "markdown" and "$" in c.source:
+            c.source, changed = unicode_math_markdown(c.source), True
+    if changed:
+        nbformat.write(nb, notebook_path)
 
 
 def feedback(root: Path, wanted: list[str] | None = None) -> None:
     for a in assignments(root, wanted):
-        if any((Path(root) / "autograded").glob(f"*/{a}")):
-            nbgrader(root, "generate_feedback", a, "--force")
+        graded = sorted((Path(root) / "autograded").glob(f"*/{a}/*.ipynb"))
+        if graded:
+            for path in graded:
+                unicode_math(path)
+            nbgrader(root, "generate_feedback", a, "--force", *feedback_args(), check=False)
 
 
 def export(root: Path, out: Path | None = None) -> Path:
-    out = Path(out or Path(root) / "grades.csv").resolve()
-    nbgrader(root, "export", f"--to={out}")
+    """course/grades.csv from the gradebook: one row per student and assignment, with a status
+    column, so "missing" is told from a score of 0 (nbgrader's own CSV: nbgrader-grades.csv)."""
+    root = Path(root)
+    out = Path(out or root / "grades.csv").resolve()
+    nbgrader(root, "export", f"--to={out.with_name('nbgrader-grades.csv')}", check=False)
+    course_export.write_grades(root, out)
     return out
-
-
-# --------------------------------------------------------------------------- the CLI verbs
-
-
-def add_verbs(verbs) -> None:
-    """Register `course`, `release`, `collect`, `autograde`, `feedback`, `export`."""
-    helps = {
-        "course": "generate the nbgrader course's source notebooks from solutions/",
-        "release": "nbgrader generate_assignment, for each assignment",
-        "collect": "nbgrader zip_collect from downloaded/<assignment>/archive/",
-        "autograde": "nbgrader autograde (--create), hidden tests included",
-        "feedback": "nbgrader generate_feedback (HTML, in feedback/)",
-        "export": "nbgrader export to grades.csv",
-    }
-    for verb, text in helps.items():
-        p = verbs.add_parser(verb, help=text)
-        p.add_argument("--root", default="course", help="the course directory")
-        if verb == "course":
-            p.add_argument("--module", action="append", help="only these modules")
-        elif verb == "export":
-            p.add_argument("--to", default=None, help="CSV path (default <root>/grades.csv)")
-        else:
-            p.add_argument("--assignment", action="append", help="only these assignments")
-        p.set_defaults(run=_run_verb, course_verb=verb)
-
-
-def _run_verb(args) -> int:
-    from .cli import UsageError
-
-    root = Path(args.root)
-    try:
-        if args.course_verb == "course":
-            if not (SOLUTIONS / "__init__.py").is_file():
-                raise UsageError(
-                    "solutions/ is not here: the course is built on the instructor's side"
-                )
-            for path in write_course(root, args.module):
-                print(f"wrote {path}")
-            print(f"course directory: {root} (config: {root / 'nbgrader_config.py'})")
-        elif args.course_verb == "export":
-            print(f"wrote {export(root, args.to)}")
-        else:
-            globals()[args.course_verb](root, args.assignment)
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        raise UsageError(str(e)) from None
-    return 0

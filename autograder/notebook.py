@@ -21,11 +21,12 @@ Warnings and stderr: anything the student's code writes to stderr during the che
 UserWarning, a print to sys.stderr) is re-printed on stdout, after a note. nbgrader gives zero
 to a test cell with any stderr output, and a warning is no mistake.
 
-The hidden tier draws fresh inputs from a seed the release does not contain: the environment
-variable ATTENTION_LAB_HIDDEN_SEED (`make autograde` sets it from course/hidden_seed), or the
-file `hidden_seed` in the course directory above the working directory (raw `nbgrader
-autograde` run from the course). The expected outputs are computed from solutions/ at that
-moment, so hidden tests run only where solutions/ is: on the instructor's side.
+The hidden tier is not decided in the kernel. `make autograde` sets ATTENTION_LAB_HIDDEN=outside
+in the kernel's environment: the hidden call then only prints that it is judged outside the
+notebook, and autograder/course_judge.py grades the notebook's code in the sandbox (with the
+student's own seed) and writes the gradebook's scores, so nothing a cell patches in the kernel
+counts. An instructor can still run the hidden tier in a kernel, to try a source notebook, by
+setting ATTENTION_LAB_HIDDEN_SEED; the expected outputs are then computed from solutions/.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from .probing import make_inputs, run_probe
 from .submission import Submission, trusted_modules
 
 SEED_VARIABLE = "ATTENTION_LAB_HIDDEN_SEED"
-SEED_FILE = "hidden_seed"
+HIDDEN_VARIABLE = "ATTENTION_LAB_HIDDEN"  # "outside": the hidden tier is judged by make autograde
+OUTSIDE_NOTE = "hidden inputs: graded outside this notebook by the sandboxed grader"
 
 
 class CheckFailed(AssertionError):
@@ -141,17 +143,12 @@ def _stderr_to_stdout():
 
 
 def hidden_seed() -> int:
-    """The instructor's secret seed: $ATTENTION_LAB_HIDDEN_SEED, or the course's hidden_seed."""
+    """The seed of an in-kernel hidden run: $ATTENTION_LAB_HIDDEN_SEED (instructors only)."""
     value = os.environ.get(SEED_VARIABLE, "").strip()
     if not value:
-        for folder in (Path.cwd(), *Path.cwd().parents):
-            if (folder / SEED_FILE).is_file() and (folder / "nbgrader_config.py").is_file():
-                value = (folder / SEED_FILE).read_text().strip()
-                break
-    if not value:
         raise RuntimeError(
-            "hidden tests run on the instructor's side only: set "
-            f"{SEED_VARIABLE} or run `make autograde` (which reads course/{SEED_FILE})"
+            "hidden tests run on the instructor's side only, outside the notebook: "
+            f"`make autograde` grades them (set {SEED_VARIABLE} to try them in a kernel)"
         )
     try:
         return int(value)
@@ -212,6 +209,9 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     test cell's output as partial credit."""
     __tracebackhide__ = True  # IPython (and pytest) leave this frame out of the traceback
     check = checks.find(check_id)
+    if hidden and os.environ.get(HIDDEN_VARIABLE) == "outside":
+        print(f"{OUTSIDE_NOTE} ({check.name})")
+        return
     tier = " (hidden inputs)" if hidden else ""
     if not _defined(check, namespace):
         raise CheckFailed(

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image; the zip's
-# contents are in /autograder/source. It installs the kit's pinned dependencies
-# (requirements.lock, torch pinned) from PyPI into /autograder/venv.
+# contents are in /autograder/source. It installs the student set only (requirements.lock:
+# torch, numpy, pytest, matplotlib and what grading needs; no nbgrader, no Jupyter) into
+# /autograder/venv, with torch's CPU-only build from PyTorch's own index, as PyTorch documents
+# it (PyPI's Linux torch is the multi-GB CUDA build).
 set -euo pipefail
 SOURCE="$(cd "$(dirname "$0")" && pwd)"
 VENV="${ATTENTION_LAB_VENV:-/autograder/venv}"
@@ -21,5 +23,8 @@ if [ -z "$PYTHON" ]; then  # an older base image: Python 3.11 from the distribut
 fi
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --upgrade --quiet pip
+TORCH="$(grep -E '^torch==' "$SOURCE/requirements.lock")"
+"$VENV/bin/python" -m pip install --no-cache-dir --no-deps "$TORCH" \
+    --index-url https://download.pytorch.org/whl/cpu
 "$VENV/bin/python" -m pip install --no-cache-dir -r "$SOURCE/requirements.lock"
 "$VENV/bin/python" -c 'import torch; print("torch", torch.__version__, "installed")'

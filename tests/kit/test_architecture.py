@@ -85,6 +85,17 @@ def _imports(path):
 LAZY = {
     ("autograder/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
     ("autograder/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
+    ("autograder/cli.py", "autograder.class_report"): "each verb's module loads when it runs",
+    ("autograder/cli.py", "autograder.course_cli"): "each verb's module loads when it runs",
+    ("autograder/cli.py", "autograder.prairielearn"): "each verb's module loads when it runs",
+    ("autograder/course_cli.py", "autograder"): "course needs nbgrader: an instructor extra",
+    ("autograder/course_cli.py", "autograder.course"): "course needs nbgrader: an instructor extra",
+    ("autograder/class_report.py", "autograder"): "FROM=course only: it needs nbgrader",
+    ("autograder/class_report.py", "autograder.course_export"): "FROM=course: needs nbgrader",
+    ("autograder/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",
+    ("autograder/class_report.py", "matplotlib.pyplot"): "plots load matplotlib only when drawn",
+    ("autograder/course.py", "nbgrader.converters.autograde"): "nbgrader_config.py calls it",
+    ("autograder/course.py", "nbgrader.preprocessors"): "nbgrader_config.py calls it",
 }
 
 

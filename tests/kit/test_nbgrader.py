@@ -1,16 +1,21 @@
 """nbgrader delivery: the course notebooks and one whole cycle, with nbgrader itself.
 
 One course directory and one fresh sqlite gradebook for the module: course -> release ->
-collect (zip_collect) -> autograde -> feedback -> export, on the attention and masks
-assignments (the Makefile's targets call the same functions), for four students:
+collect -> autograde (the hidden tier judged outside the kernel) -> feedback -> export, on the
+attention and masks assignments (the Makefile's targets call the same functions), for five
+students, with the names learning platforms give downloads:
 
     alice  submits the source notebooks (the solutions)             full marks
     bob    submits the released notebooks untouched                 zero
     carol  (one .zip) a classic bug in attention; a masks answer    partial credit, the bug's
-           that is correct but makes PyTorch write a warning        message in the feedback;
-                                                                    masks: full marks
-    dave   deleted a test cell and duplicated a solution cell       graded sensibly
-           (attention); deleted the padding_mask cell (masks)
+           that is correct but makes PyTorch write a warning,       message in the feedback;
+           renamed carol_masks_final.ipynb                          masks: full marks
+    dave   deleted a test cell and duplicated a solution cell       graded sensibly; late
+           (attention, LATE_dave_attention-1.ipynb, after an        (penalty per day); the
+           earlier dave_attention.ipynb); deleted the               earlier file superseded
+           padding_mask cell (masks)
+    eve    patches autograder.notebook.grade in a solution cell     zero: judged outside
+           and writes nothing else (attention)                      her kernel
 """
 
 from __future__ import annotations
@@ -18,23 +23,39 @@ from __future__ import annotations
 import ast
 import copy
 import csv
+import datetime as dt
 import html
 import os
 import re
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import KIT, SOLUTIONS, grade_cli, grade_folder, submission_with
+from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
-from autograder import checks, course, fixtures, notebook
+from autograder import checks, course, course_config, course_judge, fixtures, notebook
 from autograder.checks.attention.judge import NO_SCALING
 
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
 MUTANT = KIT / "mutants" / "attention" / "no_scaling.py"
 SEED = "424242"
+DUE = dt.datetime(2026, 10, 1, 23, 59, tzinfo=dt.UTC)
+ON_TIME, EARLY = DUE - dt.timedelta(hours=3), DUE - dt.timedelta(days=2)
+LATE = DUE + dt.timedelta(days=1, hours=12)  # two started days late
+PATCH_GRADE = "import autograder.notebook as _n\n_n.grade = lambda *a, **k: None\n"
+
+
+class Cycle(tuple):
+    """(root, scores) as before, plus the export's rows, the collect items, the summary."""
+
+    def __new__(cls, root, scores, rows, collected, summary):
+        self = super().__new__(cls, (root, scores))
+        self.rows, self.collected, self.summary = rows, collected, summary
+        return self
 
 
 # --------------------------------------------------------------------------- helpers
@@ -112,18 +133,27 @@ def cycle(tmp_path_factory):
     dave_masks = answered(root, "masks")
     dave_masks.cells.remove(cell(dave_masks, "padding_mask"))
 
+    # Eve: two lines that patch the test cells' grade function, and no implementation.
+    eve = read(root / "release" / "attention" / "attention.ipynb")
+    first = next(c for c in eve.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    first.source = PATCH_GRADE + first.source
+
+    release = read(root / "release" / "attention" / "attention.ipynb")
     downloads = {
         "attention": {
             "alice_attention.ipynb": read(root / "source" / "attention" / "attention.ipynb"),
-            "bob_attention.ipynb": read(root / "release" / "attention" / "attention.ipynb"),
-            "dave_attention.ipynb": dave_attention,
+            "bob_attention.ipynb": release,
+            "dave_attention.ipynb": release,  # his first try, superseded by the resubmission
+            "LATE_dave_attention-1.ipynb": dave_attention,
             "carol.zip": answered(root, "attention", {"scaled_dot_product_attention": buggy}),
+            "eve_attention.ipynb": eve,
+            "mystery.ipynb": release,
         },
         "masks": {
             "alice_masks.ipynb": read(root / "source" / "masks" / "masks.ipynb"),
             "bob_masks.ipynb": read(root / "release" / "masks" / "masks.ipynb"),
             "dave_masks.ipynb": dave_masks,
-            "carol.zip": answered(root, "masks", {"padding_mask": warns}),
+            "carol_masks_final.ipynb": answered(root, "masks", {"padding_mask": warns}),
         },
     }
     for assignment, files in downloads.items():
@@ -132,22 +162,39 @@ def cycle(tmp_path_factory):
         for name, nb in files.items():
             if name.endswith(".zip"):  # one archive per student, holding the notebook
                 with zipfile.ZipFile(archive / name, "w") as z:
-                    z.writestr(f"{assignment}.ipynb", nbformat.writes(nb))
+                    info = zipfile.ZipInfo(f"{assignment}.ipynb", date_time=ON_TIME.timetuple()[:6])
+                    z.writestr(info, nbformat.writes(nb))
             else:
                 nbformat.write(nb, archive / name)
+                os.utime(archive / name, (ON_TIME.timestamp(), ON_TIME.timestamp()))
+    # The timestamps are the downloads' own: dave's resubmission came 1.5 days after the due
+    # date, his first file before it; `mystery.ipynb` cannot say whose it is.
+    archive = root / "downloaded" / "attention" / "archive"
+    os.utime(archive / "dave_attention.ipynb", (EARLY.timestamp(), EARLY.timestamp()))
+    os.utime(archive / "LATE_dave_attention-1.ipynb", (LATE.timestamp(), LATE.timestamp()))
+    (archive / "notes.txt").write_text("not a notebook")
+    config = root / course_config.FILE
+    text = config.read_text()
+    text = text.replace('policy = "none"', 'policy = "penalty"').replace(
+        "per_day = 0.10", "per_day = 0.25"
+    )
+    text = text.replace('attention = ""', f'attention = "{DUE:%Y-%m-%d %H:%M}"')
+    config.write_text(text)
 
-    course.collect(root)
-    course.autograde(root)
+    collected = course.collect(root)
+    summary = course.autograde(root)
     course.feedback(root)
     grades = course.export(root)
-    scores = {}
+    scores, rows = {}, {}
     with grades.open() as f:
         for row in csv.DictReader(f):
-            scores[row["student_id"], row["assignment"]] = (
-                float(row["score"]),
-                float(row["max_score"]),
-            )
-    return root, scores
+            rows[row["student_id"], row["assignment"]] = row
+            if row["status"] != "missing":
+                scores[row["student_id"], row["assignment"]] = (
+                    float(row["raw_score"]),
+                    float(row["max_score"]),
+                )
+    return Cycle(root, scores, rows, collected, summary)
 
 
 def max_points(module: str) -> float:
@@ -210,6 +257,120 @@ def test_deleted_and_duplicated_cells_are_graded_sensibly(cycle):
     assert "padding_mask is not defined in this notebook" in feedback
 
 
+def test_collect_maps_renamed_late_and_resubmitted_files_and_reports_the_rest(cycle):
+    root = cycle[0]
+    by_name = {i.source.split("/archive/")[1]: i for i in cycle.collected}
+    carol = by_name["carol_masks_final.ipynb"]  # does not fit the pattern: its metadata tells
+    assert (carol.action, carol.student, carol.assignment) == ("mapped", "carol", "masks")
+    assert not (root / "submitted" / "carol_masks").exists()  # no phantom student
+    late = by_name["LATE_dave_attention-1.ipynb"]
+    assert (late.action, late.student, late.assignment) == ("collected", "dave", "attention")
+    assert late.late_mark and late.resubmission == 1
+    assert by_name["dave_attention.ipynb"].action == "superseded"
+    assert by_name["mystery.ipynb"].action == "skipped"  # whose? the name cannot say
+    assert by_name["notes.txt"].action == "skipped"
+    report = (root / "collect-report.txt").read_text()
+    for text in ("carol_masks_final.ipynb -> carol / masks", "mystery.ipynb: ", "superseded"):
+        assert text in report
+    # The timestamp is the download's own.
+    stamp = (root / "submitted" / "dave" / "attention" / "timestamp.txt").read_text()
+    assert stamp.startswith(f"{LATE:%Y-%m-%d %H:%M:%S}")
+
+
+def test_autograde_grades_everyone_else_and_ends_with_a_summary(cycle):
+    summary = cycle.summary
+    graded = sorted(line.split(":")[0] for line in summary["graded"])
+    expected = [f"{s} / attention" for s in ("alice", "bob", "carol", "dave", "eve")]
+    assert graded == sorted(expected + [f"{s} / masks" for s in ("alice", "bob", "carol", "dave")])
+    assert not summary["failed"]
+    assert any("mystery.ipynb" in line for line in summary["skipped"])
+
+
+def test_patching_grade_in_the_kernel_gains_nothing(cycle):
+    root, scores = cycle
+    assert scores["eve", "attention"] == (0.0, max_points("attention"))
+    # In her kernel the patch worked: no test cell failed there. The kernel decides nothing.
+    graded = read(root / "autograded" / "eve" / "attention" / "attention.ipynb")
+    tests = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
+    feedback = text_of_html(root / "feedback" / "eve" / "attention" / "attention.html")
+    assert f"{course_judge.OFFICIAL}: attention: " in feedback
+    assert "[not-attempted]" in feedback
+
+
+def test_late_policy_and_missing_submissions_in_grades_csv(cycle):
+    dave = cycle.rows["dave", "attention"]
+    raw = float(dave["raw_score"])
+    assert dave["status"] == "late" and raw == max_points("attention")
+    assert float(dave["late_penalty"]) == pytest.approx(raw * 0.25 * 2)  # two started days
+    assert float(dave["score"]) == pytest.approx(raw * 0.5)
+    assert cycle.rows["alice", "attention"]["status"] == "graded"  # on time: no penalty
+    assert cycle.rows["alice", "attention"]["late_penalty"] == "0"
+    eve = cycle.rows["eve", "masks"]  # nothing submitted: told from a zero
+    assert eve["status"] == "missing" and eve["score"] == eve["raw_score"] == ""
+    assert cycle.rows["bob", "masks"]["score"] == "0"  # a submitted zero
+
+
+def test_feedback_shows_the_official_verdict_with_the_misconception(cycle):
+    root, _ = cycle
+    feedback = text_of_html(root / "feedback" / "carol" / "attention" / "attention.html")
+    assert f"{course_judge.OFFICIAL}: attention: " in feedback
+    assert f"[no-scaling] {NO_SCALING.message}" in feedback
+
+
+def test_class_report_from_the_gradebook(cycle, tmp_path):
+    from autograder import class_report
+
+    root, _ = cycle
+    data = class_report.load(root)
+    index = class_report.write(data, tmp_path / "report").read_text()
+    found = {(ex, mis): n for ex, mis, n, _ in class_report.misconceptions(data)}
+    assert found["attention.scaled_dot_product_attention", "no-scaling"] == 1  # carol
+    assert "<td>eve / masks</td><td>nothing submitted</td>" in index
+    assert "mystery.ipynb</td><td>download skipped: " in index
+    with open(tmp_path / "report" / "canvas.csv", newline="") as f:
+        canvas = {row[3]: row for row in list(csv.reader(f))[2:]}
+    assert canvas["eve"][5:] == ["0", ""]  # attention: a zero; masks: missing
+    assert float(canvas["dave"][5]) == max_points("attention") / 2  # after the late penalty
+
+
+def test_regrade_one_student_reuses_the_seed_and_leaves_the_others(cycle, tmp_path):
+    root = tmp_path / "course"
+    shutil.copytree(cycle[0], root)
+    # Eve hands in a correct notebook after a deadline extension; only she is graded again.
+    source = root / "source" / "attention" / "attention.ipynb"
+    shutil.copy(source, root / "submitted" / "eve" / "attention" / "attention.ipynb")
+    proc = run_cli("regrade", "--root", str(root), "--student", "eve", "--assignment", "attention")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "autograde summary: 1 notebooks graded" in proc.stdout
+    config = course_config.load(root)
+    assert config.seed("eve", "attention") == course_config.load(cycle[0]).seed("eve", "attention")
+    course.export(root)
+    with (root / "grades.csv").open() as f:
+        rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    assert float(rows["eve", "attention"]["score"]) == max_points("attention")
+    for key, row in cycle.rows.items():
+        if key != ("eve", "attention"):
+            assert rows[key] == row
+    proc = run_cli("regrade", "--root", str(root), "--student", "nobody")
+    assert proc.returncode == 2 and "STUDENT='nobody' has no submission" in proc.stderr
+
+
+def test_one_total_in_every_channel(tmp_path):
+    """nbgrader's maximum per assignment == make grade's (and batch's: no slow checks)."""
+    proc, data = grade_cli(ROOT / "assignments", tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for module in course.course_modules():
+        grade_total = sum(
+            t["max_score"] for t in data["tests"] if t["name"].startswith(module + ": ")
+        )
+        nb = course.notebook(module)
+        cells = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
+        assert sum(m["points"] for m in cells if m["grade"]) == grade_total, module
+        batch_total = sum(c.points for c in checks.checks_of(module) if not c.slow)
+        assert batch_total == grade_total, module
+
+
 def test_nbgrader_points_equal_make_grade_points(cycle, tmp_path):
     _, scores = cycle
     proc, data = grade_cli(SOLUTIONS, tmp_path, "--ex", ",".join(MODULES))
@@ -223,7 +384,7 @@ def test_nbgrader_points_equal_make_grade_points(cycle, tmp_path):
 
 def test_release_holds_no_solution_and_no_hidden_test(cycle):
     root, _ = cycle
-    seed = (root / notebook.SEED_FILE).read_text().strip()
+    seed = course_config.load(root).secret
     for module in MODULES:
         text = (root / "release" / module / f"{module}.ipynb").read_text()
         assert "BEGIN SOLUTION" not in text and "HIDDEN" not in text
@@ -240,7 +401,7 @@ def test_each_check_is_one_locked_test_cell_with_its_points():
         nb = course.notebook(module)
         ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
         assert len(ids) == len(set(ids))
-        for check in checks.checks_of(module):
+        for check in course.graded_checks(module):
             meta = cell(nb, f"test-{check.slug}").metadata["nbgrader"]
             assert meta["grade"] and meta["locked"] and not meta["solution"]
             assert meta["schema_version"] == 3 and meta["points"] == check.points
@@ -291,6 +452,9 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
                 c.source = c.source.split("### BEGIN HIDDEN")[0] if c.id == first else ""
     for name, value in course.kernel_env(tmp_path).items():
         monkeypatch.setenv(name, value)
+    # An instructor trying a source notebook runs the hidden tier in the kernel, with a seed
+    # (`make autograde` does not: it judges the hidden tier outside the kernel).
+    monkeypatch.delenv(notebook.HIDDEN_VARIABLE)
     monkeypatch.setenv(notebook.SEED_VARIABLE, SEED)
     client = NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
@@ -365,3 +529,65 @@ def test_cli_verbs_are_registered():
             main([verb, "--help"])
         assert e.value.code == 0
     assert os.path.basename(sys.executable)  # the kernel runs this Python (course.kernel_env)
+
+
+# --------------------------------------------------------------------------- the feedback page
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Runs after the page has rendered: is each failed check's message on screen, inside the page's
+# width (wrapped, no sideways scrolling)? The answer goes in an attribute --dump-dom prints.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const found = [...document.querySelectorAll("div.check-failed pre")].map(pre => {
+    const r = pre.getBoundingClientRect();
+    const style = getComputedStyle(pre);
+    return {text: pre.innerText, width: r.width, height: r.height, right: r.right,
+            overflow: pre.scrollWidth - pre.clientWidth, hidden: style.visibility === "hidden"
+            || style.display === "none", viewport: window.innerWidth};
+  });
+  document.body.setAttribute("data-probe", JSON.stringify(found));
+});
+</script>"""
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="chromium is not installed: `make ci-deps` installs it (apt-get, as CI does)",
+)
+def test_feedback_page_renders_the_message_visibly_in_headless_chromium(cycle, tmp_path):
+    import json
+
+    assert CHROMIUM, "chromium is missing: .ci/run installs it with `make ci-deps`"
+    root, _ = cycle
+    page = root / "feedback" / "carol" / "attention" / "attention.html"
+    text = page.read_text()
+    assert not re.search(r"<script[^>]+src=", text)  # reads offline: no MathJax from a CDN
+    assert "Test cell</a>" not in text  # the score list names each check
+    for check in course.graded_checks("attention"):
+        assert f">{html.escape(check.name, quote=False)}</a>" in text
+    probed = tmp_path / "page.html"
+    probed.write_text(text.replace("</body>", PROBE + "</body>", 1))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,2000"]
+    proc = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    match = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert match, proc.stderr[-2000:]
+    shown = json.loads(html.unescape(match.group(1)))
+    message = next(s for s in shown if "[no-scaling]" in s["text"])
+    assert NO_SCALING.message.split(".")[0] in message["text"]
+    assert "Hint: " in message["text"] and "Traceback" not in message["text"]
+    assert message["width"] > 0 and message["height"] > 0 and not message["hidden"]
+    assert message["right"] <= message["viewport"] and message["overflow"] <= 1  # wrapped
+    # A screenshot, to look at (build/feedback-page.png).
+    shot = ROOT / "build" / "feedback-page.png"
+    shot.parent.mkdir(exist_ok=True)
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.is_file()

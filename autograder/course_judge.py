@@ -1,0 +1,192 @@
+"""Judge nbgrader submissions outside the student's kernel (`make autograde`).
+
+nbgrader runs a submitted notebook in a kernel where the student's code and the test cells
+share one namespace: a solution cell can patch anything the test cells call
+(`autograder.notebook.grade = lambda *a, **k: None` once scored 20/20). So the kernel's
+outcome is not the grade. After nbgrader has autograded an assignment, for each student:
+
+1. the notebook's code (solution cells, the given locked code and the student's ordinary
+   cells; not the setup cell, not the test cells) is written out as one module file,
+   <assignment>.py, in a package folder; `from autograder.trusted.x import` becomes
+   `from .x import`, as in the .py exercises, and IPython magics become comments;
+2. that folder is graded by the sandboxed batch engine (autograder/sandbox: probes in a
+   confined process, verdicts here) on the hidden tier, with the student's own seed derived
+   from course.toml's secret;
+3. the scores go into nbgrader's gradebook through its API (nbgrader.api.Gradebook), one per
+   test cell, with the per-check point overrides and the late policy of course.toml; the
+   official verdict is appended to each test cell of the autograded notebook, so
+   `make feedback` shows it.
+
+The public test cells still run in the kernel, for the student's own feedback; they decide
+nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+
+from . import checks, fixtures, report
+from .core import Result
+from .course_config import CourseConfig
+from .sandbox.runner import Sandbox
+
+COURSE_ID = "attention-lab"
+_TRUSTED_IMPORT = re.compile(r"^(\s*)from autograder\.trusted\.(\w+) import ", re.M)
+_MAGIC = re.compile(r"^(\s*)([%!].*)$", re.M)
+OFFICIAL = "Graded outside your notebook, on inputs you have not seen"
+
+
+@dataclass
+class Judged:
+    student: str
+    assignment: str
+    seed: int
+    results: list[Result] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    score: float = 0.0
+    max_score: float = 0.0
+    penalty: float = 0.0
+    timestamp: dt.datetime | None = None
+
+
+def module_source(nb, assignment: str) -> str:
+    """The code of a notebook as the module file <assignment>.py."""
+    parts = [f'"""{assignment}.py, extracted from a submitted notebook by make autograde."""']
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        meta = c.metadata.get("nbgrader") or {}
+        if meta.get("grade_id") == "setup" or (meta.get("grade") and not meta.get("solution")):
+            continue
+        source = c.source if isinstance(c.source, str) else "".join(c.source)
+        source = _TRUSTED_IMPORT.sub(r"\1from .\2 import ", source)
+        source = _MAGIC.sub(r"\1# (IPython, left out) \2", source)
+        parts.append(f"# --- cell {meta.get('grade_id') or c.get('id', '')}\n{source}")
+    return "\n\n".join(parts) + "\n"
+
+
+def write_package(nb, assignment: str, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").write_text("")
+    (folder / f"{assignment}.py").write_text(module_source(nb, assignment))
+    return folder
+
+
+def scaled(result: Result, points: float) -> float:
+    """A result's score on `points` (a per-check override) instead of the check's own."""
+    if result.points <= 0:
+        return 0.0
+    return round(result.score * points / result.points, 6)
+
+
+def judge_assignment(
+    root: Path, config: CourseConfig, assignment: str, students: list[str], *, sandbox_factory=None
+) -> list[Judged]:
+    """Grade each student's autograded notebook of `assignment` in the sandbox."""
+    root = Path(root)
+    if assignment not in checks.modules():
+        raise ValueError(f"assignment {assignment!r} is no exercise module of the kit")
+    judged: list[Judged] = []
+    stage = Path(tempfile.mkdtemp(prefix="attention-lab-judge-"))
+    factory = sandbox_factory or Sandbox
+    try:
+        with factory([assignment], seed=config.seed("", assignment), hide=[root, stage]) as sb:
+            for student in students:
+                path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
+                item = Judged(student, assignment, config.seed(student, assignment))
+                if not path.is_file():
+                    item.notes.append("nbgrader produced no autograded notebook")
+                    judged.append(item)
+                    continue
+                nb = nbformat.read(path, as_version=4)
+                folder = write_package(nb, assignment, stage / student)
+                # One seed per student: the references are computed here (the trusted side)
+                # for that seed before the sandboxed process starts.
+                sb.seed = item.seed
+                sb.references = {assignment: fixtures.compute(assignment, seed=item.seed)}
+                graded = sb.grade(folder, student)
+                item.results, item.notes = graded.results, list(graded.notes)
+                judged.append(item)
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return judged
+
+
+def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
+    """Write the scores into the gradebook (nbgrader's API) and the verdicts into the notebooks."""
+    root = Path(root).resolve()
+    url = f"sqlite:///{root / 'gradebook.db'}"
+    with Gradebook(url, COURSE_ID) as gb:
+        for item in judged:
+            if not item.results:
+                continue
+            a = item.assignment
+            due = config.due.get(a)
+            if due is not None:
+                naive_utc = due.astimezone(dt.UTC).replace(tzinfo=None)  # as nbgrader stores it
+                gb.update_or_create_assignment(a, duedate=naive_utc)
+            for result in item.results:
+                check = checks.find(result.check_id)
+                points = config.points_of(check)
+                try:
+                    grade = gb.find_grade(f"test-{check.slug}", a, a, item.student)
+                except MissingEntry:
+                    item.notes.append(f"the gradebook has no cell for {check.id}")
+                    continue
+                grade.auto_score = scaled(result, points)  # a manual score, if any, still wins
+                item.score += grade.auto_score
+                item.max_score += points
+            submission = gb.find_submission(a, item.student)
+            if submission.timestamp is not None:
+                item.timestamp = submission.timestamp.replace(tzinfo=dt.UTC)
+            notebook = gb.find_submission_notebook(a, a, item.student)
+            item.penalty = config.penalty(a, item.score, item.timestamp)
+            notebook.late_submission_penalty = item.penalty or None
+            gb.db.commit()
+    for item in judged:
+        if item.results:
+            annotate(root / "autograded" / item.student / item.assignment, item, config)
+            # What `make class-report` reads: the verdicts, misconceptions included.
+            report.write_json(
+                item.results, root / "judged" / item.student / f"{item.assignment}.json"
+            )
+
+
+def verdict_text(result: Result, points: float) -> str:
+    score = scaled(result, points)
+    head = f"{OFFICIAL}: {result.name}: {score:g} / {points:g}"
+    if result.passed:
+        return f"{head}  PASS\n"
+    text = f"{head}  {result.status.upper()}\n"
+    label = f"[{result.misconception}] " if result.misconception else ""
+    if result.message:
+        text += f"{label}{result.message}\n"
+    if result.hint:
+        text += f"Hint: {result.hint}\n"
+    return text
+
+
+def annotate(folder: Path, item: Judged, config: CourseConfig) -> None:
+    """Append the official verdict to each test cell of the autograded notebook."""
+    path = folder / f"{item.assignment}.ipynb"
+    if not path.is_file():
+        return
+    nb = nbformat.read(path, as_version=4)
+    by_cell = {f"test-{r.check_id.split('.', 1)[1]}": r for r in item.results}
+    for c in nb.cells:
+        grade_id = (c.metadata.get("nbgrader") or {}).get("grade_id", "")
+        if c.cell_type == "code" and grade_id in by_cell:
+            result = by_cell[grade_id]
+            text = verdict_text(result, config.points_of(checks.find(result.check_id)))
+            c.outputs = [o for o in c.get("outputs", []) if OFFICIAL not in o.get("text", "")]
+            c.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    nbformat.write(nb, path)
