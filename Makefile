@@ -54,6 +54,7 @@ test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, l
 lint: $(ISTAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(ISTAMP) ## ruff format the tree
 	$(VENV)/bin/ruff format .
