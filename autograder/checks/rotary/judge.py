@@ -67,7 +67,7 @@ BASE_IGNORED = misconception(
 )
 POSITIONS_IGNORED = misconception(
     "rope-positions-ignored",
-    "{what}: you rotated the rows by 0, 1, ..., T-1 instead of the positions passed ({shown}). "
+    "{what}: your rotation does not follow the positions passed ({shown}): {how}. "
     "A KV cache calls apply_rotary on new tokens at positions p0, p0 + 1, ...: their "
     "queries and keys must be turned by those angles.",
     "Build the angles from the `positions` argument (positions[:, None] * θ), not from "
@@ -235,8 +235,13 @@ def _candidates(case):
     ]
     if base != 10000.0:
         found.append((BASE_IGNORED, m(base=10000.0), {"base": base}))
+    how = "every row is turned by θ_i, as if at position 1: the positions were never multiplied in"
+    found.append((POSITIONS_IGNORED, m(positions=torch.ones(T)), {"shown": shown, "how": how}))
     if not torch.equal(positions, torch.arange(T)):
-        found.append((POSITIONS_IGNORED, m(positions=torch.arange(T)), {"shown": shown}))
+        how = "you rotated the rows by 0, 1, ..., T-1"
+        found.append(
+            (POSITIONS_IGNORED, m(positions=torch.arange(T)), {"shown": shown, "how": how})
+        )
     return found
 
 
@@ -253,7 +258,11 @@ def _rotation(got, key, case, what, want=None, *, named=None, charged=(), scale=
         return
     candidates = _candidates(case)
     for mistake, model, _ in candidates:
-        if mistake in charged and _fits(out, model(), x, positions, scale):
+        if (
+            mistake in charged
+            and mistake not in (named or ())
+            and _fits(out, model(), x, positions, scale)
+        ):
             return
     for mistake, model, details in candidates:
         if (named is None or mistake in named) and _fits(out, model(), x, positions, scale):
@@ -291,7 +300,15 @@ def _show(positions):
 
 # Which mistake each apply_rotary check names. The reference check names those every input
 # shows; a base, an offset and far positions show one more mistake each, named in its check.
-_EVERYWHERE = (INTERLEAVED, DIRECTION, EXPONENT_I, PAIR_FREQUENCY, LAYOUT_MISMATCH, NO_SIN)
+_EVERYWHERE = (
+    INTERLEAVED,
+    DIRECTION,
+    EXPONENT_I,
+    PAIR_FREQUENCY,
+    LAYOUT_MISMATCH,
+    NO_SIN,
+    POSITIONS_IGNORED,  # at reference's positions 0 .. T-1, only when never multiplied in
+)
 
 
 # --------------------------------------------------------------------------- apply_rotary
@@ -366,7 +383,7 @@ def verdict_far(got, want, x):
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
         if not _fits(out, _rope(case["x"], case["positions"]), case["x"], case["positions"]):
             raise Failure(POSITIONS_ROUNDED, what=what)
-    _rotation(got, "far", case, what, named=(), charged=(*_EVERYWHERE, POSITIONS_IGNORED))
+    _rotation(got, "far", case, what, named=(), charged=_EVERYWHERE)
 
 
 @CHECKS.check(
@@ -418,6 +435,10 @@ def verdict_relative(got, want, x):
             raise Failure(
                 LENGTH_CHANGED, row=row, before=float(before[row]), after=float(after[row])
             )
+    if torch.equal(runs["q1"], runs["q2"]) and torch.equal(runs["k1"], runs["k2"]):
+        shown = ", ".join(str(int(p)) for p in positions[:4]) + ", ..."
+        how = f"shifting every position by {shift} changed nothing"
+        raise Failure(POSITIONS_IGNORED, what=what, shown=shown, how=how)
     plain = q @ k.T
     s1, s2 = runs["q1"] @ runs["k1"].T, runs["q2"] @ runs["k2"].T
     sizes = q.norm(dim=-1)[:, None] * k.norm(dim=-1)[None, :]
@@ -548,12 +569,12 @@ def verdict_attention_shift(got, want, x):
     what = "rotary_attention(q, k, v, positions, mask)"
     shape_out, shape_w = want["out"].shape, want["weights"].shape
     runs = {}
-    for suffix in ("", "2"):
+    for suffix, positions in (("", x["positions"]), ("2", x["positions"] + x["shift"])):
         out = tensor(got, "out" + suffix, what + "'s output", floating=True, shape=shape_out)
         w = tensor(got, "weights" + suffix, what + "'s weights", floating=True, shape=shape_w)
         if not (torch.isfinite(out).all() and torch.isfinite(w).all()):
             raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(out)).sum()))
-        _is_attention(out, w, x, what)
+        _is_attention(out, w, x, what, positions)
         runs[suffix] = (out, w)
     tol = {"atol": 1e-5, "rtol": 1e-4}  # two float32 runs at positions up to ~250 apart
     (out, w), (out2, w2) = runs[""], runs["2"]
@@ -564,11 +585,14 @@ def verdict_attention_shift(got, want, x):
         raise Failure(ROTATES_V, what=what)
 
 
-def _is_attention(out, w, x, what):
+def _is_attention(out, w, x, what, positions):
     if (w[x["mask"].expand_as(w)] != 0).any():
         raise Failure(NOT_ATTENTION, what=what, why="a key the causal mask blocks got weight")
     sums = w.double().sum(dim=-1)
     if not close(sums, torch.ones_like(sums)):
         raise Failure(NOT_ATTENTION, what=what, why="the weights of a row do not sum to 1")
-    if not close(out.double(), w.double() @ x["v"].double(), {"atol": 1e-5, "rtol": 1e-5}):
+    tol = {"atol": 1e-5, "rtol": 1e-5}
+    if not close(out.double(), w.double() @ x["v"].double(), tol):
+        if close(out.double(), w.double() @ _rope(x["v"], positions), tol):
+            raise Failure(ROTATES_V, what=what)
         raise Failure(NOT_ATTENTION, what=what, why="the output is not weights @ v")
