@@ -9,6 +9,7 @@ position, in float32 epsilons times the row's largest |x|; the same for the solu
 in float64, cos/sin cast to float32); the largest error of positions rounded to bfloat16 and
 float16; and how far the score of two all-ones vectors falls with the offset (the long-range
 decay of Su et al., 2021), for two bases. Deterministic (seeded); nothing here is graded.
+Instructor side: it imports solutions/, which the student copy leaves out.
 """
 
 from __future__ import annotations

@@ -576,7 +576,10 @@ def verdict_attention_shift(got, want, x):
             raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(out)).sum()))
         _is_attention(out, w, x, what, positions)
         runs[suffix] = (out, w)
-    tol = {"atol": 1e-5, "rtol": 1e-4}  # two float32 runs at positions up to ~250 apart
+    # Two float32 runs at positions up to ~250 apart: float32 angles (LLaMA's code) reach 0.37
+    # of (atol 1e-5, rtol 1e-4) on the output, measured over 400 seeds; atol 3e-5 leaves room.
+    # Rotating v changes the output by O(1).
+    tol = {"atol": 3e-5, "rtol": 1e-4}
     (out, w), (out2, w2) = runs[""], runs["2"]
     if not close(w2, w, tol):
         raise Failure(ATTENTION_NOT_RELATIVE, shift=x["shift"], which="weights")
