@@ -32,6 +32,8 @@ def apply_rotary(x, positions, base=10000.0):
         x: (..., T, d) queries or keys (not values), d even.
         positions: (T,) integer tensor, the position of each of the T rows. A KV cache that
             has already seen p0 tokens passes p0 + torch.arange(T): do not assume 0 .. T-1.
+            Any non-negative integers, in any order and as large as the caller needs
+            (thousands): compute the angles from them, not from a table of fixed length.
         base: the base of the frequencies (10000 in the original paper; LLaMA 3 uses 500000).
 
     Returns:
