@@ -1,0 +1,174 @@
+"""Probe side of rotary.py's checks: the inputs they draw and the calls they make.
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+Every size, position, base and value is drawn from the check's generator. Positions stay
+below 256 except in the far-position check (integers above 256 are not exact in bfloat16, so
+rounding the positions is charged there only).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...probing import pair, randn
+
+
+def _int(gen, low: int, high: int) -> int:
+    """A draw from low .. high (both included)."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def _even(gen, low: int, high: int) -> int:
+    return 2 * _int(gen, low // 2, high // 2)
+
+
+def _positions(start: int, T: int) -> torch.Tensor:
+    return torch.arange(start, start + T, dtype=torch.long)
+
+
+# --------------------------------------------------------------------------- apply_rotary
+
+
+def inputs_reference(gen):
+    """(B, H, T, d) and (T, d) inputs at positions 0 .. T-1, default base."""
+    B, H, T, d = _int(gen, 1, 3), _int(gen, 2, 3), _int(gen, 4, 9), _even(gen, 8, 24)
+    T2, d2 = _int(gen, 3, 8), _even(gen, 6, 20)
+    return {
+        "4d": {"x": randn(gen, B, H, T, d), "positions": _positions(0, T)},
+        "2d": {"x": randn(gen, T2, d2), "positions": _positions(0, T2)},
+    }
+
+
+def inputs_positions(gen):
+    """A cache's offset positions p0 .. p0 + T - 1, and positions in any order."""
+    B, H, T, d = _int(gen, 1, 2), _int(gen, 2, 3), _int(gen, 3, 7), _even(gen, 8, 16)
+    p0 = _int(gen, 20, 240)
+    T2 = _int(gen, 4, 9)
+    return {
+        "cache": {"x": randn(gen, B, H, T, d), "positions": _positions(min(p0, 255 - T), T)},
+        "any": {"x": randn(gen, T2, d), "positions": torch.randperm(256, generator=gen)[:T2]},
+    }
+
+
+def inputs_base(gen):
+    B, T, d = _int(gen, 1, 3), _int(gen, 4, 9), _even(gen, 8, 20)
+    bases = [float(_int(gen, 20, 2000)), float(_int(gen, 100_000, 1_000_000))]
+    base = bases[_int(gen, 0, 1)]
+    return {"base-case": {"x": randn(gen, B, T, d), "positions": _positions(0, T), "base": base}}
+
+
+def inputs_far(gen):
+    """Far positions (up to about 8000), against the float64 closed form in the judge."""
+    d = _even(gen, 16, 48)
+    picks = {0, 1, _int(gen, 2, 99), _int(gen, 100, 999), _int(gen, 7000, 8191)}
+    picks |= {_int(gen, 1000, 8191) for _ in range(4)}
+    positions = torch.tensor(sorted(picks), dtype=torch.long)
+    return {"far": {"x": randn(gen, len(picks), d), "positions": positions}}
+
+
+def inputs_float64(gen):
+    B, T, d = _int(gen, 1, 3), _int(gen, 3, 8), _even(gen, 8, 16)
+    x = randn(gen, B, T, d, dtype=torch.float64)
+    return {"float64": {"x": x, "positions": _positions(0, T)}}
+
+
+def _rotate(mod, case):
+    if "base" in case:
+        return mod.apply_rotary(case["x"], case["positions"], base=case["base"])
+    return mod.apply_rotary(case["x"], case["positions"])
+
+
+def probe_rotate(mod, x):
+    """apply_rotary on each case: {case name: output}."""
+    return {name: _rotate(mod, case) for name, case in x.items()}
+
+
+def inputs_relative(gen):
+    """q, k at positions P and at P + shift: every offset P_i - P_j is the same in both runs."""
+    T, d = _int(gen, 5, 9), _even(gen, 8, 16)
+    positions = torch.randint(0, 100, (T,), generator=gen)
+    positions[_int(gen, 1, T - 1)] = positions[
+        0
+    ]  # two rows at one position: offset 0 off the diagonal
+    return {
+        "q": randn(gen, T, d),
+        "k": randn(gen, T, d),
+        "positions": positions,
+        "shift": _int(gen, 1, 120),
+    }
+
+
+def probe_relative(mod, x):
+    shifted = x["positions"] + x["shift"]
+    return {
+        "q1": mod.apply_rotary(x["q"], x["positions"]),
+        "k1": mod.apply_rotary(x["k"], x["positions"]),
+        "q2": mod.apply_rotary(x["q"], shifted),
+        "k2": mod.apply_rotary(x["k"], shifted),
+    }
+
+
+def inputs_odd(gen):
+    T, d = _int(gen, 2, 6), 2 * _int(gen, 1, 8) + 1
+    return {"x": randn(gen, T, d), "positions": _positions(0, T)}
+
+
+def probe_odd(mod, x):
+    try:
+        mod.apply_rotary(x["x"], x["positions"])
+        return {"got": "returned a value"}
+    except ValueError as e:
+        return {"got": "ValueError", "text": str(e)[:500]}
+    except NotImplementedError:
+        raise
+    except Exception as e:  # the wrong exception is a finding, not a crash
+        return {"got": f"raised {type(e).__name__}"}
+
+
+# --------------------------------------------------------------------------- rotary_attention
+
+
+def inputs_attention(gen):
+    """q, k of width d and v of another even width, at a cache's offset positions, causal."""
+    B, H, T = _int(gen, 1, 2), _int(gen, 2, 3), _int(gen, 4, 8)
+    d, d_v = _even(gen, 8, 16), _even(gen, 4, 6)
+    start = _int(gen, 0, 200)
+    return {
+        "q": randn(gen, B, H, T, d),
+        "k": randn(gen, B, H, T, d),
+        "v": randn(gen, B, H, T, d_v, scale=2.0),
+        "positions": _positions(start, T),
+        "mask": torch.ones(T, T, dtype=torch.bool).triu(1),
+        "shift": _int(gen, 1, 40),
+    }
+
+
+def _attend(mod, x, positions):
+    result = mod.rotary_attention(x["q"], x["k"], x["v"], positions, mask=x["mask"])
+    out, weights = pair(result, "rotary_attention's result")
+    return out, weights
+
+
+def _own_rotation(mod, x, got):
+    """The student's own apply_rotary of q, k and v: rotary_attention is judged on it, so a
+    mistake in apply_rotary is charged in its own checks only."""
+    try:
+        for name in ("q", "k", "v"):
+            got["own_" + name] = mod.apply_rotary(x[name], x["positions"])
+    except NotImplementedError:
+        got["own_error"] = "apply_rotary is not attempted"
+    except Exception as e:  # judged without the student's own rotation
+        got["own_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def probe_attention(mod, x):
+    out, weights = _attend(mod, x, x["positions"])
+    got = {"out": out, "weights": weights}
+    _own_rotation(mod, x, got)
+    return got
+
+
+def probe_attention_shift(mod, x):
+    out, weights = _attend(mod, x, x["positions"])
+    out2, weights2 = _attend(mod, x, x["positions"] + x["shift"])
+    return {"out": out, "weights": weights, "out2": out2, "weights2": weights2}
