@@ -16,6 +16,7 @@ MODULES: tuple[str, ...] = (
     "gpt",
     "plots",
     "efficient",
+    "modern_blocks",
 )
 
 
