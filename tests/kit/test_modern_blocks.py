@@ -77,3 +77,34 @@ def test_enough_modern_blocks_variants():
     mutants, alternatives = variants("mutants"), variants("alternatives")
     assert len([m for m in mutants if m.values[0] == "modern_blocks"]) >= 8
     assert len([a for a in alternatives if a.values[0] == "modern_blocks"]) >= 3
+
+
+def test_rmsnorm_check_excuses_only_a_named_rms_norm_mistake():
+    """The RMSNorm check leaves a mistake of the student's own rms_norm to the rms_norm
+    checks, but what the student's process says its rms_norm returned excuses no other
+    output: a forged 'own' result equal to a wrong module output still fails."""
+    from autograder.checks.modern_blocks import judge, probe
+    from autograder.core import Failure
+
+    x = probe.inputs_rms_module(torch.Generator().manual_seed(3))
+    want = probe.probe_rms_module(modern_blocks, x)
+    centred = {}
+    for name, case in x.items():
+        c = case["x"] - case["x"].mean(-1, keepdim=True)
+        centred[name] = modern_blocks.rms_norm(c, case["weight"], case.get("eps", 1e-6))
+    # The student's rms_norm subtracts the mean and RMSNorm calls it: charged elsewhere.
+    excused = {**want}
+    for name in x:
+        excused[name] = excused[f"{name}/own"] = centred[name]
+    judge.verdict_rms_module(excused, want, x)
+    # The same output, but rms_norm said to return it only here: a forgery, not excused...
+    forged = {**want}
+    for name in x:
+        forged[name] = forged[f"{name}/own"] = want[name] * 2
+    with pytest.raises(Failure):
+        judge.verdict_rms_module(forged, want, x)
+    # ... and the centring without a matching rms_norm is named where it happens.
+    alone = {**want, **centred}
+    with pytest.raises(Failure) as caught:
+        judge.verdict_rms_module(alone, want, x)
+    assert caught.value.misconception is judge.RMS_SUBTRACTS_MEAN

@@ -167,6 +167,15 @@ def _eps_mistakes(case):
     return found
 
 
+def _rms_norm_mistakes(case):
+    """Every named mistake of rms_norm, alone and with an eps mistake: (id, model, details)."""
+    structure, eps = _structure_mistakes(case), _eps_mistakes(case)
+    found = [(m, _model(case, **kw), {}) for m, kw in structure]
+    found += [(m, _model(case, **e), d) for m, e, d in eps]
+    found += [(m, _model(case, **kw, **e), {}) for m, kw in structure for _, e, _ in eps]
+    return found
+
+
 def _model(case, **kw):
     args = {"weight": case.get("weight"), "eps": case.get("eps", 1e-6), **kw}
     return lambda: _rms(case["x"], **args).to(case["x"].dtype)
@@ -241,16 +250,21 @@ def verdict_rms_norm_eps(got, want, x):
     exercise="RMSNorm",
 )
 def verdict_rms_module(got, want, x):
-    """A result equal to the student's own rms_norm(x, weight, eps) passes when that differs
-    from the reference: the mistake is in rms_norm, and the rms_norm checks charge it."""
+    """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
+    when that is one of rms_norm's named mistakes: the rms_norm checks charge it (each
+    difference is charged once). Only a named mistake: what the student's process says its
+    rms_norm returns is not trusted to excuse any output."""
     for name, case in x.items():
         D, eps = case["x"].size(-1), case.get("eps", 1e-6)
         what = f"RMSNorm({D}" + ("" if "eps" not in case else f", eps={eps:g}") + ")"
         what += f" on x of shape {tuple(case['x'].shape)}"
         out = tensor(got, name, what, shape=case["x"].shape, dtype=case["x"].dtype)
-        own = got.get(f"{name}/own")
-        if type(own) is torch.Tensor and close(out, own) and not close(own, want[name]):
+        if close(out, want[name]):
             continue
+        own = got.get(f"{name}/own")
+        if type(own) is torch.Tensor and close(out, own):
+            if any(close(own, model()) for _, model, _ in _rms_norm_mistakes(case)):
+                continue
         case = {"eps": eps, **case}
         candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
         for other in (1e-6, 1e-5, 0.0):
@@ -259,8 +273,7 @@ def verdict_rms_module(got, want, x):
                     (RMSNORM_EPS_IGNORED, _model(case, eps=other), {"eps": eps, "used": other})
                 )
         # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
-        candidates += [(m, _model(case, **kw), {}) for m, kw in _structure_mistakes(case)]
-        candidates += [(m, _model(case, **e), d) for m, e, d in _eps_mistakes(case)]
+        candidates += _rms_norm_mistakes(case)
         assert_close(out, want[name], what, candidates)
 
 
