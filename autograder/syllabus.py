@@ -17,6 +17,7 @@ MODULES: tuple[str, ...] = (
     "plots",
     "efficient",
     "rotary",
+    "modern_blocks",
 )
 
 

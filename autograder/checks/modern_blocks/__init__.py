@@ -1,0 +1,1 @@
+"""Checks for modern_blocks.py."""

@@ -1,0 +1,338 @@
+"""Judge side of modern_blocks.py's checks: misconceptions, models of wrong computations,
+verdicts."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...core import CheckList, misconception
+from ...verdicts import assert_close, close, tensor
+from . import probe
+
+CHECKS = CheckList("modern_blocks")
+
+# --------------------------------------------------------------------------- misconceptions
+
+RMS_SUBTRACTS_MEAN = misconception(
+    "rms-norm-subtracts-mean",
+    "{what}: you subtracted the mean before dividing, which is LayerNorm; RMSNorm does not "
+    "centre x, it only divides by the root mean square.",
+    "y = x / sqrt(mean(x²) + eps): no x - x.mean(...). Dropping the centring is the whole "
+    "point of RMSNorm (one reduction instead of two).",
+)
+RMS_EPS_OUTSIDE = misconception(
+    "rms-norm-eps-outside-sqrt",
+    "{what}: you added eps outside the square root, x / (sqrt(mean(x²)) + eps); RMSNorm "
+    "computes x / sqrt(mean(x²) + eps). They differ when the mean square is small.",
+    "torch.sqrt(mean_square + eps) (or torch.rsqrt(mean_square + eps)), as nn.RMSNorm does.",
+)
+RMS_EPS_IGNORED = misconception(
+    "rms-norm-eps-ignored",
+    "{what}: your result does not use the eps it was given (eps = {eps:g}).",
+    "Use the eps argument inside the square root; do not hard-code a value or leave it out.",
+)
+RMS_ROOT_OF_SUM = misconception(
+    "rms-norm-root-of-sum",
+    "{what}: you divided by the root of the sum of squares (the L2 norm), not of their mean: "
+    "your output is smaller by a factor sqrt(D).",
+    "Root *mean* square: x.pow(2).mean(dim=-1, keepdim=True), not .sum(...). After RMSNorm "
+    "each vector has mean square 1, not norm 1.",
+)
+RMS_NO_ROOT = misconception(
+    "rms-norm-no-root",
+    "{what}: you divided by the mean square itself, without taking its square root.",
+    "y = x / sqrt(mean(x²) + eps): torch.sqrt or torch.rsqrt of the mean square.",
+)
+RMS_WRONG_DIM = misconception(
+    "rms-norm-wrong-dim",
+    "{what}: you took the mean square over the wrong dimension(s); RMSNorm normalises each "
+    "vector over its own last dimension (the D features).",
+    "x.pow(2).mean(dim=-1, keepdim=True): not dim=0, and not over the whole tensor.",
+)
+RMS_WEIGHT_IGNORED = misconception(
+    "rms-norm-weight-ignored",
+    "{what}: the weight was not applied.",
+    "After normalising: y = y * weight, when weight is not None.",
+)
+RMSNORM_WEIGHT_IGNORED = misconception(
+    "rmsnorm-module-weight-ignored",
+    "{what}: your RMSNorm does not multiply by its own parameter self.weight (the grader "
+    "loaded a weight that is not all ones).",
+    "forward returns rms_norm(x, self.weight, self.eps): the learned gain is the module's "
+    "only parameter.",
+)
+RMSNORM_EPS_IGNORED = misconception(
+    "rmsnorm-module-eps-ignored",
+    "{what}: your RMSNorm does not use the eps it was built with (self.eps = {eps:g}); it "
+    "used {used:g}.",
+    "Pass self.eps on: rms_norm(x, self.weight, self.eps).",
+)
+SWIGLU_GATE_SWAPPED = misconception(
+    "swiglu-gate-on-wrong-branch",
+    "{what}: SiLU went on the up branch, silu(w_up(x)) * w_gate(x); the gate is w_gate: "
+    "silu(w_gate(x)) * w_up(x).",
+    "The weights were trained (here: loaded) for their roles: w_gate goes through SiLU, "
+    "w_up stays linear.",
+)
+SWIGLU_GELU = misconception(
+    "swiglu-gelu-for-silu",
+    "{what}: you used GELU on the gate (that is GEGLU); SwiGLU uses SiLU (Swish), "
+    "silu(h) = h * sigmoid(h).",
+    "F.silu(self.w_gate(x)): the FeedForward of blocks.py used GELU, SwiGLU does not.",
+)
+SWIGLU_SIGMOID = misconception(
+    "swiglu-sigmoid-for-silu",
+    "{what}: you gated with sigmoid(w_gate(x)) (that is the original GLU); SwiGLU's gate is "
+    "silu(h) = h * sigmoid(h).",
+    "F.silu(h), or h * torch.sigmoid(h): the sigmoid alone forgets the factor h.",
+)
+SWIGLU_RELU = misconception(
+    "swiglu-relu-for-silu",
+    "{what}: you used ReLU on the gate (that is ReGLU); SwiGLU uses SiLU.",
+    "F.silu(self.w_gate(x)).",
+)
+SWIGLU_NO_GATE = misconception(
+    "swiglu-no-gate",
+    "{what}: there is no gate: your output is w_down(silu({branch}(x))), one branch only; "
+    "SwiGLU multiplies the activated gate with the linear up branch.",
+    "w_down(silu(w_gate(x)) * w_up(x)): both branches, multiplied element by element.",
+)
+SWIGLU_NO_ACT = misconception(
+    "swiglu-no-activation",
+    "{what}: the gate has no activation: w_down(w_gate(x) * w_up(x)) is a bilinear map.",
+    "Apply F.silu to the gate branch before the product.",
+)
+SWIGLU_SILU_AFTER = misconception(
+    "swiglu-silu-after-product",
+    "{what}: you applied SiLU to the product, silu(w_gate(x) * w_up(x)); only the gate "
+    "branch goes through SiLU.",
+    "silu(w_gate(x)) * w_up(x), then w_down.",
+)
+
+# --------------------------------------------------------------------------- rms_norm
+
+
+def _rms(
+    x,
+    weight=None,
+    eps=1e-6,
+    *,
+    center=False,
+    reduce="mean",
+    root=True,
+    dims=(-1,),
+    eps_mode="inside",
+    use_weight=True,
+):
+    """The RMS norm that a given mistake computes, in float64."""
+    x = x.double()
+    if center:
+        x = x - x.mean(dim=dims, keepdim=True)
+    sq = x.pow(2)
+    sq = sq.sum(dim=dims, keepdim=True) if reduce == "sum" else sq.mean(dim=dims, keepdim=True)
+    if eps_mode == "inside":
+        scale = torch.sqrt(sq + eps) if root else sq + eps
+    else:
+        scale = (torch.sqrt(sq) if root else sq) + eps
+    y = x / scale
+    if weight is not None and use_weight:
+        y = y * weight.double()
+    return y
+
+
+def _structure_mistakes(case):
+    """Mistakes in what is normalised and how (charged by the rms-norm check)."""
+    x = case["x"]
+    found = [
+        (RMS_SUBTRACTS_MEAN, {"center": True}),
+        (RMS_ROOT_OF_SUM, {"reduce": "sum"}),
+        (RMS_NO_ROOT, {"root": False}),
+        (RMS_WRONG_DIM, {"dims": tuple(range(x.dim()))}),
+    ]
+    if x.dim() > 1:
+        found.append((RMS_WRONG_DIM, {"dims": (0,)}))
+    if case.get("weight") is not None:
+        found.append((RMS_WEIGHT_IGNORED, {"use_weight": False}))
+    return found
+
+
+def _eps_mistakes(case):
+    """Mistakes in where eps goes and which eps is used (charged by the rms-norm-eps check)."""
+    eps = case.get("eps", 1e-6)
+    found = [(RMS_EPS_OUTSIDE, {"eps_mode": "outside"}, {})]
+    for other in (0.0, 1e-6, 1e-5):
+        if other != eps:
+            found.append((RMS_EPS_IGNORED, {"eps": other}, {"eps": eps}))
+    return found
+
+
+def _rms_norm_mistakes(case):
+    """Every named mistake of rms_norm, alone and with an eps mistake: (id, model, details)."""
+    structure, eps = _structure_mistakes(case), _eps_mistakes(case)
+    found = [(m, _model(case, **kw), {}) for m, kw in structure]
+    found += [(m, _model(case, **e), d) for m, e, d in eps]
+    found += [(m, _model(case, **kw, **e), {}) for m, kw in structure for _, e, _ in eps]
+    return found
+
+
+def _model(case, **kw):
+    args = {"weight": case.get("weight"), "eps": case.get("eps", 1e-6), **kw}
+    return lambda: _rms(case["x"], **args).to(case["x"].dtype)
+
+
+def _rms_what(case):
+    args = "x" + ("" if case.get("weight") is None else ", weight")
+    args += "" if "eps" not in case else f", eps={case['eps']:g}"
+    return f"rms_norm({args}) on x of shape {tuple(case['x'].shape)}"
+
+
+def _rms_output(got, name, case):
+    return tensor(got, name, _rms_what(case), shape=case["x"].shape, dtype=case["x"].dtype)
+
+
+@CHECKS.check(
+    "rms-norm",
+    "rms_norm matches the reference (with and without weight)",
+    2,
+    inputs=probe.inputs_rms_norm,
+    probe=probe.probe_rms_norm,
+    exercise="rms_norm",
+)
+def verdict_rms_norm(got, want, x):
+    """Everything but eps: a result that is right but for where eps goes or which eps is
+    used passes here, as the rms-norm-eps check charges it (each difference is charged once)."""
+    for name, case in x.items():
+        y = _rms_output(got, name, case)
+        if any(close(y, _model(case, **kw)()) for _, kw, _ in _eps_mistakes(case)):
+            continue
+        structure = _structure_mistakes(case)
+        candidates = [(m, _model(case, **kw), {}) for m, kw in structure]
+        candidates += [
+            (m, _model(case, **kw, **e), {})
+            for m, kw in structure
+            for _, e, _ in _eps_mistakes(case)
+        ]
+        assert_close(y, want[name], _rms_what(case), candidates)
+
+
+@CHECKS.check(
+    "rms-norm-eps",
+    "rms_norm puts the given eps inside the square root (tiny mean squares)",
+    1,
+    inputs=probe.inputs_rms_norm_eps,
+    probe=probe.probe_rms_norm,
+    exercise="rms_norm",
+)
+def verdict_rms_norm_eps(got, want, x):
+    """Where eps goes and which eps is used. A result that is right about eps but has a
+    mistake the rms-norm check charges passes here (each difference is charged once)."""
+    for name, case in x.items():
+        y = _rms_output(got, name, case)
+        structure = _structure_mistakes(case)
+        if any(close(y, _model(case, **kw)()) for _, kw in structure):
+            continue
+        eps = _eps_mistakes(case)
+        candidates = [(m, _model(case, **e), d) for m, e, d in eps]
+        candidates += [(m, _model(case, **kw, **e), d) for m, e, d in eps for _, kw in structure]
+        assert_close(y, want[name], _rms_what(case), candidates)
+
+
+# --------------------------------------------------------------------------- RMSNorm
+
+
+@CHECKS.check(
+    "rms-norm-module",
+    "RMSNorm matches the reference (its own weight and eps applied)",
+    1,
+    inputs=probe.inputs_rms_module,
+    probe=probe.probe_rms_module,
+    exercise="RMSNorm",
+)
+def verdict_rms_module(got, want, x):
+    """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
+    when that is one of rms_norm's named mistakes: the rms_norm checks charge it (each
+    difference is charged once). Only a named mistake: what the student's process says its
+    rms_norm returns is not trusted to excuse any output."""
+    for name, case in x.items():
+        D, eps = case["x"].size(-1), case.get("eps", 1e-6)
+        what = f"RMSNorm({D}" + ("" if "eps" not in case else f", eps={eps:g}") + ")"
+        what += f" on x of shape {tuple(case['x'].shape)}"
+        out = tensor(got, name, what, shape=case["x"].shape, dtype=case["x"].dtype)
+        if close(out, want[name]):
+            continue
+        own = got.get(f"{name}/own")
+        if type(own) is torch.Tensor and close(out, own):
+            if any(close(own, model()) for _, model, _ in _rms_norm_mistakes(case)):
+                continue
+        case = {"eps": eps, **case}
+        candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
+        for other in (1e-6, 1e-5, 0.0):
+            if other != eps:
+                candidates.append(
+                    (RMSNORM_EPS_IGNORED, _model(case, eps=other), {"eps": eps, "used": other})
+                )
+        # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
+        candidates += _rms_norm_mistakes(case)
+        assert_close(out, want[name], what, candidates)
+
+
+# --------------------------------------------------------------------------- SwiGLU
+
+_ACTS = {
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "gelu-tanh": lambda h: F.gelu(h, approximate="tanh"),
+    "sigmoid": torch.sigmoid,
+    "relu": F.relu,
+    "none": lambda h: h,
+}
+
+
+def _swiglu(x, sd, variant="ref", act="silu"):
+    """What SwiGLU with a given mistake computes, in float64."""
+    x = x.double()
+    gate = F.linear(x, sd["w_gate.weight"].double())
+    up = F.linear(x, sd["w_up.weight"].double())
+    f = _ACTS[act]
+    hidden = {
+        "ref": lambda: f(gate) * up,
+        "swapped": lambda: f(up) * gate,
+        "up-only": lambda: f(up),
+        "gate-only": lambda: f(gate),
+        "after-product": lambda: f(gate * up),
+    }[variant]()
+    return F.linear(hidden, sd["w_down.weight"].double()).float()
+
+
+def _swiglu_candidates(x, sd):
+    def model(variant="ref", act="silu"):
+        return lambda: _swiglu(x, sd, variant, act)
+
+    return [
+        (SWIGLU_GATE_SWAPPED, model("swapped"), {}),
+        (SWIGLU_GELU, model(act="gelu"), {}),
+        (SWIGLU_GELU, model(act="gelu-tanh"), {}),
+        (SWIGLU_SIGMOID, model(act="sigmoid"), {}),
+        (SWIGLU_RELU, model(act="relu"), {}),
+        (SWIGLU_NO_GATE, model("up-only"), {"branch": "w_up"}),
+        (SWIGLU_NO_GATE, model("gate-only"), {"branch": "w_gate"}),
+        (SWIGLU_NO_ACT, model(act="none"), {}),
+        (SWIGLU_SILU_AFTER, model("after-product"), {}),
+    ]
+
+
+@CHECKS.check(
+    "swiglu",
+    "SwiGLU matches the reference on (B, T, D) and (T, D) inputs",
+    2,
+    inputs=probe.inputs_swiglu,
+    probe=probe.probe_swiglu,
+    exercise="SwiGLU",
+)
+def verdict_swiglu(got, want, x):
+    d_ff, D = x["weights"]["w_gate.weight"].shape
+    for key, inp in (("out", "x"), ("out2", "x2")):
+        what = f"SwiGLU({D}, {d_ff}) on x of shape {tuple(x[inp].shape)}"
+        out = tensor(got, key, what, shape=x[inp].shape, dtype=torch.float32)
+        assert_close(out, want[key], what, _swiglu_candidates(x[inp], x["weights"]))
