@@ -16,6 +16,7 @@ MODULES: tuple[str, ...] = (
     "gpt",
     "plots",
     "efficient",
+    "gqa",
 )
 
 
