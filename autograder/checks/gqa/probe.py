@@ -162,14 +162,17 @@ def call(mod, model, x, H, mask=None):
     passed to scaled_dot_product_attention recorded (to name a wrong group count when the
     call fails). A failure with the right number of key heads is re-raised as it is."""
     seen = []
-    trusted = getattr(mod, "scaled_dot_product_attention", None)
+    # The globals the student's forward runs with: its module, or a notebook's namespace.
+    names = getattr(type(model).forward, "__globals__", None)
+    names = names if isinstance(names, dict) else vars(mod)
+    trusted = names.get("scaled_dot_product_attention")
 
     def recording(q, k, v, mask=None):
         seen.append(int(k.shape[-3]) if k.dim() >= 3 else 0)
         return trusted(q, k, v, mask)
 
-    if trusted is not None:
-        mod.scaled_dot_product_attention = recording
+    if callable(trusted):
+        names["scaled_dot_product_attention"] = recording
     try:
         with torch.no_grad():
             result = model(x, mask=mask)
@@ -178,8 +181,8 @@ def call(mod, model, x, H, mask=None):
             return {"kv_heads_seen": seen[0], "error": type(e).__name__}
         raise
     finally:
-        if trusted is not None:
-            mod.scaled_dot_product_attention = trusted
+        if callable(trusted):
+            names["scaled_dot_product_attention"] = trusted
     out, weights = pair(result, "GroupedQueryAttention's result")
     return {"out": out, "weights": weights}
 
