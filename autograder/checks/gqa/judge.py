@@ -292,11 +292,13 @@ def _why(case, D, H, H_kv):
     return f"num_heads = {H} does not divide d_model = {D}"
 
 
-def _says_which(case, text):
+def _says_which(case, text, D):
+    """Whether a message names the sizes that do not fit, in any reasonable words."""
     lower = text.lower()
     if case == "kv":
-        return "kv" in lower or "key" in lower
-    return "d_model" in lower or "model" in lower
+        return any(word in lower for word in ("kv", "key", "value", "group"))
+    words = ("d_model", "model", "embed", "dim", "width", "hidden")
+    return any(word in lower for word in words) or str(D) in text
 
 
 @CHECKS.check(
@@ -316,7 +318,7 @@ def verdict_sizes_error(got, want, x):
         if outcome != "ValueError":
             raise Failure(NO_ERROR, got=str(outcome)[:100], **details)
         text = str(got.get(f"{case}/text", ""))[:300]
-        if not _says_which(case, text):
+        if not _says_which(case, text, D):
             raise Failure(ERROR_UNCLEAR, text=text, **details)
 
 
