@@ -18,6 +18,7 @@ MODULES: tuple[str, ...] = (
     "efficient",
     "rotary",
     "modern_blocks",
+    "gqa",
 )
 
 

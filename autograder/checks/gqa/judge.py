@@ -1,0 +1,493 @@
+"""Judge side of gqa.py's checks: misconceptions, models of wrong computations, verdicts.
+
+Only checks titled "matches the reference" compare values with it; the others (the groups,
+the scale, the ValueErrors) judge the student's own runs, so a difference is charged where
+it is named.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...diagnosis import infer_scale, name_scale
+from ...verdicts import assert_close, close, tensor
+from ..attention.judge import NO_SCALING
+from . import probe
+
+CHECKS = CheckList("gqa")
+
+# --------------------------------------------------------------------------- misconceptions
+
+REPEAT_TILED = misconception(
+    "gqa-repeat-tiled",
+    "Your key/value heads are tiled (0, 1, ..., H_kv-1, 0, 1, ...) instead of each repeated "
+    "n_rep times in a row (0, 0, ..., 1, 1, ...): query head h meets key head h % H_kv, not "
+    "h // n_rep. Tensor.repeat does this; the shape is right and the pairing is wrong.",
+    "Use torch.repeat_interleave(x, n_rep, dim=1), or x[:, :, None].expand(B, H_kv, n_rep, T, d)"
+    ".reshape(B, H_kv * n_rep, T, d): the repeats of one head must sit next to each other, "
+    "as consecutive query heads form a group.",
+)
+WRONG_GROUP_COUNT = misconception(
+    "gqa-wrong-group-count",
+    "Your code passed {seen} key heads to scaled_dot_product_attention, but there are H = {H} "
+    "query heads: each of the H_kv = {H_kv} key/value heads should be repeated "
+    "n_rep = H / H_kv = {n_rep} times.",
+    "n_rep is the number of query heads per key/value head: num_heads // num_kv_heads "
+    "(not num_kv_heads, nor num_kv_heads // num_heads).",
+)
+KV_FULL_WIDTH = misconception(
+    "gqa-kv-full-width",
+    "Your {name} maps D = {D} features to {got}, but the keys and values have only H_kv = "
+    "{H_kv} heads of d_k = {d_k} features: {expected} outputs. Full-width key/value "
+    "projections are multi-head attention, and save no memory.",
+    "Keep the projections the stub creates: w_k and w_v are nn.Linear(d_model, "
+    "num_kv_heads * d_k); only w_q and w_o are D -> D.",
+)
+GQA_SCALE = misconception(
+    "gqa-wrong-scale",
+    "Your scores were divided by {used}, but one query head has d_k = {d_k} features, so the "
+    "divisor is √d_k = {expected:.4g}.",
+    "The scale belongs to one head: √d_k with d_k = D // H, not √D nor the width of all "
+    "key/value heads. scaled_dot_product_attention(q, k, v, mask) on the split tensors does it.",
+)
+ONE_KV_HEAD = misconception(
+    "gqa-one-kv-head",
+    "Every query head used key/value head 0: the other key/value heads are ignored. That is "
+    "multi-query attention whatever num_kv_heads says.",
+    "Split the keys and values into num_kv_heads heads and repeat each n_rep times "
+    "(repeat_kv), so query head h meets key/value head h // n_rep.",
+)
+WRONG_GROUPS = misconception(
+    "gqa-wrong-groups",
+    "Changing key head {g} (its rows of w_k) changed the weights of query heads {changed}; "
+    "it should change those of query heads {expected} (its group) and no other.",
+    "Query head h belongs to group h // n_rep: repeat each key/value head n_rep times in a row "
+    "(repeat_kv) after splitting k and v into (B, H_kv, T, d_k).",
+)
+NO_WO = misconception(
+    "gqa-no-output-projection",
+    "Your grouped-query attention never applies w_o: the output is the concatenated heads.",
+    "Finish with self.w_o(merged heads): W_O mixes the heads into every output feature.",
+)
+NO_ERROR = misconception(
+    "gqa-no-valueerror",
+    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) should raise "
+    "ValueError ({why}), but it {got}.",
+    "Check the sizes first in __init__: num_heads % num_kv_heads and d_model % num_heads must "
+    "both be 0; raise ValueError saying which is not.",
+)
+ERROR_UNCLEAR = misconception(
+    "gqa-error-unclear",
+    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) raised "
+    "ValueError, but its message ({text!r}) does not say which: {why}.",
+    "Name the sizes that do not fit, e.g. 'num_kv_heads = 4 does not divide num_heads = 6' "
+    "or 'num_heads = 4 does not divide d_model = 10'.",
+)
+BYTES_FULL_WIDTH = misconception(
+    "gqa-kv-bytes-full-width",
+    "kv_cache_bytes({args}) returned {got}: the size of num_heads key/value heads. GQA caches "
+    "only num_kv_heads heads, {expected} bytes.",
+    "bytes = 2 x T x num_kv_heads x d_k x bytes per element, with d_k = d_model // num_heads.",
+)
+BYTES_KEYS_ONLY = misconception(
+    "gqa-kv-bytes-keys-only",
+    "kv_cache_bytes({args}) returned {got}, half of {expected}: the keys only. The cache holds "
+    "the values too.",
+    "Count both: 2 x T x num_kv_heads x d_k x bytes per element.",
+)
+BYTES_ELEMENTS = misconception(
+    "gqa-kv-bytes-elements",
+    "kv_cache_bytes({args}) returned {got}, the number of elements; in bytes it is {expected} "
+    "({size} bytes per {dtype} element).",
+    "Multiply by the bytes per element: torch.empty((), dtype=dtype).element_size() or "
+    "dtype.itemsize (2 for float16/bfloat16, 4 for float32, 8 for float64).",
+)
+BYTES_WRONG = misconception(
+    "gqa-kv-bytes-wrong",
+    "kv_cache_bytes({args}) returned {got}, expected {expected}.",
+    "bytes = 2 (keys and values) x T x num_kv_heads x d_k x bytes per element.",
+)
+
+# --------------------------------------------------------------------------- models
+# What grouped-query attention with a given mistake computes, in float64, to recognise it.
+
+
+def _linear(x, state, name):
+    out = x.double() @ state[f"{name}.weight"].double().T
+    if f"{name}.bias" in state:
+        out = out + state[f"{name}.bias"].double()
+    return out
+
+
+def _heads(t, n):
+    B, T, F = t.shape
+    return t.reshape(B, T, n, F // n).transpose(1, 2)
+
+
+def kv_map(H, H_kv, how="ok"):
+    """The key/value head each query head uses."""
+    h = torch.arange(H)
+    if how == "tiled":
+        return h % H_kv
+    if how == "first":
+        return torch.zeros(H, dtype=torch.long)
+    return h // (H // H_kv)
+
+
+def _qk(x, pairing="ok"):
+    """The per-head queries and the keys they meet, float64: (B, H, T, d_k) each."""
+    state, H, H_kv = x["state"], x["H"], x["H_kv"]
+    q = _heads(_linear(x["x"], state, "w_q"), H)
+    k = _heads(_linear(x["x"], state, "w_k"), H_kv)[:, kv_map(H, H_kv, pairing)]
+    return q, k
+
+
+def _gqa(x, *, pairing="ok", scale=None, wo=True):
+    """Grouped-query attention in float64, with one named mistake: (out, weights)."""
+    state, H, H_kv = x["state"], x["H"], x["H_kv"]
+    q, k = _qk(x, pairing)
+    v = _heads(_linear(x["x"], state, "w_v"), H_kv)[:, kv_map(H, H_kv, pairing)]
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale)
+    mask = x.get("mask")
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    B, _, T, _ = q.shape
+    merged = (weights @ v).transpose(1, 2).reshape(B, T, -1)
+    if not wo:
+        return merged, weights
+    return _linear(merged, state, "w_o"), weights
+
+
+def _scale_details(x, c):
+    D, H, H_kv = x["x"].size(-1), x["H"], x["H_kv"]
+    d_k = D // H
+    names = {"d_k": d_k, "d_model": D, "H_kv·d_k": H_kv * d_k, "T": x["x"].size(1)}
+    return {"used": name_scale(c, names), "expected": math.sqrt(d_k), "d_k": d_k}
+
+
+def _candidates(x, which, like):
+    """(misconception, that mistake's output, details), cast to the student's dtype."""
+    i = 0 if which == "out" else 1
+
+    def lazy(**kw):
+        return lambda: _gqa(x, **kw)[i].to(like.dtype)
+
+    D, H, H_kv = x["x"].size(-1), x["H"], x["H_kv"]
+    found = []
+    if 1 < H_kv < H:
+        found += [(REPEAT_TILED, lazy(pairing="tiled"), {})]
+    if H_kv > 1:
+        found += [(ONE_KV_HEAD, lazy(pairing="first"), {})]
+    for c in (math.sqrt(D), math.sqrt(H_kv * D // H)):
+        if not math.isclose(c, math.sqrt(D // H)):
+            found.append((GQA_SCALE, lazy(scale=c), _scale_details(x, c)))
+    found.append((NO_SCALING, lazy(scale=1.0), {}))
+    if which == "out":
+        found.append((NO_WO, lazy(wo=False), {}))
+    return found
+
+
+def _scale_failure(x, weights, pairings=("ok",)):
+    """If the weights are softmax(q_h k_gᵀ / c) with c ≠ √d_k, for one of the pairings of
+    query and key heads: the Failure naming c. None when they are not such a softmax."""
+    for pairing in pairings:
+        q, k = _qk(x, pairing)
+        c = infer_scale(q, k, weights, x.get("mask"))
+        if c is None:
+            continue
+        if math.isclose(c, math.sqrt(q.size(-1)), rel_tol=1e-3):
+            return None
+        if math.isclose(c, 1.0, rel_tol=1e-3):
+            return Failure(NO_SCALING)
+        return Failure(GQA_SCALE, **_scale_details(x, c))
+    return None
+
+
+# --------------------------------------------------------------------------- result guards
+
+
+def _parameters(got, x):
+    """The student's parameters have the shapes the check's weights need (the probe loaded
+    nothing otherwise): full-width key/value projections are named."""
+    D, H, H_kv = x["x"].size(-1), x["H"], x["H_kv"]
+    d_k = D // H
+    for name, value in x["state"].items():
+        shape = got.get(f"param/{name}")
+        if type(shape) is not torch.Tensor or shape.dtype != torch.long or shape.dim() != 1:
+            raise Failure(
+                WRONG_TYPE,
+                what=f"GroupedQueryAttention's parameter {name}",
+                expected=f"a tensor of shape {tuple(value.shape)}",
+                got="no such parameter",
+            )
+        shape = tuple(int(s) for s in shape.tolist()[:8])
+        if shape == tuple(value.shape):
+            continue
+        if name in ("w_k.weight", "w_v.weight") and shape == (D, D) and H_kv < H:
+            layer = name.split(".")[0]
+            raise Failure(
+                KV_FULL_WIDTH, name=layer, D=D, got=D, H_kv=H_kv, d_k=d_k, expected=H_kv * d_k
+            )
+        raise Failure(
+            WRONG_SHAPE,
+            what=f"GroupedQueryAttention's parameter {name}",
+            got=shape,
+            expected=tuple(value.shape),
+        )
+
+
+def result(got, x, prefix=""):
+    """The student's (out, weights) for inputs x: parameters, group count, type and shape."""
+    _parameters(got, x)
+    seen = got.get(prefix + "kv_heads_seen")
+    if type(seen) is int:
+        H, H_kv = x["H"], x["H_kv"]
+        raise Failure(WRONG_GROUP_COUNT, seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
+    B, T, D = x["x"].shape
+    dtype = x["x"].dtype
+    weights = tensor(got, prefix + "weights", "the weights", shape=(B, x["H"], T, T), dtype=dtype)
+    out = tensor(got, prefix + "out", "the output", shape=(B, T, D), dtype=dtype)
+    return out, weights
+
+
+def _rows_sum_to_one(weights):
+    """Attention weights are distributions over the keys: what no zeros or noise can fake."""
+    sums = weights.sum(dim=-1)
+    assert_close(sums, torch.ones_like(sums), "the row sums of the weights (each should be 1)")
+
+
+# --------------------------------------------------------------------------- repeat_kv
+
+
+@CHECKS.check(
+    "repeat-kv",
+    "repeat_kv matches the reference: (B, H_kv, T, d) -> (B, H_kv·n_rep, T, d), each head "
+    "n_rep times in a row",
+    2,
+    inputs=probe.inputs_repeat,
+    probe=probe.probe_repeat,
+    exercise="repeat_kv",
+)
+def verdict_repeat(got, want, x):
+    for i, (B, H_kv, T, d, n_rep) in enumerate(x["cases"]):
+        xi = x[f"x{i}"]
+        what = f"repeat_kv(x of shape {(B, H_kv, T, d)}, n_rep={n_rep})"
+        value = tensor(got, f"x{i}", what, shape=(B, H_kv * n_rep, T, d), dtype=xi.dtype)
+        tiled = xi.repeat(1, n_rep, 1, 1)
+        assert_close(value, want[f"x{i}"], what, [(REPEAT_TILED, tiled, {})])
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def _why(case, D, H, H_kv):
+    if case == "kv":
+        return f"num_kv_heads = {H_kv} does not divide num_heads = {H}"
+    return f"num_heads = {H} does not divide d_model = {D}"
+
+
+def _says_which(case, text, D):
+    """Whether a message names the sizes that do not fit, in any reasonable words."""
+    lower = text.lower()
+    if case == "kv":
+        return any(word in lower for word in ("kv", "key", "value", "group"))
+    words = ("d_model", "model", "embed", "dim", "width", "hidden")
+    return any(word in lower for word in words) or str(D) in text
+
+
+@CHECKS.check(
+    "sizes-error",
+    "num_kv_heads not dividing num_heads, or num_heads not dividing d_model, raises "
+    "ValueError saying which",
+    1,
+    inputs=probe.inputs_sizes_error,
+    probe=probe.probe_sizes_error,
+    exercise="GroupedQueryAttention",
+)
+def verdict_sizes_error(got, want, x):
+    for case in ("kv", "d_model"):
+        D, H, H_kv = x[case]
+        details = {"D": D, "H": H, "H_kv": H_kv, "why": _why(case, D, H, H_kv)}
+        outcome = got.get(f"{case}/outcome")
+        if outcome != "ValueError":
+            raise Failure(NO_ERROR, got=str(outcome)[:100], **details)
+        text = str(got.get(f"{case}/text", ""))[:300]
+        if not _says_which(case, text, D):
+            raise Failure(ERROR_UNCLEAR, text=text, **details)
+
+
+# --------------------------------------------------------------------------- the layer
+
+
+def _compare(got, want, x):
+    """Weights first (they say more about a mistake), then the output."""
+    out, weights = result(got, x)
+    if not close(weights, want["weights"]):
+        failure = _scale_failure(x, weights)
+        if failure:
+            raise failure
+    assert_close(weights, want["weights"], "the weights", _candidates(x, "weights", weights))
+    assert_close(out, want["out"], "the output", _candidates(x, "out", out))
+
+
+@CHECKS.check(
+    "grouped",
+    "GroupedQueryAttention matches the reference (1 < num_kv_heads < num_heads, weights loaded)",
+    3,
+    inputs=probe.inputs_grouped,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+)
+def verdict_grouped(got, want, x):
+    _compare(got, want, x)
+
+
+CHECKS.check(
+    "mqa",
+    "matches the reference as multi-query attention (num_kv_heads = 1)",
+    1,
+    inputs=probe.inputs_mqa,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+    verdict=verdict_grouped,
+)
+CHECKS.check(
+    "mha",
+    "matches the reference as multi-head attention (num_kv_heads = num_heads)",
+    1,
+    inputs=probe.inputs_mha,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+    verdict=verdict_grouped,
+)
+CHECKS.check(
+    "mask",
+    "matches the reference with a (B, 1, T, T) mask broadcast over the heads",
+    1,
+    inputs=probe.inputs_mask,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+    verdict=verdict_grouped,
+)
+CHECKS.check(
+    "bias",
+    "matches the reference with bias=True (the four projections' biases used)",
+    1,
+    inputs=probe.inputs_bias,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+    verdict=verdict_grouped,
+)
+
+
+@CHECKS.check(
+    "scale",
+    "inside each head the scores are scaled by 1/√d_k (d_k = D // H)",
+    1,
+    inputs=probe.inputs_scale,
+    probe=probe.probe_gqa,
+    exercise="GroupedQueryAttention",
+)
+def verdict_scale(got, want, x):
+    """Judged on the student's own weights: they are softmax(q_h k_gᵀ / c) for c = √d_k. The
+    pairing of query and key heads is the groups check's business: the scale is inferred
+    under the right pairing and under the named wrong ones."""
+    _, weights = result(got, x)
+    failure = _scale_failure(x, weights, ("ok", "tiled", "first"))
+    if failure:
+        raise failure
+    _rows_sum_to_one(weights)
+    for pairing in ("ok", "tiled", "first"):
+        q, k = _qk(x, pairing)
+        if infer_scale(q, k, weights) is not None:
+            return
+    # Not a softmax of paired scores at any scale: named against the reference.
+    assert_close(weights, want["weights"], "the weights", _candidates(x, "weights", weights))
+
+
+@CHECKS.check(
+    "groups",
+    "query heads h·n_rep … (h+1)·n_rep − 1 share key/value head h, and no other head uses it",
+    2,
+    inputs=probe.inputs_groups,
+    probe=probe.probe_groups,
+    exercise="GroupedQueryAttention",
+)
+def verdict_groups(got, want, x):
+    """Judged on the student's own runs: which query heads' weights move when one key head's
+    projection rows move. Zeros or noise cannot pass (the weights must be distributions, and
+    every key head must move exactly its group)."""
+    H, H_kv = x["H"], x["H_kv"]
+    n_rep = H // H_kv
+    _, base = result(got, x)
+    _rows_sum_to_one(base)
+    changed = []
+    for g in range(H_kv):
+        _, after = result(got, x, prefix=f"g{g}/")
+        diff = (after - base).abs().amax(dim=(0, 2, 3))
+        changed.append([h for h in range(H) if diff[h] > 1e-5])
+    expected = [list(range(g * n_rep, (g + 1) * n_rep)) for g in range(H_kv)]
+    if changed == expected:
+        return
+    if changed == [[h for h in range(H) if h % H_kv == g] for g in range(H_kv)]:
+        raise Failure(REPEAT_TILED)
+    if changed[0] == list(range(H)) and not any(changed[1:]):
+        raise Failure(ONE_KV_HEAD)
+    g = next(g for g in range(H_kv) if changed[g] != expected[g])
+    raise Failure(WRONG_GROUPS, g=g, changed=changed[g] or "none", expected=expected[g])
+
+
+# --------------------------------------------------------------------------- kv_cache_bytes
+
+
+@CHECKS.check(
+    "kv-bytes",
+    "kv_cache_bytes: 2 x T x num_kv_heads x d_k x bytes per element, as an int",
+    2,
+    inputs=probe.inputs_kv_bytes,
+    probe=probe.probe_kv_bytes,
+    exercise="kv_cache_bytes",
+)
+def verdict_kv_bytes(got, want, x):
+    """Every case is compared; a mistake is named when it explains every case (a float16
+    count of elements and a float32 count of key bytes alone can look alike)."""
+    values, wrong = [], []
+    for i, (D, H, H_kv, T, dtype) in enumerate(x["cases"]):
+        args = f"{D}, {H}, {H_kv}, {T}, torch.{dtype}"
+        value = got.get(f"bytes{i}")
+        if type(value) is not int:
+            raise Failure(
+                WRONG_TYPE, what=f"kv_cache_bytes({args})", expected="an int", got=str(value)[:100]
+            )
+        values.append(value)
+        if value != want[f"bytes{i}"]:
+            wrong.append(i)
+    if not wrong:
+        return
+
+    def model(i, mistake):
+        D, H, H_kv, T, dtype = x["cases"][i]
+        size = getattr(torch, dtype).itemsize
+        heads = H if mistake is BYTES_FULL_WIDTH else H_kv
+        count = 1 if mistake is BYTES_KEYS_ONLY else 2
+        return count * T * heads * (D // H) * (1 if mistake is BYTES_ELEMENTS else size)
+
+    i = wrong[0]
+    D, H, H_kv, T, dtype = x["cases"][i]
+    details = {
+        "args": f"{D}, {H}, {H_kv}, {T}, torch.{dtype}",
+        "got": values[i],
+        "expected": want[f"bytes{i}"],
+        "size": getattr(torch, dtype).itemsize,
+        "dtype": dtype,
+    }
+    for mistake in (BYTES_FULL_WIDTH, BYTES_KEYS_ONLY, BYTES_ELEMENTS):
+        if all(values[j] == model(j, mistake) for j in range(len(values))):
+            raise Failure(mistake, **details)
+    raise Failure(BYTES_WRONG, **details)
