@@ -24,7 +24,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import checks
+from . import registry
 
 LONG_COLUMNS = ["student", "module", "check", "score", "max_score", "status", "misconception"]
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -51,7 +51,7 @@ class ClassData:
     @property
     def modules(self) -> list[str]:
         present = {r.module for r in self.rows}
-        return [m for m in checks.modules() if m in present]
+        return [m for m in registry.modules() if m in present]
 
     @property
     def students(self) -> list[str]:
@@ -175,7 +175,7 @@ def misconceptions(data: ClassData) -> list[tuple[str, str, int, float]]:
 
 
 def _exercise(r: Row) -> str:
-    for check in checks.checks_of(r.module):
+    for check in registry.checks_of(r.module):
         if check.name == r.check:
             return f"{r.module}.{check.exercise or r.module}"
     return r.module

@@ -45,7 +45,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from . import checks, course_collect, course_config, course_export, course_judge
+from . import course_collect, course_config, course_export, course_judge, registry
 from .core import Check
 from .notebook import HIDDEN_VARIABLE, SEED_VARIABLE
 from .submission import trusted_modules
@@ -277,7 +277,7 @@ def test_source(check: Check) -> str:
 
 def graded_checks(module: str) -> list[Check]:
     """The checks every channel grades: all but the slow ones (`make grade-train` only)."""
-    return [c for c in checks.checks_of(module) if not getattr(c, "slow", False)]
+    return [c for c in registry.checks_of(module) if not getattr(c, "slow", False)]
 
 
 def notebook(
@@ -384,7 +384,7 @@ def sanitize_preprocessors() -> list:
 
 def course_modules(modules: list[str] | None = None, solutions: Path = SOLUTIONS) -> list[str]:
     """Exercise modules with checks and a solution file, in course order."""
-    known = [m for m in checks.modules() if (solutions / f"{m}.py").is_file()]
+    known = [m for m in registry.modules() if (solutions / f"{m}.py").is_file()]
     if modules:
         unknown = [m for m in modules if m not in known]
         if unknown:
@@ -419,7 +419,7 @@ def write_course(
 def assignments(root: Path, wanted: list[str] | None = None) -> list[str]:
     """The assignments in root/source, in course order (or `wanted`, checked)."""
     found = sorted(p.name for p in (Path(root) / "source").glob("*") if p.is_dir())
-    order = {m: i for i, m in enumerate(checks.modules())}
+    order = {m: i for i, m in enumerate(registry.modules())}
     found.sort(key=lambda a: (order.get(a, len(order)), a))
     if not found:
         raise FileNotFoundError(f"{root}/source holds no assignment: run `make course` first")

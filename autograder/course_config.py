@@ -27,7 +27,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import checks
+from . import registry
 
 FILE = "course.toml"
 POLICIES = ("none", "zero", "penalty")
@@ -195,7 +195,7 @@ def load(root: Path) -> CourseConfig:
             raise ConfigError(f"{path}: [due] {assignment} = {text!r}; expected a string date")
         config.due[assignment] = parse_time(text, f"{path}: [due] {assignment}") if text else None
 
-    ids = {c.id for m in checks.modules() for c in checks.checks_of(m)}
+    ids = {c.id for m in registry.modules() for c in registry.checks_of(m)}
     for check_id, value in data.get("points", {}).items():
         if check_id not in ids:
             raise ConfigError(

@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import checks, fixtures, report
+from . import fixtures, registry, report
 from .core import Result
 from .course_config import CourseConfig
 from .sandbox.runner import Sandbox
@@ -92,7 +92,7 @@ def judge_assignment(
 ) -> list[Judged]:
     """Grade each student's autograded notebook of `assignment` in the sandbox."""
     root = Path(root)
-    if assignment not in checks.modules():
+    if assignment not in registry.modules():
         raise ValueError(f"assignment {assignment!r} is no exercise module of the kit")
     judged: list[Judged] = []
     stage = Path(tempfile.mkdtemp(prefix="attention-lab-judge-"))
@@ -135,7 +135,7 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
                 naive_utc = due.astimezone(dt.UTC).replace(tzinfo=None)  # as nbgrader stores it
                 gb.update_or_create_assignment(a, duedate=naive_utc)
             for result in item.results:
-                check = checks.find(result.check_id)
+                check = registry.find(result.check_id)
                 points = config.points_of(check)
                 try:
                     grade = gb.find_grade(f"test-{check.slug}", a, a, item.student)
@@ -186,7 +186,7 @@ def annotate(folder: Path, item: Judged, config: CourseConfig) -> None:
         grade_id = (c.metadata.get("nbgrader") or {}).get("grade_id", "")
         if c.cell_type == "code" and grade_id in by_cell:
             result = by_cell[grade_id]
-            text = verdict_text(result, config.points_of(checks.find(result.check_id)))
+            text = verdict_text(result, config.points_of(registry.find(result.check_id)))
             c.outputs = [o for o in c.get("outputs", []) if OFFICIAL not in o.get("text", "")]
             c.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
     nbformat.write(nb, path)

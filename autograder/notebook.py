@@ -42,11 +42,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from . import checks, fixtures, trusted
+from . import registry, trusted
 from .core import Check, Result
 from .engine import run_check
-from .probing import make_inputs, run_probe
-from .submission import Submission, trusted_modules
+from .paths import SOLUTIONS
+from .references import References
+from .submission import trusted_modules
 
 SEED_VARIABLE = "ATTENTION_LAB_HIDDEN_SEED"
 HIDDEN_VARIABLE = "ATTENTION_LAB_HIDDEN"  # "outside": the hidden tier is judged by make autograde
@@ -156,26 +157,16 @@ def hidden_seed() -> int:
         raise RuntimeError(f"the hidden seed must be an integer, got {value!r}") from None
 
 
-_SOLUTIONS: Submission | None = None
+_REFERENCES: dict[int | None, References] = {}
 
 
-def _hidden_reference(check: Check, seed: int):
-    """probe(solutions/<module>, inputs(seed)): expected outputs, computed now."""
-    global _SOLUTIONS
-    if not (fixtures.SOLUTIONS / "__init__.py").is_file():
-        raise RuntimeError("hidden tests need solutions/ (the instructor's copy of the kit)")
-    if _SOLUTIONS is None:
-        _SOLUTIONS = Submission(fixtures.SOLUTIONS)
-    return run_probe(check, _SOLUTIONS.load(check.module), make_inputs(check, seed))
-
-
-_PUBLIC: dict[str, dict] = {}
-
-
-def _public_reference(check: Check):
-    if check.module not in _PUBLIC:
-        _PUBLIC[check.module] = fixtures.load(check.module)
-    return _PUBLIC[check.module].get(check.slug)
+def _references(seed: int | None) -> References:
+    """The one References API (public fixtures, or the hidden tier computed from solutions/)."""
+    if seed not in _REFERENCES:
+        if seed is not None and not (SOLUTIONS / "__init__.py").is_file():
+            raise RuntimeError("hidden tests need solutions/ (the instructor's copy of the kit)")
+        _REFERENCES[seed] = References.public() if seed is None else References.hidden(seed)
+    return _REFERENCES[seed]
 
 
 def _defined(check: Check, namespace: dict[str, Any]) -> bool:
@@ -188,12 +179,9 @@ def _defined(check: Check, namespace: dict[str, Any]) -> bool:
 
 def run(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> Result:
     """Grade one check on a notebook namespace; returns the engine's Result."""
-    check = checks.find(check_id)
-    if hidden:
-        seed = hidden_seed()
-        reference = _hidden_reference(check, seed)
-    else:
-        seed, reference = fixtures.PUBLIC_SEED, _public_reference(check)
+    check = registry.find(check_id)
+    refs = _references(hidden_seed() if hidden else None)
+    seed, reference = refs.seed, refs.get(check)
     submission = NotebookSubmission(check.module, namespace)
     with _swapped(namespace, _stand_ins(check.module, namespace)), _stderr_to_stdout():
         result = run_check(check, submission, reference, seed=seed)
@@ -208,7 +196,7 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     It returns None on purpose: a value would be the cell's output, and nbgrader reads a
     test cell's output as partial credit."""
     __tracebackhide__ = True  # IPython (and pytest) leave this frame out of the traceback
-    check = checks.find(check_id)
+    check = registry.find(check_id)
     if hidden and os.environ.get(HIDDEN_VARIABLE) == "outside":
         print(f"{OUTSIDE_NOTE} ({check.name})")
         return

@@ -36,7 +36,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from . import checks
+from . import registry
 from .batch import feedback_text
 from .sandbox.runner import Sandbox
 
@@ -114,7 +114,7 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
-    modules = modules or checks.modules()
+    modules = modules or registry.modules()
     (out / "questions").mkdir(parents=True)
     info = {
         "uuid": str(uuid.uuid5(NAMESPACE, "course")),
@@ -131,7 +131,7 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
         (folder / "tests").mkdir(parents=True)
         stub = ROOT / "assignments" / f"{module}.py"
         shutil.copy(stub, folder / f"{module}.py")
-        points = sum(c.points for c in checks.checks_of(module) if not c.slow)
+        points = sum(c.points for c in registry.checks_of(module) if not c.slow)
         question = {
             "uuid": str(uuid.uuid5(NAMESPACE, module)),
             "title": f"Attention Lab: {module}.py",
@@ -271,7 +271,7 @@ def run(root: Path) -> int:
 
 def cmd_build(args) -> int:
     wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in checks.modules()]
+    unknown = [m for m in wanted if m not in registry.modules()]
     if unknown:
         print(f"error: EX={args.ex!r}: unknown module {unknown[0]!r}", file=sys.stderr)
         return 2
