@@ -1,6 +1,6 @@
 # Generated from solutions/diagnostics.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=diagnostics`).
-"""Exercise group: diagnostics and experiments on attention.
+"""Exercise group 6: diagnostics and experiments on attention.
 
 Shape legend: B batch, H heads, L query length, S key length, T sequence length, D = d_model,
 d_k = D // H. Mask convention: a bool tensor, True = blocked.

@@ -23,6 +23,8 @@ import tarfile
 from pathlib import Path
 
 from . import scaffold, stubgen, syllabus
+from .batch import add_verbs as add_batch_verbs
+from .gradescope import add_verbs as add_gradescope_verbs
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 from .trusted import NOT_IN_STUDENT_COPY
 
@@ -193,9 +195,6 @@ def main(argv: list[str] | None = None) -> int:
     fx.add_argument("--module", action="append")
     fx.add_argument("--force", action="store_true", help="rewrite even fresh modules")
     fx.set_defaults(run=cmd_fixtures)
-    from .batch import add_verbs as add_batch_verbs  # batch
-    from .gradescope import add_verbs as add_gradescope_verbs  # gradescope, gradescope-run
-
     add_batch_verbs(verbs)
     add_gradescope_verbs(verbs)
     new = verbs.add_parser("new-module", help="scaffold every file of a new exercise module")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib
 import io
 import os
 import re
@@ -100,8 +101,6 @@ def _cell_folder(namespace: dict[str, Any]) -> Path:
 
 def _stand_ins(module: str, namespace: dict[str, Any]) -> dict[str, Any]:
     """{name: trusted object} for the names in `namespace` that other modules' exercises own."""
-    import importlib
-
     swaps: dict[str, Any] = {}
     for other in trusted_modules():
         if other == module:

@@ -1,4 +1,4 @@
-"""Exercise group 8: efficient attention, and what each shortcut gives up.
+"""Exercise group 9: efficient attention, and what each shortcut gives up.
 
 Plain attention builds a (T, T) score matrix: its memory grows with the square of the sequence
 length. The four exercises here avoid or restrict it in four different ways:

@@ -75,7 +75,11 @@ def _imports(path):
             else:
                 target = node.module or ""
             names = [a.name for a in node.names]
-            yield target, id(node) in top, names, node.lineno
+            if node.module is None:  # `from . import a, b`: each name is a module
+                for name in names:
+                    yield f"{target}.{name}", id(node) in top, [], node.lineno
+            else:
+                yield target, id(node) in top, names, node.lineno
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, id(node) in top, [], node.lineno
@@ -88,9 +92,10 @@ LAZY = {
     ("autograder/cli.py", "autograder.class_report"): "each verb's module loads when it runs",
     ("autograder/cli.py", "autograder.course_cli"): "each verb's module loads when it runs",
     ("autograder/cli.py", "autograder.prairielearn"): "each verb's module loads when it runs",
-    ("autograder/course_cli.py", "autograder"): "course needs nbgrader: an instructor extra",
     ("autograder/course_cli.py", "autograder.course"): "course needs nbgrader: an instructor extra",
-    ("autograder/class_report.py", "autograder"): "FROM=course only: it needs nbgrader",
+    ("autograder/class_report.py", "autograder.course_collect"): "FROM=course: needs nbgrader",
+    ("autograder/cli.py", "autograder.fixtures"): "torch (seconds) only for make fixtures",
+    ("autograder/notebook.py", "ipykernel.compiler"): "only inside a Jupyter kernel",
     ("autograder/class_report.py", "autograder.course_export"): "FROM=course: needs nbgrader",
     ("autograder/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",
     ("autograder/class_report.py", "matplotlib.pyplot"): "plots load matplotlib only when drawn",
