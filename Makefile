@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.attention-lab-installed
 SUBMISSION ?= assignments
 EX ?=
+VERBOSE ?=
 DEVICE ?= cpu
 RESULTS ?= build/results.json
 export PYTHONPATH := $(CURDIR)
@@ -27,15 +28,15 @@ $(STAMP): requirements.lock
 
 venv: $(STAMP) ## create .venv with the pinned dependencies
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
-	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints
+	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose)
 
 .PHONY: grade-train
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(STAMP) lint ## the kit's own tests (what CI runs)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 lint: $(STAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .

@@ -69,7 +69,9 @@ def cmd_grade(args) -> int:
         str(ROOT / "tests" / "graded"),
         "-p",
         "autograder.plugin",
-        "-q",
+        "-qq",  # with the plugin's empty status letters: no "FFFF..." and no "83 failed" line
+        "-o",
+        "console_output_style=classic",
         "--tb=no",
         "-rN",
         "--no-header",
@@ -90,6 +92,8 @@ def cmd_grade(args) -> int:
         argv += ["--include-slow"]
     if args.timeout:
         argv += ["--check-timeout", str(args.timeout)]
+    if args.verbose:
+        argv += ["--show-printed"]
     return int(pytest.main(argv))
 
 
@@ -153,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--device", default="cpu")
     grade.add_argument("--results", default="build/results.json")
     grade.add_argument("--timeout", type=float, default=None, help="seconds per check")
+    grade.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show what your code printed under every check (failing checks always show it)",
+    )
     grade.add_argument(
         "--include-slow",
         action="store_true",

@@ -32,6 +32,11 @@ def pytest_addoption(parser):
         help="seconds per check (default: each check's own limit)",
     )
     group.addoption(
+        "--show-printed",
+        action="store_true",
+        help="show what the student's code printed under every check, not only failing ones",
+    )
+    group.addoption(
         "--include-slow",
         action="store_true",
         help="also run the slow checks (a training run; `make grade-train`)",
@@ -46,6 +51,7 @@ class Grader:
         self.modules = [m for m in config.getoption("ex").split(",") if m]
         self.timeout = config.getoption("check_timeout")
         self.include_slow = config.getoption("include_slow")
+        self.show_printed = config.getoption("show_printed")
         self.results: dict[str, Result] = {}
         self._refs: dict[str, dict] = {}
 
@@ -68,6 +74,7 @@ class Grader:
 
 
 _KEY = pytest.StashKey[Grader]()
+_GRADED = "tests/graded/"
 
 
 def pytest_configure(config):
@@ -124,6 +131,7 @@ def pytest_runtest_makereport(item, call):
     if _KEY not in config.stash or check is None or call.when != "call":
         return rep
     grader = config.stash[_KEY]
+    printed = _printed(rep)
     if check.id not in grader.results:  # the test never got to record: a timeout, or worse
         text = str(rep.longrepr or "")
         if "Timeout" in text:
@@ -135,7 +143,23 @@ def pytest_runtest_makereport(item, call):
             grader.results[check.id] = Result.of(
                 check, "error", Failure(GRADER_ERROR, error=text.strip()[-300:])
             )
+    if printed:
+        grader.results[check.id].extra["printed"] = printed
     return rep
+
+
+def _printed(rep) -> str:
+    """What the student's code wrote to stdout and stderr during one check (pytest captured
+    it; the table shows a few lines of it)."""
+    return "".join(text for name, text in rep.sections if name.startswith("Captured std"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report, config):
+    """No progress letters for graded checks: the table is the report."""
+    if _KEY in config.stash and report.nodeid.startswith(_GRADED):
+        return report.outcome, "", ""
+    return None
 
 
 def ordered_results(grader: Grader) -> list[Result]:
@@ -154,7 +178,8 @@ def pytest_unconfigure(config):
         f"Attention Lab: grading {grader.submission.path} on {grader.device} "
         f"(torch {torch.__version__})"
     )
-    print(f"\n{report.table(results, title)}\nResults for Gradescope: {grader.results_path}")
+    table = report.table(results, title, show_printed=grader.show_printed)
+    print(f"\n{table}\nResults for Gradescope: {grader.results_path}")
     if any(r.module == "plots" for r in results):
         try:  # the student's heatmaps beside the reference ones; never fails the grading
             from . import heatmaps

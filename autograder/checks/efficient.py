@@ -735,7 +735,8 @@ CHECKS = [
     Check(
         MODULE,
         "chunked-memory",
-        "chunked_attention never makes a tensor larger than T × chunk_size per batch and head",
+        "chunked_attention never makes a tensor larger than T × max(chunk_size, d, d_v) per batch "
+        "and head",
         2,
         inputs_chunked_memory,
         probe_chunked_memory,
