@@ -31,6 +31,10 @@ venv: $(STAMP) ## create .venv with the pinned dependencies
 grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints
 	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose)
 
+.PHONY: watch
+watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
+	$(PY) -m autograder watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
+
 .PHONY: grade-train
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json

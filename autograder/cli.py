@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)
     from .course import add_verbs  # course, release, collect, autograde, feedback, export
+    from .watch import add_verbs as add_watch_verbs  # watch
+
+    add_watch_verbs(verbs)
 
     add_verbs(verbs)
     args = parser.parse_args(argv)

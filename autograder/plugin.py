@@ -52,6 +52,7 @@ class Grader:
         self.timeout = config.getoption("check_timeout")
         self.include_slow = config.getoption("include_slow")
         self.show_printed = config.getoption("show_printed")
+        self.report_path = self.results_path.parent / "report.html"
         self.results: dict[str, Result] = {}
         self._refs: dict[str, dict] = {}
 
@@ -180,6 +181,14 @@ def pytest_unconfigure(config):
     )
     table = report.table(results, title, show_printed=grader.show_printed)
     print(f"\n{table}\nResults for Gradescope: {grader.results_path}")
+    try:  # the HTML report, beside results.json, with pictures; it never fails the grading
+        from . import report_html
+
+        sections = report_html.sections(results, grader.submission)
+        path = report_html.write(grader.report_path, results, sections, title)
+        print(f"Report with pictures (open it in a browser): {path}")
+    except Exception as e:
+        print(f"Report: not written ({type(e).__name__}: {e})")
     if any(r.module == "plots" for r in results):
         try:  # the student's heatmaps beside the reference ones; never fails the grading
             from . import heatmaps

@@ -67,5 +67,6 @@ def test_make_grade_prints_the_table_first_and_the_students_output(tmp_path):
     assert "FFF" not in out and " failed in " not in out and "deselected" not in out
     assert "[causal-blocks-diagonal]" in out and "| my causal_mask, L = 1" in out
     assert "padding here" not in out  # a passing check's prints only with --verbose
+    assert (tmp_path / "report.html").is_file() and "Report with pictures" in out
     proc, _ = grade_cli(folder, tmp_path, "--ex", "masks", "--verbose")
     assert "| padding here" in proc.stdout
