@@ -184,7 +184,7 @@ def pytest_unconfigure(config):
     try:  # the HTML report, beside results.json, with pictures; it never fails the grading
         from . import report_html
 
-        sections = report_html.sections(results, grader.submission)
+        sections = report_html.sections(results, grader.submission, grader._refs)
         path = report_html.write(grader.report_path, results, sections, title)
         print(f"Report with pictures (open it in a browser): {path}")
     except Exception as e:

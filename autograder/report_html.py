@@ -406,8 +406,11 @@ def _run_probe(check, submission):
             signal.signal(signal.SIGALRM, previous)
 
 
-def picture_html(picture: Picture, check, result: Result | None, submission, refs: dict) -> str:
-    """One picture's HTML: the three rows, a placeholder, or a one-line reason."""
+def picture_html(
+    picture: Picture, check, result: Result | None, submission, refs: dict, probed=None
+) -> str:
+    """One picture's HTML: the three rows, a placeholder, or a one-line reason. `probed`, a
+    dict, caches the student's outputs per check (two pictures may draw one check)."""
     head = f"<h4>{html.escape(picture.caption)}</h4>"
     exercise = check.exercise or check.module
     if result is None:
@@ -423,7 +426,12 @@ def picture_html(picture: Picture, check, result: Result | None, submission, ref
     if want is None:
         return f'<div class="picture">{head}{_note("No reference outputs stored.")}</div>'
     try:
-        got = _run_probe(check, submission)
+        if probed is not None and check.id in probed:
+            got = probed[check.id]
+        else:
+            got = _run_probe(check, submission)
+            if probed is not None:
+                probed[check.id] = got
     except _PictureTimeout:
         return f'<div class="picture">{head}{_note("Not drawn: your code ran out of time.")}</div>'
     except Exception as e:
@@ -447,8 +455,9 @@ def picture_html(picture: Picture, check, result: Result | None, submission, ref
 # --------------------------------------------------------------------------- the page
 
 
-def sections(results: list[Result], submission) -> dict[str, str]:
-    """{module: its HTML section}, for the modules in `results` (runs the student's code)."""
+def sections(results: list[Result], submission, refs: dict | None = None) -> dict[str, str]:
+    """{module: its HTML section}, for the modules in `results` (runs the student's code).
+    `refs`: {module: reference outputs} already loaded (fixtures.load), to load them once."""
     from . import checks, fixtures
 
     by_module: dict[str, list[Result]] = {}
@@ -458,19 +467,18 @@ def sections(results: list[Result], submission) -> dict[str, str]:
     for module, rs in by_module.items():
         by_slug = {r.check_id.split(".", 1)[1]: r for r in rs}
         check_of = {c.slug: c for c in checks.checks_of(module)}
-        pictures = []
+        pictures, probed = [], {}
         try:
-            refs = fixtures.load(module)
+            stored = (refs or {}).get(module) or fixtures.load(module)
         except Exception as e:
-            refs = {}
+            stored = {}
             pictures.append(_note(f"Reference outputs could not be loaded: {e}"))
         for picture in PICTURES.get(module, []):
             check = check_of.get(picture.slug)
             if check is None:
                 continue
-            pictures.append(
-                picture_html(picture, check, by_slug.get(picture.slug), submission, refs)
-            )
+            result = by_slug.get(picture.slug)
+            pictures.append(picture_html(picture, check, result, submission, stored, probed))
         out[module] = _module_html(module, rs, "".join(pictures))
     return out
 

@@ -116,7 +116,7 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
                 device=args.device,
                 timeout=args.check_timeout,
             )
-        sections = report_html.sections(results, submission)
+        sections = report_html.sections(results, submission, refs_by_module)
         payload = {
             "results": [dataclasses.asdict(r) for r in results],
             "sections": sections,
@@ -144,12 +144,34 @@ def _warm_up() -> None:
     thread pool started before a fork is not safe to use in the child (the sandbox's children
     use one thread too)."""
     import torch
+    import torch._dynamo  # noqa: F401  (imported by optimizers and dispatch modes on first use)
+    import torch.nn.functional as F
+
+    from .dispatch import OpCounter
 
     torch.set_num_threads(1)
     x = torch.randn(2, 3, 4, requires_grad=True)
-    y = torch.softmax(x @ x.transpose(-2, -1) / 2.0, dim=-1)
+    with OpCounter():
+        y = torch.softmax(x @ x.transpose(-2, -1) / 2.0, dim=-1)
     y = y.masked_fill(torch.ones(3, 3, dtype=torch.bool).triu(1), 0.0)
-    torch.nn.functional.layer_norm(torch.nn.functional.gelu(y @ x), (4,)).sum().backward()
+    y = F.scaled_dot_product_attention(x, x, y @ x, attn_mask=torch.zeros(3, 3))
+    F.layer_norm(F.gelu(torch.nn.Linear(4, 4)(y)), (4,)).sum().backward()
+    optimizer = torch.optim.Adam([x], lr=0.1)
+    optimizer.step()
+    optimizer.zero_grad()
+    torch.testing.assert_close(x, x)
+    with contextlib.suppress(ImportError):  # fonts, text layout: plots.py's first figure
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(2, 2), layout="constrained")
+        ax = fig.add_subplot()
+        fig.colorbar(ax.imshow([[0.0, 1.0]], vmin=0, vmax=1), ax=ax)
+        ax.set_xticks(range(2), ["a", "b"], rotation=90)
+        ax.set_title("warm")
+        ax.plot([1, 2], [1, 2], marker="o", label="x")
+        ax.set_xscale("log", base=2)
+        ax.legend()
+        fig.canvas.draw()
 
 
 class Watcher:
@@ -173,8 +195,6 @@ class Watcher:
             import matplotlib
 
             matplotlib.use("Agg")
-            import matplotlib.backends.backend_agg  # noqa: F401
-            import matplotlib.figure  # noqa: F401
         from . import report_html  # noqa: F401
 
         self.refs = {m: fixtures.load(m) for m in self.modules}
