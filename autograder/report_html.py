@@ -558,6 +558,15 @@ img{image-rendering:pixelated;image-rendering:crisp-edges;border:1px solid #ccc;
 """
 
 
+def _state(rs: list[Result]) -> str:
+    todo = sum(r.status == "not attempted" for r in rs)
+    fix = sum(r.status not in ("passed", "not attempted") for r in rs)
+    if not todo and not fix:
+        return "all passed"
+    parts = [f"{todo} not attempted" if todo else "", f"{fix} to fix" if fix else ""]
+    return ", ".join(p for p in parts if p)
+
+
 def page(results: list[Result], module_sections: dict[str, str], title: str) -> str:
     modules: dict[str, list[Result]] = {}
     for r in results:
@@ -566,8 +575,7 @@ def page(results: list[Result], module_sections: dict[str, str], title: str) -> 
     summary = "".join(
         f'<tr><td><a href="#{m}">{m}.py</a></td><td>{_points(sum(r.score for r in rs))} / '
         f"{_points(sum(r.points for r in rs))}</td>"
-        f"<td>{sum(r.status == 'not attempted' for r in rs)} to do, "
-        f"{sum(r.status not in ('passed', 'not attempted') for r in rs)} to fix</td></tr>"
+        f"<td>{_state(rs)}</td></tr>"
         for m, rs in modules.items()
     )
     body = "".join(module_sections.get(m, "") for m in modules)

@@ -23,6 +23,28 @@ def test_committed_stubs_match_generation():
         )
 
 
+def test_a_students_started_file_is_told_apart_from_a_stale_stub(tmp_path, monkeypatch):
+    import conftest
+
+    generated = stubgen.generate(SOLUTIONS)
+    folder = tmp_path / "assignments"
+    folder.mkdir()
+    for name, text in generated.items():
+        (folder / name).write_text(text)
+    masks = generated["masks.py"].replace(
+        '    raise NotImplementedError("causal_mask: not attempted yet")',
+        "    return torch.ones(L, L, dtype=torch.bool).triu(1)",
+    )
+    assert masks != generated["masks.py"]
+    (folder / "masks.py").write_text(masks)  # a student began causal_mask
+    (folder / "attention.py").write_text(generated["attention.py"] + "# stale\n")
+    monkeypatch.setattr(conftest, "ROOT", tmp_path)
+    monkeypatch.delenv("CI", raising=False)
+    assert student_edited_stubs() == ["masks.py"]  # attention.py is stale, not a student's
+    monkeypatch.setenv("CI", "1")
+    assert student_edited_stubs() == []
+
+
 def test_every_stub_raises_not_implemented_naming_its_exercise():
     text = stubgen.generate(SOLUTIONS)["attention.py"]
     assert "### BEGIN SOLUTION" not in text and "rows sum to 1\n" not in text
