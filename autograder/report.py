@@ -83,11 +83,11 @@ def table(results: list[Result], title: str, width: int = 92, show_printed: bool
                 last_printed = printed
         lines.append("")
     score, total = sum(r.score for r in results), sum(r.points for r in results)
-    verdict = (
-        "all checks passed"
-        if score == total
-        else f"{plural(sum(not r.passed for r in results), 'check')} to fix"
-    )
+    fix = sum(r.status not in ("passed", "not attempted") for r in results)
+    todo_checks = sum(r.status == "not attempted" for r in results)
+    parts = [f"{plural(fix, 'check')} to fix" if fix else ""]
+    parts.append(f"{plural(todo_checks, 'check')} not attempted" if todo_checks else "")
+    verdict = "all checks passed" if score == total else ", ".join(p for p in parts if p)
     lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
     todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
     if len(modules) > 1 and todo:

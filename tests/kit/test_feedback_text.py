@@ -36,6 +36,9 @@ def test_failing_checks_show_a_few_printed_lines_and_passing_ones_only_when_verb
 def test_grammar_of_the_summary_and_of_the_value_message():
     assert "(1 check to fix)" in report.table([_result("failed", "", "x")], "T")
     assert "(2 checks to fix)" in report.table([_result("failed", "", "x")] * 2, "T")
+    mixed = [_result("failed", "", "x"), _result("not attempted", "", "not-attempted")] * 2
+    assert "(2 checks to fix, 2 checks not attempted)" in report.table(mixed, "T")
+    assert "(1 check not attempted)" in report.table([_result("not attempted", "", "n")], "T")
     message = core.Failure(
         core.WRONG_VALUES, what="the weights", err=1.0, index=(0,), got=1.0, want=0.0
     ).message
