@@ -34,6 +34,18 @@ from .core import TIMEOUT, Check, Failure, Result
 
 POLL = 0.2  # seconds between two looks at the files' modification times
 HARD_LIMIT = 120.0  # seconds one child may take in all, whatever its checks' limits
+PRINTED = 20000  # characters of a check's printed output kept
+
+
+class _Bounded(io.StringIO):
+    """Keeps the first PRINTED characters a check prints, drops the rest (a print in an
+    endless loop must not fill the memory)."""
+
+    def write(self, text: str) -> int:
+        room = PRINTED - self.tell()
+        if room > 0:
+            super().write(text[:room])
+        return len(text)
 
 
 class CheckTimeout(BaseException):
@@ -65,7 +77,7 @@ def grade_module(
         if check.exercise and check.exercise in timed_out:
             results.append(_timed_out(check, seconds, note=True))
             continue
-        printed = io.StringIO()
+        printed = _Bounded()
         try:
             with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                 signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -83,7 +95,7 @@ def grade_module(
 
             result = Result.of(check, "failed", _crash(e, submission.path))
         if printed.getvalue():
-            result.extra["printed"] = printed.getvalue()[-20000:]
+            result.extra["printed"] = printed.getvalue()
         results.append(result)
     return results
 
