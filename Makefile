@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.attention-lab-installed
 SUBMISSION ?= assignments
 EX ?=
+VERBOSE ?=
 DEVICE ?= cpu
 RESULTS ?= build/results.json
 export PYTHONPATH := $(CURDIR)
@@ -37,15 +38,19 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 .PHONY: venv-instructor
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise
-	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS)
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints
+	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose)
+
+.PHONY: watch
+watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
+	$(PY) -m autograder watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(ISTAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 .PHONY: test-fast
 test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)

@@ -40,11 +40,13 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
         (..., D), the same shape and dtype as x.
     """
     # TODO (layer_norm): about 6 lines.
-    #   1. mean = x.mean(dim=-1, keepdim=True): keepdim so it broadcasts against x.
-    #   2. var = the mean of (x - mean) ** 2 over the last dim, the biased variance
-    #      (x.var(...) divides by D - 1 unless you pass unbiased=False / correction=0).
-    #   3. y = (x - mean) / torch.sqrt(var + eps): eps inside the root.
-    #   4. Multiply by weight and add bias when they are given (not None).
+    #   Goal: y = (x - mean) / sqrt(var + eps) * weight + bias, statistics over the last dim.
+    #   1. The mean of each vector, kept as (..., 1) so that it broadcasts against x.
+    #      Use: Tensor.mean with dim and keepdim.
+    #   2. The biased variance, the mean squared deviation from that mean (divide by D, not
+    #      D - 1: Tensor.var divides by D - 1 unless told otherwise).
+    #   3. Normalise, with eps inside the square root.  Use: torch.sqrt (or torch.rsqrt).
+    #   4. Scale and shift only with what is given: weight and bias may each be None.
     raise NotImplementedError("layer_norm: not attempted yet")
 
 
@@ -67,11 +69,10 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         """x: (B, T, D) -> (B, T, D)."""
-        # TODO (FeedForward.forward): about 4 lines.
-        #   1. h = self.linear1(x): (B, T, D) -> (B, T, d_ff).
-        #   2. act: F.gelu(h) (exact, the default approximate="none") or F.relu(h), as
-        #      self.activation says.
-        #   3. Return self.linear2(self.dropout(h)): (B, T, d_ff) -> (B, T, D).
+        # TODO (FeedForward.forward): about 3 lines.
+        #   Goal: linear2(dropout(act(linear1(x)))):  (B, T, D) -> (B, T, d_ff) -> (B, T, D).
+        #   act is the exact GELU or ReLU, as self.activation says.
+        #   Use: F.gelu (its default is the exact form) or F.relu, and the modules built above.
         raise NotImplementedError("forward: not attempted yet")
 
 
@@ -111,12 +112,11 @@ class TransformerBlock(nn.Module):
             x: (B, T, D), the block's output.
             weights: (B, H, T, T), the attention weights from self.attn.
         """
-        # TODO (TransformerBlock.forward): about 8 lines.
-        #   1. self.attn(h, mask=mask) returns (out, weights); with one argument it is
-        #      self-attention (key and value default to the query).
-        #   2. Pre-LN: normalise the input of each sub-layer, and add the sub-layer's output to
-        #      the UN-normalised x: the residual path x -> x + ... never passes a norm.
-        #   3. Post-LN: add first, then normalise the sum; the normalised sum is the new x.
-        #   4. Wrap each sub-layer's output in self.dropout before adding it.
-        #   5. Return (x, weights).
+        # TODO (TransformerBlock.forward): about 8 lines: the docstring's two pairs of equations.
+        #   1. self.attn with one argument is self-attention; it returns (out, weights).
+        #   2. Pre-LN normalises the INPUT of each sub-layer and adds the sub-layer's output to the
+        #      un-normalised x: the residual path never passes through a norm.
+        #   3. Post-LN adds first and normalises the sum; the normalised sum is the new x.
+        #   4. Each sub-layer's output passes through self.dropout before it is added.
+        #   Return the new x and the attention weights.
         raise NotImplementedError("forward: not attempted yet")

@@ -37,11 +37,12 @@ def head_entropy(weights):
         the mean; a head whose rows are all left out has entropy 0.
     """
     # TODO (head_entropy): about 5 lines.
-    #   1. Entropy of every row: -torch.special.xlogy(w, w).sum(dim=-1) -> (B, H, L).
-    #      xlogy gives 0 for 0 log 0 (w * w.log() would give 0 * -inf = NaN).
-    #   2. kept = (weights != 0).any(dim=-1): the rows that attend to something, (B, H, L).
-    #   3. Per head: sum the kept rows' entropies over dims (0, 2) and divide by their
-    #      count (count.clamp_min(1) avoids 0 / 0 for a head with no kept row).
+    #   1. The entropy of every row, -Σ_s w log w: (B, H, L, S) -> (B, H, L). 0 log 0 must
+    #      count as 0, and w times log w gives NaN there.  Use: torch.special.xlogy.
+    #   2. The rows to keep: those with at least one non-zero weight, (B, H, L).
+    #   3. Per head: the kept rows' entropies summed over the batch and the queries, divided by
+    #      how many were kept (a head with no kept row gets 0, never 0 / 0).
+    #      Use: Tensor.sum over two dims, Tensor.clamp_min.
     raise NotImplementedError("head_entropy: not attempted yet")
 
 
@@ -64,13 +65,13 @@ def classify_heads(weights, mask=None, collapsed=COLLAPSED_BELOW, uniform=UNIFOR
         otherwise "fine" (also for a head with no row left to judge).
     """
     # TODO (classify_heads): about 10 lines.
-    #   1. allowed = ~mask.expand(weights.shape) (all True without a mask);
-    #      n = allowed.sum(dim=-1) -> (B, H, L).
-    #   2. judged = (n >= 2) & (weights != 0).any(dim=-1): the rows that say something.
-    #   3. ratio = entropy / log n per row (entropy as in head_entropy; use n.clamp_min(2)
-    #      so the rows you leave out do not divide by log 1 = 0).
-    #   4. score per head: the mean of ratio over its judged rows (dims 0 and 2).
-    #   5. Label each head with the thresholds; a head with no judged row is "fine".
+    #   1. n, the number of keys each row may attend to, (B, H, L): every key when mask is None,
+    #      otherwise those the mask (expanded to the weights' shape) does not block.
+    #   2. The rows to judge: n of at least 2 (something to choose from), and not all zero.
+    #   3. Per row, its entropy (as in head_entropy) divided by log n; clamp n to at least 2
+    #      before the log, so that the rows you leave out never divide by log 1 = 0.
+    #   4. Per head, the mean of that ratio over its judged rows (the batch and query dims).
+    #   5. One label per head from the two thresholds; a head with no judged row is "fine".
     raise NotImplementedError("classify_heads: not attempted yet")
 
 
@@ -128,10 +129,10 @@ class RecallModel(nn.Module):
 def fix_wo_to_identity(attn):
     """Set attn.w_o to the identity map and freeze it (no gradient, never updated)."""
     # TODO (fix_wo_to_identity): about 4 lines.
-    #   1. Under torch.no_grad(): attn.w_o.weight.copy_(torch.eye(D)) (and zero the bias if
-    #      there is one).
-    #   2. attn.w_o.weight.requires_grad_(False), so backward() gives it no gradient and
-    #      the optimizer never changes it (do the same for the bias).
+    #   1. Without recording gradients, copy the D x D identity into attn.w_o's weight, and zero
+    #      its bias when it has one.  Use: torch.no_grad, torch.eye, Tensor.copy_, Tensor.zero_.
+    #   2. Freeze w_o's parameters, so that backward gives them no gradient and no optimiser
+    #      changes them.  Use: Tensor.requires_grad_.
     raise NotImplementedError("fix_wo_to_identity: not attempted yet")
 
 
@@ -143,14 +144,13 @@ def train_recall(model, steps, batch_size=32, lr=3e-3, seed=0):
         update.
     """
     # TODO (train_recall): about 10 lines. The reference curve is reproduced exactly only
-    # if you follow these steps in this order:
-    #   1. gen = torch.Generator().manual_seed(seed): every batch comes from it.
-    #   2. optimizer = torch.optim.Adam(trainable parameters only (p.requires_grad), lr=lr).
-    #   3. Each step: keys, values, targets = recall_batch(batch_size, generator=gen);
-    #      loss = F.cross_entropy(model(keys, values), targets);
-    #      optimizer.zero_grad(); loss.backward(); optimizer.step();
-    #      record loss.item().
-    #   4. Return torch.tensor(losses).
+    # if the random draws and the updates happen in this order:
+    #   1. One torch.Generator seeded with `seed`: every batch is drawn from it.
+    #   2. Adam (learning rate lr) over the parameters that require a gradient, and only those.
+    #   3. Each step: a batch from recall_batch with that generator; the cross-entropy of the
+    #      model's logits against the targets (F.cross_entropy); clear the gradients,
+    #      backpropagate, step; record the loss as a Python float.
+    #   4. Return the recorded losses as one tensor.
     raise NotImplementedError("train_recall: not attempted yet")
 
 
@@ -162,9 +162,10 @@ def wo_experiment(steps=300, seed=0):
         {"learned": (steps,), "identity": (steps,)}: the two loss curves.
     """
     # TODO (wo_experiment): about 7 lines.
-    #   For each variant: torch.manual_seed(seed); model = RecallModel() (so both start
-    #   from the same weights); for "identity" call fix_wo_to_identity(model.attn);
-    #   curve = train_recall(model, steps, seed=seed) (the same batches for both).
+    #   For each variant, "learned" first: seed the global RNG (torch.manual_seed) with `seed`
+    #   just before building a RecallModel, so both variants start from the same weights; for
+    #   "identity", fix its W_O with fix_wo_to_identity; train it with train_recall for `steps`
+    #   steps and the same seed, so both see the same batches. Return the two curves in a dict.
     raise NotImplementedError("wo_experiment: not attempted yet")
 
 
@@ -194,12 +195,13 @@ def layer_gradient_norms(blocks, x, target, final_norm=None):
         blocks[l]), the gradient of this one loss only (earlier gradients do not count).
     """
     # TODO (layer_gradient_norms): about 8 lines.
-    #   1. Clear old gradients first: block.zero_grad() for each block (backward adds to
-    #      .grad, it does not overwrite it).
-    #   2. h = x; for each block: h, _ = block(h). Then final_norm(h) if it is not None.
-    #   3. F.mse_loss(h, target).backward().
-    #   4. For each block: torch.sqrt(sum of p.grad.pow(2).sum() over block.parameters()),
-    #      one norm over all its parameters together; torch.stack the N norms.
+    #   1. Clear every block's old gradients first: backward adds to .grad, it does not
+    #      overwrite it.
+    #   2. Run x through the blocks in order (each returns (x, weights)), then through
+    #      final_norm when it is given; backpropagate F.mse_loss against target.
+    #   3. Per block: the square root of the sum of the squares of ALL its parameters'
+    #      gradients together (skip a parameter with no gradient), one number per block.
+    #      Stack the N numbers into one tensor.
     raise NotImplementedError("layer_gradient_norms: not attempted yet")
 
 
@@ -208,8 +210,8 @@ def compare_ln_placement(
 ):
     """Per-layer gradient norms at initialisation, Pre-LN against Post-LN, everything else equal.
 
-    Builds num_layers Pre-LN TransformerBlocks (PyTorch's default initialisation, under
-    torch.manual_seed(seed)), then a Post-LN stack holding exactly the same weights
+    Builds num_layers Pre-LN TransformerBlocks (PyTorch's default initialisation, after seeding
+    the global RNG with `seed`), then a Post-LN stack holding exactly the same weights
     (load_state_dict), draws one input x and one target (B, T, D) from torch.randn, and
     measures both stacks with layer_gradient_norms. The Pre-LN stack gets a final LayerNorm,
     as Pre-LN models do; the Post-LN stack already ends with one.
@@ -220,14 +222,14 @@ def compare_ln_placement(
     from .blocks import TransformerBlock
 
     # TODO (compare_ln_placement): about 10 lines.
-    #   1. torch.manual_seed(seed); pre = nn.ModuleList of num_layers
-    #      TransformerBlock(d_model, num_heads, d_ff, norm_first=True).
-    #   2. post = the same with norm_first=False, then post.load_state_dict(pre.state_dict()):
-    #      the two stacks differ in the placement only.
-    #   3. x and target: torch.randn(batch, seq_len, d_model) each, ONE pair for both stacks
-    #      (two different inputs would compare two unrelated experiments).
-    #   4. Return {"pre_ln": layer_gradient_norms(pre, x, target, nn.LayerNorm(d_model)),
-    #      "post_ln": layer_gradient_norms(post, x, target)}.
+    #   1. Seed the global RNG with `seed`, then build num_layers Pre-LN TransformerBlocks in an
+    #      nn.ModuleList (PyTorch's default initialisation).
+    #   2. Build the Post-LN stack the same way, then load the Pre-LN stack's state_dict into
+    #      it: the two stacks differ in the placement only.
+    #   3. Only then draw x and then target, each (batch, seq_len, d_model), with torch.randn:
+    #      ONE pair for both stacks (two inputs would compare two unrelated experiments).
+    #   4. Measure both with layer_gradient_norms: the Pre-LN stack with a fresh final
+    #      nn.LayerNorm(d_model), the Post-LN stack with none (it already ends with a norm).
     raise NotImplementedError("compare_ln_placement: not attempted yet")
 
 
@@ -257,14 +259,13 @@ def softmax_saturation(q, k, scaled=True):
         with all its weight on one key has entropy 0 and largest weight 1.
     """
     # TODO (softmax_saturation): about 5 lines.
-    #   1. scores = q @ k.transpose(-2, -1): (..., L, d_k) x (..., d_k, S) -> (..., L, S);
-    #      divide by q.size(-1) ** 0.5 when `scaled`.
-    #   2. weights = scores.softmax(dim=-1).
-    #   3. Entropy per row: -(w log w).sum(dim=-1). A saturated softmax has weights that
-    #      underflow to exactly 0, and 0 * log 0 is NaN in floating point:
-    #      torch.special.xlogy(w, w) computes w log w with 0 log 0 = 0.
-    #   4. Largest weight per row: weights.amax(dim=-1) (over the keys).
-    #   5. Return the two means over all rows, (entropy.mean(), max_weight.mean()).
+    #   1. The scores, one per (query, key): (..., L, d_k), (..., S, d_k) -> (..., L, S),
+    #      divided by √d_k (the width of q) only when `scaled`.
+    #   2. The weights: a softmax over the keys.
+    #   3. Each row's entropy. A saturated softmax has weights that underflow to exactly 0, and
+    #      0 · log 0 is NaN in floating point.  Use: torch.special.xlogy.
+    #   4. Each row's largest weight.  Use: Tensor.amax.
+    #   5. Return the two means over all the rows, as 0-dim tensors.
     raise NotImplementedError("softmax_saturation: not attempted yet")
 
 
@@ -283,11 +284,9 @@ def sqrt_dk_experiment(d_ks=SQRT_DK_SIZES, batch=8, L=32, seed=0):
         "max_weight_unscaled" (float32), entry i measured at d_ks[i].
     """
     # TODO (sqrt_dk_experiment): about 12 lines.
-    #   1. Start with five empty lists (or a dict of lists).
-    #   2. For each d_k: gen = torch.Generator().manual_seed(seed);
-    #      q = torch.randn(batch, L, d_k, generator=gen); k = the same call, after q.
-    #   3. Call softmax_saturation twice (scaled=True, scaled=False) and append the four
-    #      numbers.
-    #   4. Return the dict, each list turned into a tensor: torch.tensor(d_ks) for "d_k",
-    #      torch.stack(values) (or torch.tensor of floats) for the measurements.
+    #   For each d_k, in order: a fresh torch.Generator seeded with `seed`; draw q and then k,
+    #   each (batch, L, d_k), with torch.randn from it; measure softmax_saturation on them,
+    #   scaled and unscaled, and collect the four numbers.
+    #   Return the dict of the docstring: "d_k" as an int64 tensor, and each measurement as a
+    #   tensor of len(d_ks) entries (torch.stack of the 0-dim tensors).
     raise NotImplementedError("sqrt_dk_experiment: not attempted yet")

@@ -88,10 +88,10 @@ class MiniGPT(nn.Module):
         self.final_norm = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         # TODO (MiniGPT): tie the output head to the token embedding, one line.
-        #   Both weights are (V, D). Make lm_head.weight *the same Parameter object* as
-        #   token_embed.weight (plain assignment of the Parameter), so there is one storage,
-        #   one gradient, and model.parameters() counts V * D once. Copying the values
-        #   (.data.copy_, .clone()) is not tying: the two drift apart as soon as you train.
+        #   Both weights are (V, D). lm_head's weight must BE token_embed's Parameter (the same
+        #   object, by plain assignment), so there is one storage, one gradient, and
+        #   model.parameters() counts V·D once. Copying the values (.data.copy_, .clone()) is not
+        #   tying: the two drift apart as soon as you train.
         raise NotImplementedError("__init__: not attempted yet")
 
     def forward(self, idx, return_attn=False):
@@ -108,16 +108,17 @@ class MiniGPT(nn.Module):
         Raises:
             ValueError: when T > max_len (there are no positions beyond max_len).
         """
-        # TODO (MiniGPT.forward): about 12 lines.
-        #   1. B, T = idx.shape. If T > self.max_len, raise ValueError naming T and max_len.
-        #   2. x = self.token_embed(idx) * self.d_model ** 0.5: (B, T) -> (B, T, D). The
-        #      √D keeps the embeddings (small, since they double as the output weights) on
-        #      the scale of the positional encoding, whose entries are of order 1.
-        #   3. x = self.pos_encoding(x) adds the positions.
-        #   4. mask = causal_mask(T, device=idx.device): (T, T), True above the diagonal.
-        #   5. For each block: x, weights = block(x, mask=mask); keep the weights in a list.
-        #   6. logits = self.lm_head(self.final_norm(x)): (B, T, D) -> (B, T, V).
-        #   7. Return logits, or (logits, the list) when return_attn.
+        # TODO (MiniGPT.forward): about 12 lines: the docstring's three equations.
+        #   1. T longer than self.max_len: raise ValueError with a message naming T and max_len.
+        #   2. Embed the tokens and multiply by √D, (B, T) -> (B, T, D): the embeddings are small
+        #      (they double as the output weights), and √D brings them to the scale of the
+        #      positional encoding, whose entries are of order 1. Then add the positions
+        #      (self.pos_encoding).
+        #   3. One causal mask (T, T) on idx's device, shared by every block.  Use: causal_mask.
+        #   4. Each block maps (B, T, D) to (B, T, D) and also returns its weights (B, H, T, T):
+        #      keep them in a list, first block first.
+        #   5. The final norm, then the head: (B, T, D) -> (B, T, V).
+        #   6. Return the logits, or (logits, the list) when return_attn.
         raise NotImplementedError("forward: not attempted yet")
 
 
@@ -143,18 +144,19 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=
     the train/eval mode it found it in.
     """
     # TODO (generate): about 18 lines.
-    #   1. Remember was_training = model.training, then model.eval().
-    #   2. Inside `with torch.no_grad():`, loop max_new_tokens times:
-    #      a. context = idx[:, -model.max_len:] (the model has no positions beyond max_len);
-    #      b. logits = model(context)[:, -1, :]: (B, T, V) -> (B, V), the last position;
-    #      c. temperature == 0: next_id = logits.argmax(dim=-1, keepdim=True), (B, 1);
-    #      d. otherwise divide the logits by temperature (before the softmax: dividing the
-    #         probabilities afterwards changes nothing once multinomial renormalises them);
-    #         with top_k, k = min(top_k, V), kth = torch.topk(logits, k).values[:, -1:],
-    #         logits = logits.masked_fill(logits < kth, float("-inf")) (before sampling);
-    #         next_id = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator);
-    #      e. idx = torch.cat([idx, next_id], dim=1).
-    #   3. model.train(was_training), in a `finally:` so it happens even on an error.
+    #   1. Remember whether the model was training, switch it to eval mode, and restore the old
+    #      mode in a `finally:` so that it happens even on an error.
+    #      Use: model.training, model.eval, model.train.
+    #   2. Without gradients (torch.no_grad), repeat max_new_tokens times:
+    #      a. the context is the last model.max_len tokens (there are no positions beyond);
+    #      b. keep the last position's logits only: (B, T, V) -> (B, V);
+    #      c. temperature 0: the argmax of each row, kept as (B, 1);
+    #      d. otherwise divide the LOGITS by the temperature (dividing the probabilities would
+    #         change nothing once they are renormalised); with top_k, k = min(top_k, V), and
+    #         every logit below the k-th largest of its row becomes -inf (ties with the k-th are
+    #         kept); then draw one id per row from the softmax, with the given generator.
+    #         Use: torch.topk, Tensor.masked_fill, Tensor.softmax, torch.multinomial.
+    #      e. append the new ids: (B, T) -> (B, T + 1).  Use: torch.cat.
     raise NotImplementedError("generate: not attempted yet")
 
 
@@ -174,14 +176,14 @@ def train(model, data, steps=300, batch_size=32, seq_len=64, lr=3e-3, generator=
         batch, before that step's update.
     """
     # TODO (train): about 14 lines.
-    #   1. optimizer = torch.optim.AdamW(model.parameters(), lr=lr); model.train().
-    #   2. Each step, draw batch_size window starts with
-    #      torch.randint(len(data) - seq_len, (batch_size,), generator=generator).
-    #      x = the windows data[s : s + seq_len]       (stack them: (B, T))
-    #      y = the same windows shifted by one token, data[s + 1 : s + seq_len + 1]:
+    #   1. AdamW over all the model's parameters, learning rate lr; the model in train mode.
+    #   2. Each step, batch_size random window starts in [0, len(data) - seq_len), drawn with
+    #      torch.randint and the given generator, shape (batch_size,).
+    #      x: the windows of seq_len tokens, (B, T). y: the same windows one token later, since
     #      position t of x must predict token t + 1 (the targets are the *next* tokens).
-    #   3. logits = model(x): (B, T, V). loss = F.cross_entropy(logits.reshape(-1, V),
-    #      y.reshape(-1)): cross_entropy wants (N, V) scores and (N,) class ids.
-    #   4. optimizer.zero_grad(), loss.backward(), optimizer.step().
-    #   5. Append loss.item() to the list you return.
+    #      Use: indexing data with a (B, T) tensor of positions, or torch.stack of slices.
+    #   3. The loss: cross-entropy between the logits (B, T, V) and y (B, T); F.cross_entropy
+    #      wants (N, V) scores and (N,) class ids, so flatten both.
+    #   4. The usual update: clear the gradients, backpropagate, step the optimiser.
+    #   5. Record each step's loss as a Python float (Tensor.item); return the list.
     raise NotImplementedError("train: not attempted yet")

@@ -16,8 +16,10 @@ def causal_mask(L, device=None):
         (L, L) bool tensor, True where key j > query i (the strict upper triangle).
         The diagonal is allowed: a token always sees itself.
     """
-    # TODO (causal_mask): one line. torch.ones(L, L, dtype=torch.bool, device=device)
-    #   and .triu(diagonal=...) give the strict upper triangle; think about which diagonal.
+    # TODO (causal_mask): one line.
+    #   Goal: an (L, L) bool tensor, True strictly above the diagonal (key j > query i).
+    #   Use: torch.ones (dtype=torch.bool, device=device) and Tensor.triu. Check L = 3 by hand:
+    #   is the diagonal allowed? (It must be: a token always sees itself.)
     raise NotImplementedError("causal_mask: not attempted yet")
 
 
@@ -33,10 +35,11 @@ def padding_mask(lengths, S):
         broadcast over heads and query rows of scores shaped (B, H, L, S).
     """
     # TODO (padding_mask): about 3 lines.
-    #   1. lengths = torch.as_tensor(lengths) accepts both a list and a tensor.
-    #   2. Compare torch.arange(S) (positions, shape (S,)) with lengths[:, None] (shape (B, 1)):
-    #      broadcasting gives (B, S). Position p is padding when p >= length (0-based!).
-    #   3. Insert the head and query axes: [:, None, None, :] -> (B, 1, 1, S).
+    #   Goal: result[b, 0, 0, p] is True when position p >= lengths[b] (positions count from 0).
+    #   1. Accept both a list and a tensor for lengths.  Use: torch.as_tensor.
+    #   2. Compare every position (S,) with every length (B,) by broadcasting: give one of the
+    #      two a new axis so the comparison comes out (B, S).  Use: torch.arange, None indexing.
+    #   3. Add the head and query axes: (B, S) -> (B, 1, 1, S).
     raise NotImplementedError("padding_mask: not attempted yet")
 
 
@@ -50,7 +53,10 @@ def sliding_window_mask(L, window, device=None):
         ValueError: when window < 1 (a query must at least see itself).
     """
     # TODO (sliding_window_mask): about 5 lines.
-    #   1. Raise ValueError with a message naming the window you got when window < 1.
-    #   2. i = torch.arange(L)[:, None] (queries, as a column), j = torch.arange(L)[None, :].
-    #   3. Blocked: the future (j > i) or too far back (i - j >= window). Combine with |.
+    #   Goal: (L, L) bool, True where key j lies in the future (j > i) or too far back
+    #   (i - j >= window).
+    #   1. window < 1: raise ValueError with a message that gives the window you got.
+    #   2. Query positions as a column (L, 1) and key positions as a row (1, L), on `device`:
+    #      any comparison of the two broadcasts to (L, L).  Use: torch.arange, None indexing.
+    #   3. Combine the two blocked conditions with the element-wise or, |.
     raise NotImplementedError("sliding_window_mask: not attempted yet")

@@ -27,12 +27,13 @@ def plot_attention(weights, query_tokens, key_tokens=None, title=None):
         a colour bar.
     """
     # TODO (plot_attention): about 10 lines.
-    #   1. fig = Figure(figsize=(5, 4)); ax = fig.add_subplot().
-    #   2. image = ax.imshow(weights.detach().cpu().numpy(), vmin=0, vmax=1, cmap="viridis"):
-    #      imshow draws row 0 at the top, so query i is row i as in the matrix.
-    #   3. ax.set_xticks(range(S), key_tokens, rotation=90) and
-    #      ax.set_yticks(range(L), query_tokens); label the axes "key" and "query".
-    #   4. fig.colorbar(image, ax=ax); set the title if given; return fig.
+    #   1. A Figure (figsize about (5, 4)) with one Axes.  Use: Figure, Figure.add_subplot.
+    #   2. Draw the weights as an image on a fixed colour scale from 0 to 1. imshow puts row 0
+    #      at the top, so query i is row i, as in the matrix. matplotlib wants a detached CPU
+    #      array.  Use: ax.imshow (vmin, vmax, cmap), Tensor.detach/.cpu/.numpy.
+    #   3. Labels: the key tokens on the x ticks (rotated 90°), the query tokens on the y
+    #      ticks; the axis labels "key" and "query".  Use: ax.set_xticks, ax.set_yticks.
+    #   4. A colour bar for the image, the title when given; return the figure.
     raise NotImplementedError("plot_attention: not attempted yet")
 
 
@@ -49,9 +50,10 @@ def plot_layer_means(attn, tokens):
         attn[n][0].mean(dim=0), (T, T), on a 0 to 1 colour scale.
     """
     # TODO (plot_layer_means): about 10 lines.
-    #   1. fig = Figure(figsize=(4 * n, 4)); axes = fig.subplots(1, n, squeeze=False)[0].
-    #   2. For each layer n: mean over the heads of sequence 0, attn[n][0].mean(dim=0);
-    #      imshow it (vmin=0, vmax=1), tokens as tick labels on both axes, title "layer n".
+    #   1. A Figure about 4 inches wide per layer, with one row of num_layers Axes.
+    #      Use: Figure.subplots with squeeze=False.
+    #   2. For layer n: the mean over the heads of sequence 0, (H, T, T) -> (T, T), drawn on a
+    #      colour scale from 0 to 1, the tokens as tick labels on both axes, the title "layer n".
     raise NotImplementedError("plot_layer_means: not attempted yet")
 
 
@@ -65,13 +67,16 @@ def plot_heads(weights, tokens, cols=4):
 
     Returns:
         a Figure whose heatmap Axes are, in order, heads 0 .. H-1 (Axes left over in the
-        last row are switched off with ax.axis("off") and hold no image).
+        last row are switched off and hold no image).
     """
     # TODO (plot_heads): about 12 lines.
-    #   1. H = weights.size(0); rows = math.ceil(H / cols); cols = min(cols, H).
-    #   2. axes = fig.subplots(rows, cols, squeeze=False).flatten().
-    #   3. For h < H: imshow weights[h] (vmin=0, vmax=1), tick labels, title "head h";
-    #      for the Axes after the last head: ax.axis("off").
+    #   1. A grid of at most `cols` columns and as many rows as H heads need; with fewer heads
+    #      than cols, only H columns.  Use: math.ceil, min.
+    #   2. All the Axes in one flat sequence, row by row.  Use: Figure.subplots with
+    #      squeeze=False, then flatten.
+    #   3. Head h: its (T, T) map on a colour scale from 0 to 1, tick labels, the title
+    #      "head h". The Axes after the last head are switched off and hold no image.
+    #      Use: ax.axis.
     raise NotImplementedError("plot_heads: not attempted yet")
 
 
@@ -84,8 +89,9 @@ def plot_sqrt_dk(results):
         x data results["d_k"], a log-2 x axis and a legend.
     """
     # TODO (plot_sqrt_dk): about 10 lines.
-    #   1. fig = Figure(figsize=(9, 4)); ax1, ax2 = fig.subplots(1, 2).
-    #   2. For (ax, name) in ((ax1, "entropy"), (ax2, "max_weight")): for each tag in
-    #      ("scaled", "unscaled"): ax.plot(d_k, results[f"{name}_{tag}"], marker="o",
-    #      label=tag). Then ax.set_xscale("log", base=2), labels, ax.legend().
+    #   1. A Figure (about 9 x 4) with two Axes side by side: the entropy, then the largest
+    #      weight.
+    #   2. On each, two lines against results["d_k"], "scaled" first, then "unscaled", with
+    #      markers and those labels; a log-2 x axis, axis labels and a legend.
+    #      Use: ax.plot(..., label=...), ax.set_xscale, ax.legend.
     raise NotImplementedError("plot_sqrt_dk: not attempted yet")

@@ -17,6 +17,7 @@ Everything it is given is validated here, with errors that say what was expected
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tarfile
@@ -24,16 +25,13 @@ from pathlib import Path
 
 from . import scaffold, stubgen, syllabus
 from .batch import add_verbs as add_batch_verbs
+from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 from .trusted import NOT_IN_STUDENT_COPY
 
 # What the student copy leaves out: the solutions and everything derived from them by hand.
 DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
-
-
-class UsageError(Exception):
-    pass
 
 
 def _modules() -> list[str]:
@@ -69,11 +67,18 @@ def cmd_grade(args) -> int:
         raise UsageError(f"DEVICE={args.device!r}: expected cpu or cuda (or cuda:N)")
     import pytest
 
+    # Load only the plugins grading needs: the installed ones (hypothesis, anyio) that pytest
+    # would load by itself cost seconds of imports and grade nothing.
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     argv = [
         str(ROOT / "tests" / "graded"),
         "-p",
+        "pytest_timeout",
+        "-p",
         "autograder.plugin",
-        "-q",
+        "-qq",  # with the plugin's empty status letters: no "FFFF..." and no "83 failed" line
+        "-o",
+        "console_output_style=classic",
         "--tb=no",
         "-rN",
         "--no-header",
@@ -96,6 +101,8 @@ def cmd_grade(args) -> int:
         if not args.cpu_limit > 0:
             raise UsageError(f"--cpu-limit {args.cpu_limit}: expected a positive number of seconds")
         argv += ["--cpu-limit", str(args.cpu_limit)]
+    if args.verbose:
+        argv += ["--show-printed"]
     return int(pytest.main(argv))
 
 
@@ -183,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
     )
     grade.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show what your code printed under every check (failing checks always show it)",
+    )
+    grade.add_argument(
         "--include-slow",
         action="store_true",
         help="also run the slow checks (gpt's training run): `make grade-train`",
@@ -204,14 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)
     from .class_report import add_verbs as add_report_verbs  # class-report
-    from .course_cli import add_verbs  # course, release, collect, autograde, regrade, ...
 
     add_report_verbs(verbs)
     from .prairielearn import add_verbs as add_prairielearn_verbs  # prairielearn, ...-run
 
     add_prairielearn_verbs(verbs)
+    from .watch import add_verbs as add_watch_verbs  # watch
 
-    add_verbs(verbs)
+    add_watch_verbs(verbs)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

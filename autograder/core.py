@@ -50,7 +50,8 @@ NOT_ATTEMPTED = misconception(
 IMPORT_ERROR = misconception(
     "import-error",
     "{file} could not be imported, so none of its exercises could be graded: {error}",
-    "Fix this first: run `python -c 'import {package}.{module}'` to see the full error.",
+    "Fix this first: in the kit's folder, run `.venv/bin/python -c 'import {package}.{module}'` "
+    "(the kit's own Python, which has torch) to see the full error.",
 )
 CRASH = misconception(
     "crash",
@@ -91,7 +92,7 @@ NOT_FINITE = misconception(
 )
 WRONG_VALUES = misconception(
     "wrong-values",
-    "{what} differs from the reference: largest error {err:.3g} at index {index} "
+    "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "
     "(yours {got:.6g}, expected {want:.6g}).",
     "Compare your steps with the numbered hints in the TODO, on a tiny input you can check "
     "by hand.",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from . import course_config
+from .errors import UsageError
 
 # --------------------------------------------------------------------------- the CLI verbs
 
@@ -38,10 +39,6 @@ def add_verbs(verbs) -> None:
         if verb == "regrade":
             p.add_argument("--student", action="append", required=True, help="student id")
         p.set_defaults(run=_run_verb, course_verb=verb)
-
-
-class UsageError(Exception):
-    """Bad input to a course verb: printed as `error: ...`, exit status 2."""
 
 
 def _run_verb(args) -> int:

@@ -41,9 +41,15 @@ def judge(check: Check, got: Outputs, reference: Outputs | None, inputs: Inputs)
 
 
 def grade_module(
-    checks: list[Check], submission: Submission, refs: References, device: str = "cpu"
+    checks: list[Check],
+    submission: Submission,
+    refs: References,
+    device: str = "cpu",
+    outputs: dict[str, Outputs] | None = None,
 ) -> list[Result]:
-    """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here."""
+    """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here.
+    `outputs`, when given, receives {check id: what the student's code returned} (the HTML
+    report draws it: it never runs student code itself)."""
     try:
         wanted = {c.slug: refs.get(c) for c in checks}
     except (OSError, ValueError) as e:
@@ -57,9 +63,11 @@ def grade_module(
             result = p.result
         else:
             got = p.outputs if p.outputs is not None else {}
+            if outputs is not None:
+                outputs[check.id] = got
             result = judge(check, got, wanted[check.slug], make_inputs(check, refs.seed))
         if p.printed:
-            result.extra["output"] = p.printed
+            result.extra["printed"] = p.printed
         ref = limits.reference_cpu(check)
         if result.passed and ref and p.cpu_seconds > limits.SLOWER_NOTE * max(ref, 0.01):
             result.extra["note"] = (

@@ -2,7 +2,8 @@
 
 The attention comes from the trusted MiniGPT (fixed weights, a prompt from the corpus), so
 both sides draw the same weights; the student's side uses the submission's plots.py, the
-reference side autograder/trusted/plots.py. Nothing here may crash the grader: a plot that
+reference side autograder/trusted/plots.py (drawn once, then kept until the kit's code
+changes). Nothing here may crash the grader: a plot that
 fails is reported in one line and skipped. Figures are matplotlib Figure objects (no
 pyplot), saved with the Agg canvas.
 """
@@ -48,9 +49,14 @@ def save(submission, out_dir: Path) -> list[str]:
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = []
+    # The reference figures change only with the kit's code: drawn once, then kept.
+    kit = max(Path(reference.__file__).stat().st_mtime, Path(__file__).stat().st_mtime)
     for name, draw in figures.items():
         for who, module in (("yours", student), ("reference", reference)):
             path = out_dir / f"{name}_{who}.png"
+            if who == "reference" and path.is_file() and path.stat().st_mtime > kit:
+                lines.append(f"  {path}")
+                continue
             try:
                 draw(module).savefig(path, dpi=80)
                 lines.append(f"  {path}")

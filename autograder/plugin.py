@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import limits, registry, report
+from . import limits, registry, report, report_html
 from .core import Check, Result, Status
 from .engine import grade_module
 from .references import References
@@ -32,6 +32,11 @@ def pytest_addoption(parser):
         type=float,
         default=None,
         help="CPU seconds every check may use (default: each check's calibrated limit)",
+    )
+    group.addoption(
+        "--show-printed",
+        action="store_true",
+        help="show what the student's code printed under every check, not only failing ones",
     )
     group.addoption(
         "--include-slow",
@@ -56,6 +61,8 @@ class GradingPlugin:
         self.selected: dict[str, list[Check]] = {}
         self.results: dict[str, Result] = {}
         self.left_out: list[Check] = []
+        self.show_printed: bool = config.getoption("show_printed")
+        self.outputs: dict[str, dict] = {}  # what the student's code returned, for the report
 
     def wanted(self, check: Check) -> bool:
         return (not self.modules or check.module in self.modules) and (
@@ -85,7 +92,10 @@ class GradingPlugin:
     def grade(self, check: Check) -> Result:
         if check.id not in self.results:
             checks = self.selected.get(check.module) or [check]
-            for result in grade_module(checks, self.submission, self.references, self.device):
+            graded = grade_module(
+                checks, self.submission, self.references, self.device, outputs=self.outputs
+            )
+            for result in graded:
                 self.results[result.check_id] = result
         return self.results[check.id]
 
@@ -101,8 +111,18 @@ class GradingPlugin:
             f"(torch {torch.__version__})"
         )
         left_out = [(c.name, c.points) for c in self.left_out]
-        table = report.table(results, title, left_out=left_out)
+        table = report.table(results, title, show_printed=self.show_printed, left_out=left_out)
         print(f"\n{table}\nResults for Gradescope: {self.results_path}")
+        try:  # the HTML report, beside results.json, with pictures; it never fails the grading
+            modules = dict.fromkeys(r.module for r in results)
+            refs = {m: self.references.module(m) for m in modules}
+            sections = report_html.sections(results, self.submission, refs, probed=self.outputs)
+            path = report_html.write(
+                self.results_path.parent / "report.html", results, sections, title
+            )
+            print(f"Report with pictures (open it in a browser): {path}")
+        except Exception as e:
+            print(f"Report: not written ({type(e).__name__}: {e})")
         for module in dict.fromkeys(r.module for r in results):
             own = self.submission.own_dependencies(module)
             if own:
@@ -120,6 +140,13 @@ class GradingPlugin:
                 print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
             except Exception as e:
                 print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        """No progress letters for graded checks: the table is the report."""
+        if report.nodeid.startswith("tests/graded/"):
+            return report.outcome, "", ""
+        return None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -76,3 +76,116 @@ def write(solutions: Path, assignments: Path, modules: list[str] | None = None) 
         path.write_text(text)
         written.append(path)
     return written
+
+
+# --------------------------------------------------------------------------- hint leaks
+#
+# A stub's TODO text (its comments and docstrings) must state the goal, the equation, the
+# shapes, the functions allowed and a size budget, never the answer. The rule the kit tests:
+# no *non-trivial* line of a solution region may appear, whitespace ignored, anywhere in the
+# comments or docstrings of the stub generated from it. A line is trivial when it holds
+# nothing but names, keywords and the punctuation `, : ( ) =` with no call: `else:`,
+# `m = m_new`, `return out, weights`, `for block in blocks:`. Such a line says only what
+# the docstring already promises (what is returned, what is looped over); any line with an
+# operator, a call, an attribute, an index or a literal is a computation, and a hint that
+# spells it out is the answer.
+
+_TRIVIAL_OPS = {",", ":", "(", ")", "="}
+
+
+def _code_of(line: str) -> str:
+    """A source line without its comment, all whitespace removed ("" if none)."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return re.sub(r"\s+", "", line.split("#", 1)[0])
+    kept = [t.string for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL)]
+    return re.sub(r"\s+", "", "".join(kept))
+
+
+def is_trivial(line: str) -> bool:
+    """True when a solution line holds only names, keywords and `, : ( ) =`, and no call
+    (a line that only closes brackets, such as `)` or `]`, is trivial too)."""
+    import io
+    import keyword
+    import tokenize
+
+    if not _code_of(line).strip(")]},"):
+        return True
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    previous = None
+    for t in tokens:
+        if t.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+            continue
+        if t.type == tokenize.NAME:
+            previous = t
+            continue
+        if t.type != tokenize.OP or t.string not in _TRIVIAL_OPS:
+            return False
+        if t.string == "(" and previous is not None and not keyword.iskeyword(previous.string):
+            return False  # a call
+        previous = None
+    return True
+
+
+def _shown_text(stub: str) -> str:
+    """Every comment and string of a stub, whitespace removed: what a student reads."""
+    import io
+    import tokenize
+
+    parts = []
+    for t in tokenize.generate_tokens(io.StringIO(stub).readline):
+        if t.type == tokenize.COMMENT:
+            parts.append(t.string.lstrip("#"))
+        elif t.type == tokenize.STRING:
+            parts.append(t.string)
+    return re.sub(r"\s+", "", "\n".join(parts))
+
+
+def hint_leaks(text: str, name: str = "module.py") -> list[dict]:
+    """For each solution region of one solutions/ file: its exercise, the number of TODO
+    comment lines above it, its code lines, and the non-trivial code lines that the stub's
+    comments or docstrings give away (the rule above)."""
+    shown = _shown_text(stub_source(text, name))
+    lines = text.splitlines()
+    found, enclosing = [], []
+    i = 0
+    while i < len(lines):
+        line, stripped = lines[i], lines[i].strip()
+        match = _DEF.match(line)
+        if match:
+            depth = len(line) - len(line.lstrip())
+            while enclosing and enclosing[-1][0] >= depth:
+                enclosing.pop()
+            enclosing.append((depth, match.group(1)))
+        if stripped != BEGIN:
+            i += 1
+            continue
+        todo, j = 0, i - 1
+        while j >= 0 and lines[j].strip().startswith("#"):
+            todo, j = todo + 1, j - 1
+        code, k = [], i + 1
+        while lines[k].strip() != END:
+            if _code_of(lines[k]):
+                code.append(lines[k].strip())
+            k += 1
+        counted = [c for c in code if not is_trivial(c)]
+        leaked = [c for c in counted if _code_of(c) in shown]
+        exercise = enclosing[-1][1] if enclosing else Path(name).stem
+        found.append(
+            {
+                "exercise": exercise,
+                "todo_lines": todo,
+                "code_lines": len(code),
+                "counted": len(counted),
+                "leaked": leaked,
+            }
+        )
+        i = k + 1
+    return found

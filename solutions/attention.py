@@ -27,14 +27,19 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     a row whose keys are all blocked gets zero weights and a zero output, never NaN;
     the dtype of q is kept (float64 in, float64 out).
     """
-    # TODO (scaled_dot_product_attention): compute softmax(q kᵀ / √d_k) v, about 7 lines.
-    #   1. scores = q @ k.transpose(-2, -1) / math.sqrt(d_k), with d_k = q.size(-1).
-    #      Shapes: (..., L, d_k) x (..., d_k, S) -> (..., L, S).
-    #   2. If a mask is given: scores.masked_fill(mask, float("-inf")) BEFORE the softmax.
-    #   3. weights = torch.softmax(scores, dim=-1): each query's row sums to 1 over the keys.
-    #   4. A fully blocked row is all -inf, and its softmax is NaN: set such rows to 0
-    #      (mask.all(dim=-1, keepdim=True) finds them).
-    #   5. out = weights @ v. Return (out, weights).
+    # TODO (scaled_dot_product_attention): about 7 lines.
+    #   Goal: softmax(q kᵀ / √d_k) v, where blocked keys get weight exactly 0.
+    #   1. Scores: the dot product of every query with every key, divided by √d_k, where d_k
+    #      is the width of one query (not the model width).
+    #      (..., L, d_k), (..., S, d_k) -> (..., L, S).  Use: @, Tensor.transpose, math.sqrt.
+    #   2. Mask (when given): a blocked key's score must be -inf BEFORE the softmax, so that its
+    #      weight comes out 0.  Use: Tensor.masked_fill.
+    #   3. Weights: a softmax over the keys, so that each query's row sums to 1.  (..., L, S)
+    #      Use: torch.softmax (which dim holds the keys?).
+    #   4. A query whose keys are all blocked has a row of -inf, and the softmax of that row is
+    #      NaN; the docstring promises zeros instead.  Use: Tensor.all, Tensor.masked_fill.
+    #   5. Output: each query's weighted sum of the values.
+    #      (..., L, S), (..., S, d_v) -> (..., L, d_v).  Return (out, weights).
     ### BEGIN SOLUTION
     d_k = q.size(-1)
     scores = (
@@ -64,9 +69,11 @@ def attention_with_bias(q, k, v, bias, mask=None):
         (out (..., L, d_v), weights (..., L, S)), with the same promises as
         scaled_dot_product_attention (fully blocked rows give zeros, never NaN).
     """
-    # TODO (attention_with_bias): the same steps as scaled_dot_product_attention, plus one:
-    #   add `bias` to the scaled scores, after dividing by √d_k and before the mask and the
-    #   softmax (a bias added after the softmax is no longer a log-space preference). 7 lines.
+    # TODO (attention_with_bias): about 7 lines.
+    #   Goal: softmax(q kᵀ / √d_k + bias) v: the steps of scaled_dot_product_attention with one
+    #   more. The bias is added to the scaled scores, after the division by √d_k and before the
+    #   mask and the softmax: it is a preference in log space, and added after the softmax it
+    #   would no longer be one. Blocked keys still get weight 0, fully blocked rows zeros.
     ### BEGIN SOLUTION
     scores = q @ k.transpose(-2, -1) * q.size(-1) ** -0.5 + bias  # (..., L, S)
     if mask is not None:

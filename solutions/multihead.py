@@ -26,12 +26,12 @@ def split_heads(x, num_heads):
         ValueError: when D is not divisible by H (the heads could not have equal widths).
     """
     # TODO (split_heads): about 5 lines.
-    #   1. B, T, D = x.shape. If D % num_heads != 0, raise ValueError with a message that
-    #      says D is not divisible by num_heads, naming both numbers.
-    #   2. x.reshape(B, T, num_heads, d_k) cuts the last dim into (H, d_k): (B, T, H, d_k).
-    #   3. .transpose(1, 2) brings the heads forward: (B, H, T, d_k).
-    #      (Reshaping straight to (B, H, T, d_k) gives the right shape with the wrong
-    #      features: it cuts along the time axis, not the feature axis.)
+    #   Goal: (B, T, D) -> (B, H, T, d_k), head h owning the features h*d_k:(h+1)*d_k.
+    #   1. D not divisible by num_heads: raise ValueError with a message that names both numbers.
+    #   2. Cut the feature axis into (H, d_k): (B, T, D) -> (B, T, H, d_k).  Use: Tensor.reshape.
+    #   3. Move the head axis in front of the time axis: -> (B, H, T, d_k).  Use: Tensor.transpose.
+    #   Beware: reshaping straight to (B, H, T, d_k) gives the right shape with the wrong
+    #   features (it cuts along the time axis, not the feature axis).
     ### BEGIN SOLUTION
     B, T, D = x.shape
     if D % num_heads != 0:
@@ -54,9 +54,11 @@ def merge_heads(x):
         (B, T, H*d_k), with head h in the features h*d_k:(h+1)*d_k;
         merge_heads(split_heads(x, H)) equals x.
     """
-    # TODO (merge_heads): about 2 lines. Undo split_heads in the reverse order:
-    #   .transpose(1, 2) gives (B, T, H, d_k), then .reshape(B, T, H * d_k).
-    #   (view needs a contiguous tensor and a transposed one is not; reshape copies if needed.)
+    # TODO (merge_heads): about 2 lines.
+    #   Goal: (B, H, T, d_k) -> (B, T, H*d_k), the inverse of split_heads.
+    #   Undo split_heads's two steps, in the reverse order.  Use: Tensor.transpose, Tensor.reshape
+    #   (Tensor.view fails on a transposed tensor, which is not contiguous; reshape copies when
+    #   it must).
     ### BEGIN SOLUTION
     B, H, T, d_k = x.shape
     return x.transpose(1, 2).reshape(B, T, H * d_k)  # (B, T, H, d_k) -> (B, T, D)
@@ -109,16 +111,17 @@ class MultiHeadAttention(nn.Module):
             weights: (B, H, L, S), the attention weights as applied to the values (after
                 dropout in training mode), one map per head.
         """
-        # TODO (forward): about 9 lines, no loop over heads (one batched matmul for all H).
-        #   0. key defaults to query and value to key (`if key is None: ...`).
-        #   1) project and split: split_heads(self.w_q(query), self.num_heads) -> (B, H, L, d_k);
-        #      the same for key and value with w_k and w_v -> (B, H, S, d_k).
-        #   2) attend: scaled_dot_product_attention(q, k, v, mask) (imported above) scales by
-        #      √d_k, the width of ONE head; the mask broadcasts over the head axis.
-        #      Dropout acts on the weights: weights = self.dropout(weights), then
-        #      heads = weights @ v -> (B, H, L, d_k). (nn.Dropout is the identity in eval mode.)
-        #   3) concat: merge_heads(heads) -> (B, L, D).
-        #   4) output projection: self.w_o(...) mixes the heads. Return (out, weights).
+        # TODO (forward): about 9 lines; all H heads in one batched computation, no loop over heads.
+        #   0. Defaults: the key is the query and the value is the key, when they are not given.
+        #   1) project and split: self.w_q, self.w_k, self.w_v, then split_heads.
+        #      query (B, L, D) -> q (B, H, L, d_k); key and value (B, S, D) -> k, v (B, H, S, d_k).
+        #   2) attend: scaled_dot_product_attention (imported above) on every head at once.
+        #      It scales by √d_k, the width of ONE head, and the mask broadcasts over the head
+        #      axis. Dropout acts on the weights (self.dropout, the identity in eval mode), so
+        #      apply the weights after dropout to v yourself:
+        #      (B, H, L, S), (B, H, S, d_k) -> (B, H, L, d_k).
+        #   3) concat: merge_heads -> (B, L, D).
+        #   4) output projection: self.w_o mixes the heads -> (B, L, D). Return it with the weights.
         ### BEGIN SOLUTION
         key = query if key is None else key
         value = key if value is None else value

@@ -29,14 +29,15 @@ def sinusoidal_encoding(max_len, d_model):
         (max_len, D) float32 tensor. Columns 2i and 2i + 1 share one frequency
         ω_i = 10000^(-2i/D); for odd D the last column is a sine with no cosine partner.
     """
-    # TODO (sinusoidal_encoding): fill the (max_len, D) table, about 7 lines.
-    #   1. positions = torch.arange(max_len, dtype=torch.float32)[:, None], a column (max_len, 1).
-    #   2. The even column indices 2i are torch.arange(0, d_model, 2); the frequencies are
-    #      ω_i = exp(-(2i / D) · ln 10000) (math.log). Mind the 2: column 2i+1 reuses ω_i.
-    #   3. angles = positions * ω, broadcast to (max_len, ceil(D/2)).
-    #   4. pe = torch.zeros(max_len, d_model); pe[:, 0::2] = sin(angles) (even columns),
-    #      pe[:, 1::2] = cos(angles) (odd columns). For odd D there is one fewer odd column:
-    #      slice the angles to D // 2 columns before the cosine.
+    # TODO (sinusoidal_encoding): about 7 lines.
+    #   Goal: the (max_len, D) float32 table of the docstring.
+    #   1. The positions p as a float32 column, (max_len, 1).  Use: torch.arange, None indexing.
+    #   2. One frequency ω_i = 10000^(-2i/D) per pair of columns, i = 0 .. ceil(D/2) - 1: the
+    #      exponent uses the EVEN column index 2i, and column 2i + 1 reuses ω_i.
+    #      Use: torch.arange with a step, and torch.exp with math.log (or a power).
+    #   3. The angles p·ω_i by broadcasting: (max_len, 1), (ceil(D/2),) -> (max_len, ceil(D/2)).
+    #   4. Start from zeros; fill the even columns with the sines and the odd columns with the
+    #      cosines (slices with a step of 2). Odd D has one odd column fewer than angles.
     ### BEGIN SOLUTION
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),)
@@ -61,9 +62,10 @@ class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
-        # TODO (PositionalEncoding.__init__): store the table as a buffer named "pe", 1 line.
-        #   self.register_buffer("pe", ...) with sinusoidal_encoding(max_len, d_model)[None],
-        #   shape (1, max_len, D). Not nn.Parameter: the encoding is fixed, never trained.
+        # TODO (PositionalEncoding.__init__): 1 line.
+        #   Store the table, shaped (1, max_len, D), as a buffer named "pe": a buffer moves with
+        #   .to(device) and is saved in the state_dict, but it is not a parameter (the encoding is
+        #   fixed, never trained).  Use: self.register_buffer, sinusoidal_encoding.
         ### BEGIN SOLUTION
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model)[None])
         ### END SOLUTION
@@ -71,11 +73,10 @@ class PositionalEncoding(nn.Module):
     def forward(self, x):
         """x: (B, T, D) -> (B, T, D). Raises ValueError when T > max_len."""
         # TODO (PositionalEncoding.forward): about 5 lines.
-        #   1. B, T, D = x.shape. If T > self.pe.size(1), raise ValueError with a message that
-        #      gives both T and max_len (the student reading it must see what was too long).
-        #   2. The positions are axis 1 of pe: self.pe[:, :T] has shape (1, T, D) and
-        #      broadcasts over the batch.
-        #   3. Return self.dropout(x + ...): nn.Dropout is a no-op in eval mode.
+        #   Goal: dropout(x + PE[:T]) for x of shape (B, T, D).
+        #   1. T longer than the table: raise ValueError with a message that gives T and max_len.
+        #   2. The table's first T positions, (1, T, D), broadcast over the batch.
+        #   3. Add them to x, then apply self.dropout (a no-op in eval mode).
         ### BEGIN SOLUTION
         B, T, D = x.shape
         max_len = self.pe.size(1)

@@ -6,7 +6,13 @@ written once as one helper that every function uses.
 
 import math
 
-from matplotlib.figure import Figure
+
+def Figure(*args, **kwargs):  # noqa: N802 (stands for matplotlib's class)
+    """matplotlib.figure.Figure, imported on first use: grading any module puts every trusted
+    module in place (isolation), and importing matplotlib costs about a second."""
+    from matplotlib.figure import Figure as _Figure
+
+    return _Figure(*args, **kwargs)
 
 
 def _heatmap(ax, weights, rows, cols, title=None):

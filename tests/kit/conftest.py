@@ -11,12 +11,43 @@ from pathlib import Path
 
 import pytest
 
+from autograder import stubgen
 from autograder.engine import grade
 from autograder.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 KIT = Path(__file__).resolve().parent
+
+
+def student_edited_stubs() -> list[str]:
+    """The files of assignments/ where a student has begun: one of the generated
+    `raise NotImplementedError(...)` lines is gone. Kit tests that read the committed stubs
+    skip those files, except in CI (environment variable CI set), where the kit's own tree is
+    never a student's. A stub that differs from generation in any other way is stale, and
+    fails."""
+    if os.environ.get("CI"):
+        return []
+    edited = []
+    for name, text in stubgen.generate(SOLUTIONS).items():
+        path = ROOT / "assignments" / name
+        raises = [line for line in text.splitlines() if "raise NotImplementedError(" in line]
+        if path.is_file() and raises:
+            committed = path.read_text().splitlines()
+            if any(line not in committed for line in raises):
+                edited.append(name)
+    return edited
+
+
+@pytest.fixture(scope="session")
+def pristine_stubs(tmp_path_factory) -> Path:
+    """A folder holding the stubs exactly as `make stubs` generates them: the tests that
+    grade "the untouched stubs" use it, not assignments/, which may hold a student's work."""
+    folder = tmp_path_factory.mktemp("stubs") / "assignments"
+    folder.mkdir()
+    for name, text in stubgen.generate(SOLUTIONS).items():
+        (folder / name).write_text(text)
+    return folder
 
 
 def submission_with(tmp_path: Path, replace: dict[str, str] | None = None) -> Path:

@@ -93,14 +93,14 @@ def test_wire_carries_plain_values_and_refuses_the_rest():
         wire.decode_outputs({"f": dict(described["f32"], dtype="object")}, blob)
 
 
-def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path):
+def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path, pristine_stubs):
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copytree(SOLUTIONS, subs / "alice", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(SOLUTIONS, subs / "bob", ignore=shutil.ignore_patterns("__pycache__"))
     (subs / "bob" / "attention.py").write_text(mutant_source("attention", "no_scaling"))
     with zipfile.ZipFile(subs / "carol.zip", "w") as zf:  # stubs, inside a folder
-        for path in (ROOT / "assignments").glob("*.py"):
+        for path in pristine_stubs.glob("*.py"):
             zf.write(path, f"my work/assignments/{path.name}")
     (subs / "notes.txt").write_text("not a submission")
     out = tmp_path / "out"

@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import ROOT, SOLUTIONS, grade_cli, run_cli, submission_with
+from conftest import SOLUTIONS, grade_cli, run_cli, submission_with
 
 from autograder import checks
 
@@ -18,8 +18,8 @@ def test_solutions_get_full_marks(tmp_path):
     assert len(data["tests"]) == len([c for c in checks.all_checks() if not c.slow])
 
 
-def test_stubs_get_zero_cleanly(tmp_path):
-    proc, data = grade_cli(ROOT / "assignments", tmp_path)
+def test_stubs_get_zero_cleanly(tmp_path, pristine_stubs):
+    proc, data = grade_cli(pristine_stubs, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert data["score"] == 0
     assert all(t["tags"] == ["not-attempted"] for t in data["tests"]), data["tests"]

@@ -1,0 +1,562 @@
+"""build/report.html: the table, each failing check's message and hint, and pictures of what
+the student's own code computed, beside the reference and a difference map.
+
+Every picture re-runs one check's probe on the student's code, on that check's own inputs
+(the grader's inputs and weights, drawn from the public seed), and draws the outputs next to
+the stored reference outputs of the same check: attention weights, multi-head weights per
+head, masks, the positional-encoding matrix, a Transformer block's heads, MiniGPT's maps per
+layer, the √d_k curves, the efficient-attention patterns, and the images the student's plot
+functions drew. An exercise not attempted yet shows a placeholder.
+
+The page is self-contained and offline: images are PNG data: URIs, encoded here (zlib, no
+matplotlib, so it is fast) and drawn at their native size, scaled up by the browser without
+smoothing; curves are inline SVG; the CSS is inline; there are no scripts beyond one inline
+line that counts the images rendered, and no request leaves the page.
+
+Nothing here may break grading: a picture that fails says why, in one line, in its place.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import fixtures, registry
+from .core import Result
+from .report import printed_lines
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What to draw for one check: outputs `keys` of its probe, each passed to `select`.
+
+    kind "map": one 2-D map per key; "heads": each key's output, after `select`, is (H, ., .),
+    one map per head; "curves": 1-D outputs against the output `x`, one chart.
+    scale: "unit" (weights, masks: 0 to 1) or "signed" (-1 to 1: the positional encoding).
+    """
+
+    slug: str
+    keys: tuple[str, ...]
+    caption: str
+    kind: str = "map"
+    select: Callable | None = None
+    scale: str = "unit"
+    x: str = ""
+
+
+def _seq0(t):
+    return t[0]
+
+
+PICTURES: dict[str, list[Picture]] = {
+    "attention": [
+        Picture("mask-2d", ("weights",), "attention weights under an (L, S) mask", select=_seq0),
+        Picture("causal", ("weights",), "attention weights under a causal mask", select=_seq0),
+        Picture("bias", ("weights",), "attention_with_bias: weights", select=_seq0),
+    ],
+    "masks": [
+        Picture("causal", ("m2",), "causal_mask(8), True = blocked"),
+        Picture("window", ("w1", "w2"), "sliding_window_mask(10, window) for two windows"),
+        Picture("padding", ("list",), "padding_mask, (B, S)", select=lambda t: t[:, 0, 0, :]),
+    ],
+    "multihead": [
+        Picture(
+            "self-attention",
+            ("weights",),
+            "MultiHeadAttention: self-attention weights, one map per head",
+            kind="heads",
+            select=_seq0,
+        ),
+        Picture(
+            "cross-mask",
+            ("weights",),
+            "MultiHeadAttention: cross-attention with a mask, one map per head",
+            kind="heads",
+            select=_seq0,
+        ),
+    ],
+    "positional": [
+        Picture(
+            "encoding",
+            ("small",),
+            "sinusoidal_encoding(50, 16), transposed: rows are features, columns positions",
+            select=lambda t: t.T,
+            scale="signed",
+        ),
+    ],
+    "blocks": [
+        Picture(
+            "pre-ln",
+            ("weights",),
+            "Pre-LN TransformerBlock: attention weights per head",
+            kind="heads",
+            select=_seq0,
+        ),
+        Picture(
+            "post-ln",
+            ("weights",),
+            "Post-LN TransformerBlock: attention weights per head",
+            kind="heads",
+            select=_seq0,
+        ),
+    ],
+    "gpt": [
+        Picture(
+            "return-attn",
+            ("weights0", "weights1"),
+            "MiniGPT: each layer's attention (mean over heads), with the grader's weights",
+            select=lambda t: t[0].mean(dim=0),
+        ),
+    ],
+    "diagnostics": [
+        Picture(
+            "sqrtdk-experiment",
+            ("entropy_scaled", "entropy_unscaled"),
+            "√d_k experiment: mean entropy (nats) against d_k",
+            kind="curves",
+            x="d_k",
+        ),
+        Picture(
+            "sqrtdk-experiment",
+            ("max_weight_scaled", "max_weight_unscaled"),
+            "√d_k experiment: mean largest weight against d_k",
+            kind="curves",
+            x="d_k",
+        ),
+    ],
+    "efficient": [
+        Picture("local", ("w3/weights",), "local_attention, window 3", select=_seq0),
+        Picture("strided", ("s3/weights",), "strided_attention, stride 3", select=_seq0),
+    ],
+    "plots": [
+        Picture("attention", ("image0",), "plot_attention: the image your figure holds"),
+        Picture("layer-means", ("image0", "image1", "image2"), "plot_layer_means: each panel"),
+    ],
+}
+
+# --------------------------------------------------------------------------- PNG, colours
+
+# viridis at 9 stops (matplotlib's values), interpolated linearly; differences use white->red.
+_VIRIDIS = [
+    (68, 1, 84),
+    (71, 45, 123),
+    (59, 82, 139),
+    (44, 114, 142),
+    (33, 145, 140),
+    (40, 174, 128),
+    (94, 201, 98),
+    (173, 220, 48),
+    (253, 231, 37),
+]
+_SIGNED = [(33, 102, 172), (146, 197, 222), (247, 247, 247), (244, 165, 130), (178, 24, 43)]
+_REDS = [(255, 255, 255), (252, 187, 161), (251, 106, 74), (203, 24, 29), (103, 0, 13)]
+
+
+def _colour(value: float, stops) -> tuple[int, int, int]:
+    if not math.isfinite(value):
+        return (255, 0, 255)  # NaN and infinity: magenta, never a colour of the scale
+    t = min(max(value, 0.0), 1.0) * (len(stops) - 1)
+    i = min(int(t), len(stops) - 2)
+    f = t - i
+    a, b = stops[i], stops[i + 1]
+    return tuple(round(a[c] + (b[c] - a[c]) * f) for c in range(3))
+
+
+def png(rows: list[list[float]], stops) -> bytes:
+    """An RGB PNG, one pixel per value in [0, 1] (NaN and inf in magenta)."""
+    height, width = len(rows), len(rows[0])
+    raw = bytearray()
+    for row in rows:
+        raw.append(0)
+        for v in row:
+            raw.extend(_colour(v, stops))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(bytes(raw), 6))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _img(matrix, lo: float, hi: float, stops, label: str) -> str:
+    rows = [[(float(v) - lo) / (hi - lo) for v in row] for row in matrix.tolist()]
+    if not rows or not rows[0]:
+        return f'<div class="empty">{html.escape(label)}: empty</div>'
+    cell = max(4, min(20, 240 // max(len(rows[0]), 1)))
+    data = base64.b64encode(png(rows, stops)).decode()
+    w, h = len(rows[0]) * cell, len(rows) * cell
+    caption = f"<figcaption>{html.escape(label)}</figcaption>" if label else ""
+    return (
+        f'<figure><img alt="{html.escape(label)}" width="{w}" height="{h}" '
+        f'src="data:image/png;base64,{data}">{caption}</figure>'
+    )
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _as_maps(picture: Picture, outputs: dict) -> list[tuple[str, object]]:
+    """[(label, 2-D tensor)] for one side (the student's or the reference)."""
+    import torch
+
+    maps = []
+    for key in picture.keys:
+        value = outputs.get(key)
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"output {key!r} is {type(value).__name__}, not a tensor")
+        value = value.detach().float()
+        if picture.select is not None:
+            value = picture.select(value)
+        if picture.kind == "heads":
+            maps += [(f"head {h}", value[h]) for h in range(value.shape[0])]
+        else:
+            label = key.split("/")[0] if len(picture.keys) > 1 else ""
+            if picture.slug == "return-attn":
+                label = f"layer {key.removeprefix('weights')}"
+            maps.append((label, value))
+    for label, m in maps:
+        if m.dim() != 2:
+            raise ValueError(f"{label or picture.keys[0]} has shape {tuple(m.shape)}, not 2-D")
+    return maps
+
+
+def _maps_html(picture: Picture, got: dict, want: dict) -> str:
+    """A table: one row per map (a head, a layer, a key), columns yours, reference and
+    |yours - reference| (on its own scale, from 0 to its largest entry)."""
+    import torch
+
+    ref = _as_maps(picture, want)
+    lo, hi = (-1.0, 1.0) if picture.scale == "signed" else (0.0, 1.0)
+    stops = _SIGNED if lo < 0 else _VIRIDIS
+    try:
+        yours = _as_maps(picture, got)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        yours, problem = [], f"Your output could not be drawn: {e}"
+    else:
+        problem = ""
+        if len(yours) != len(ref):
+            problem = f"You returned {len(yours)} maps where the reference has {len(ref)}."
+    columns = []  # per map: (label, yours cell, reference cell, difference cell)
+    for i, (label, r) in enumerate(ref):
+        ref_cell = _img(r, lo, hi, stops, "")
+        if i < len(yours):
+            y = yours[i][1]
+            mine = _img(y, lo, hi, stops, "")
+        else:
+            mine = '<span class="empty">—</span>'
+        if i >= len(yours):
+            diff_cell = '<span class="empty">—</span>'
+        elif y.shape != r.shape:
+            diff_cell = (
+                f'<span class="empty">shapes differ: yours {tuple(y.shape)}, '
+                f"reference {tuple(r.shape)}</span>"
+            )
+        else:
+            diff = (y - r).abs()
+            finite = torch.isfinite(diff)
+            worst = float(diff[finite].max()) if finite.any() else 0.0
+            diff = torch.where(finite, diff, torch.full_like(diff, float("nan")))
+            text = "identical" if worst <= 1e-6 else f"largest {worst:.2g}"
+            if not finite.all():
+                text += ", NaN/inf in magenta"
+            diff_cell = _img(diff, 0.0, max(worst, 1e-6), _REDS, text)
+        columns.append((label, mine, ref_cell, diff_cell))
+    sides = ("yours", "reference", "|yours − reference|")
+    if len(columns) == 1:  # one map: the three side by side
+        head = "<tr>" + "".join(f"<th>{html.escape(n)}</th>" for n in sides) + "</tr>"
+        body = "<tr>" + "".join(f"<td>{c}</td>" for c in columns[0][1:]) + "</tr>"
+    else:  # several (heads, layers): one column per map, one row per side
+        head = "<tr><th></th>" + "".join(f"<th>{html.escape(c[0])}</th>" for c in columns)
+        head += "</tr>"
+        body = "".join(
+            f'<tr><th class="side">{html.escape(name)}</th>'
+            + "".join(f"<td>{c[k + 1]}</td>" for c in columns)
+            + "</tr>"
+            for k, name in enumerate(sides)
+        )
+    table = f'<table class="maps">{head}{body}</table>'
+    scale = (
+        f'<p class="scale">colours: {lo:g} {_bar(stops)} {hi:g}; difference: 0 '
+        f"{_bar(_REDS)} its largest value</p>"
+    )
+    note = _note(problem) if problem else ""
+    return f"{note}{table}{scale}"
+
+
+def _bar(stops) -> str:
+    data = base64.b64encode(png([[i / 31 for i in range(32)]], stops)).decode()
+    return f'<img class="bar" alt="" width="64" height="10" src="data:image/png;base64,{data}">'
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{html.escape(text)}</p>'
+
+
+_COLOURS = ("#1f77b4", "#d62728")
+
+
+def _curves_html(picture: Picture, got: dict, want: dict) -> str:
+    """One SVG chart: the reference's lines dashed, the student's solid; x on a log-2 axis."""
+    import torch
+
+    xs = [float(v) for v in want[picture.x].tolist()]
+    series = []
+    for i, key in enumerate(picture.keys):
+        ref = [float(v) for v in want[key].tolist()]
+        series.append((f"{key.rsplit('_', 1)[-1]} (reference)", ref, _COLOURS[i], "6 4"))
+        value = got.get(key)
+        if isinstance(value, torch.Tensor) and value.numel() == len(xs):
+            mine = [float(v) for v in value.detach().flatten().tolist()]
+            series.append((f"{key.rsplit('_', 1)[-1]} (yours)", mine, _COLOURS[i], ""))
+        else:
+            what = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            series.append((f"{key}: yours not drawn ({what})", [], _COLOURS[i], ""))
+    finite = [v for _, ys, _, _ in series for v in ys if math.isfinite(v)] or [0.0, 1.0]
+    lo, hi = min(finite + [0.0]), max(finite)
+    hi = hi if hi > lo else lo + 1
+    W, H, P = 420, 220, 36
+    lx = [math.log2(x) if x > 0 else 0.0 for x in xs]
+    x0, x1 = min(lx), max(lx) if max(lx) > min(lx) else min(lx) + 1
+
+    def pt(x, y):
+        return (
+            P + (x - x0) / (x1 - x0) * (W - 2 * P),
+            H - P - (y - lo) / (hi - lo) * (H - 2 * P),
+        )
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+        f'viewBox="0 0 {W} {H}" role="img">',
+        f'<rect x="{P}" y="{P // 2}" width="{W - 2 * P}" height="{H - P - P // 2}" '
+        'fill="none" stroke="#999"/>',
+    ]
+    for x, label in zip(lx, xs, strict=True):
+        px, _ = pt(x, lo)
+        parts.append(
+            f'<text x="{px:.1f}" y="{H - P + 14}" font-size="10" text-anchor="middle">'
+            f"{label:g}</text>"
+        )
+    for y in (lo, (lo + hi) / 2, hi):
+        _, py = pt(x0, y)
+        parts.append(
+            f'<text x="{P - 4}" y="{py + 3:.1f}" font-size="10" text-anchor="end">{y:.2g}</text>'
+        )
+    parts.append(f'<text x="{W / 2}" y="{H - 4}" font-size="11" text-anchor="middle">d_k</text>')
+    for _name, ys, colour, dash in series:
+        points = [pt(x, y) for x, y in zip(lx, ys, strict=False) if math.isfinite(y)]
+        if points:
+            path = " ".join(f"{a:.1f},{b:.1f}" for a, b in points)
+            dashing = f' stroke-dasharray="{dash}"' if dash else ""
+            parts.append(
+                f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                f'stroke-width="2"{dashing}/>'
+            )
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><span style="border-top:2px {"dashed" if dash else "solid"} {colour}"></span>'
+        f"{html.escape(name)}</li>"
+        for name, _, colour, dash in series
+    )
+    return f'<div class="chart">{"".join(parts)}<ul class="legend">{legend}</ul></div>'
+
+
+def picture_html(
+    picture: Picture, check, result: Result | None, submission, refs: dict, probed=None
+) -> str:
+    """One picture's HTML: the three rows, a placeholder, or a one-line reason. `probed`, a
+    dict, caches the student's outputs per check (two pictures may draw one check)."""
+    head = f"<h4>{html.escape(picture.caption)}</h4>"
+    exercise = check.exercise or check.module
+    if result is None:
+        return f'<div class="picture">{head}{_note("This check was not graded.")}</div>'
+    if result.status == "not attempted":
+        return (
+            f'<div class="picture placeholder">{head}<p>{html.escape(exercise)} is not attempted '
+            "yet: its picture appears here once you write it.</p></div>"
+        )
+    if result.status == "timed out":
+        return f'<div class="picture">{head}{_note("Not drawn: the check ran out of time.")}</div>'
+    want = refs.get(picture.slug)
+    if want is None:
+        return f'<div class="picture">{head}{_note("No reference outputs stored.")}</div>'
+    # The report never runs student code: it draws what the grading's worker returned.
+    got = (probed or {}).get(check.id)
+    reason = f"Not drawn: {result.message or 'your code returned nothing to draw'}"
+    if got is None:
+        return f'<div class="picture">{head}{_note(reason[:300])}</div>'
+    try:
+        if picture.kind == "curves":
+            body = _curves_html(picture, got, want)
+        else:
+            body = _maps_html(picture, got, want)
+    except Exception as e:  # a picture never breaks the report
+        body = _note(f"Not drawn: {type(e).__name__}: {e}"[:300])
+    return f'<div class="picture">{head}{body}</div>'
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def sections(
+    results: list[Result], submission, refs: dict | None = None, probed: dict | None = None
+) -> dict[str, str]:
+    """{module: its HTML section}, for the modules in `results` (runs the student's code).
+    `refs`: {module: reference outputs} already loaded (fixtures.load), to load them once."""
+    by_module: dict[str, list[Result]] = {}
+    for r in results:
+        by_module.setdefault(r.module, []).append(r)
+    out = {}
+    for module, rs in by_module.items():
+        by_slug = {r.check_id.split(".", 1)[1]: r for r in rs}
+        check_of = {c.slug: c for c in registry.checks_of(module)}
+        pictures = []
+        probed = {} if probed is None else probed
+        try:
+            stored = (refs or {}).get(module) or fixtures.load(module)
+        except Exception as e:
+            stored = {}
+            pictures.append(_note(f"Reference outputs could not be loaded: {e}"))
+        for picture in PICTURES.get(module, []):
+            check = check_of.get(picture.slug)
+            if check is None:
+                continue
+            result = by_slug.get(picture.slug)
+            pictures.append(picture_html(picture, check, result, submission, stored, probed))
+        out[module] = _module_html(module, rs, "".join(pictures))
+    return out
+
+
+_TAG = {
+    "passed": ("PASS", "pass"),
+    "failed": ("FAIL", "fail"),
+    "not attempted": ("TODO", "todo"),
+    "timed out": ("TIME", "fail"),
+    "error": ("ERR", "fail"),
+}
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
+
+
+def _module_html(module: str, rs: list[Result], pictures: str) -> str:
+    score, total = sum(r.score for r in rs), sum(r.points for r in rs)
+    rows = []
+    shown: set[tuple[str, str]] = set()
+    hinted: set[str] = set()
+    for r in rs:
+        tag, css = _TAG.get(r.status, ("?", "fail"))
+        title = html.escape(r.name.split(": ", 1)[-1])
+        detail = ""
+        if not r.passed and (r.misconception, r.message) in shown:
+            detail = f'<div class="hint">(same as above: {html.escape(r.misconception)})</div>'
+        elif not r.passed:
+            shown.add((r.misconception, r.message))
+            label = f"<b>[{html.escape(r.misconception)}]</b> " if r.misconception else ""
+            detail = f'<div class="msg">{label}{html.escape(r.message)}</div>'
+            if r.hint and r.misconception not in hinted:
+                detail += f'<div class="hint">Hint: {html.escape(r.hint)}</div>'
+            hinted.add(r.misconception)
+        printed = r.extra.get("printed", "")
+        if printed and not r.passed:
+            text = "\n".join(printed_lines(printed, 100))
+            detail += f'<pre class="printed">Your code printed:\n{html.escape(text)}</pre>'
+        rows.append(
+            f'<tr class="{css}"><td class="tag">{tag}</td>'
+            f"<td>{_points(r.score)}/{_points(r.points)}</td><td>{title}{detail}</td></tr>"
+        )
+    return (
+        f'<section id="{module}"><h2>{module}.py <span class="score">{_points(score)} / '
+        f'{_points(total)}</span></h2><table class="checks">{"".join(rows)}</table>'
+        f"{pictures}</section>"
+    )
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;
+max-width:1100px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;
+margin-top:32px}h4{margin:16px 0 6px;font-size:14px}
+.score{float:right;font-weight:normal}
+table.checks{border-collapse:collapse;width:100%}
+table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
+td.tag{font-weight:bold;width:44px}
+tr.pass td.tag{color:#1a7f37}tr.fail td.tag{color:#cf222e}tr.todo td.tag{color:#9a6700}
+.msg{margin-top:4px}.hint{color:#444;margin-top:2px}
+pre.printed{background:#f6f8fa;padding:6px;font-size:12px;white-space:pre-wrap;margin:4px 0}
+.summary td{padding:2px 12px 2px 0}
+.picture{margin:8px 0 16px;padding:8px 12px;background:#fafafa;border:1px solid #eee}
+.placeholder{background:repeating-linear-gradient(45deg,#fafafa,#fafafa 10px,#f0f0f0 10px,
+#f0f0f0 20px);color:#666}
+table.maps{border-collapse:collapse}table.maps th{font-size:12px;font-weight:normal;
+color:#555;padding:2px 10px;text-align:center}table.maps td{padding:4px 10px;vertical-align:top}
+th.side{text-align:right!important}p.scale{font-size:11px;color:#666;margin:4px 0}
+img.bar{display:inline-block;vertical-align:middle;border:1px solid #ccc}
+figure{margin:0;text-align:center}figcaption{font-size:11px;color:#555}
+img{image-rendering:pixelated;image-rendering:crisp-edges;border:1px solid #ccc;display:block}
+.empty,.note{font-size:12px;color:#9a6700}
+.chart{display:flex;gap:16px;align-items:center}
+.legend{list-style:none;padding:0;font-size:12px}
+.legend span{display:inline-block;width:28px;margin-right:6px;vertical-align:middle}
+"""
+
+
+def _state(rs: list[Result]) -> str:
+    todo = sum(r.status == "not attempted" for r in rs)
+    fix = sum(r.status not in ("passed", "not attempted") for r in rs)
+    if not todo and not fix:
+        return "all passed"
+    parts = [f"{todo} not attempted" if todo else "", f"{fix} to fix" if fix else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def page(results: list[Result], module_sections: dict[str, str], title: str) -> str:
+    modules: dict[str, list[Result]] = {}
+    for r in results:
+        modules.setdefault(r.module, []).append(r)
+    score, total = sum(r.score for r in results), sum(r.points for r in results)
+    summary = "".join(
+        f'<tr><td><a href="#{m}">{m}.py</a></td><td>{_points(sum(r.score for r in rs))} / '
+        f"{_points(sum(r.points for r in rs))}</td>"
+        f"<td>{_state(rs)}</td></tr>"
+        for m, rs in modules.items()
+    )
+    body = "".join(module_sections.get(m, "") for m in modules)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    count = (
+        "<script>addEventListener('load',()=>{const i=[...document.images];"
+        "document.body.dataset.rendered=i.filter(x=>x.complete&&x.naturalWidth>0).length;"
+        "document.body.dataset.images=i.length})</script>"
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>{_points(score)} / {_points(total)} points · "
+        f"written {stamp} by make grade. Pictures: what your code computed on the grader's "
+        "inputs, beside the reference and their difference.</p>"
+        f'<table class="summary">{summary}</table>{body}{count}</body></html>'
+    )
+
+
+def write(path: Path, results: list[Result], module_sections: dict[str, str], title: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(page(results, module_sections, title), encoding="utf-8")
+    tmp.replace(path)  # a browser reloading the page never sees half a file
+    return path

@@ -1,0 +1,314 @@
+"""`make watch [EX=m]`: re-grade a module as soon as its file is saved.
+
+The watcher is one long-lived process that pays for importing torch, the checks, the trusted
+stand-ins and the reference outputs once. It polls the modification times of the
+submission's module files (every POLL seconds: no file-watching dependency, and it works on
+every file system). When a file changes, a forked child grades that module from the warm
+state, prints the table, and sends its results and its section of the HTML report back on a
+pipe; the parent rewrites build/results.json and build/report.html.
+
+Student code runs only in the child, so nothing it does reaches the watcher: a syntax error
+or an exception is a failed check as in `make grade`; a check that runs past its time limit
+is stopped by an alarm (a BaseException, which `except Exception` in student code cannot
+swallow), and the other checks of the same exercise are then marked "timed out" without
+running; and a child that still does not finish (a loop inside one long C call, os._exit,
+a crash of the interpreter) is killed at a hard deadline. Saving again while a module is
+being graded stops that grading and starts over with the new file. Ctrl-C ends the watcher
+and its child cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import json
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+import matplotlib.figure
+import torch
+import torch.nn.functional as F
+
+from . import engine, limits, registry, report, report_html, syllabus
+from .core import Result
+from .dispatch import OpCounter
+from .errors import UsageError
+from .references import References
+from .submission import Submission, trusted_modules
+
+POLL = 0.2  # seconds between two looks at the files' modification times
+HARD_LIMIT = 120.0  # seconds one child may take in all, whatever its checks' limits
+PRINTED = 20000  # characters of a check's printed output kept
+
+
+class _Bounded(io.StringIO):
+    """Keeps the first PRINTED characters a check prints, drops the rest (a print in an
+    endless loop must not fill the memory)."""
+
+    def write(self, text: str) -> int:
+        room = PRINTED - self.tell()
+        if room > 0:
+            super().write(text[:room])
+        return len(text)
+
+
+class CheckTimeout(BaseException):
+    """Raised by the alarm in the child; a BaseException so student code cannot catch it."""
+
+
+def _alarm(signum, frame):
+    raise CheckTimeout
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def grade_module(
+    submission, module: str, refs: References, *, device: str, outputs: dict
+) -> list[Result]:
+    """Grade every fast check of `module` as `make grade` does (engine.grade_module: the
+    probes run in a worker with CPU-second limits, stopped from outside; what the student's
+    code printed lands in Result.extra["printed"]; its outputs in `outputs`, for the report)."""
+    checks = [c for c in registry.checks_of(module) if not c.slow]
+    return engine.grade_module(checks, submission, refs, device, outputs=outputs)
+
+
+def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module):
+    """The forked child: grade, print the table, send results and report sections, exit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    status = 0
+    try:
+        submission = Submission(submission_path)
+        results, outputs = [], {}
+        for module in modules:
+            results += grade_module(
+                submission, module, refs_by_module, device=args.device, outputs=outputs
+            )
+        stored = {m: refs_by_module.module(m) for m in modules}
+        sections = report_html.sections(results, submission, stored, probed=outputs)
+        payload = {
+            "results": [dataclasses.asdict(r) for r in results],
+            "sections": sections,
+        }
+        title = f"Attention Lab watch: {', '.join(m + '.py' for m in modules)}"
+        print("\n" + report.table(results, title), flush=True)
+        data = json.dumps(payload, default=str).encode()
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(data)
+    except BaseException as e:  # never let the child return into the parent's loop
+        print(f"watch: grading stopped: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def _warm_up() -> None:
+    """Pay torch's lazy start-up costs (the dispatcher, CPU kernels, autograd) once, here,
+    instead of in every child. One thread: the children are forked from this process, and a
+    thread pool started before a fork is not safe to use in the child (the sandbox's children
+    use one thread too)."""
+    torch.set_num_threads(1)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    with OpCounter():
+        y = torch.softmax(x @ x.transpose(-2, -1) / 2.0, dim=-1)
+    y = y.masked_fill(torch.ones(3, 3, dtype=torch.bool).triu(1), 0.0)
+    y = F.scaled_dot_product_attention(x, x, y @ x, attn_mask=torch.zeros(3, 3))
+    F.layer_norm(F.gelu(torch.nn.Linear(4, 4)(y)), (4,)).sum().backward()
+    optimizer = torch.optim.Adam([x], lr=0.1)
+    optimizer.step()
+    optimizer.zero_grad()
+    torch.testing.assert_close(x, x)
+    if True:  # fonts, text layout: plots.py's first figure
+        fig = matplotlib.figure.Figure(figsize=(2, 2), layout="constrained")
+        ax = fig.add_subplot()
+        fig.colorbar(ax.imshow([[0.0, 1.0]], vmin=0, vmax=1), ax=ax)
+        ax.set_xticks(range(2), ["a", "b"], rotation=90)
+        ax.set_title("warm")
+        ax.plot([1, 2], [1, 2], marker="o", label="x")
+        ax.set_xscale("log", base=2)
+        ax.legend()
+        fig.canvas.draw()
+
+
+class Watcher:
+    def __init__(self, args):
+        self.args = args
+        self.folder = Path(args.submission).resolve()
+        self.modules = args.modules or registry.modules()
+        self.results_path = Path(args.results)
+        self.report_path = self.results_path.parent / "report.html"
+        # Warm everything a child needs, so a fork starts graded work at once.
+        for name in trusted_modules():
+            importlib.import_module(f"autograder.trusted.{name}")
+        matplotlib.use("Agg")
+        self.refs = References.public()
+        for m in self.modules:  # load (and check) the fixtures once, before any fork
+            self.refs.module(m)
+        _warm_up()
+        self.results: dict[str, list[Result]] = {}
+        self.sections: dict[str, str] = {}
+        self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
+        self.buffer = b""
+
+    def mtimes(self) -> dict[str, float]:
+        found = {}
+        for m in self.modules:
+            try:
+                found[m] = self.folder.joinpath(f"{m}.py").stat().st_mtime_ns
+            except OSError:
+                found[m] = -1
+        return found
+
+    def start(self, modules: list[str]) -> None:
+        self.stop_child()
+        read_fd, write_fd = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_fd)
+            _child(write_fd, str(self.folder), modules, self.args, self.refs)
+        os.close(write_fd)
+        self.child, self.buffer = (pid, read_fd, time.monotonic(), modules), b""
+
+    def stop_child(self) -> None:
+        if self.child is None:
+            return
+        pid, fd, _, _ = self.child
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        os.close(fd)
+        self.child = None
+
+    def poll_child(self, timeout: float) -> None:
+        """Read what the child sends; when it is done, record its results."""
+        if self.child is None:
+            time.sleep(timeout)
+            return
+        pid, fd, started, modules = self.child
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                self.buffer += chunk
+                return
+            os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            self.child = None
+            self.finish(modules, status, time.monotonic() - started)
+        elif time.monotonic() - started > self.args.hard_limit:
+            self.stop_child()
+            print(
+                f"\nwatch: grading {', '.join(modules)} did not finish within "
+                f"{self.args.hard_limit:g} s and was stopped (an endless loop?). "
+                "Fix it and save again.",
+                flush=True,
+            )
+
+    def finish(self, modules: list[str], status: int, seconds: float) -> None:
+        try:
+            payload = json.loads(self.buffer.decode())
+        except ValueError:
+            code = os.waitstatus_to_exitcode(status)
+            print(
+                f"\nwatch: grading {', '.join(modules)} ended without a result (exit status "
+                f"{code}): did your code call os._exit or crash the interpreter?",
+                flush=True,
+            )
+            return
+        graded = [Result(**r) for r in payload["results"]]
+        for m in modules:
+            self.results[m] = [r for r in graded if r.module == m]
+        self.sections.update(payload["sections"])
+        everything = [r for m in self.modules for r in self.results.get(m, [])]
+        report.write_json(everything, self.results_path)
+        self.write_report(everything)
+        print(
+            f"graded in {seconds:.1f} s; report: {self.report_path}. Watching "
+            f"{self.folder} for changes (Ctrl-C to stop).",
+            flush=True,
+        )
+
+    def write_report(self, results: list[Result]) -> None:
+        try:
+            report_html.write(
+                self.report_path,
+                results,
+                self.sections,
+                title=f"Attention Lab: {self.folder.name}",
+            )
+        except Exception as e:  # the report never stops the watcher
+            print(f"watch: report not written ({type(e).__name__}: {e})", flush=True)
+
+    def run(self) -> int:
+        seen = self.mtimes()
+        print(
+            f"Attention Lab watch: grading {', '.join(self.modules)} in {self.folder}, then "
+            "again each time you save a module (Ctrl-C to stop).",
+            flush=True,
+        )
+        self.start(self.modules)
+        while True:
+            self.poll_child(POLL)
+            now = self.mtimes()
+            changed = [m for m in self.modules if now[m] != seen[m]]
+            if changed:
+                seen = now
+                if self.child is not None:  # stop it, and grade its modules again too
+                    changed = [m for m in self.modules if m in changed or m in self.child[3]]
+                stamp = time.strftime("%H:%M:%S")
+                print(f"\n[{stamp}] {', '.join(m + '.py' for m in changed)} changed", flush=True)
+                self.start(changed)
+
+
+def cmd_watch(args) -> int:
+    folder = Path(args.submission)
+    if not folder.is_dir():
+        raise UsageError(f"SUBMISSION={args.submission!r} is not a folder")
+    try:
+        wanted = syllabus.parse_modules(args.ex) if args.ex.strip() else []
+    except syllabus.UnknownModule as e:
+        raise UsageError(f"EX={args.ex!r}: {e}") from None
+    if args.device != "cpu":
+        raise UsageError("make watch grades on the CPU only (DEVICE=cpu)")
+    limits.configure(cpu=args.cpu_limit)
+    args.modules = wanted
+    watcher = Watcher(args)
+    try:
+        return watcher.run()
+    except KeyboardInterrupt:
+        watcher.stop_child()
+        print("\nwatch: stopped.", flush=True)
+        return 0
+
+
+def add_verbs(verbs) -> None:
+    watch = verbs.add_parser("watch", help="re-grade a module each time it is saved")
+    watch.add_argument("--submission", default="assignments")
+    watch.add_argument("--ex", default="", help="comma-separated modules (default: all)")
+    watch.add_argument("--device", default="cpu")
+    watch.add_argument("--results", default="build/results.json")
+    watch.add_argument(
+        "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
+    )
+    watch.add_argument(
+        "--hard-limit",
+        type=float,
+        default=HARD_LIMIT,
+        help="seconds one grading may take in all before it is stopped",
+    )
+    watch.set_defaults(run=cmd_watch)

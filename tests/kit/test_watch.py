@@ -1,0 +1,116 @@
+"""`make watch`: re-grades a module when it is saved; nothing in the student's file kills it.
+
+One watcher process, driven as a student would: save a correct file, a syntax error, an
+endless loop, a file that calls os._exit, then Ctrl-C (SIGINT). No timing is asserted (the
+machines are noisy): each step waits, with a generous limit, for the lines it expects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import ROOT, SOLUTIONS, submission_with
+
+from autograder import stubgen
+
+WAIT = 180.0  # seconds a step may take on a loaded 2-core machine before the test fails
+
+
+class Watch:
+    def __init__(self, folder, results):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-m", "autograder", "watch", "--submission", str(folder)]
+            + ["--ex", "masks", "--results", str(results), "--check-timeout", "3"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # end of output
+
+    def until(self, *needles: str) -> str:
+        """The output from now until a line holding the last needle; asserts all appeared."""
+        got, deadline = [], time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            if line == "":
+                break
+            got.append(line)
+            if needles[-1] in line:
+                break
+        text = "".join(got)
+        self.seen.append(text)
+        for needle in needles:
+            assert needle in text, f"expected {needle!r} in the watcher's output:\n{text}"
+        return text
+
+
+def _save(path, text):
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    if path.stat().st_mtime_ns == before:  # a coarse file-system clock: move it on
+        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="make watch forks a child per grading")
+def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
+    stub = stubgen.generate(SOLUTIONS)["masks.py"]
+    folder = submission_with(tmp_path, {"masks": stub})
+    masks, results = folder / "masks.py", tmp_path / "build" / "results.json"
+    watch = Watch(folder, results)
+    try:
+        watch.until("masks.py", "[not-attempted]", "Total: 0 / 9", "Watching")
+        assert (tmp_path / "build" / "report.html").is_file()
+
+        solution = (SOLUTIONS / "masks.py").read_text()
+        _save(masks, solution)
+        watch.until("masks.py changed", "Total: 9 / 9 points (all checks passed)", "Watching")
+        scores = {t["name"]: t["score"] for t in json.loads(results.read_text())["tests"]}
+        assert sum(scores.values()) == 9 and all(n.startswith("masks: ") for n in scores)
+
+        _save(masks, solution + "\ndef broken(:\n")
+        watch.until("masks.py changed", "[import-error]", "SyntaxError", "Watching")
+
+        loop = solution.replace(
+            "    lengths = torch.as_tensor(lengths)\n",
+            "    lengths = torch.as_tensor(lengths)\n    while True:\n        pass\n",
+        )
+        assert loop != solution
+        _save(masks, loop)
+        text = watch.until("masks.py changed", "TIME", "Total: 7 / 9", "Watching")
+        assert "[timeout]" in text
+
+        _save(masks, "import os\nos._exit(3)\n")
+        watch.until("masks.py changed", "ended without a result", "exit status 3")
+
+        _save(masks, solution)  # the watcher is still alive: it grades again
+        watch.until("masks.py changed", "Total: 9 / 9", "Watching")
+
+        watch.proc.send_signal(signal.SIGINT)
+        assert watch.proc.wait(timeout=WAIT) == 0
+        watch.until("watch: stopped.")
+    finally:
+        if watch.proc.poll() is None:
+            watch.proc.kill()
+            watch.proc.wait()
+    assert "Traceback" not in "".join(watch.seen)
