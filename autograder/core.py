@@ -191,7 +191,7 @@ class Check:
     slow: bool = False
     # Evidence the student's process produces (an op count, a recorder inside that process):
     # student code could forge it, so the check is advice, worth no points in any channel
-    # (DESIGN.md principle 9), and says so in its title.
+    # (docs/principles.md, principle 9), and says so in its title.
     forgeable: bool = False
 
     @property

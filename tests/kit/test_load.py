@@ -1,4 +1,4 @@
-"""No clock decides a grade (DESIGN.md principle 11): full marks on a loaded machine."""
+"""No clock decides a grade (docs/principles.md, principle 11): full marks on a loaded machine."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from ...probing import pair, randn
 
 # Shapes: the reference and scale checks use L ≠ S and d_k ≠ d_v, with √d_k, √d_v, √S and √L
 # all different, so a wrong divisor is named; every other check uses d_k = d_v (= 12), so a
-# divisor of √d_v is charged where it is named, and only there (DESIGN.md principle 10).
+# divisor of √d_v is charged where it is named, and only there (docs/principles.md, principle 10).
 
 
 def _qkv(gen, batch, L, S, d_k, d_v, dtype=torch.float32, scale=1.0):
