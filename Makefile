@@ -34,7 +34,7 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, a few s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(STAMP) lint ## the kit's own tests (what CI runs)
+test: $(STAMP) lint sandbox-deps ## the kit's own tests (what CI runs)
 	$(PY) -m pytest -q
 
 lint: $(STAMP) ## ruff lint and format check
@@ -65,14 +65,21 @@ JOBS ?=
 BENCH_N ?= 200
 .PHONY: batch gradescope bench-batch
 
-batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed, in parallel
+batch: $(STAMP) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed, in parallel
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n]" >&2; exit 2; }
 	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
-bench-batch: $(STAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
+.PHONY: sandbox-deps
+sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if missing
+	@ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; } \
+	  || echo "note: libseccomp2 is missing: make batch refuses to grade without --insecure" >&2
+
+bench-batch: $(STAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)

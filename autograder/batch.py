@@ -414,10 +414,12 @@ def cmd_batch(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     meta = json.loads((Path(args.out) / "batch.json").read_text())
-    full = sum(g.score == g.max_score for g in graded)
+    full = sum(g.score == g.max_score and not g.not_graded for g in graded)
+    failed = sum(bool(g.not_graded) for g in graded)
     print(
         f"graded {len(graded)} submissions in {meta['seconds']} s ({meta['tier']} tier, "
         f"{meta['isolation_detail']} isolation, {meta['jobs']} jobs); {full} with full marks"
+        + (f"; {failed} not graded (see grades.csv)" if failed else "")
     )
     print(f"wrote {Path(args.out) / 'grades.csv'} and, per student, results.json and feedback.txt")
     return 0

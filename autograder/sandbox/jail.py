@@ -736,9 +736,12 @@ def detect(
     root = os.geteuid() == 0
     missing: list[str] = []
     iso = Isolation("none", hide=secret)
-    if root and _namespaces_work(userns=False):
+    # ATTENTION_LAB_SANDBOX_MODE=uid grades as if this machine had no namespaces (what a
+    # Gradescope container without CAP_SYS_ADMIN gets): it can only lower the isolation.
+    namespaces = os.environ.get("ATTENTION_LAB_SANDBOX_MODE") != "uid"
+    if namespaces and root and _namespaces_work(userns=False):
         iso.mode = "namespace"
-    elif not root and _namespaces_work(userns=True):
+    elif namespaces and not root and _namespaces_work(userns=True):
         iso.mode = "userns"
     elif root:
         iso.mode = "uid"
