@@ -106,6 +106,7 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     todo = [c for m in request["modules"] for c in checks.checks_of(m) if c.id in wanted]
     # Inputs first: nothing the student's import does can change them.
     inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
+    del request["seed"]  # student code could read it from this frame: it has no use for it
     submission = Submission(request["submission"])
     signal.signal(signal.SIGALRM, _alarm)
     signal.signal(signal.SIGPROF, _alarm)
