@@ -206,8 +206,10 @@ def view_paths() -> list[str]:
     paths |= {str(KIT), os.path.realpath(KIT)}
     ordered = sorted(paths, key=lambda p: (p.count("/"), p))
     kept: list[str] = []
-    for p in ordered:  # a path inside one already bound is visible through it
-        if not any(p.startswith(q.rstrip("/") + "/") for q in kept if not os.path.islink(q)):
+    # A path inside one already placed is visible through it (through a link: its
+    # resolved form is in the set too); binding it again would follow the link out.
+    for p in ordered:
+        if not any(p.startswith(q.rstrip("/") + "/") for q in kept):
             kept.append(p)
     return kept
 
@@ -235,14 +237,14 @@ def _bind(source: str, target: str, root: str) -> None:
 def build_view(root: str, view: list[str], submission: tuple[str, str], limits: Limits, uid):
     """Make root (an empty folder) the sandbox's whole file system, then pivot into it."""
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for folder in ("/tmp", "/dev/shm"):  # first: a view path may lie under /tmp
+        os.makedirs(root + folder, exist_ok=True)
+        opts = f"size={limits.tmp_size},mode=1777,nr_inodes=4096"
+        _mount("tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV, opts)
     for path in view:
         _bind(path, path, root)
     source, seen_as = submission
     _bind(source, seen_as, root)
-    for folder in ("/tmp", "/dev/shm"):
-        os.makedirs(root + folder, exist_ok=True)
-        opts = f"size={limits.tmp_size},mode=1777,nr_inodes=4096"
-        _mount("tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV, opts)
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
             dest = f"{root}/dev/{name}"

@@ -16,6 +16,7 @@ import secrets
 import selectors
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -233,6 +234,11 @@ class Sandbox:
             shutil.rmtree(work, ignore_errors=True)
         if status.get("setup_error"):  # fail closed: no student code ran
             reason = wire.text(status["setup_error"], 300)
+            return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+        if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
+            error = wire.text(status.get("monitor_error"), 1500) or "no report"
+            print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
+            reason = f"grader error (the sandbox monitor failed: {error.strip().splitlines()[-1]})"
             return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
         graded = self._judge(name, channel, status)
         graded.notes[:0] = notes
