@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -398,6 +399,9 @@ def cmd_batch(args) -> int:
     limits = Limits(
         timeout=args.timeout, check_timeout=args.check_timeout, memory=int(args.memory) << 20
     )
+    # SIGTERM (a CI timeout, kill): unwind, so that the sandbox kills its processes and
+    # removes its cgroups and temporary folders.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         graded = run(
             Path(args.submissions),

@@ -12,6 +12,7 @@ compare on the same machine.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -44,15 +45,25 @@ def main() -> int:
     parser.add_argument("--modules", default="attention,masks")
     parser.add_argument("--without-cgroups", action="store_true")
     args = parser.parse_args()
-    from autograder.sandbox.jail import Limits, remove_cgroups
-    from autograder.sandbox.runner import Sandbox
+    from autograder.sandbox.jail import Limits
 
     modules = args.modules.split(",")
     attacker = Path(tempfile.mkdtemp(prefix="attention-lab-fairness-"))
     (attacker / "attention.py").write_text(ATTACKER)
     limits = Limits(timeout=40)
+    try:
+        _compare(modules, attacker, limits, args.without_cgroups)
+    finally:
+        shutil.rmtree(attacker, ignore_errors=True)
+    return 0
+
+
+def _compare(modules, attacker, limits, without_cgroups) -> None:
+    from autograder.sandbox.jail import remove_cgroups
+    from autograder.sandbox.runner import Sandbox
+
     with Sandbox(modules, slots=2, limits=limits, seed=12345) as sb:
-        if args.without_cgroups:
+        if without_cgroups:
             remove_cgroups(sb.isolation.cgroup.get("dirs", {}))
             sb.isolation.cgroup = {}
         print(f"isolation: {sb.isolation.summary()}")
@@ -75,7 +86,6 @@ def main() -> int:
                 print(f"  {graded.name} lost {r.check_id}: {r.status} {r.message[:150]}")
             for note in graded.notes[:3]:
                 print(f"  {graded.name}: {note}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 0x4000, 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
-UID_BASE, UID_COUNT = 64000, 4000  # sandbox uids (no passwd entry needed)
+# Sandbox uids (no passwd entry needed). The kit's first sandbox used 64000 + slot without
+# a lock; starting above that range keeps a run of it from killing ours and ours from it.
+UID_BASE, UID_COUNT = 64100, 3900
 LOCK_DIRS = ("/run/attention-lab", "/var/lock/attention-lab")
 KIT = Path(__file__).resolve().parents[1]  # the autograder/ package: the probe side
 # What every allow-listed view holds besides the interpreter and the kit (if present).
@@ -324,6 +326,25 @@ def _v1_bases() -> dict[str, str] | None:
     return bases if {"memory", "pids"} <= set(bases) else None
 
 
+def _remove_stale(base: str) -> None:
+    """Remove the (empty) cgroups of runs whose grader is gone (killed before clean-up)."""
+    try:
+        entries = os.listdir(base)
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.split("-")
+        if len(parts) != 4 or parts[:2] != ["attention", "lab"] or not parts[2].isdigit():
+            continue
+        if os.path.exists(f"/proc/{parts[2]}"):
+            continue
+        run = f"{base}/{entry}"
+        for sub in os.listdir(run) if os.path.isdir(run) else []:
+            if os.path.isdir(f"{run}/{sub}"):
+                remove_cgroups({"s": f"{run}/{sub}"}, tries=1)
+        remove_cgroups({"run": run}, tries=1)
+
+
 def setup_cgroups() -> dict:
     """A cgroup folder for this run, per hierarchy (v2 preferred): {} if none is usable.
     The caller removes them with remove_cgroups."""
@@ -333,6 +354,9 @@ def setup_cgroups() -> dict:
     v1 = _v1_bases()
     if v1:
         candidates.append((1, v1))
+    for _version, bases in candidates:
+        for base in bases.values():
+            _remove_stale(base)
     for version, bases in candidates:
         made = {}
         try:
@@ -355,9 +379,9 @@ def setup_cgroups() -> dict:
     return {}
 
 
-def remove_cgroups(dirs: dict) -> None:
+def remove_cgroups(dirs: dict, tries: int = 50) -> None:
     for path in dirs.values():
-        for _ in range(50):
+        for _ in range(tries):
             try:
                 os.rmdir(path)
                 break
@@ -467,7 +491,9 @@ def _reap() -> None:
 
 class UidPool:
     """Sandbox uids for this run, each held by a lock file for the run's lifetime (a lock
-    dies with its process): two runs on one machine never share a uid."""
+    dies with its process): two runs on one machine never share a uid. A uid with a
+    passwd entry or with processes running (not ours: a run that crashed, another tool)
+    is skipped, never swept."""
 
     def __init__(self, count: int):
         self.uids: list[int] = []
@@ -482,7 +508,9 @@ class UidPool:
             except OSError:
                 os.close(fd)
                 continue
-            sweep(uid)  # what a crashed earlier run may have left under this uid
+            if _processes_of(uid) or _has_account(uid):  # someone else's: never kill them
+                os.close(fd)
+                continue
             self.uids.append(uid)
             self._fds.append(fd)
         if len(self.uids) < count:
@@ -493,6 +521,16 @@ class UidPool:
         for fd in self._fds:
             os.close(fd)
         self._fds, self.uids = [], []
+
+
+def _has_account(uid: int) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
 
 
 def _lock_dir() -> str:
