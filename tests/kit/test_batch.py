@@ -398,3 +398,34 @@ def test_fails_closed_unless_insecure(tmp_path):
     assert no_ns.returncode == 2 and "--insecure" in no_ns.stderr
     if os.geteuid() == 0:
         assert "mount namespaces (CAP_SYS_ADMIN)" in no_ns.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids need root")
+def test_uid_pools_are_disjoint_and_skip_foreign_processes():
+    first = jail.UidPool(2)
+    try:
+        # A process already running under the next free uid (another tool, a crashed run):
+        # that uid is skipped, and the process is left alone.
+        busy = first.uids[-1] + 1
+        pid = os.fork()
+        if pid == 0:
+            os.setresuid(busy, busy, busy)
+            time.sleep(30)
+            os._exit(0)
+        try:
+            for _ in range(100):
+                if jail._processes_of(busy):
+                    break
+                time.sleep(0.05)
+            second = jail.UidPool(2)
+            try:
+                assert not set(first.uids) & set(second.uids)
+                assert busy not in second.uids
+                assert os.waitpid(pid, os.WNOHANG) == (0, 0)  # still running
+            finally:
+                second.close()
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    finally:
+        first.close()
