@@ -49,7 +49,7 @@ watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch o
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
 
-test: $(ISTAMP) lint ## the kit's own tests, all of them (what CI runs; a few minutes)
+test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q -rs
 
 .PHONY: test-fast
@@ -91,14 +91,21 @@ BENCH_N ?= 200
 .PHONY: batch gradescope bench-batch
 
 SEED ?=
-batch: $(STAMP) ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
+batch: $(STAMP) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
 	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
-bench-batch: $(ISTAMP) ## time make batch against nbgrader autograde on BENCH_N=200 submissions
+.PHONY: sandbox-deps
+sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if missing
+	@ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; } \
+	  || echo "note: libseccomp2 is missing: make batch refuses to grade without --insecure" >&2
+
+bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)

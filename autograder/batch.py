@@ -21,10 +21,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
 import time
+import traceback
+import unicodedata
 import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
@@ -43,6 +46,38 @@ MAX_ZIP_MEMBERS, MAX_ZIP_BYTES = 2000, 50 << 20
 
 class BatchError(Exception):
     """The batch cannot run: a plain message for the instructor."""
+
+
+class NotGraded(Exception):
+    """One submission cannot be graded (its .zip cannot be unpacked...): a plain reason."""
+
+
+# Names the batch writes in OUT itself: a student folder may not take them.
+RESERVED = {"grades.csv", "batch.json"}
+
+
+def plain(text: str, limit: int = 200) -> str:
+    """Student-derived text (a file name...) made safe to show on one line: control and
+    format characters (newlines, bidi overrides) escaped, length capped."""
+    out = []
+    for ch in str(text)[:limit]:
+        if unicodedata.category(ch)[0] == "C":
+            out.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out) + (" [...]" if len(text) > limit else "")
+
+
+def one_line(text: str) -> str:
+    """A note on one line: line breaks become spaces, other control characters escaped."""
+    return plain(" ".join(str(text).splitlines()), limit=4000)
+
+
+def cell(text: str) -> str:
+    """A grades.csv cell from text a student may have chosen: one line, and never read as
+    a formula by a spreadsheet (a leading = + - @ tab or CR gets a quote)."""
+    text = one_line(text)
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 # --------------------------------------------------------------------------- submissions
@@ -76,36 +111,63 @@ def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
     return found
 
 
+def _unzip_problem(e: BaseException, info: zipfile.ZipInfo | None = None) -> str:
+    """Why a .zip cannot be read, in words."""
+    if info is not None and info.flag_bits & 0x1:
+        if info.compress_type == 99:
+            return "it is AES-encrypted (a password-protected .zip): upload it without a password"
+        return "it is password-protected: upload it without a password"
+    if isinstance(e, UnicodeDecodeError):
+        return "a file name in it is not valid UTF-8: rename the files and zip them again"
+    if isinstance(e, NotImplementedError):
+        return f"it uses a compression method this grader cannot read ({plain(str(e), 80)})"
+    if isinstance(e, zipfile.BadZipFile):
+        return f"it is not a valid .zip file ({plain(str(e), 80)})"
+    return f"{type(e).__name__}: {plain(str(e), 120)}"
+
+
 def extract_zip(archive: Path, target: Path) -> list[str]:
-    """Unpack a student's .zip safely (no absolute paths, no '..', no links, size-capped)."""
+    """Unpack a student's .zip safely (no absolute paths, no '..', no links, size-capped).
+    Raises NotGraded when the archive cannot be read at all (encrypted, corrupt...)."""
     notes = []
+    shown = plain(archive.name)
     try:
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > MAX_ZIP_MEMBERS:
-                return [f"{archive.name} holds more than {MAX_ZIP_MEMBERS} files: not unpacked"]
+                return [f"{shown} holds more than {MAX_ZIP_MEMBERS} files: not unpacked"]
             total = 0
             for info in members:
                 name = info.filename
                 parts = Path(name).parts
                 if info.is_dir() or name.startswith("__MACOSX") or not parts:
                     continue
-                if name.startswith("/") or ".." in parts or ":" in name:
-                    notes.append(f"{name}: unsafe path in the .zip, left out")
+                if name.startswith("/") or ".." in parts or ":" in name or "\\" in name:
+                    notes.append(f"{plain(name)}: unsafe path in the .zip, left out")
+                    continue
+                if any(unicodedata.category(ch)[0] == "C" for ch in name):
+                    notes.append(f"{plain(name)}: a file name with control characters, left out")
                     continue
                 if stat.S_ISLNK(info.external_attr >> 16):
-                    notes.append(f"{name}: a link in the .zip, left out")
+                    notes.append(f"{plain(name)}: a link in the .zip, left out")
                     continue
+                if info.flag_bits & 0x1:
+                    raise NotGraded(f"{shown} could not be unpacked: {_unzip_problem(None, info)}")
                 total += info.file_size
                 if total > MAX_ZIP_BYTES:
-                    notes.append(f"{archive.name} unpacks to more than 50 MB: rest left out")
+                    notes.append(f"{shown} unpacks to more than 50 MB: rest left out")
                     break
                 dest = target / Path(*parts)
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(dest, "wb") as out:
-                    shutil.copyfileobj(src, out)
-    except (zipfile.BadZipFile, OSError) as e:
-        notes.append(f"{archive.name} could not be unpacked: {e}")
+                try:
+                    with zf.open(info) as src, open(dest, "wb") as out:
+                        shutil.copyfileobj(src, out)
+                except (OSError, ValueError) as e:  # a name the file system refuses...
+                    notes.append(f"{plain(name)}: could not be unpacked ({plain(str(e), 80)})")
+    except NotGraded:
+        raise
+    except Exception as e:  # BadZipFile, RuntimeError, NotImplementedError, UnicodeDecodeError
+        raise NotGraded(f"{shown} could not be unpacked: {_unzip_problem(e)}") from None
     return notes
 
 
@@ -129,7 +191,8 @@ def package_folder(root: Path) -> Path:
 def feedback_text(graded: Graded, title: str) -> str:
     parts = [report.table(graded.results, title)]
     if graded.notes:
-        parts.append("Notes from the grader:\n" + "\n".join(f"  - {n}" for n in graded.notes))
+        notes = "\n".join(f"  - {one_line(n)}" for n in graded.notes)
+        parts.append("Notes from the grader:\n" + notes)
     if graded.output.strip():
         printed = "\n".join("  | " + line for line in graded.output.rstrip().splitlines())
         parts.append(
@@ -142,7 +205,7 @@ def feedback_text(graded: Graded, title: str) -> str:
 def results_json(graded: Graded) -> dict:
     data = report.gradescope(graded.results)
     if graded.notes:
-        data["output"] = "\n".join(graded.notes)
+        data["output"] = "\n".join(one_line(n) for n in graded.notes)
     return data
 
 
@@ -169,19 +232,28 @@ def write_grades(rows: list[Graded], path: Path, modules: list[str]) -> None:
         if old and old[0] == header:
             kept = {r[0]: r for r in old[1:] if r}
     for g in rows:
+        notes = cell(" | ".join(g.notes))
+        if g.not_graded:
+            kept[cell(g.name)] = [cell(g.name), "not graded", "", *[""] * len(modules), notes]
+            continue
         per_module = []
         for m in modules:
             results = [r for r in g.results if r.module == m]
             handed_in = not all(_missing_file(r) for r in results)
             score = f"{sum(r.score for r in results):g}"
             per_module.append(score if handed_in or not results else "missing")
-        notes = " | ".join(g.notes)
-        kept[g.name] = [g.name, f"{g.score:g}", f"{g.max_score:g}", *per_module, notes]
+        kept[cell(g.name)] = [cell(g.name), f"{g.score:g}", f"{g.max_score:g}", *per_module, notes]
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(header)
         for name in sorted(kept):
             out.writerow(kept[name])
+
+
+def not_graded(name: str, reason: str) -> Graded:
+    from .sandbox.runner import Graded
+
+    return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
 
 
 # --------------------------------------------------------------------------- progress
@@ -229,7 +301,9 @@ def run(
     limits: Limits | None = None,
     progress: bool = True,
     students: list[str] | None = None,
+    insecure: bool = False,
 ) -> list[Graded]:
+    from .sandbox.jail import SandboxUnavailable
     from .sandbox.runner import Sandbox
 
     submissions, out = Path(submissions), Path(out)
@@ -254,22 +328,46 @@ def run(
     hide = [submissions, out, unpacked]
     names: set[str] = set()
     graded: list[Graded] = []
-    with Sandbox(modules, seed=seed, public=public, limits=limits, hide=hide, slots=jobs) as sb:
-        warning = sb.isolation.warning()
+    try:
+        sandbox = Sandbox(
+            modules,
+            seed=seed,
+            public=public,
+            limits=limits,
+            hide=hide,
+            slots=jobs,
+            insecure=insecure,
+        )
+    except SandboxUnavailable as e:
+        shutil.rmtree(unpacked, ignore_errors=True)
+        raise BatchError(str(e)) from None
+    with sandbox as sb:
+        warning = insecure_note = sb.isolation.warning()
         if warning:
             print(warning, file=sys.stderr)
         tier = "public tier (stored fixtures)" if public else f"hidden tier (seed {sb.seed})"
         title_of = lambda name: f"Attention Lab: {name}, {tier}"  # noqa: E731
 
         def one(path: Path, name: str) -> Graded:
-            notes, folder = [], path
-            if path.is_file():
-                folder = unpacked / name
-                folder.mkdir()
-                notes = extract_zip(path, folder)
-            g = sb.grade(package_folder(folder), name)
-            g.notes[:0] = notes
-            write_student(g, out / name, title_of(name))
+            try:
+                notes, folder = [], path
+                if path.is_file():
+                    folder = unpacked / name
+                    folder.mkdir()
+                    notes = extract_zip(path, folder)
+                g = sb.grade(package_folder(folder), name)
+                g.notes[:0] = notes
+            except NotGraded as e:
+                g = not_graded(name, str(e))
+            except Exception as e:  # a grader bug on one upload costs that upload only
+                print(f"grading {name} failed:\n{traceback.format_exc()}", file=sys.stderr)
+                g = not_graded(name, f"grader error ({type(e).__name__}: {plain(str(e))})")
+            if insecure_note:
+                g.notes.insert(0, insecure_note)
+            try:
+                write_student(g, out / name, title_of(name))
+            except Exception as e:
+                g.notes.append(f"its feedback could not be written: {plain(str(e))}")
             return g
 
         bar = Progress(len(found)) if progress else None
@@ -278,7 +376,7 @@ def run(
                 futures = {}
                 for path in found:
                     name = student_name(path)
-                    while name in names:
+                    while name in names or name.lower() in RESERVED:
                         name += "_"
                     names.add(name)
                     futures[pool.submit(one, path, name)] = name
@@ -296,7 +394,11 @@ def run(
             "tier": "public" if public else "hidden",
             "seed": sb.seed,
             "isolation": sb.isolation.mode,
+            "isolation_detail": sb.isolation.summary(),
+            "insecure": sb.isolation.insecure,
+            "missing": sb.isolation.missing,
             "isolation_warning": warning,
+            "uids": sb.uids.uids if sb.uids else [],
             "limits": asdict(sb.limits),
             "jobs": jobs,
             "modules": modules,
@@ -331,6 +433,9 @@ def cmd_batch(args) -> int:
     limits = Limits(
         timeout=args.timeout, check_timeout=args.check_timeout, memory=int(args.memory) << 20
     )
+    # SIGTERM (a CI timeout, kill): unwind, so that the sandbox kills its processes and
+    # removes its cgroups and temporary folders.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         graded = run(
             Path(args.submissions),
@@ -342,15 +447,18 @@ def cmd_batch(args) -> int:
             limits=limits,
             progress=not args.quiet,
             students=args.student,
+            insecure=args.insecure,
         )
     except BatchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     meta = json.loads((Path(args.out) / "batch.json").read_text())
-    full = sum(g.score == g.max_score for g in graded)
+    full = sum(g.score == g.max_score and not g.not_graded for g in graded)
+    failed = sum(bool(g.not_graded) for g in graded)
     print(
         f"graded {len(graded)} submissions in {meta['seconds']} s ({meta['tier']} tier, "
-        f"{meta['isolation']} isolation, {meta['jobs']} jobs); {full} with full marks"
+        f"{meta['isolation_detail']} isolation, {meta['jobs']} jobs); {full} with full marks"
+        + (f"; {failed} not graded (see grades.csv)" if failed else "")
     )
     print(f"wrote {Path(args.out) / 'grades.csv'} and, per student, results.json and feedback.txt")
     return 0
@@ -371,4 +479,9 @@ def add_verbs(verbs) -> None:
     p.add_argument("--memory", type=float, default=d.memory >> 20, help="MiB per submission")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="grade even where student code cannot be isolated (every result says so)",
+    )
     p.set_defaults(run=cmd_batch)

@@ -1,11 +1,13 @@
 """Time `make batch` against nbgrader autograde on the same submissions (`make bench-batch`).
 
 Builds N students (default 200), half the solutions and half a mutant each (tests/kit/
-mutants/, cycling through attention and masks), as package folders for `make batch` and as
-the equivalent submitted notebooks for nbgrader (the released notebooks with the student's
-code in the solution cells), grades both, and prints both times and the ratio, from one run.
+mutants/, cycling through the graded modules: all 9 by default), as package folders for
+`make batch` and as the equivalent submitted notebooks for nbgrader (the released notebooks
+with the student's code in the solution cells), grades both, and prints both times and the
+ratio, from one run.
 
     python bench/batch_vs_nbgrader.py [--n 200] [--out build/bench-batch] [--skip-nbgrader]
+        [--modules attention,masks]
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-MODULES = ["attention", "masks"]
+MODULES: list[str] = []  # --modules (default: every module of the kit)
 SOLUTIONS = ROOT / "solutions"
 MUTANTS = ROOT / "tests" / "kit" / "mutants"
 
@@ -108,7 +110,11 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=200, help="number of students")
     parser.add_argument("--out", default="build/bench-batch")
     parser.add_argument("--skip-nbgrader", action="store_true")
+    parser.add_argument("--modules", default="", help="comma-separated (default: all)")
     args = parser.parse_args()
+    from autograder import checks
+
+    MODULES[:] = [m for m in args.modules.split(",") if m] or checks.modules()
     if args.n < 2:
         raise SystemExit("--n must be at least 2")
     out = (ROOT / args.out).resolve()
@@ -127,7 +133,9 @@ def main() -> int:
         ]
     )
     meta = json.loads((out / "batch" / "batch.json").read_text())
-    print(f"make batch:          {batch_s:8.1f} s  ({meta['isolation']} isolation)")
+    print(f"modules: {', '.join(MODULES)}")
+    detail = meta.get("isolation_detail", meta["isolation"])
+    print(f"make batch:          {batch_s:8.1f} s  ({detail} isolation)")
     if args.skip_nbgrader:
         return 0
     try:

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import traceback
 import zipfile
 from pathlib import Path
 
@@ -71,39 +72,81 @@ def limits_from_env():
     return limits
 
 
+INSECURE_ENV = "ATTENTION_LAB_INSECURE"  # "1": grade even without isolation (results say so)
+
+
+def _write_results(path: Path, data: dict) -> None:
+    data["stdout_visibility"] = "hidden"
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
 def run(root: Path) -> int:
-    """Grade root/submission into root/results/results.json (what run_autograder calls)."""
-    from ..batch import extract_zip, feedback_text, package_folder, results_json
+    """Grade root/submission into root/results/results.json (what run_autograder calls).
+    results.json is written whatever happens: a refused sandbox, an unreadable upload or a
+    grader bug give a score of 0 and a plain line saying why."""
+    from ..batch import NotGraded, extract_zip, feedback_text, package_folder, plain, results_json
+    from ..sandbox.jail import SandboxUnavailable
     from ..sandbox.runner import Sandbox
 
     submission, results = root / "submission", root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
-    notes, unpacked = [], Path(tempfile.mkdtemp(prefix="attention-lab-upload-"))
-    zips = sorted(submission.glob("*.zip")) if submission.is_dir() else []
-    folder = package_folder(submission) if submission.is_dir() else unpacked
-    if not any(folder.glob("*.py")) and len(zips) == 1:  # a .zip uploaded as it is
-        notes = extract_zip(zips[0], unpacked)
-        folder = package_folder(unpacked)
-    hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
-    config = root / "source" / CONFIG
-    modules = json.loads(config.read_text())["modules"] if config.is_file() else []
+    unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-upload-"))
+    insecure = os.environ.get(INSECURE_ENV) == "1"
     try:
-        sandbox = Sandbox(modules or None, limits=limits_from_env(), hide=hide, warm_up=False)
+        notes = []
+        zips = sorted(submission.glob("*.zip")) if submission.is_dir() else []
+        folder = package_folder(submission) if submission.is_dir() else unpacked
+        if not any(folder.glob("*.py")) and len(zips) == 1:  # a .zip uploaded as it is
+            notes = extract_zip(zips[0], unpacked)
+            folder = package_folder(unpacked)
+        hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
+        config = root / "source" / CONFIG
+        modules = json.loads(config.read_text())["modules"] if config.is_file() else []
+        sandbox = Sandbox(
+            modules or None,
+            limits=limits_from_env(),
+            hide=hide,
+            warm_up=False,
+            insecure=insecure,
+            need_cgroups=False,  # one upload per container
+        )
+        # Closing the sandbox kills every process of its uid: only then is results.json
+        # written, so nothing the student started can rewrite it.
         with sandbox as sb:
             warning = sb.isolation.warning()
             graded = sb.grade(folder, "submission")
+        graded.notes[:0] = notes
+        if warning:
+            graded.notes.insert(0, warning)
+        if not any(folder.glob("*.py")) and not graded.not_graded:
+            graded.notes.insert(0, "No Python files were found in your upload.")
+    except SandboxUnavailable as e:
+        _write_results(results, {"score": 0, "tests": [], "output": _REFUSED})
+        print(f"error: {e}")
+        return 0
+    except NotGraded as e:
+        _write_results(results, {"score": 0, "tests": [], "output": f"Not graded: {e}."})
+        print(f"not graded: {e}")
+        return 0
+    except Exception as e:
+        output = f"Not graded: the autograder failed ({type(e).__name__}: {plain(str(e))})."
+        _write_results(results, {"score": 0, "tests": [], "output": output})
+        traceback.print_exc(file=sys.stdout)
+        return 0
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)
-    graded.notes[:0] = notes
-    if not any(folder.glob("*.py")):
-        graded.notes.insert(0, "No Python files were found in your upload.")
-    data = results_json(graded)
-    data["stdout_visibility"] = "hidden"
-    results.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    _write_results(results, results_json(graded))
     # stdout is shown to instructors only: the full feedback, and how the run was made.
     print(feedback_text(graded, f"Attention Lab: hidden tier (seed {sb.seed})"))
-    print(f"isolation: {sb.isolation.mode}. {warning}".strip())
+    print(f"isolation: {sb.isolation.summary()}. {warning}".strip())
     return 0
+
+
+_REFUSED = (
+    "Not graded: this autograder cannot isolate student code in its container, so it "
+    "refused to run your code. Your instructor has been told (the autograder's output "
+    "says what is missing)."
+)
 
 
 def cmd_build(args) -> int:

@@ -21,6 +21,11 @@ if [ -z "$PYTHON" ]; then  # an older base image: Python 3.11 from the distribut
     DEBIAN_FRONTEND=noninteractive apt-get install -y python3.11 python3.11-venv
     PYTHON=python3.11
 fi
+# libseccomp2: the sandbox's seccomp filter (the grader refuses to run student code without it).
+if ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y libseccomp2
+fi
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --upgrade --quiet pip
 TORCH="$(grep -E '^torch==' "$SOURCE/requirements.lock")"

@@ -15,7 +15,9 @@ import traceback
 
 from ..core import Result
 from . import wire
-from .jail import Isolation, Limits, enter
+from .jail import Isolation, Limits, clean_environment, enter
+
+WALL_FACTOR = 4  # a check's wall-clock backstop: this many times its CPU seconds, plus 1 s
 
 
 class CheckTimeout(BaseException):
@@ -46,10 +48,11 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def main(request: dict, channel: int, output: int) -> None:
-    """Never returns: ends the process with os._exit."""
+def main(request: dict, channel: int, output: int, setup: int) -> None:
+    """Never returns: ends the process with os._exit. Writes b"ok" to `setup` (and closes
+    it) once confined, before any student code runs; on failure, why, and exits."""
     try:
-        _run(request, channel, output)
+        _run(request, channel, output, setup)
     except BaseException:
         try:
             os.write(2, f"[grader] sandbox error:\n{traceback.format_exc()}".encode())
@@ -64,19 +67,33 @@ def main(request: dict, channel: int, output: int) -> None:
         os._exit(0)
 
 
-def _run(request: dict, channel: int, output: int) -> None:
+def _confine(request: dict, setup: int) -> Limits:
+    """Fail closed: any error here ends the process before student code exists in it."""
+    limits = Limits(**request["limits"])
+    try:
+        isolation = Isolation(**request["isolation"])
+        enter(isolation, request, limits)
+        home = "/tmp" if isolation.namespaces else request["scratch"]
+        os.chdir(home)
+        clean_environment(home)
+    except BaseException as e:
+        os.write(setup, f"{type(e).__name__}: {e}"[:500].encode())
+        os._exit(70)
+    os.write(setup, b"ok")
+    os.close(setup)
+    return limits
+
+
+def _run(request: dict, channel: int, output: int, setup: int) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
-    _close_fds({channel})
+    _close_fds({channel, setup})
     os.setsid()
-    os.chdir(request["scratch"])
-    os.environ.update(HOME=request["scratch"], TMPDIR=request["scratch"])
-    for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGCHLD"):
+    for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGPROF", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
-    limits = Limits(**request["limits"])
-    enter(Isolation(**request["isolation"]), request["uid"], limits, request["mountpoints"])
+    limits = _confine(request, setup)
 
     import torch
 
@@ -89,17 +106,22 @@ def _run(request: dict, channel: int, output: int) -> None:
     todo = [c for m in request["modules"] for c in checks.checks_of(m) if c.id in wanted]
     # Inputs first: nothing the student's import does can change them.
     inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
+    del request["seed"]  # student code could read it from this frame: it has no use for it
     submission = Submission(request["submission"])
     signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     for check in todo:
         wire.send(channel, {"type": "start", "check": check.id})
         seconds = min(check.timeout, limits.check_timeout)
         try:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            # CPU seconds (a loaded machine costs no points), with a wall-clock backstop.
+            signal.setitimer(signal.ITIMER_PROF, seconds)
+            signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds + 1)
             try:
                 got = attempt(check, submission, inputs[check.id])
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except CheckTimeout:
             wire.send(channel, {"type": "timeout", "check": check.id, "seconds": seconds})
             continue

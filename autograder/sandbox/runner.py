@@ -9,12 +9,14 @@ whole process, a timeout, megabytes of output, an early exit).
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import secrets
 import selectors
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,7 +35,7 @@ from ..core import (
 from ..engine import judge
 from ..probing import make_inputs
 from . import wire
-from .jail import UID_BASE, Isolation, Limits, detect
+from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +83,7 @@ class Graded:
     output: str = ""  # what the student's code printed (an excerpt)
     output_bytes: int = 0
     process: dict = field(default_factory=dict)  # how the sandboxed process ended
+    not_graded: str = ""  # why this submission could not be graded at all ('' if it was)
 
     @property
     def score(self) -> float:
@@ -130,12 +133,26 @@ class Sandbox:
         hide: list[Path] = (),
         slots: int = 1,
         warm_up: bool = True,
+        insecure: bool = False,
+        need_cgroups: bool = True,
     ):
+        """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
+        confine student code, unless `insecure`. `need_cgroups`: several submissions share
+        the machine (batch); Gradescope grades one per container."""
         self.modules = list(modules or checks.modules())
         self.limits = limits or Limits()
-        self.isolation: Isolation = detect([ROOT / s for s in SECRET] + list(hide))
-        # The zygote is forked before any reference output exists in this process.
-        self.zygote = Zygote(warm_up=warm_up)
+        self.isolation: Isolation = detect(
+            [ROOT / s for s in SECRET] + list(hide), need_cgroups=need_cgroups, insecure=insecure
+        )
+        self.uids: UidPool | None = None
+        try:
+            if self.isolation.uses_uid:
+                self.uids = UidPool(slots)
+            # The zygote is forked before any reference output exists in this process.
+            self.zygote = Zygote(warm_up=warm_up)
+        except BaseException:
+            self._release()
+            raise
         self.public = public
         self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
         self.references: dict[str, dict] = {}
@@ -157,10 +174,21 @@ class Sandbox:
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
             self.slots.put(slot)
+        self.count = itertools.count()
+
+    def _release(self) -> None:
+        if self.uids:
+            for uid in self.uids.uids:
+                sweep(uid)
+            self.uids.close()
+        remove_cgroups(self.isolation.cgroup.get("dirs", {}))
 
     def close(self) -> None:
+        """Stop the zygote, kill whatever runs under this run's uids, remove its cgroups and
+        files. Gradescope writes results.json only after this."""
         self.zygote.close()
         shutil.rmtree(self.stage, ignore_errors=True)
+        self._release()
 
     def __enter__(self):
         return self
@@ -178,17 +206,23 @@ class Sandbox:
             self.slots.put(slot)
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
-        uid = UID_BASE + slot if self.isolation.uses_uid else None
+        uid = self.uids.uids[slot] if self.uids else None
         work = Path(tempfile.mkdtemp(dir=self.stage))
+        work.chmod(0o711)
         try:
             notes = copy_submission(folder, work / "submission")
             (work / "scratch").mkdir()
+            (work / "root").mkdir()
             if uid is not None:
-                _chown_tree(work, uid)
+                _chown_tree(work / "submission", uid)
+                _chown_tree(work / "scratch", uid)
+            inside = self.isolation.namespaces
             request = {
-                "submission": str(work / "submission"),
+                "name": f"sandbox-{slot}-{next(self.count)}",
+                "submission": "/submission" if inside else str(work / "submission"),
+                "submission_source": str(work / "submission"),
                 "scratch": str(work / "scratch"),
-                "mountpoints": str(work / "mnt"),
+                "root": str(work / "root"),
                 "modules": self.modules,
                 "checks": [c.id for c in self.checks],
                 "seed": self.seed,
@@ -199,6 +233,14 @@ class Sandbox:
             channel, output, status = self._collect(*self.zygote.start(request))
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        if status.get("setup_error"):  # fail closed: no student code ran
+            reason = wire.text(status["setup_error"], 300)
+            return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+        if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
+            error = wire.text(status.get("monitor_error"), 1500) or "no report"
+            print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
+            reason = f"grader error (the sandbox monitor failed: {error.strip().splitlines()[-1]})"
+            return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
         graded = self._judge(name, channel, status)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
@@ -264,33 +306,53 @@ class Sandbox:
     # ------------------------------------------------------------------ verdicts (trusted)
 
     def _judge(self, name: str, data: bytes, process: dict) -> Graded:
+        """Verdicts on what the sandbox sent. Every byte of it is hostile: a message that is
+        malformed costs the check it names (or, naming none, adds a note), nothing more."""
         messages, broken = wire.parse(data)
         ids = {c.id for c in self.checks}
         started: list[str] = []
         outcome: dict[str, tuple[dict, bytes]] = {}
+        malformed: dict[str, str] = {}
+        stray: list[str] = []
         done = False
         for header, blob in messages:
             kind, check_id = header.get("type"), header.get("check")
             if kind == "done":
                 done = True
+            elif type(kind) is not str or kind not in MESSAGE_KINDS:
+                stray.append("a message of an unknown type")
+            elif type(check_id) is not str:
+                stray.append(f"a {kind!r} message whose check is not a name")
             elif check_id not in ids:
-                continue
+                stray.append(f"a message for a check that does not exist ({check_id[:60]!r})")
             elif kind == "start":
                 started.append(check_id)
-            elif kind in ("outputs", "result", "timeout") and check_id not in outcome:
-                outcome[check_id] = (header, blob)
+            elif check_id not in outcome and check_id not in malformed:
+                why = _malformed(kind, header)
+                if why:
+                    malformed[check_id] = why
+                else:
+                    outcome[check_id] = (header, blob)
         graded = Graded(name, [], process=process)
         ended = _how_it_ended(process, self.limits, done)
         if ended:
             graded.notes.append(ended[2])
         if broken:
             graded.notes.append(f"The grader's channel was damaged: {broken}.")
+        if stray:
+            graded.notes.append(
+                f"The grader ignored {len(stray)} malformed message(s) on its channel "
+                f"({stray[0]}); your code may have written to the grader's channel."
+            )
         for check in self.checks:
             if check.module in self.reference_errors:
                 error = self.reference_errors[check.module]
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
+            elif check.id in malformed:
+                failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
+                graded.results.append(Result.of(check, "failed", failure))
             elif check.id in outcome:
-                graded.results.append(self._result(check, *outcome[check.id]))
+                graded.results.append(self._result_or_error(check, *outcome[check.id]))
             elif broken:
                 graded.results.append(
                     Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=broken))
@@ -303,8 +365,19 @@ class Sandbox:
                 graded.results.append(Result.of(check, "failed", failure))
         return graded
 
+    def _result_or_error(self, check: Check, header: dict, blob: bytes) -> Result:
+        """The verdict on one check; a failure of the verdict itself (decoding, a grader
+        bug on an odd value) costs this check only."""
+        try:
+            return self._result(check, header, blob)
+        except wire.ChannelError as e:
+            return Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=str(e)))
+        except Exception as e:
+            error = f"{type(e).__name__}: {str(e)[:200]}"
+            return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
+
     def _result(self, check: Check, header: dict, blob: bytes) -> Result:
-        kind = header.get("type")
+        kind = header["type"]
         if kind == "timeout":
             seconds = min(check.timeout, self.limits.check_timeout)
             return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
@@ -317,12 +390,28 @@ class Sandbox:
             result.message = wire.text(header.get("message"))
             result.hint = wire.text(header.get("hint"))
             return result
-        try:
-            got = wire.decode_outputs(header.get("outputs"), blob)
-        except wire.ChannelError as e:
-            return Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=str(e)))
+        got = wire.decode_outputs(header.get("outputs"), blob)
         reference = self.references[check.module].get(check.slug)
         return judge(check, got, reference, make_inputs(check, self.seed))
+
+
+MESSAGE_KINDS = {"start", "outputs", "result", "timeout", "done"}
+# The fields of each kind of message and the types they must have (str: a string).
+_FIELDS = {
+    "outputs": {"outputs": dict},
+    "result": {"status": str, "misconception": str, "message": str, "hint": str},
+    "timeout": {},
+}
+
+
+def _malformed(kind: str, header: dict) -> str:
+    """What is wrong with a message for one check ('' if nothing)."""
+    for key, expected in _FIELDS.get(kind, {}).items():
+        value = header.get(key)
+        if type(value) is not expected:
+            got = type(value).__name__ if key in header else "nothing"
+            return f"its {key!r} field should be a {expected.__name__}, got {got}"
+    return ""
 
 
 def _how_it_ended(process: dict, limits: Limits, done: bool):
@@ -334,7 +423,12 @@ def _how_it_ended(process: dict, limits: Limits, done: bool):
     sig = process.get("signal")
     if sig:
         label, why = _SIGNALS.get(sig, (f"signal {sig}", ""))
-        if sig == signal.SIGKILL and process.get("max_rss_mb"):
+        if sig == signal.SIGKILL and type(process.get("oom_kills")) is int:
+            if process["oom_kills"] > 0:
+                why = f", for using more than its {limits.memory >> 20} MiB of memory"
+            else:
+                why = ""
+        elif sig == signal.SIGKILL and process.get("max_rss_mb"):
             why += f" (it used {process['max_rss_mb']:g} MB)"
         note = f"The grading process was killed by {label}{why}."
         return "failed", Failure(KILLED, how=label, why=why), note

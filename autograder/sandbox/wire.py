@@ -27,6 +27,8 @@ MAX_HEADER = 1 << 20  # 1 MiB of JSON per message
 MAX_BLOB = 256 << 20  # 256 MiB of tensor data per message
 MAX_STR = 4000  # characters kept of any string the child sends
 MAX_DIMS = 8
+MAX_DEPTH = 16  # nesting of JSON arrays and objects in a header (ours use 4)
+MAX_KEYS = 10_000  # keys and items in a header, all levels together
 
 # The dtypes a probe output may have, by name; anything else is refused.
 DTYPES: dict[str, torch.dtype] = {
@@ -116,6 +118,24 @@ def send(fd: int, header: dict, blob: bytes = b"") -> None:
 
 # --------------------------------------------------------------------------- parent side
 
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _shape_ok(raw: bytes) -> bool:
+    """Whether a JSON text nests at most MAX_DEPTH deep, checked before parsing it (the
+    parser recurses: 200,000 nested brackets would raise RecursionError in it)."""
+    depth = opened = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub(b'""', raw)):
+        if bracket in b"[{":
+            depth += 1
+            opened += 1
+            if depth > MAX_DEPTH or opened > MAX_KEYS:
+                return False
+        else:
+            depth -= 1
+    return True
+
 
 def parse(data: bytes) -> tuple[list[tuple[dict, bytes]], str]:
     """Split the bytes read from the channel into (header, blob) messages. Returns the
@@ -132,9 +152,12 @@ def parse(data: bytes) -> tuple[list[tuple[dict, bytes]], str]:
         end = start + n_header + n_blob
         if end > len(data):
             return messages, "the channel ended in the middle of a message"
+        raw = bytes(data[start : start + n_header])
+        if not _shape_ok(raw):
+            return messages, f"a message nests deeper than {MAX_DEPTH} levels or is too large"
         try:
-            header = json.loads(data[start : start + n_header])
-        except (ValueError, UnicodeDecodeError):
+            header = json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return messages, "the channel holds a message that is not JSON"
         if not isinstance(header, dict):
             return messages, "the channel holds a message that is not a JSON object"

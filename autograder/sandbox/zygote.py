@@ -21,9 +21,24 @@ import signal
 import socket
 import threading
 import time
+import traceback
 
 from . import child
-from .jail import Limits, sweep
+from .jail import (
+    PR_SET_CHILD_SUBREAPER,
+    SAFE_ENV,
+    Isolation,
+    Limits,
+    join_cgroup,
+    kill_cgroup,
+    libc,
+    new_cgroup,
+    scrub_process_memory,
+    seccomp_module,
+    sweep,
+    sweep_files,
+    unshare_pid,
+)
 
 
 class Zygote:
@@ -33,6 +48,7 @@ class Zygote:
         from .. import checks, submission
 
         torch.set_num_threads(1)
+        seccomp_module()  # load libseccomp now: the sandbox's file view has no ldconfig
         for module in checks.modules():  # import every checks file and trusted stand-in
             checks.checks_of(module)
         for name in submission.trusted_modules():
@@ -108,6 +124,10 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
                 os.close(fd)
             except OSError:
                 pass
+    # Nothing of the grader's environment or command line reaches a fork of this process.
+    scrub_process_memory()
+    os.environ.clear()
+    os.environ.update(SAFE_ENV)
     if warm_up:
         _warm_up()
     gc.collect()
@@ -128,21 +148,55 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
                 _monitor(json.loads(data), *fds)
             except BaseException:
                 code = 1
+                try:  # the parent marks the student "not graded", never blames them
+                    error = traceback.format_exc()[-1500:]
+                    os.write(fds[2], json.dumps({"monitor_error": error}).encode())
+                except BaseException:
+                    pass
             os._exit(code)
         for fd in fds:
             os.close(fd)
 
 
 def _monitor(request: dict, channel: int, output: int, status: int) -> None:
-    """Trusted: fork the sandboxed process, enforce the wall clock, report how it ended."""
+    """Trusted: put the sandboxed process in its cgroup (and PID namespace), enforce the wall
+    clock, kill everything it left, report how it ended."""
     limits = Limits(**request["limits"])
+    isolation = Isolation(**request["isolation"])
     started = time.monotonic()
+    report: dict = {}
+    libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back here to be reaped
+    cgroup = {}
+    try:
+        if isolation.cgroup:
+            cgroup = new_cgroup(isolation.cgroup, request["name"], limits)
+        if isolation.namespaces:
+            unshare_pid(userns=isolation.mode == "userns")
+    except OSError as e:
+        report = {"setup_error": f"the sandbox could not be set up ({e})"}
+        os.write(status, json.dumps(report).encode())
+        kill_cgroup(cgroup) if cgroup else None
+        return
+    go_read, go_write = os.pipe()
+    setup_read, setup_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(status)
-        child.main(request, channel, output)  # never returns
-    os.close(channel)
-    os.close(output)
+        os.close(go_write)
+        os.close(setup_read)
+        os.read(go_read, 1)  # wait until the monitor has put this process in its cgroup
+        os.close(go_read)
+        child.main(request, channel, output, setup_write)  # never returns
+    for fd in (channel, output, go_read, setup_write):
+        os.close(fd)
+    try:
+        if cgroup:
+            join_cgroup(cgroup, pid)
+        os.write(go_write, b"1")
+    except OSError as e:
+        report["setup_error"] = f"the sandbox could not be set up ({e})"
+        os.kill(pid, signal.SIGKILL)
+    os.close(go_write)
     pidfd = os.pidfd_open(pid)
     ready, _, _ = select.select([pidfd], [], [], limits.timeout)
     timed_out = not ready
@@ -152,19 +206,28 @@ def _monitor(request: dict, channel: int, output: int, status: int) -> None:
         except OSError:
             os.kill(pid, signal.SIGKILL)
     _, wstatus, usage = os.wait4(pid, 0)
+    setup = os.read(setup_read, 1000)  # "ok", written before any student code ran
+    os.close(setup_read)
+    if setup != b"ok" and "setup_error" not in report:
+        why = setup.decode("utf-8", "replace") or "the sandboxed process died while starting"
+        report["setup_error"] = f"the sandbox could not be set up ({why})"
+    if cgroup:
+        report.update(kill_cgroup(cgroup))
     if request["uid"] is not None:
         sweep(request["uid"])
+        if not isolation.namespaces:
+            sweep_files(request["uid"])
     else:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-    report = {
-        "timed_out": timed_out,
-        "exit_code": os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None,
-        "signal": os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None,
-        "seconds": round(time.monotonic() - started, 3),
-        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
-    }
+    report.update(
+        timed_out=timed_out,
+        exit_code=os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None,
+        signal=os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None,
+        seconds=round(time.monotonic() - started, 3),
+        max_rss_mb=round(usage.ru_maxrss / 1024, 1),
+    )
     os.write(status, json.dumps(report).encode())
     os.close(status)

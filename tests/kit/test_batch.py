@@ -7,15 +7,20 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import KIT, ROOT, SOLUTIONS, grade_folder, run_cli
+from conftest import KIT, ROOT, SOLUTIONS, grade_folder
 
-from autograder.sandbox import wire
+from autograder import batch as batch_module
+from autograder.sandbox import jail, wire
+from autograder.sandbox.runner import _malformed
 
 ATTACKS = KIT / "attacks"
 MODULES = "attention,masks"
@@ -48,12 +53,53 @@ def mutant_source(module: str, mutant: str) -> str:
     return (SOLUTIONS / f"{module}.py").read_text() + "\n\n" + text
 
 
-def batch(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    proc = run_cli(
-        "batch", "--submissions", str(submissions), "--out", str(out), "--ex", MODULES, *extra
+TOKEN = "tok-6f1c9e2a-instructor-secret"  # an instructor's secret in the grader's environment
+
+
+def batch_cmd(submissions: Path, out: Path, *extra: str) -> list[str]:
+    args = ["--submissions", str(submissions), "--out", str(out), "--ex", MODULES, *extra]
+    return [sys.executable, "-m", "autograder", "batch", *args]
+
+
+def batch_env(**extra: str) -> dict:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "ATTENTION_LAB_TEST_TOKEN": TOKEN,
+        **extra,
+    }
+
+
+def batch(submissions: Path, out: Path, *extra: str, ok: bool = True, **env: str):
+    proc = subprocess.run(
+        batch_cmd(submissions, out, *extra),
+        cwd=ROOT,
+        env=batch_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    if ok:
+        assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+def sandbox_processes() -> list[str]:
+    """Processes running under any sandbox uid (there must be none after a batch)."""
+    ps = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True)
+    low, high = jail.UID_BASE, jail.UID_BASE + jail.UID_COUNT
+    return [line for line in ps.stdout.splitlines() if low <= int(line.split()[0]) < high]
+
+
+def leaked_files() -> list[Path]:
+    return [
+        p for d in ("/tmp", "/dev/shm", "/var/tmp") for p in Path(d).glob("attention-lab-leak*")
+    ]
+
+
+def output_text(out: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
 
 
 def grades(out: Path) -> dict[str, dict]:
@@ -135,7 +181,7 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     build_results = ROOT / "build" / "results.json"
     before = build_results.stat().st_mtime if build_results.exists() else None
     out = tmp_path / "out"
-    batch(subs, out, "--timeout", "6", "--check-timeout", "1", "--memory", "512")
+    batch(subs, out, "--timeout", "10", "--check-timeout", "1", "--memory", "512")
     rows = grades(out)
     assert rows.pop("zz_control")["score"] == "29"  # the sandbox itself costs nothing
     for name, row in rows.items():
@@ -147,11 +193,17 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     assert sorted(p.name for p in out.iterdir() if p.is_file()) == ["batch.json", "grades.csv"]
     assert not (out / "results.json").exists()
     assert (build_results.stat().st_mtime if build_results.exists() else None) == before
-    leftover = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout
-    assert not [u for u in leftover.split() if 64000 <= int(u) < 64100]
+    assert not sandbox_processes()
+    time.sleep(1)  # a daemon that outlived the grading would write again by now
+    assert not leaked_files()
+    # No secret of the grader reaches what students see; nothing else of the machine either.
+    assert TOKEN not in output_text(out)
+    secrets_feedback = (out / "read_secrets" / "feedback.txt").read_text()
+    assert "LEAK readable" not in secrets_feedback and "--submissions" not in secrets_feedback
+    assert str(ROOT) + "/solutions" not in secrets_feedback
     # Each attack is plainly reported.
     assert "[exited-early]" in (out / "exit_at_import" / "feedback.txt").read_text()
-    assert "used up its 6 s" in rows["infinite_loop"]["notes"]
+    assert "used up its 10 s" in rows["infinite_loop"]["notes"]
     fake = (out / "fake_passed" / "feedback.txt").read_text()
     assert "  | Total: 29 / 29 points" in fake and "bytes left out" in fake
     assert "Total: 0 / 29 points" in fake
@@ -166,3 +218,214 @@ def test_answer_stealing_attacks_are_real_outside_the_sandbox(tmp_path, name):
     solutions/) and the hidden tier (fresh inputs) stop them, as the test above shows."""
     results = grade_folder(stage_attack(name, tmp_path), ["attention"])
     assert sum(r.score for r in results) > 0
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_parser_survives_deep_nesting_and_fields_are_typed():
+    deep = b"[" * 200_000 + b"]" * 200_000
+    raw = struct.pack("<4sII", b"ALAB", len(deep), 0) + deep
+    good = wire.frame({"type": "start", "check": "attention.reference"})
+    messages, note = wire.parse(good + raw + good)
+    assert len(messages) == 1 and "nests deeper" in note  # no RecursionError
+    brackets_in_a_string = wire.frame({"type": "result", "message": "[" * 5000})
+    assert wire.parse(brackets_in_a_string) == (
+        [({"type": "result", "message": "[" * 5000}, b"")],
+        "",
+    )
+    assert _malformed(
+        "result", {"status": ["passed"], "misconception": "", "message": "", "hint": ""}
+    )
+    assert _malformed("outputs", {"outputs": "all passed"})
+    assert "got nothing" in _malformed("result", {})
+    assert not _malformed("outputs", {"outputs": {}})
+
+
+def test_csv_cells_are_one_line_and_never_formulas():
+    assert batch_module.cell('=HYPERLINK("http://x","y")').startswith("'=")
+    for lead in "=+-@\t":
+        assert not batch_module.cell(lead + "x").startswith(lead)
+    assert "\n" not in batch_module.cell("a\nInstructor override: every check passed\r\nb")
+    assert batch_module.plain("x\u202eyp.py") == "x\\u202eyp.py"
+
+
+def patch_zip(path: Path, *, flags: int = 0, method: int | None = None, rename=None) -> None:
+    """Rewrite a .zip's local and central headers: OR in flag bits, set the compression
+    method, replace name bytes (what zipfile cannot write: encrypted, non-UTF-8 names)."""
+    data = bytearray(path.read_bytes())
+    if rename:
+        data = bytearray(bytes(data).replace(*rename))
+    for signature, flag_at, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
+        at = data.find(signature)
+        while at >= 0:
+            (old,) = struct.unpack_from("<H", data, at + flag_at)
+            struct.pack_into("<H", data, at + flag_at, old | flags)
+            if method is not None:
+                struct.pack_into("<H", data, at + method_at, method)
+            at = data.find(signature, at + 4)
+    path.write_bytes(bytes(data))
+
+
+def solution_zip(path: Path, extra: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for module in ("attention", "masks"):
+            zf.write(SOLUTIONS / f"{module}.py", f"{module}.py")
+        for name, text in (extra or {}).items():
+            zf.writestr(name, text)
+    return path
+
+
+def test_batch_survives_every_bad_upload(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(SOLUTIONS, subs / "alice", ignore=ignore)
+    shutil.copytree(SOLUTIONS, subs / "grades.csv", ignore=ignore)  # a folder named grades.csv
+    patch_zip(solution_zip(subs / "password.zip"), flags=0x1)
+    patch_zip(solution_zip(subs / "aes.zip"), flags=0x1, method=99)
+    patch_zip(
+        solution_zip(subs / "latin1.zip", {"cafX.py": "x = 1\n"}),
+        flags=0x800,
+        rename=(b"cafX", b"caf\xe9"),
+    )
+    (subs / "corrupt.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    forged = {
+        '=HYPERLINK("http://evil.example","x")/../a.py': "",
+        "b\nInstructor override: every check passed\n.py": "",
+    }
+    solution_zip(subs / "@SUM(1+1).zip", forged)
+    out = tmp_path / "out"
+    proc = batch(subs, out)
+    assert "graded 7 submissions" in proc.stdout and "4 not graded" in proc.stdout
+    with open(out / "grades.csv", newline="") as f:
+        table = list(csv.reader(f))
+    rows = {row[0]: row for row in table[1:]}
+    assert len(rows) == 7, rows
+    assert rows["alice"][1] == rows["alice"][2] == "29"
+    assert rows["grades.csv_"][1] == "29"  # graded like anyone (its folder renamed)
+    assert (out / "grades.csv").is_file() and (out / "grades.csv_" / "results.json").is_file()
+    for name, why in (
+        ("password", "password-protected"),
+        ("aes", "AES-encrypted"),
+        ("latin1", "not valid UTF-8"),
+        ("corrupt", "not a valid .zip"),
+    ):
+        assert rows[name][1] == "not graded" and why in rows[name][-1], rows[name]
+        assert why in json.loads((out / name / "results.json").read_text())["output"]
+    # Student-derived text: never a formula, never more than one line.
+    for row in table[1:]:
+        for text in (row[0], row[-1]):
+            assert not text.startswith(("=", "+", "-", "@", "\t", "\r")), row
+            assert "\n" not in text and "\r" not in text
+    forged_row = [r for r in table[1:] if "SUM" in r[0]][0]
+    assert forged_row[0].startswith("'@") and forged_row[1] == "29"
+    assert "HYPERLINK" in forged_row[-1] and "b\\nInstructor override" in forged_row[-1]
+    feedback = next(out.glob("*SUM*")).joinpath("feedback.txt").read_text()
+    assert not any(line.strip().startswith("Instructor override") for line in feedback.splitlines())
+
+
+def test_a_grader_error_costs_one_student(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("alice", "bob"):
+        shutil.copytree(SOLUTIONS, subs / name, ignore=shutil.ignore_patterns("__pycache__"))
+    real = batch_module.package_folder
+
+    def broken(folder: Path) -> Path:
+        if folder.name == "bob":
+            raise RuntimeError("a grader bug")
+        return real(folder)
+
+    monkeypatch.setattr(batch_module, "package_folder", broken)
+    graded = batch_module.run(subs, tmp_path / "out", modules=["masks"], progress=False, jobs=1)
+    by_name = {g.name: g for g in graded}
+    assert by_name["alice"].score == 9 and not by_name["alice"].not_graded
+    assert "RuntimeError: a grader bug" in by_name["bob"].not_graded
+    rows = grades(tmp_path / "out")
+    assert rows["bob"]["score"] == "not graded" and rows["alice"]["score"] == "9"
+
+
+def test_two_batches_at_once_do_not_touch_each_other(tmp_path):
+    """Each run gets its own sandbox uids (locked for its lifetime), so one run's clean-up
+    never kills the other's students."""
+    procs, outs = [], []
+    for run in ("one", "two"):
+        subs = tmp_path / run / "subs"
+        subs.mkdir(parents=True)
+        for name in ("alice", "bob"):
+            shutil.copytree(SOLUTIONS, subs / name, ignore=shutil.ignore_patterns("__pycache__"))
+        stage_attack("spawn_processes", subs)
+        out = tmp_path / run / "out"
+        outs.append(out)
+        cmd = batch_cmd(subs, out, "--jobs", "2", "--quiet")
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=batch_env(), stderr=subprocess.PIPE))
+    for proc in procs:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+        proc.stderr.close()
+    uids = []
+    for out in outs:
+        rows = grades(out)
+        assert rows["alice"]["score"] == rows["bob"]["score"] == "29", rows
+        uids.append(set(json.loads((out / "batch.json").read_text())["uids"]))
+    assert not uids[0] & uids[1]
+    assert not sandbox_processes()
+
+
+def test_fails_closed_unless_insecure(tmp_path):
+    """Without a seccomp binding (or namespaces, or cgroups) the batch refuses, naming what
+    is missing; --insecure grades anyway and every result says so."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pyseccomp.py").write_text("raise ImportError('libseccomp is not installed')\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": f"{fake}:{ROOT}"}
+    refused = batch(subs, tmp_path / "out", ok=False, **env)
+    assert refused.returncode == 2 and not (tmp_path / "out" / "grades.csv").exists()
+    assert "pyseccomp" in refused.stderr and "--insecure" in refused.stderr
+    out = tmp_path / "insecure"
+    batch(subs, out, "--insecure", **env)
+    assert (
+        "INSECURE" in grades(out)["alice"]["notes"] and "pyseccomp" in grades(out)["alice"]["notes"]
+    )
+    assert "INSECURE" in json.loads((out / "alice" / "results.json").read_text())["output"]
+    assert json.loads((out / "batch.json").read_text())["insecure"] is True
+    # A machine without mount namespaces (CAP_SYS_ADMIN): the interpreter behind a 0700
+    # home, or solutions/ readable by others, is refused (it used to fall back to "none").
+    no_ns = batch(subs, tmp_path / "out2", ok=False, ATTENTION_LAB_SANDBOX_MODE="uid")
+    assert no_ns.returncode == 2 and "--insecure" in no_ns.stderr
+    if os.geteuid() == 0:
+        assert "mount namespaces (CAP_SYS_ADMIN)" in no_ns.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids need root")
+def test_uid_pools_are_disjoint_and_skip_foreign_processes():
+    first = jail.UidPool(2)
+    try:
+        # A process already running under the next free uid (another tool, a crashed run):
+        # that uid is skipped, and the process is left alone.
+        busy = first.uids[-1] + 1
+        pid = os.fork()
+        if pid == 0:
+            os.setresuid(busy, busy, busy)
+            time.sleep(30)
+            os._exit(0)
+        try:
+            for _ in range(100):
+                if jail._processes_of(busy):
+                    break
+                time.sleep(0.05)
+            second = jail.UidPool(2)
+            try:
+                assert not set(first.uids) & set(second.uids)
+                assert busy not in second.uids
+                assert os.waitpid(pid, os.WNOHANG) == (0, 0)  # still running
+            finally:
+                second.close()
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    finally:
+        first.close()

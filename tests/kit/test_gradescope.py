@@ -7,12 +7,20 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import SOLUTIONS, run_cli
-from test_batch import mutant_source, stage_attack
+from test_batch import (
+    leaked_files,
+    mutant_source,
+    patch_zip,
+    sandbox_processes,
+    solution_zip,
+    stage_attack,
+)
 
 MODULES = "attention,masks"
 
@@ -105,3 +113,53 @@ def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attac
     check_fields(data)
     assert data["score"] == 0
     assert data["tests"][0]["score"] == 0 and "1000" not in json.dumps(data["score"])
+
+
+def test_no_secret_and_no_survivor_in_gradescope_mode(autograder_zip, tmp_path):
+    """A token in the grader's environment never reaches results.json or the instructor's
+    log through student output; a daemon the upload starts is dead before results.json is
+    written, so it cannot rewrite it."""
+    token = "tok-2b7d-gradescope-secret"
+    upload = tmp_path / "upload"
+    for attack in ("read_secrets", "leave_behind"):
+        stage_attack(attack, tmp_path / "attacks")
+    upload.mkdir()
+    shutil.copy(tmp_path / "attacks" / "read_secrets" / "attention.py", upload / "attention.py")
+    daemon = (tmp_path / "attacks" / "leave_behind" / "attention.py").read_text()
+    (upload / "masks.py").write_text(daemon.replace("scaled_dot_product_attention", "causal_mask"))
+    root = tmp_path / "root"
+    data = run_autograder(autograder_zip, root, upload, ATTENTION_LAB_TEST_TOKEN=token)
+    check_fields(data)
+    written = (root / "results" / "results.json").read_text()
+    time.sleep(1)
+    assert (root / "results" / "results.json").read_text() == written
+    assert token not in written and "LEAK readable" not in written
+    assert not sandbox_processes() and not leaked_files()
+
+
+def test_a_bad_upload_still_gets_results_json(autograder_zip, tmp_path):
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    patch_zip(solution_zip(upload / "work.zip"), flags=0x1)
+    data = run_autograder(autograder_zip, tmp_path / "root", upload)
+    assert data["score"] == 0 and "password-protected" in data["output"]
+
+
+def test_gradescope_fails_closed_unless_insecure(autograder_zip, tmp_path):
+    """As in a container without CAP_SYS_ADMIN, with the interpreter where the sandbox uid
+    cannot read it (or no root): refused, results.json says so; ATTENTION_LAB_INSECURE=1
+    grades and every result says it was insecure."""
+    refused = run_autograder(
+        autograder_zip, tmp_path / "refused", SOLUTIONS, ATTENTION_LAB_SANDBOX_MODE="uid"
+    )
+    if "Not graded" not in refused["output"]:
+        pytest.skip("this machine isolates even without namespaces (interpreter readable)")
+    assert refused["score"] == 0 and "cannot isolate" in refused["output"]
+    insecure = run_autograder(
+        autograder_zip,
+        tmp_path / "insecure",
+        SOLUTIONS,
+        ATTENTION_LAB_SANDBOX_MODE="uid",
+        ATTENTION_LAB_INSECURE="1",
+    )
+    assert "INSECURE" in insecure["output"]
