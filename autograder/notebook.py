@@ -13,8 +13,8 @@ the same engine as `make grade` (engine.run_check), prints one line when it pass
 `CheckFailed` (an AssertionError) carrying the misconception's message and hint when it does
 not, so nbgrader gives the cell zero points and its feedback shows why.
 
-Isolation (docs/principles.md, principle 6): while the check runs, every name in the namespace that is an
-exercise of *another* module (the multihead notebook's `scaled_dot_product_attention`) is
+Isolation (docs/principles.md, principle 6): while the check runs, every name in the
+namespace that is an exercise of *another* module (the multihead notebook's `scaled_dot_product_attention`) is
 swapped for the trusted stand-in from autograder/trusted/, then put back.
 
 Warnings and stderr: anything the student's code writes to stderr during the check (a PyTorch

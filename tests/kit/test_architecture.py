@@ -1,5 +1,5 @@
-"""The check architecture (docs/principles.md, principles 2, 3, 9): probe side apart from judge side,
-no import cycles, no private names across modules, one course order, every module complete."""
+"""The check architecture (docs/principles.md, principles 2, 3, 9): probe side apart from judge
+side, no import cycles, no private names across modules, one course order, every module complete."""
 
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ def test_fixtures_are_fresh(module):
         for key, value in fresh[slug].items():
             if isinstance(value, torch.Tensor):
                 # The tolerance table, never bit equality: another CPU may round the last
-                # float32 bit differently (docs/principles.md, principle 11). Exact for bool/integers.
+                # float32 bit differently (docs/principles.md, principle 11). Exact for
+                # bool and integers.
                 assert value.dtype == stored[slug][key].dtype
                 assert close(stored[slug][key], value), f"{module}: {slug}/{key} is stale"
             else:
