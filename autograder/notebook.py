@@ -14,8 +14,9 @@ the same engine as `make grade` (engine.run_check), prints one line when it pass
 not, so nbgrader gives the cell zero points and its feedback shows why.
 
 Isolation (docs/principles.md, principle 6): while the check runs, every name in the
-namespace that is an exercise of *another* module (the multihead notebook's `scaled_dot_product_attention`) is
-swapped for the trusted stand-in from autograder/trusted/, then put back.
+namespace that is an exercise of *another* module (the multihead notebook's
+`scaled_dot_product_attention`) is swapped for the trusted stand-in from
+autograder/trusted/, then put back.
 
 Warnings and stderr: anything the student's code writes to stderr during the check (a PyTorch
 UserWarning, a print to sys.stderr) is re-printed on stdout, after a note. nbgrader gives zero
