@@ -34,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import checks, report
+from . import registry, report
 from .core import IMPORT_ERROR
 from .sandbox.jail import Limits
 
@@ -100,7 +100,7 @@ def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
         and p.resolve() not in skipped
         and (p.is_dir() or (p.is_file() and p.name.lower().endswith(".zip")))
     ]
-    modules = checks.modules()
+    modules = registry.modules()
     if not found and any((folder / f"{m}.py").is_file() for m in modules):
         raise BatchError(
             f"{folder} looks like one submission (it holds the module files); put each "
@@ -173,7 +173,7 @@ def extract_zip(archive: Path, target: Path) -> list[str]:
 
 def package_folder(root: Path) -> Path:
     """The folder holding the module files: root itself, or the shallowest one below it."""
-    modules = checks.modules()
+    modules = registry.modules()
     best = None
     for dirpath, dirs, _files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
@@ -320,7 +320,7 @@ def run(
             print(f"reusing the hidden seed recorded in {recorded}", file=sys.stderr)
         except (ValueError, KeyError, TypeError):
             seed = None
-    modules = modules or checks.modules()
+    modules = modules or registry.modules()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -413,7 +413,7 @@ def run(
 
 
 def cmd_batch(args) -> int:
-    modules = checks.modules()
+    modules = registry.modules()
     wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in modules]
     if unknown:

@@ -216,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
     dist.set_defaults(run=cmd_dist)
     from .class_report import add_verbs as add_report_verbs  # class-report
+    from .course_cli import add_verbs  # course, release, collect, autograde, regrade, ...
 
     add_report_verbs(verbs)
+    add_verbs(verbs)
     from .prairielearn import add_verbs as add_prairielearn_verbs  # prairielearn, ...-run
 
     add_prairielearn_verbs(verbs)

@@ -215,6 +215,7 @@ class Check:
             "exercise": self.exercise,
             "inputs": ref_of(self.inputs),
             "probe": ref_of(self.probe),
+            "timeout": float(self.timeout),
         }
 
 
@@ -229,6 +230,7 @@ class ProbeSpec:
     exercise: str
     inputs: InputsFn
     probe: ProbeFn
+    timeout: float = 20.0
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> ProbeSpec:
@@ -239,6 +241,7 @@ class ProbeSpec:
             exercise=str(spec["exercise"]),
             inputs=resolve(spec["inputs"]),
             probe=resolve(spec["probe"]),
+            timeout=float(spec.get("timeout", 20.0)),
         )
 
     def seed(self, base_seed: int) -> int:

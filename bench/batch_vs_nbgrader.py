@@ -112,9 +112,9 @@ def main() -> int:
     parser.add_argument("--skip-nbgrader", action="store_true")
     parser.add_argument("--modules", default="", help="comma-separated (default: all)")
     args = parser.parse_args()
-    from autograder import checks
+    from autograder import registry
 
-    MODULES[:] = [m for m in args.modules.split(",") if m] or checks.modules()
+    MODULES[:] = [m for m in args.modules.split(",") if m] or registry.modules()
     if args.n < 2:
         raise SystemExit("--n must be at least 2")
     out = (ROOT / args.out).resolve()

@@ -44,9 +44,9 @@ def main() -> None:
     parser.add_argument("--modules", default="", help="comma-separated (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder import checks
+    from autograder import registry
 
-    wanted = [m for m in args.modules.split(",") if m] or checks.modules()
+    wanted = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.json"
         once(args.submission, None, results)  # warm the page cache

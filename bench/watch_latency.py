@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder import checks
+    from autograder import registry
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "submission"
@@ -49,7 +49,7 @@ def main() -> None:
         print(f"start-up and first grading of the whole kit: {first:.2f} s")
         print(f"{'module':12} {'save -> table s':>16}   load average")
         try:
-            for module in checks.modules():
+            for module in registry.modules():
                 path = folder / f"{module}.py"
                 times = []
                 for _ in range(args.runs):

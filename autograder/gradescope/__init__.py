@@ -150,10 +150,10 @@ _REFUSED = (
 
 
 def cmd_build(args) -> int:
-    from .. import checks
+    from .. import registry
 
     wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in checks.modules()]
+    unknown = [m for m in wanted if m not in registry.modules()]
     if unknown:
         print(f"error: EX={args.ex!r}: unknown module {unknown[0]!r}", file=sys.stderr)
         return 2

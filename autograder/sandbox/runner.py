@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import checks, fixtures
+from .. import fixtures, registry
 from ..core import (
     GRADER_ERROR,
     TIMEOUT,
@@ -139,7 +139,7 @@ class Sandbox:
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
         the machine (batch); Gradescope grades one per container."""
-        self.modules = list(modules or checks.modules())
+        self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
         self.isolation: Isolation = detect(
             [ROOT / s for s in SECRET] + list(hide), need_cgroups=need_cgroups, insecure=insecure
@@ -167,7 +167,7 @@ class Sandbox:
                 self.reference_errors[module] = f"{type(e).__name__}: {e}"
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
         self.checks: list[Check] = [
-            c for m in self.modules for c in checks.checks_of(m) if not getattr(c, "slow", False)
+            c for m in self.modules for c in registry.checks_of(m) if not getattr(c, "slow", False)
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
@@ -225,6 +225,7 @@ class Sandbox:
                 "root": str(work / "root"),
                 "modules": self.modules,
                 "checks": [c.id for c in self.checks],
+                "specs": [c.spec() for c in self.checks],
                 "seed": self.seed,
                 "uid": uid,
                 "limits": asdict(self.limits),

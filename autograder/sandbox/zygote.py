@@ -45,14 +45,15 @@ class Zygote:
     def __init__(self, warm_up: bool = True):
         import torch
 
-        from .. import checks, submission
+        from .. import registry
 
         torch.set_num_threads(1)
         seccomp_module()  # load libseccomp now: the sandbox's file view has no ldconfig
-        for module in checks.modules():  # import every checks file and trusted stand-in
-            checks.checks_of(module)
-        for name in submission.trusted_modules():
-            __import__(f"{submission.trusted.__name__}.{name}")
+        # The probe side of every module, and through it the stand-ins of their dependencies;
+        # never a judge: everything the zygote holds, the sandboxed process holds too.
+        for module in registry.modules():
+            for path in registry.probe_files_of(module):
+                __import__(f"autograder.checks.{module}.{path.stem}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -92,21 +93,10 @@ class Zygote:
 
 
 def _warm_up() -> None:
-    """Run every check's probe once on the trusted stand-ins (public code, not the
-    solutions), so that lazy imports and op dispatch are paid once, not per submission."""
-    from .. import checks
-    from ..probing import attempt, make_inputs
-    from ..submission import Submission, trusted_modules
+    """Pay torch's lazy first-use work once, in the zygote, not per submission."""
+    from .. import limits
 
-    stand_ins = Submission(_trusted_dir())
-    for module in checks.modules():
-        if module not in trusted_modules():
-            continue
-        for check in checks.checks_of(module):
-            try:
-                attempt(check, stand_ins, make_inputs(check, 0))
-            except BaseException:
-                pass
+    limits.warm_up()
 
 
 def _trusted_dir() -> str:

@@ -9,7 +9,7 @@ import shutil
 
 from conftest import KIT, SOLUTIONS, expected_misconception, run_cli
 
-from autograder import checks
+from autograder import registry
 
 MUTANTS = {  # student: (module, mutant); two students share a bug, so counts are not all 1
     "m1": ("attention", "no_scaling"),
@@ -61,7 +61,7 @@ def test_class_report_of_a_batch_of_mutants(tmp_path):
 
     with open(report / "long.csv", newline="") as f:
         long = list(csv.DictReader(f))
-    graded = [c for m in ("attention", "masks") for c in checks.checks_of(m) if not c.slow]
+    graded = [c for m in ("attention", "masks") for c in registry.checks_of(m) if not c.slow]
     assert len(long) == 6 * len(graded)  # every student and check, the empty student too
     with open(report / "canvas.csv", newline="") as f:
         canvas = list(csv.reader(f))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import SOLUTIONS, run_cli
 from test_batch import (
+    AM_POINTS,
     leaked_files,
     mutant_source,
     patch_zip,
@@ -79,7 +80,7 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
 def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
     correct = run_autograder(autograder_zip, tmp_path / "correct", SOLUTIONS)
     check_fields(correct)
-    assert correct["score"] == correct["max_score"] == 29
+    assert correct["score"] == correct["max_score"] == int(AM_POINTS)
     assert all(t["status"] == "passed" for t in correct["tests"])
 
     empty = run_autograder(autograder_zip, tmp_path / "empty", None)
@@ -92,7 +93,7 @@ def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
     (buggy_folder / "masks.py").write_text(mutant_source("masks", "causal_transposed"))
     buggy = run_autograder(autograder_zip, tmp_path / "buggy", buggy_folder)
     check_fields(buggy)
-    assert 0 < buggy["score"] < 29
+    assert 0 < buggy["score"] < int(AM_POINTS)
     assert any("causal-transposed" in t["tags"] for t in buggy["tests"])
 
 

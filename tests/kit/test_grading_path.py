@@ -4,7 +4,7 @@ import json
 
 from conftest import SOLUTIONS, grade_cli, run_cli, submission_with
 
-from autograder import checks
+from autograder import registry
 
 
 def test_solutions_get_full_marks(tmp_path):
@@ -15,7 +15,7 @@ def test_solutions_get_full_marks(tmp_path):
     # make grade leaves the training check out and says so, with the command that runs it.
     assert "all graded checks passed" in proc.stdout
     assert "Left out: gpt: train" in proc.stdout and "`make grade-train`" in proc.stdout
-    assert len(data["tests"]) == len([c for c in checks.all_checks() if not c.slow])
+    assert len(data["tests"]) == len([c for c in registry.all_checks() if not c.slow])
 
 
 def test_stubs_get_zero_cleanly(tmp_path, pristine_stubs):

@@ -37,7 +37,7 @@ import nbformat
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
-from autograder import checks, course, course_config, course_judge, fixtures, notebook
+from autograder import course, course_config, course_judge, fixtures, notebook, registry
 from autograder.checks.attention.judge import NO_SCALING
 
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
@@ -198,7 +198,7 @@ def cycle(tmp_path_factory):
 
 
 def max_points(module: str) -> float:
-    return sum(c.points for c in checks.checks_of(module))
+    return sum(c.points for c in registry.checks_of(module))
 
 
 def test_collect_put_every_submission_in_place(cycle):
@@ -251,7 +251,7 @@ def test_deleted_and_duplicated_cells_are_graded_sensibly(cycle):
     graded = read(root / "autograded" / "dave" / "attention" / "attention.ipynb")
     assert "was missing from the submission" in cell(graded, "test-reference").source
     # The deleted solution cell costs exactly its own checks, with a message that says why.
-    padding = sum(c.points for c in checks.checks_of("masks") if c.exercise == "padding_mask")
+    padding = sum(c.points for c in registry.checks_of("masks") if c.exercise == "padding_mask")
     assert scores["dave", "masks"] == (max_points("masks") - padding, max_points("masks"))
     feedback = text_of_html(root / "feedback" / "dave" / "masks" / "masks.html")
     assert "padding_mask is not defined in this notebook" in feedback
@@ -367,7 +367,7 @@ def test_one_total_in_every_channel(tmp_path):
         nb = course.notebook(module)
         cells = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
         assert sum(m["points"] for m in cells if m["grade"]) == grade_total, module
-        batch_total = sum(c.points for c in checks.checks_of(module) if not c.slow)
+        batch_total = sum(c.points for c in registry.checks_of(module) if not c.slow)
         assert batch_total == grade_total, module
 
 
@@ -430,7 +430,7 @@ def _fixtures_fresh(module: str) -> bool:
     )
 
 
-@pytest.mark.parametrize("module", checks.modules())
+@pytest.mark.parametrize("module", registry.modules())
 def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
     """Every module's notebook, with the solutions, runs top to bottom. attention and masks
     run every check, public and hidden; the other modules (skipped while their fixtures are
@@ -443,7 +443,7 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
         pytest.skip(f"{module}: its fixtures are missing or stale (module in progress)")
     nb = course.notebook(module)
     hidden = module in MODULES
-    graded = checks.checks_of(module)
+    graded = registry.checks_of(module)
     if not hidden:  # every cell but the test cells, and the first check's public tier
         graded = graded[:1]
         first = f"test-{graded[0].slug}"
@@ -515,7 +515,7 @@ def test_hidden_tier_needs_the_seed_and_draws_fresh_inputs(tmp_path, monkeypatch
         notebook.run("attention.reference", namespace, hidden=True)
     monkeypatch.setenv(notebook.SEED_VARIABLE, SEED)
     assert notebook.run("attention.reference", namespace, hidden=True).passed
-    check = checks.find("attention.reference")
+    check = registry.find("attention.reference")
     hidden = notebook._hidden_reference(check, int(SEED))["out"]
     public = fixtures.load("attention")["reference"]["out"]
     assert hidden.shape == public.shape and not (hidden == public).all()

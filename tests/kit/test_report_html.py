@@ -66,10 +66,10 @@ def test_pictures_come_from_the_students_code_with_reference_and_difference(repo
 
 
 def test_the_sqrt_dk_curves_are_drawn_as_inline_svg():
-    from autograder import checks, engine, fixtures
+    from autograder import engine, fixtures, registry
 
     (picture,) = [p for p in report_html.PICTURES["diagnostics"] if "entropy" in p.keys[0]]
-    check = {c.slug: c for c in checks.checks_of("diagnostics")}[picture.slug]
+    check = {c.slug: c for c in registry.checks_of("diagnostics")}[picture.slug]
     submission = Submission(SOLUTIONS)
     result = engine.run_check(
         check,
@@ -84,10 +84,10 @@ def test_the_sqrt_dk_curves_are_drawn_as_inline_svg():
 
 
 def test_a_picture_that_cannot_be_drawn_says_why(tmp_path):
-    from autograder import checks, engine, fixtures
+    from autograder import engine, fixtures, registry
 
     picture = report_html.PICTURES["attention"][0]
-    check = {c.slug: c for c in checks.checks_of("attention")}[picture.slug]
+    check = {c.slug: c for c in registry.checks_of("attention")}[picture.slug]
     folder = submission_with(
         tmp_path,
         {

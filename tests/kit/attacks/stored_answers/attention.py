@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 import autograder
-from autograder import checks
+from autograder import registry
 from autograder.probing import make_inputs
 from autograder.fixtures import PUBLIC_SEED
 from pathlib import Path
@@ -16,7 +16,7 @@ from pathlib import Path
 _ANSWERS = {}
 _npz = Path(autograder.__file__).parent / "fixtures" / "attention.npz"
 with np.load(io.BytesIO(_npz.read_bytes()), allow_pickle=False) as stored:
-    for check in checks.checks_of("attention"):
+    for check in registry.checks_of("attention"):
         x = make_inputs(check, PUBLIC_SEED)
         runs = x.values() if "4d" in x else [x]
         for prefix, xs in zip(("4d/", "2d/", ""), runs):
