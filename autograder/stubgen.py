@@ -8,7 +8,10 @@ included, is kept as it is.
 
 from __future__ import annotations
 
+import io
+import keyword
 import re
+import tokenize
 from pathlib import Path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -95,8 +98,6 @@ _TRIVIAL_OPS = {",", ":", "(", ")", "="}
 
 def _code_of(line: str) -> str:
     """A source line without its comment, all whitespace removed ("" if none)."""
-    import io
-    import tokenize
 
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
@@ -109,9 +110,6 @@ def _code_of(line: str) -> str:
 def is_trivial(line: str) -> bool:
     """True when a solution line holds only names, keywords and `, : ( ) =`, and no call
     (a line that only closes brackets, such as `)` or `]`, is trivial too)."""
-    import io
-    import keyword
-    import tokenize
 
     if not _code_of(line).strip(")]},"):
         return True
@@ -136,8 +134,6 @@ def is_trivial(line: str) -> bool:
 
 def _shown_text(stub: str) -> str:
     """Every comment and string of a stub, whitespace removed: what a student reads."""
-    import io
-    import tokenize
 
     parts = []
     for t in tokenize.generate_tokens(io.StringIO(stub).readline):

@@ -31,8 +31,10 @@ import errno
 import fcntl
 import os
 import platform
+import pwd
 import resource
 import secrets
+import shutil
 import signal
 import sys
 import time
@@ -524,7 +526,6 @@ class UidPool:
 
 
 def _has_account(uid: int) -> bool:
-    import pwd
 
     try:
         pwd.getpwuid(uid)
@@ -578,7 +579,6 @@ def _processes_of(uid: int) -> list[int]:
 def sweep_files(uid: int, folders=("/tmp", "/var/tmp", "/dev/shm")) -> None:
     """Remove what `uid` left in the shared temporary folders (modes without a private
     /tmp): the next student on that uid must not read it."""
-    import shutil
 
     for folder in folders:
         try:

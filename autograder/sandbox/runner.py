@@ -10,6 +10,7 @@ whole process, a timeout, megabytes of output, an early exit).
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import queue
 import secrets
@@ -297,8 +298,6 @@ class Sandbox:
                 if fd >= 0:
                     os.close(fd)
         try:
-            import json
-
             process = json.loads(status) if status else {}
         except ValueError:
             process = {}

@@ -101,6 +101,17 @@ LAZY = {
     ("autograder/class_report.py", "matplotlib.pyplot"): "plots load matplotlib only when drawn",
     ("autograder/course.py", "nbgrader.converters.autograde"): "nbgrader_config.py calls it",
     ("autograder/course.py", "nbgrader.preprocessors"): "nbgrader_config.py calls it",
+    ("autograder/cli.py", "autograder.watch"): "watch imports torch and matplotlib at once",
+    # Whole files, with one reason each:
+    ("autograder/batch.py", "*"): "the CLI lists `batch` without importing torch or the sandbox",
+    ("autograder/gradescope/__init__.py", "*"): "`make gradescope` zips files; torch only to grade",
+    ("autograder/heatmaps.py", "*"): "torch and matplotlib only when plots.py is graded",
+    ("autograder/report_html.py", "*"): "torch only when a picture is drawn",
+    ("autograder/plugin.py", "autograder.heatmaps"): "matplotlib only when plots.py is graded",
+    ("autograder/trusted/plots.py", "*"): "matplotlib only when a figure is drawn",
+    ("autograder/sandbox/child.py", "*"): "imports come after the process has confined itself",
+    ("autograder/sandbox/zygote.py", "*"): "the zygote imports torch and the probe side itself",
+    ("autograder/sandbox/jail.py", "*"): "pyseccomp (libseccomp) is loaded where it is used",
 }
 
 
@@ -140,7 +151,8 @@ def test_imports_inside_functions_are_listed_with_their_reason():
     for path in _package_files():
         rel = path.relative_to(ROOT).as_posix()
         for target, top, _names, line in _imports(path):
-            if not top and (rel, target) not in LAZY and not rel.startswith("autograder/checks/"):
+            listed = (rel, target) in LAZY or (rel, "*") in LAZY
+            if not top and not listed and not rel.startswith("autograder/checks/"):
                 found.append(f"{rel}:{line} imports {target}")
     assert not found, "imports inside functions (list them in LAZY with a reason): " + str(found)
 
