@@ -129,6 +129,9 @@ def _fork(checks, submission, seed, device):
             os.dup2(null, 0)
             os.dup2(output_w, 1)
             os.dup2(output_w, 2)
+            # The parent's sys.stdout may be pytest's capture, not fd 1: write to the pipe.
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
             for name in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGALRM"):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         except BaseException:
@@ -166,6 +169,7 @@ class _Run:
     def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
         self.checks = {c.id: c for c in checks}
         self.pid, self.channel, self.output = _fork(checks, str(submission.path), seed, device)
+        os.set_blocking(self.output, False)
         self.buffer = bytearray()
         self.current: str | None = None
         self.started_cpu = self.started_wall = 0.0
@@ -189,6 +193,7 @@ class _Run:
             return
         if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
             return
+        self._drain_output()  # the worker flushed its prints before it sent this message
         probed = Probed(cpu_seconds=max(0.0, now_cpu - self.started_cpu))
         if kind == "result":
             probed.result = _child_result(check, header)
@@ -203,9 +208,23 @@ class _Run:
         self.probed[check_id] = probed
         self.current = None
 
+    def _drain_output(self) -> None:
+        """Whatever the worker printed that is already in the pipe, for the current check."""
+        while True:
+            try:
+                data = os.read(self.output, 1 << 16)
+            except (BlockingIOError, OSError):
+                return
+            if not data:
+                return
+            kept = self.printed.setdefault(self.current, bytearray())
+            kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
+
     def _read(self, fd: int) -> bool:
         try:
             data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
         except OSError:
             data = b""
         if not data:

@@ -39,6 +39,7 @@ from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, sub
 
 from autograder import course, course_config, course_judge, fixtures, notebook, registry
 from autograder.checks.attention.judge import NO_SCALING
+from autograder.references import References
 
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
 MUTANT = KIT / "mutants" / "attention" / "no_scaling.py"
@@ -516,7 +517,7 @@ def test_hidden_tier_needs_the_seed_and_draws_fresh_inputs(tmp_path, monkeypatch
     monkeypatch.setenv(notebook.SEED_VARIABLE, SEED)
     assert notebook.run("attention.reference", namespace, hidden=True).passed
     check = registry.find("attention.reference")
-    hidden = notebook._hidden_reference(check, int(SEED))["out"]
+    hidden = References.hidden(int(SEED)).get(check)["out"]
     public = fixtures.load("attention")["reference"]["out"]
     assert hidden.shape == public.shape and not (hidden == public).all()
 
