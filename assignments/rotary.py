@@ -48,7 +48,8 @@ def apply_rotary(x, positions, base=10000.0):
     of a query rotated at position m and a key rotated at position n depends on m - n only.
     """
     # TODO (apply_rotary): rotate pairs (i, i + d/2) by p·θ_i, about 10 lines.
-    #   - d = x.size(-1); odd d: raise ValueError with a message that gives d.
+    #   - d is the width of the last dimension of x; an odd d raises ValueError with a
+    #     message that gives d.
     #   - θ_i = base^(-2i/d) for i = 0 .. d/2 - 1 (one frequency per pair, from 1 down to
     #     about 1/base); angles = positions (as floats) times θ: shape (T, d/2). Compute the
     #     angles in float32 or float64, never in the precision of half-width floats.
@@ -75,6 +76,7 @@ def rotary_attention(q, k, v, positions, mask=None, base=10000.0):
     Promises: shifting every position by the same amount changes nothing (attention sees
     relative positions only); v is not rotated.
     """
-    # TODO (rotary_attention): rotate q and k (not v) with apply_rotary at `positions`, then
-    #   return scaled_dot_product_attention(q_rotated, k_rotated, v, mask). About 3 lines.
+    # TODO (rotary_attention): about 3 lines. Rotate the queries and the keys (never the
+    #   values) with apply_rotary at `positions`, then attend with the attention function
+    #   imported above, passing the mask through.
     raise NotImplementedError("rotary_attention: not attempted yet")

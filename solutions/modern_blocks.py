@@ -22,7 +22,8 @@ def rms_norm(
     Unlike LayerNorm it does not subtract the mean and has no bias. Equivalent to
     `nn.RMSNorm(D, eps=eps)` holding `weight`.
     """
-    # TODO (rms_norm): divide each vector x[..., :] by its root mean square, then scale it.
+    # TODO (rms_norm): about 4 lines. Divide each vector x[..., :] by its root mean square,
+    # then scale it.
     # Equation: y = x / sqrt(mean_j x_j² + eps) * weight, the mean over the last dim (D).
     # Shapes: x (..., D), weight (D,) or None -> (..., D).
     # Allowed: tensor arithmetic, .pow, .mean(dim=..., keepdim=True), torch.sqrt or
@@ -49,7 +50,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # TODO (RMSNorm): normalise x with this module's own weight and eps.
+        # TODO (RMSNorm): about 1 line. Normalise x with this module's own weight and eps.
         # Equation: y = x / sqrt(mean(x²) + self.eps) * self.weight, over the last dim.
         # Shapes: (..., D) -> (..., D). You may call your rms_norm. About 1 line.
         ### BEGIN SOLUTION
@@ -75,7 +76,7 @@ class SwiGLU(nn.Module):
         self.w_down = nn.Linear(d_ff, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # TODO (SwiGLU): the gated feed-forward.
+        # TODO (SwiGLU): about 3 lines. The gated feed-forward.
         # Equation: out = w_down(silu(w_gate(x)) * w_up(x)), the product element by element.
         # Shapes: x (..., D) -> gate, up (..., d_ff) -> out (..., D).
         # Allowed: the three given linear layers, F.silu (or h * torch.sigmoid(h)).
