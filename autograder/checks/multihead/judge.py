@@ -334,16 +334,38 @@ def _result(got, x, prefix="", *, averaged_ok=False):
 
 
 def _compare(got, want, x, prefix="", *, out_too=True):
-    """Weights first (they say more about a mistake), then the output."""
+    """Weights first (they say more about a mistake), then the output. A wrong divisor is
+    charged by the `scale` check alone: here, attention that is right but for its divisor
+    passes (docs/principles.md, principle 10)."""
     out, weights = _result(got, x, prefix)
     w_want, o_want = want[prefix + "weights"], want[prefix + "out"]
     if not close(weights, w_want):
         failure = _scale_failure(x, weights)
+        if failure and _right_but_for_the_divisor(x, out, weights, out_too):
+            return
         if failure:
             raise failure
     assert_close(weights, w_want, "the weights", _candidates(x, "weights", weights))
     if out_too:
         assert_close(out, o_want, "the output", _candidates(x, "out", out))
+
+
+def _right_but_for_the_divisor(x, out, weights, out_too):
+    """Whether the student's run is multi-head attention with another divisor (the one
+    infer_scale reads off their weights, snapped to the named widths it is close to)."""
+    state, H = x["state"], x["H"]
+    key = x.get("key", x["query"])
+    q = _split(_linear(x["query"], state, "w_q"), H)
+    k = _split(_linear(key, state, "w_k"), H)
+    c = infer_scale(q, k, weights, x.get("mask"))
+    if c is None:
+        return False
+    for width in _scale_names(x).values():
+        for named in (math.sqrt(width), float(width)):
+            if math.isclose(c, named, rel_tol=1e-3):
+                c = named
+    o_model, w_model = (t.to(weights.dtype) for t in _mha(x, scale=c))
+    return close(weights, w_model) and (not out_too or close(out, o_model.to(out.dtype)))
 
 
 def _rows_sum_to_one(weights, open_rows=None):

@@ -1,6 +1,7 @@
 """Mutant: computes attention inline, dividing by √d_model."""
 
 # expects: mha-wrong-scale
+# loses: scale
 import math
 from types import FunctionType
 
