@@ -22,7 +22,8 @@ def _qkv(gen, batch, L, S, d_k, d_v, dtype=torch.float32, scale=1.0):
     }
 
 
-def _random_mask(gen, L, S, blocked_row=None):
+def random_mask(gen, L, S, blocked_row=None):
+    """An (L, S) bool mask, about 40% blocked, every row keeping a key (but `blocked_row`)."""
     mask = torch.rand(L, S, generator=gen) < 0.4
     mask[torch.arange(L), torch.randint(S, (L,), generator=gen)] = False  # one key per row
     if blocked_row is not None:
@@ -53,7 +54,7 @@ def inputs_scale(gen):
 
 def inputs_mask_2d(gen):
     x = _qkv(gen, (2,), 5, 7, 12, 12)
-    x["mask"] = _random_mask(gen, 5, 7)
+    x["mask"] = random_mask(gen, 5, 7)
     return x
 
 
@@ -68,7 +69,7 @@ def inputs_mask_4d(gen):
 def inputs_blocked_row(gen):
     x = _qkv(gen, (2,), 5, 7, 12, 12)
     x["row"] = int(torch.randint(5, (), generator=gen))
-    x["mask"] = _random_mask(gen, 5, 7, blocked_row=x["row"])
+    x["mask"] = random_mask(gen, 5, 7, blocked_row=x["row"])
     return x
 
 
@@ -76,7 +77,7 @@ def inputs_blocked_keys(gen):
     # float64: the third run has scores of order -1e4, where float32 keeps no decimals.
     x = _qkv(gen, (2,), 5, 7, 12, 12, dtype=torch.float64)
     x["key"] = int(torch.randint(7, (), generator=gen))
-    x["mask"] = _random_mask(gen, 5, 7)
+    x["mask"] = random_mask(gen, 5, 7)
     x["mask"][:, x["key"]] = True  # this key is blocked for every query
     x["mask"][torch.arange(5), (x["key"] + 1) % 7] = False  # and every row keeps another
     # Second run: only the blocked key changes, to a key every query likes and a huge value.
@@ -108,7 +109,7 @@ def inputs_bias(gen):
 
 def inputs_bias_mask(gen):
     x = inputs_bias(gen)
-    x["mask"] = _random_mask(gen, 5, 7, blocked_row=int(torch.randint(5, (), generator=gen)))
+    x["mask"] = random_mask(gen, 5, 7, blocked_row=int(torch.randint(5, (), generator=gen)))
     return x
 
 

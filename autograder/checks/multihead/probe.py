@@ -17,6 +17,7 @@ import torch
 
 from ...dispatch import MATMUL_OPS, OpCounter
 from ...probing import pair, randn
+from ..attention.probe import random_mask
 
 # (D, H): d_k = D // H is 5, 6 or 7; no D is a perfect square.
 SHAPES = ((10, 2), (12, 2), (14, 2), (15, 3), (18, 3), (21, 3), (20, 4), (28, 4))
@@ -57,14 +58,6 @@ def mha_inputs(gen, *, cross=True, bias=False, scale=1.0, B=2):
     return x
 
 
-def _random_mask(gen, L, S, blocked_row=None):
-    mask = torch.rand(L, S, generator=gen) < 0.4
-    mask[torch.arange(L), torch.randint(S, (L,), generator=gen)] = False  # one key per row
-    if blocked_row is not None:
-        mask[blocked_row] = True
-    return mask
-
-
 # --------------------------------------------------------------------------- inputs
 
 
@@ -78,7 +71,7 @@ def inputs_cross(gen):
 
 def inputs_mask(gen):
     x = mha_inputs(gen)
-    x["mask"] = _random_mask(gen, x["query"].size(1), x["key"].size(1))  # no blocked row
+    x["mask"] = random_mask(gen, x["query"].size(1), x["key"].size(1))  # no blocked row
     return x
 
 
@@ -86,7 +79,7 @@ def inputs_blocked_row(gen):
     x = mha_inputs(gen)
     L, S = x["query"].size(1), x["key"].size(1)
     x["row"] = _draw(gen, 0, L - 1)
-    x["mask"] = _random_mask(gen, L, S, blocked_row=x["row"])
+    x["mask"] = random_mask(gen, L, S, blocked_row=x["row"])
     return x
 
 
