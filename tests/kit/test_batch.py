@@ -26,6 +26,7 @@ from autograder.sandbox.runner import _malformed
 # attention + masks, the modules these tests grade (fast checks only)
 _AM = [c for m in ("attention", "masks") for c in _registry.checks_of(m) if not c.slow]
 AM_POINTS = f"{sum(c.points for c in _AM):g}"
+MASKS_POINTS = f"{sum(c.points for c in _AM if c.module == 'masks'):g}"
 
 ATTACKS = KIT / "attacks"
 MODULES = "attention,masks"
@@ -112,6 +113,7 @@ def grades(out: Path) -> dict[str, dict]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
+@pytest.mark.fast
 def test_wire_carries_plain_values_and_refuses_the_rest():
     outputs = {
         "f32": torch.randn(2, 3),
@@ -161,7 +163,7 @@ def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path, pristine_stu
     assert set(rows) == {"alice", "bob", "carol"}
     assert rows["alice"]["score"] == rows["alice"]["max_score"] == AM_POINTS
     assert rows["carol"]["score"] == "0"
-    assert 0 < float(rows["bob"]["attention"]) < 20 and rows["bob"]["masks"] == "9"
+    assert 0 < float(rows["bob"]["attention"]) < 20 and rows["bob"]["masks"] == MASKS_POINTS
     meta = json.loads((out / "batch.json").read_text())
     assert meta["tier"] == "hidden" and meta["seed"] != 20261129
     for name in rows:
@@ -210,7 +212,7 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     assert "[exited-early]" in (out / "exit_at_import" / "feedback.txt").read_text()
     assert "used up its 10 s" in rows["infinite_loop"]["notes"]
     fake = (out / "fake_passed" / "feedback.txt").read_text()
-    assert f"  | Total: {AM_POINTS} / {AM_POINTS} points" in fake and "bytes left out" in fake
+    assert "  | Total: 29 / 29 points" in fake and "bytes left out" in fake  # its own text
     assert f"Total: 0 / {AM_POINTS} points" in fake
     if os.geteuid() == 0:  # the namespace sandbox: solutions/ cannot be read
         meta = json.loads((out / "batch.json").read_text())
@@ -228,6 +230,7 @@ def test_answer_stealing_attacks_are_real_outside_the_sandbox(tmp_path, name):
 # --------------------------------------------------------------------------- hostile input
 
 
+@pytest.mark.fast
 def test_parser_survives_deep_nesting_and_fields_are_typed():
     deep = b"[" * 200_000 + b"]" * 200_000
     raw = struct.pack("<4sII", b"ALAB", len(deep), 0) + deep
@@ -247,6 +250,7 @@ def test_parser_survives_deep_nesting_and_fields_are_typed():
     assert not _malformed("outputs", {"outputs": {}})
 
 
+@pytest.mark.fast
 def test_csv_cells_are_one_line_and_never_formulas():
     assert batch_module.cell('=HYPERLINK("http://x","y")').startswith("'=")
     for lead in "=+-@\t":
@@ -345,10 +349,10 @@ def test_a_grader_error_costs_one_student(tmp_path, monkeypatch):
     monkeypatch.setattr(batch_module, "package_folder", broken)
     graded = batch_module.run(subs, tmp_path / "out", modules=["masks"], progress=False, jobs=1)
     by_name = {g.name: g for g in graded}
-    assert by_name["alice"].score == 9 and not by_name["alice"].not_graded
+    assert by_name["alice"].score == float(MASKS_POINTS) and not by_name["alice"].not_graded
     assert "RuntimeError: a grader bug" in by_name["bob"].not_graded
     rows = grades(tmp_path / "out")
-    assert rows["bob"]["score"] == "not graded" and rows["alice"]["score"] == "9"
+    assert rows["bob"]["score"] == "not graded" and rows["alice"]["score"] == MASKS_POINTS
 
 
 def test_two_batches_at_once_do_not_touch_each_other(tmp_path):
@@ -406,6 +410,7 @@ def test_fails_closed_unless_insecure(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids need root")
+@pytest.mark.fast
 def test_uid_pools_are_disjoint_and_skip_foreign_processes():
     first = jail.UidPool(2)
     try:

@@ -8,6 +8,7 @@ from autograder import fixtures, registry, stubgen
 from autograder.verdicts import close
 
 
+@pytest.mark.fast
 def test_committed_stubs_match_generation():
     generated = stubgen.generate(SOLUTIONS)
     committed = {p.name: p.read_text() for p in (ROOT / "assignments").glob("*.py")}
@@ -46,6 +47,7 @@ def test_a_students_started_file_is_told_apart_from_a_stale_stub(tmp_path, monke
     assert student_edited_stubs() == []
 
 
+@pytest.mark.fast
 def test_every_stub_raises_not_implemented_naming_its_exercise():
     text = stubgen.generate(SOLUTIONS)["attention.py"]
     assert "### BEGIN SOLUTION" not in text and "rows sum to 1\n" not in text
@@ -54,6 +56,7 @@ def test_every_stub_raises_not_implemented_naming_its_exercise():
     assert "TODO (scaled_dot_product_attention)" in text
 
 
+@pytest.mark.fast
 def test_stubgen_rejects_broken_markers():
     for bad in (
         "### BEGIN SOLUTION\nx = 1\n",
@@ -64,6 +67,7 @@ def test_stubgen_rejects_broken_markers():
             stubgen.stub_source(bad)
 
 
+@pytest.mark.fast
 def test_stub_names_method_and_keeps_indentation():
     src = (
         "class A:\n    def forward(self, x):\n        # TODO\n        ### BEGIN SOLUTION\n"

@@ -14,6 +14,8 @@ from conftest import SOLUTIONS
 
 from autograder import stubgen
 
+pytestmark = pytest.mark.fast
+
 FILES = sorted(p for p in SOLUTIONS.glob("*.py") if stubgen.BEGIN in p.read_text())
 
 
