@@ -81,12 +81,16 @@ def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
     masks, results = folder / "masks.py", tmp_path / "build" / "results.json"
     watch = Watch(folder, results)
     try:
-        watch.until("masks.py", "[not-attempted]", "Total: 0 / 9", "Watching")
+        watch.until("masks.py", "[not-attempted]", f"Total: 0 / {MASKS_POINTS:g}", "Watching")
         assert (tmp_path / "build" / "report.html").is_file()
 
         solution = (SOLUTIONS / "masks.py").read_text()
         _save(masks, solution)
-        watch.until("masks.py changed", "Total: 9 / 9 points (all checks passed)", "Watching")
+        watch.until(
+            "masks.py changed",
+            f"Total: {MASKS_POINTS:g} / {MASKS_POINTS:g} points (all checks passed)",
+            "Watching",
+        )
         scores = {t["name"]: t["score"] for t in json.loads(results.read_text())["tests"]}
         assert sum(scores.values()) == MASKS_POINTS and all(n.startswith("masks: ") for n in scores)
 
@@ -99,14 +103,19 @@ def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
         )
         assert loop != solution
         _save(masks, loop)
-        text = watch.until("masks.py changed", "TIME", "Total: 7 / 9", "Watching")
+        text = watch.until(
+            "masks.py changed",
+            "TIME",
+            f"Total: {MASKS_POINTS - 2:g} / {MASKS_POINTS:g}",
+            "Watching",
+        )
         assert "[timeout]" in text
 
         _save(masks, "import os\nos._exit(3)\n")
-        watch.until("masks.py changed", "ended without a result", "exit status 3")
+        watch.until("masks.py changed", "[exited-early]", "exit status 3", "Watching")
 
         _save(masks, solution)  # the watcher is still alive: it grades again
-        watch.until("masks.py changed", "Total: 9 / 9", "Watching")
+        watch.until("masks.py changed", f"Total: {MASKS_POINTS:g} / {MASKS_POINTS:g}", "Watching")
 
         watch.proc.send_signal(signal.SIGINT)
         assert watch.proc.wait(timeout=WAIT) == 0
