@@ -33,9 +33,10 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import fixtures, registry, report
+from . import registry, report
 from .core import Result
 from .course_config import CourseConfig
+from .references import References
 from .sandbox.runner import Sandbox
 
 COURSE_ID = "attention-lab"
@@ -111,7 +112,7 @@ def judge_assignment(
                 # One seed per student: the references are computed here (the trusted side)
                 # for that seed before the sandboxed process starts.
                 sb.seed = item.seed
-                sb.references = {assignment: fixtures.compute(assignment, seed=item.seed)}
+                sb.references = {assignment: References.hidden(item.seed).module(assignment)}
                 graded = sb.grade(folder, student)
                 item.results, item.notes = graded.results, list(graded.notes)
                 judged.append(item)

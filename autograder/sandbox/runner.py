@@ -35,6 +35,7 @@ from ..core import (
 )
 from ..engine import judge
 from ..probing import make_inputs
+from ..references import References
 from . import wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
@@ -156,14 +157,14 @@ class Sandbox:
             raise
         self.public = public
         self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
+        # The one References API (public fixtures, or the hidden tier computed here, on the
+        # trusted side); the dict keeps what each module's verdicts compare with.
+        refs = References.public() if public else References.hidden(self.seed)
         self.references: dict[str, dict] = {}
         self.reference_errors: dict[str, str] = {}
         for module in self.modules:
             try:
-                if public:
-                    self.references[module] = fixtures.load(module)
-                else:
-                    self.references[module] = fixtures.compute(module, seed=self.seed)
+                self.references[module] = refs.module(module)
             except Exception as e:
                 self.reference_errors[module] = f"{type(e).__name__}: {e}"
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
