@@ -13,27 +13,48 @@ from typing import Any
 # --------------------------------------------------------------------------- misconceptions
 
 
+HINT_LEVELS = ("the idea", "the operation or API", "nearly the code")
+
+
 @dataclass(frozen=True)
 class Misconception:
     """A named, classic mistake: what the student probably did, and how to fix it.
 
-    `message` and `hint` may hold `{placeholders}` filled by the verdict that detects it.
+    `message` and every hint may hold `{placeholders}` filled by the verdict that detects it.
+    `hints` is the hint ladder, one text per level of `HINT_LEVELS` (1: the idea, 2: the
+    operation or API to use, 3: nearly the code). A misconception still written with one hint
+    string holds it as level 3, with levels 1 and 2 empty.
     """
 
     id: str
     message: str
-    hint: str = ""
+    hints: tuple[str, ...] = ("", "", "")
+
+    @property
+    def hint(self) -> str:
+        """The most detailed level written (what a student sees when no ladder state applies)."""
+        return next((h for h in reversed(self.hints) if h), "")
 
 
 _MISCONCEPTIONS: dict[str, Misconception] = {}
 
 
-def misconception(id: str, message: str, hint: str = "") -> Misconception:
-    """Declare a misconception once; ids are unique across the whole kit."""
-    if id in _MISCONCEPTIONS and _MISCONCEPTIONS[id] != Misconception(id, message, hint):
+def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") -> Misconception:
+    """Declare a misconception once; ids are unique across the whole kit.
+
+    `hint` is the ladder `(idea, operation or API, nearly the code)`, or one string (level 3).
+    """
+    hints = ("", "", hint) if isinstance(hint, str) else tuple(hint)
+    if len(hints) != len(HINT_LEVELS):
+        raise ValueError(
+            f"misconception {id!r}: expected {len(HINT_LEVELS)} hint levels "
+            f"{HINT_LEVELS}, got {len(hints)}"
+        )
+    declared_now = Misconception(id, message, hints)
+    if id in _MISCONCEPTIONS and _MISCONCEPTIONS[id] != declared_now:
         raise ValueError(f"misconception id {id!r} is declared twice with different texts")
-    _MISCONCEPTIONS[id] = Misconception(id, message, hint)
-    return _MISCONCEPTIONS[id]
+    _MISCONCEPTIONS[id] = declared_now
+    return declared_now
 
 
 def declared() -> dict[str, Misconception]:

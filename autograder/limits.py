@@ -68,3 +68,4 @@ def warm_up() -> None:
     F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
     F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()
+    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)  # meta kernels load lazily (~1 CPU-s)
