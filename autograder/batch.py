@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from . import registry, report
 from .core import IMPORT_ERROR
+from .options import modules_of
 from .sandbox.jail import Limits
 
 if TYPE_CHECKING:
@@ -413,16 +414,7 @@ def run(
 
 
 def cmd_batch(args) -> int:
-    modules = registry.modules()
-    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in modules]
-    if unknown:
-        print(
-            f"error: EX={args.ex!r}: unknown module {unknown[0]!r}; expected one of "
-            f"{', '.join(modules)}",
-            file=sys.stderr,
-        )
-        return 2
+    wanted = modules_of(args.ex)
     for name in ("timeout", "check_timeout", "memory", "jobs"):
         value = getattr(args, name)
         if value is not None and value <= 0:

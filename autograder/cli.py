@@ -27,6 +27,7 @@ from . import scaffold, stubgen, syllabus
 from .batch import add_verbs as add_batch_verbs
 from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
+from .options import add_grading_options, modules_of
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 from .trusted import NOT_IN_STUDENT_COPY
 
@@ -45,10 +46,7 @@ def cmd_grade(args) -> int:
             f"SUBMISSION={args.submission!r} is not a folder; expected a folder holding the "
             f"exercise modules ({', '.join(m + '.py' for m in _modules())})"
         )
-    try:
-        wanted = syllabus.parse_modules(args.ex) if args.ex.strip() else []
-    except syllabus.UnknownModule as e:
-        raise UsageError(f"EX={args.ex!r}: {e}") from None
+    wanted = modules_of(args.ex)
     modules = _modules()
     present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
     if not present:
@@ -182,13 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     grade = verbs.add_parser("grade", help="grade a submission folder")
-    grade.add_argument("--submission", default="assignments")
-    grade.add_argument("--ex", default="", help="comma-separated modules (default: all)")
-    grade.add_argument("--device", default="cpu")
-    grade.add_argument("--results", default="build/results.json")
-    grade.add_argument(
-        "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
-    )
+    add_grading_options(grade)
     grade.add_argument(
         "--verbose",
         action="store_true",

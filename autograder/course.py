@@ -48,12 +48,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from . import course_collect, course_config, course_export, course_judge, registry
 from .core import Check
 from .notebook import HIDDEN_VARIABLE, SEED_VARIABLE
+from .paths import COURSE_TEXT as TEXT
+from .paths import ROOT, SOLUTIONS
 from .submission import trusted_modules
 from .unicode_math import markdown as unicode_math_markdown
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-TEXT = ROOT / "course" / "text"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
 

@@ -28,7 +28,6 @@ import hashlib
 import hmac
 import html
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -38,10 +37,10 @@ from pathlib import Path
 
 from . import registry
 from .batch import feedback_text
+from .options import add_platform_verbs, modules_of
+from .paths import ROOT
 from .sandbox.runner import Sandbox
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 ROOT_ENV = "ATTENTION_LAB_PL_ROOT"
 KIT = "attention_lab"
 IMAGE = "attention-lab-grader"  # build it from serverFilesCourse/attention_lab/Dockerfile
@@ -270,11 +269,7 @@ def run(root: Path) -> int:
 
 
 def cmd_build(args) -> int:
-    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in registry.modules()]
-    if unknown:
-        print(f"error: EX={args.ex!r}: unknown module {unknown[0]!r}", file=sys.stderr)
-        return 2
+    wanted = modules_of(args.ex)
     try:
         out = build(Path(args.out), wanted)
     except FileNotFoundError as e:
@@ -285,19 +280,16 @@ def cmd_build(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
-    root = Path(args.root or os.environ.get(ROOT_ENV) or "/grade")
-    if not root.is_dir():
-        print(f"error: the PrairieLearn root {str(root)!r} is not a folder", file=sys.stderr)
-        return 2
-    return run(root)
-
-
 def add_verbs(verbs) -> None:
-    b = verbs.add_parser("prairielearn", help="write a PrairieLearn course folder")
-    b.add_argument("--out", default="build/prairielearn")
-    b.add_argument("--ex", default="", help="comma-separated modules (default: all)")
-    b.set_defaults(run=cmd_build)
-    r = verbs.add_parser("prairielearn-run", help="grade /grade/student (PrairieLearn)")
-    r.add_argument("--root", default=None, help=f"default ${ROOT_ENV} or /grade")
-    r.set_defaults(run=cmd_run)
+    add_platform_verbs(
+        verbs,
+        "prairielearn",
+        "PrairieLearn",
+        build=cmd_build,
+        run=run,
+        out="build/prairielearn",
+        root_env=ROOT_ENV,
+        root_default="/grade",
+        build_help="write a PrairieLearn course folder",
+        run_help="grade /grade/student (PrairieLearn)",
+    )

@@ -36,10 +36,11 @@ import matplotlib.figure
 import torch
 import torch.nn.functional as F
 
-from . import engine, limits, registry, report, report_html, syllabus
+from . import engine, limits, registry, report, report_html
 from .core import Result
 from .dispatch import OpCounter
 from .errors import UsageError
+from .options import add_grading_options, modules_of
 from .references import References
 from .submission import Submission, trusted_modules
 
@@ -279,10 +280,7 @@ def cmd_watch(args) -> int:
     folder = Path(args.submission)
     if not folder.is_dir():
         raise UsageError(f"SUBMISSION={args.submission!r} is not a folder")
-    try:
-        wanted = syllabus.parse_modules(args.ex) if args.ex.strip() else []
-    except syllabus.UnknownModule as e:
-        raise UsageError(f"EX={args.ex!r}: {e}") from None
+    wanted = modules_of(args.ex)
     if args.device != "cpu":
         raise UsageError("make watch grades on the CPU only (DEVICE=cpu)")
     limits.configure(cpu=args.cpu_limit)
@@ -298,13 +296,7 @@ def cmd_watch(args) -> int:
 
 def add_verbs(verbs) -> None:
     watch = verbs.add_parser("watch", help="re-grade a module each time it is saved")
-    watch.add_argument("--submission", default="assignments")
-    watch.add_argument("--ex", default="", help="comma-separated modules (default: all)")
-    watch.add_argument("--device", default="cpu")
-    watch.add_argument("--results", default="build/results.json")
-    watch.add_argument(
-        "--cpu-limit", type=float, default=None, help="CPU seconds per check (default: calibrated)"
-    )
+    add_grading_options(watch)
     watch.add_argument(
         "--hard-limit",
         type=float,

@@ -19,8 +19,10 @@ import traceback
 import zipfile
 from pathlib import Path
 
+from ..options import add_platform_verbs, modules_of
+from ..paths import ROOT
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 ROOT_ENV = "ATTENTION_LAB_GRADESCOPE_ROOT"
 SHIPPED = ("autograder", "solutions")
 CONFIG = "attention_lab.json"  # in the zip: the modules to grade (`make gradescope EX=...`)
@@ -150,31 +152,21 @@ _REFUSED = (
 
 
 def cmd_build(args) -> int:
-    from .. import registry
-
-    wanted = [m.strip().removesuffix(".py") for m in args.ex.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in registry.modules()]
-    if unknown:
-        print(f"error: EX={args.ex!r}: unknown module {unknown[0]!r}", file=sys.stderr)
-        return 2
-    out = build(Path(args.out), wanted)
+    out = build(Path(args.out), modules_of(args.ex))
     print(f"wrote {out} (setup.sh, run_autograder, requirements.lock, autograder/, solutions/)")
     return 0
 
 
-def cmd_run(args) -> int:
-    root = Path(args.root or os.environ.get(ROOT_ENV) or "/autograder")
-    if not root.is_dir():
-        print(f"error: the Gradescope root {str(root)!r} is not a folder", file=sys.stderr)
-        return 2
-    return run(root)
-
-
 def add_verbs(verbs) -> None:
-    b = verbs.add_parser("gradescope", help="build autograder.zip for Gradescope")
-    b.add_argument("--out", default="build/autograder.zip")
-    b.add_argument("--ex", default="", help="comma-separated modules (default: all)")
-    b.set_defaults(run=cmd_build)
-    r = verbs.add_parser("gradescope-run", help="grade /autograder/submission (Gradescope)")
-    r.add_argument("--root", default=None, help=f"default ${ROOT_ENV} or /autograder")
-    r.set_defaults(run=cmd_run)
+    add_platform_verbs(
+        verbs,
+        "gradescope",
+        "Gradescope",
+        build=cmd_build,
+        run=run,
+        out="build/autograder.zip",
+        root_env=ROOT_ENV,
+        root_default="/autograder",
+        build_help="build autograder.zip for Gradescope",
+        run_help="grade /autograder/submission (Gradescope)",
+    )

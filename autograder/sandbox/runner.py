@@ -34,13 +34,13 @@ from ..core import (
     misconception,
 )
 from ..engine import judge
+from ..paths import ROOT
 from ..probing import make_inputs
 from ..references import References
 from . import wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
 
-ROOT = Path(__file__).resolve().parents[2]
 # Never visible to student code: the solutions and everything derived from them by hand.
 SECRET = ("solutions", "tests", "course", ".git", "build")
 MAX_CHANNEL = 64 << 20
