@@ -231,25 +231,29 @@ def _plots(data: ClassData, out: Path) -> list[str]:
         plt.close(fig)
         written.append("scores.png")
     found = misconceptions(data)[:15]
-    if found:
-        fig, ax = plt.subplots(figsize=(8, 0.4 * len(found) + 1.5))
-        labels = [f"{ex}: {mis}" for ex, mis, _, _ in found][::-1]
-        ax.barh(labels, [100 * share for *_, share in found][::-1])
-        ax.set_xlabel("% of graded students")
-        ax.set_title("Most common misconceptions")
-        fig.savefig(out / "misconceptions.png", dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        written.append("misconceptions.png")
-    failed = failed_checks(data)[:15]
-    if failed:
-        fig, ax = plt.subplots(figsize=(8, 0.4 * len(failed) + 1.5))
-        labels = [textwrap.shorten(c, 70, placeholder="...") for c, *_ in failed]
-        ax.barh(labels[::-1], [100 * n / g for _, n, g in failed][::-1])
-        ax.set_xlabel("% of students who lost points")
-        ax.set_title("Most-failed checks")
-        fig.savefig(out / "failed-checks.png", dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        written.append("failed-checks.png")
+    bars = {
+        "misconceptions.png": (
+            [f"{ex}: {mis}" for ex, mis, _, _ in found],
+            [100 * share for *_, share in found],
+            "% of graded students",
+            "Most common misconceptions",
+        ),
+        "failed-checks.png": (
+            [textwrap.shorten(c, 70, placeholder="...") for c, *_ in failed_checks(data)[:15]],
+            [100 * n / g for _, n, g in failed_checks(data)[:15]],
+            "% of students who lost points",
+            "Most-failed checks",
+        ),
+    }
+    for name, (labels, values, xlabel, title) in bars.items():
+        if labels:  # the largest bar on top
+            fig, ax = plt.subplots(figsize=(8, 0.4 * len(labels) + 1.5))
+            ax.barh(labels[::-1], values[::-1])
+            ax.set_xlabel(xlabel)
+            ax.set_title(title)
+            fig.savefig(out / name, dpi=100, bbox_inches="tight")
+            plt.close(fig)
+            written.append(name)
     return written
 
 

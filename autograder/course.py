@@ -384,12 +384,7 @@ def sanitize_preprocessors() -> list:
 def course_modules(modules: list[str] | None = None, solutions: Path = SOLUTIONS) -> list[str]:
     """Exercise modules with checks and a solution file, in course order."""
     known = [m for m in registry.modules() if (solutions / f"{m}.py").is_file()]
-    if modules:
-        unknown = [m for m in modules if m not in known]
-        if unknown:
-            raise ValueError(f"unknown exercise module {unknown[0]!r}; expected one of {known}")
-        return [m for m in known if m in modules]
-    return known
+    return _chosen(known, modules, "exercise module")
 
 
 def write_course(
@@ -422,12 +417,15 @@ def assignments(root: Path, wanted: list[str] | None = None) -> list[str]:
     found.sort(key=lambda a: (order.get(a, len(order)), a))
     if not found:
         raise FileNotFoundError(f"{root}/source holds no assignment: run `make course` first")
-    if wanted:
-        missing = [a for a in wanted if a not in found]
-        if missing:
-            raise ValueError(f"unknown assignment {missing[0]!r}; expected one of {found}")
-        return [a for a in found if a in wanted]
-    return found
+    return _chosen(found, wanted, "assignment")
+
+
+def _chosen(known: list[str], wanted: list[str] | None, what: str) -> list[str]:
+    """`wanted` (all when empty) in the order of `known`; an unknown name is a ValueError."""
+    unknown = [w for w in wanted or [] if w not in known]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown[0]!r}; expected one of {known}")
+    return [k for k in known if k in wanted] if wanted else known
 
 
 def kernel_env(root: Path) -> dict[str, str]:

@@ -22,6 +22,16 @@ HEADER = (
 _DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
 
 
+def _track(enclosing: list[tuple[int, str]], line: str) -> None:
+    """Keep `enclosing` the stack of (indent, name) of the defs and classes around `line`."""
+    match = _DEF.match(line)
+    if match:
+        depth = len(line) - len(line.lstrip())
+        while enclosing and enclosing[-1][0] >= depth:
+            enclosing.pop()
+        enclosing.append((depth, match.group(1)))
+
+
 def stub_source(text: str, name: str = "module.py") -> str:
     """The stub of one solution file's text."""
     out, enclosing, inside = [], [], None
@@ -43,12 +53,7 @@ def stub_source(text: str, name: str = "module.py") -> str:
             out.append(f'{indent}raise NotImplementedError("{exercise}: not attempted yet")\n')
             inside = number
             continue
-        match = _DEF.match(line)
-        if match:
-            depth = len(line) - len(line.lstrip())
-            while enclosing and enclosing[-1][0] >= depth:
-                enclosing.pop()
-            enclosing.append((depth, match.group(1)))
+        _track(enclosing, line)
         out.append(line)
     if inside is not None:
         raise ValueError(f"{name}:{inside}: {BEGIN} is never closed")
@@ -154,12 +159,7 @@ def hint_leaks(text: str, name: str = "module.py") -> list[dict]:
     i = 0
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()
-        match = _DEF.match(line)
-        if match:
-            depth = len(line) - len(line.lstrip())
-            while enclosing and enclosing[-1][0] >= depth:
-                enclosing.pop()
-            enclosing.append((depth, match.group(1)))
+        _track(enclosing, line)
         if stripped != BEGIN:
             i += 1
             continue
