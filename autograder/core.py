@@ -273,14 +273,13 @@ class CheckList(list):
     """The checks of one exercise module, declared next to their verdicts (judge.py):
 
         CHECKS = CheckList("attention")
+        SDPA = CHECKS.exercise("scaled_dot_product_attention", probe=probe.probe_sdpa)
 
-        @CHECKS.check("scale", "scores are scaled by 1/√d_k", 2,
-                      inputs=probe.inputs_scale, probe=probe.sdpa,
-                      exercise="scaled_dot_product_attention")
+        @SDPA.check("scale", "scores are scaled by 1/√d_k", 2, inputs=probe.inputs_scale)
         def verdict_scale(got, want, x): ...
 
     A verdict shared by several checks is declared again with `verdict=`:
-        CHECKS.check("float64", ..., verdict=verdict_reference)
+        SDPA.check("float64", ..., verdict=verdict_reference)
     Checks keep the order of their declarations (the order students meet them).
     """
 
@@ -334,6 +333,33 @@ class CheckList(list):
             register(verdict)
             return verdict
         return register
+
+    def exercise(self, exercise: str, *, probe: ProbeFn) -> Exercise:
+        """The checks of one exercise, most of them through one probe:
+
+        MERGE = CHECKS.exercise("merge_heads", probe=probe.probe_merge)
+
+        @MERGE.check("shape", "returns (B, T, D)", 1, inputs=probe.inputs_merge)
+        def verdict_shape(got, want, x): ...
+        """
+        return Exercise(self, exercise, probe)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """`CheckList.check` with the exercise and its usual probe filled in."""
+
+    checks: CheckList
+    name: str
+    probe: ProbeFn
+
+    def check(
+        self, slug: str, title: str, points: float, *, probe: ProbeFn | None = None, **options
+    ):
+        """CheckList.check(slug, title, points, inputs=..., ...) with probe and exercise set."""
+        return self.checks.check(
+            slug, title, points, probe=probe or self.probe, exercise=self.name, **options
+        )
 
 
 class Status(StrEnum):

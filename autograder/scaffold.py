@@ -80,18 +80,16 @@ CHECKS = CheckList("{name}")
 ADDS_INSTEAD = misconception(
     "{name}-adds-instead",
     "You added x to 2 instead of multiplying it by 2.",
-    "Doubling is x * 2.",
+    (
+        "Doubling a number scales it; adding a constant shifts it.",
+        "Use multiplication, elementwise over the tensor.",
+        "Multiply x by 2 (not x + 2).",
+    ),
 )
+DOUBLE = CHECKS.exercise("double", probe=probe.probe_double)
 
 
-@CHECKS.check(
-    "reference",
-    "matches the reference",
-    1,
-    inputs=probe.inputs_basic,
-    probe=probe.probe_double,
-    exercise="double",
-)
+@DOUBLE.check("reference", "matches the reference", 1, inputs=probe.inputs_basic)
 def verdict_reference(got, want, x):
     out = tensor(got, "out", "the output", shape=want["out"].shape, dtype=want["out"].dtype)
     candidates = [(ADDS_INSTEAD, lambda: x["x"] + 2, {{}})]

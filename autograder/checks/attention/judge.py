@@ -236,49 +236,44 @@ def _consistent(got, x, *, out="out", weights="weights"):
     assert_close(o, (w.double() @ x["v"].double()).to(o.dtype), "the output (weights @ v)")
 
 
-@CHECKS.check(
-    "reference",
-    "matches the reference (L ≠ S, d_k ≠ d_v)",
-    3,
-    inputs=probe.inputs_basic,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
+SCALED_DOT_PRODUCT_ATTENTION = CHECKS.exercise(
+    "scaled_dot_product_attention", probe=probe.probe_sdpa
+)
+
+
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "reference", "matches the reference (L ≠ S, d_k ≠ d_v)", 3, inputs=probe.inputs_basic
 )
 def verdict_reference(got, want, x):
     _compare(got, want, x)
 
 
-@CHECKS.check(
+@SCALED_DOT_PRODUCT_ATTENTION.check(
     "batch-dims",
     "matches the reference with no batch dim and with (B, H) batch dims",
     2,
     inputs=probe.inputs_batch_dims,
     probe=probe.probe_batch_dims,
-    exercise="scaled_dot_product_attention",
 )
 def verdict_batch_dims(got, want, x):
     for shape, xs in x.items():
         _compare(got, want, xs, prefix=f"{shape}/")
 
 
-CHECKS.check(
+SCALED_DOT_PRODUCT_ATTENTION.check(
     "float64",
     "keeps float64 and matches the reference at float64 precision",
     1,
     inputs=probe.inputs_float64,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
     verdict=verdict_reference,
 )
 
 
-@CHECKS.check(
+@SCALED_DOT_PRODUCT_ATTENTION.check(
     "rows-sum-to-one",
     "each query's weights sum to 1 over the keys",
     1,
     inputs=probe.inputs_same_width,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
 )
 def verdict_rows_sum(got, want, x):
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
@@ -290,13 +285,8 @@ def verdict_rows_sum(got, want, x):
     assert_close(weights.sum(dim=-1), ones, "the row sums of the weights")
 
 
-@CHECKS.check(
-    "scale",
-    "scores are scaled by 1/√d_k",
-    2,
-    inputs=probe.inputs_scale,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "scale", "scores are scaled by 1/√d_k", 2, inputs=probe.inputs_scale
 )
 def verdict_scale(got, want, x):
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
@@ -306,33 +296,27 @@ def verdict_scale(got, want, x):
     assert_close(weights, want["weights"], "the weights", _candidates(x, "weights"))
 
 
-CHECKS.check(
+SCALED_DOT_PRODUCT_ATTENTION.check(
     "mask-2d",
     "matches the reference with an (L, S) mask broadcast over the batch",
     2,
     inputs=probe.inputs_mask_2d,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
     verdict=verdict_reference,
 )
-CHECKS.check(
+SCALED_DOT_PRODUCT_ATTENTION.check(
     "mask-4d",
     "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
     2,
     inputs=probe.inputs_mask_4d,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
     verdict=verdict_reference,
 )
 
 
-@CHECKS.check(
+@SCALED_DOT_PRODUCT_ATTENTION.check(
     "blocked-row",
     "a fully blocked row gives zero weights and output, no NaN",
     2,
     inputs=probe.inputs_blocked_row,
-    probe=probe.probe_sdpa,
-    exercise="scaled_dot_product_attention",
 )
 def verdict_blocked_row(got, want, x):
     out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
@@ -345,13 +329,12 @@ def verdict_blocked_row(got, want, x):
     _consistent(got, x)
 
 
-@CHECKS.check(
+@SCALED_DOT_PRODUCT_ATTENTION.check(
     "blocked-keys",
     "a blocked key's k and v change nothing, even when every allowed key scores low",
     1,
     inputs=probe.inputs_blocked_keys,
     probe=probe.probe_blocked_keys,
-    exercise="scaled_dot_product_attention",
 )
 def verdict_blocked_keys(got, want, x):
     _consistent(got, x)
@@ -369,13 +352,12 @@ def verdict_blocked_keys(got, want, x):
     _consistent(got, third, out="out3", weights="weights3")
 
 
-@CHECKS.check(
+@SCALED_DOT_PRODUCT_ATTENTION.check(
     "causal",
     "under a causal mask the future cannot change the past",
     1,
     inputs=probe.inputs_causal,
     probe=probe.probe_causal,
-    exercise="scaled_dot_product_attention",
 )
 def verdict_causal(got, want, x):
     t = x["t"]
@@ -386,21 +368,20 @@ def verdict_causal(got, want, x):
         raise Failure(CAUSAL_LEAK)
 
 
-CHECKS.check(
+ATTENTION_WITH_BIAS = CHECKS.exercise("attention_with_bias", probe=probe.probe_bias)
+
+
+ATTENTION_WITH_BIAS.check(
     "bias",
     "attention_with_bias matches the reference",
     2,
     inputs=probe.inputs_bias,
-    probe=probe.probe_bias,
-    exercise="attention_with_bias",
     verdict=verdict_reference,
 )
-CHECKS.check(
+ATTENTION_WITH_BIAS.check(
     "bias-mask",
     "attention_with_bias matches the reference with a mask and a fully blocked row",
     1,
     inputs=probe.inputs_bias_mask,
-    probe=probe.probe_bias,
-    exercise="attention_with_bias",
     verdict=verdict_reference,
 )

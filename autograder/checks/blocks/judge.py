@@ -216,13 +216,14 @@ def _ln_what(case):
     return f"layer_norm({args}, eps={case['eps']:g}) on x of shape {tuple(case['x'].shape)}"
 
 
-@CHECKS.check(
+LAYER_NORM = CHECKS.exercise("layer_norm", probe=probe.probe_layer_norm)
+
+
+@LAYER_NORM.check(
     "layer-norm",
     "layer_norm matches the reference (with and without weight and bias)",
     2,
     inputs=probe.inputs_layer_norm,
-    probe=probe.probe_layer_norm,
-    exercise="layer_norm",
 )
 def verdict_layer_norm(got, want, x):
     """Everything but where eps goes: eps outside the root (with the biased variance) passes
@@ -236,13 +237,11 @@ def verdict_layer_norm(got, want, x):
         assert_close(y, want[name], what, _ln_candidates(case))
 
 
-@CHECKS.check(
+@LAYER_NORM.check(
     "layer-norm-eps",
     "layer_norm puts the given eps inside the square root (tiny variances)",
     1,
     inputs=probe.inputs_layer_norm_eps,
-    probe=probe.probe_layer_norm,
-    exercise="layer_norm",
 )
 def verdict_layer_norm_eps(got, want, x):
     """Where eps goes and which eps is used. The unbiased variance with eps inside the root
@@ -292,37 +291,33 @@ def _verdict_ffn(got, want, x, activation):
     assert_close(out, want["out"], what, candidates)
 
 
-@CHECKS.check(
-    "ffn-gelu",
-    "FeedForward with the exact GELU matches the reference",
-    2,
-    inputs=probe.inputs_ffn,
-    probe=probe.probe_ffn_gelu,
-    exercise="FeedForward",
+FEED_FORWARD = CHECKS.exercise("FeedForward", probe=probe.probe_ffn_gelu)
+
+
+@FEED_FORWARD.check(
+    "ffn-gelu", "FeedForward with the exact GELU matches the reference", 2, inputs=probe.inputs_ffn
 )
 def verdict_ffn_gelu(got, want, x):
     _verdict_ffn(got, want, x, "gelu")
 
 
-@CHECKS.check(
+@FEED_FORWARD.check(
     "ffn-relu",
     "FeedForward with ReLU matches the reference",
     1,
     inputs=probe.inputs_ffn,
     probe=probe.probe_ffn_relu,
-    exercise="FeedForward",
 )
 def verdict_ffn_relu(got, want, x):
     _verdict_ffn(got, want, x, "relu")
 
 
-@CHECKS.check(
+@FEED_FORWARD.check(
     "ffn-dropout-eval",
     "FeedForward: dropout does nothing in eval mode (deterministic, equal to dropout=0)",
     1,
     inputs=probe.inputs_ffn,
     probe=probe.probe_ffn_dropout_eval,
-    exercise="FeedForward",
 )
 def verdict_ffn_dropout_eval(got, want, x):
     what = _ffn_what(x, dropout=0.5) + " in eval mode"
@@ -333,13 +328,12 @@ def verdict_ffn_dropout_eval(got, want, x):
     assert_close(out, same, what + ", compared with your FeedForward with dropout=0")
 
 
-@CHECKS.check(
+@FEED_FORWARD.check(
     "ffn-dropout-train",
     "FeedForward: in training mode dropout acts on the activations between linear1 and linear2",
     1,
     inputs=probe.inputs_ffn_train,
     probe=probe.probe_ffn_dropout_train,
-    exercise="FeedForward",
 )
 def verdict_ffn_dropout_train(got, want, x):
     """From the output alone: linear2's weight has full column rank (d_ff < d_model), so the
@@ -491,37 +485,36 @@ def _verdict_block(got, want, x, norm_first, activation):
     assert_close(out2, want["out2"], f"{what} on a second input")
 
 
-@CHECKS.check(
+TRANSFORMER_BLOCK = CHECKS.exercise("TransformerBlock", probe=probe.probe_pre_ln)
+
+
+@TRANSFORMER_BLOCK.check(
     "pre-ln",
     "TransformerBlock Pre-LN matches the reference (norm_first=True, causal mask)",
     3,
     inputs=probe.inputs_block,
-    probe=probe.probe_pre_ln,
-    exercise="TransformerBlock",
 )
 def verdict_pre_ln(got, want, x):
     _verdict_block(got, want, x, True, "gelu")
 
 
-@CHECKS.check(
+@TRANSFORMER_BLOCK.check(
     "post-ln",
     "TransformerBlock Post-LN matches the reference (norm_first=False, causal mask)",
     3,
     inputs=probe.inputs_block,
     probe=probe.probe_post_ln,
-    exercise="TransformerBlock",
 )
 def verdict_post_ln(got, want, x):
     _verdict_block(got, want, x, False, "relu")
 
 
-@CHECKS.check(
+@TRANSFORMER_BLOCK.check(
     "block-dropout-eval",
     "TransformerBlock: dropout does nothing in eval mode (deterministic, equal to dropout=0)",
     1,
     inputs=probe.inputs_block,
     probe=probe.probe_block_dropout_eval,
-    exercise="TransformerBlock",
 )
 def verdict_block_dropout_eval(got, want, x):
     what = _block_what(x, dropout=0.3) + " in eval mode"
@@ -548,14 +541,13 @@ def _fit_rows(out, base, sub, final, scale, tol):
     return best.values <= 1, masks[best.indices]
 
 
-@CHECKS.check(
+@TRANSFORMER_BLOCK.check(
     "block-dropout-train",
     "TransformerBlock: in training mode dropout acts on each sub-layer's output (Pre-LN and "
     "Post-LN)",
     1,
     inputs=probe.inputs_block_train,
     probe=probe.probe_block_dropout_train,
-    exercise="TransformerBlock",
 )
 def verdict_block_dropout_train(got, want, x):
     """Each run makes one sub-layer output a fixed tensor s and the other 0, so the block

@@ -134,25 +134,24 @@ def _check_entropy(got, want_value, w):
     assert_close(value, want_value, "the head entropies", _candidates(w, value))
 
 
-@CHECKS.check(
+HEAD_ENTROPY = CHECKS.exercise("head_entropy", probe=probe.probe_entropy)
+
+
+@HEAD_ENTROPY.check(
     "entropy-random",
     "head_entropy matches the reference on random attention maps with fully blocked rows",
     2,
     inputs=probe.inputs_random,
-    probe=probe.probe_entropy,
-    exercise="head_entropy",
 )
 def verdict_random(got, want, x):
     _check_entropy(got, want["entropy"], x["w"])
 
 
-@CHECKS.check(
+@HEAD_ENTROPY.check(
     "entropy-crafted",
     "head_entropy: uniform rows = log S, one-hot rows = 0, blocked rows left out",
     2,
     inputs=probe.inputs_crafted,
-    probe=probe.probe_entropy,
-    exercise="head_entropy",
 )
 def verdict_crafted(got, want, x):
     # The closed forms, independent of the reference: log S, 0, log n, 0.
@@ -160,13 +159,14 @@ def verdict_crafted(got, want, x):
     _check_entropy(got, closed, x["w"])
 
 
-@CHECKS.check(
+CLASSIFY_HEADS = CHECKS.exercise("classify_heads", probe=probe.probe_classify)
+
+
+@CLASSIFY_HEADS.check(
     "classify-heads",
     "classify_heads: collapsed / uniform / fine, relative to log n (n = allowed keys)",
     2,
     inputs=probe.inputs_classify,
-    probe=probe.probe_classify,
-    exercise="classify_heads",
 )
 def verdict_classify(got, want, x):
     for key, w, mask, what in (

@@ -105,13 +105,14 @@ def _norms(got, key, what, n):
     return value.detach().to(torch.float64), tol
 
 
-@CHECKS.check(
+LAYER_GRADIENT_NORMS = CHECKS.exercise("layer_gradient_norms", probe=probe.probe_norms)
+
+
+@LAYER_GRADIENT_NORMS.check(
     "ln-gradient-norms",
     "layer_gradient_norms matches the reference: per-block gradient norms of one loss",
     2,
     inputs=probe.inputs_norms,
-    probe=probe.probe_norms,
-    exercise="layer_gradient_norms",
 )
 def verdict_norms(got, want, x):
     n = len(x["weights"])
@@ -163,13 +164,14 @@ def _same(a, b) -> bool:
     )
 
 
-@CHECKS.check(
+COMPARE_LN_PLACEMENT = CHECKS.exercise("compare_ln_placement", probe=probe.probe_placement)
+
+
+@COMPARE_LN_PLACEMENT.check(
     "ln-placement",
     "compare_ln_placement: Pre-LN (final norm) against Post-LN, one input, one set of weights",
     2,
     inputs=probe.inputs_placement,
-    probe=probe.probe_placement,
-    exercise="compare_ln_placement",
 )
 def verdict_placement(got, want, x):
     if "type" in got:

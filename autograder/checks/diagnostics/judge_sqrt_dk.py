@@ -152,14 +152,15 @@ def _what(name: str, tag: str) -> str:
     return f"softmax_saturation(q, k, scaled={tag == 'scaled'})'s {name}"
 
 
-@CHECKS.check(
+SOFTMAX_SATURATION = CHECKS.exercise("softmax_saturation", probe=probe.probe_saturation)
+
+
+@SOFTMAX_SATURATION.check(
     "sqrtdk-saturation",
     "softmax_saturation matches the reference: mean entropy and largest weight, scaled and "
     "unscaled",
     2,
     inputs=probe.inputs_saturation,
-    probe=probe.probe_saturation,
-    exercise="softmax_saturation",
 )
 def verdict_saturation(got, want, x):
     for index, name in enumerate(("entropy", "max_weight")):
@@ -172,13 +173,11 @@ def verdict_saturation(got, want, x):
             assert_close(value, want[key], what, _candidates(x, tag == "scaled", index))
 
 
-CHECKS.check(
+SOFTMAX_SATURATION.check(
     "sqrtdk-saturated",
     "softmax_saturation stays finite when the softmax saturates (0 log 0 = 0)",
     1,
     inputs=probe.inputs_saturated,
-    probe=probe.probe_saturation,
-    exercise="softmax_saturation",
     verdict=verdict_saturation,
 )
 
@@ -213,13 +212,14 @@ def _curves(got, x):
     return {key: _curve(got, key, n).float() for key in QUANTITIES}
 
 
-@CHECKS.check(
+SQRT_DK_EXPERIMENT = CHECKS.exercise("sqrt_dk_experiment", probe=probe.probe_experiment)
+
+
+@SQRT_DK_EXPERIMENT.check(
     "sqrtdk-experiment",
     "sqrt_dk_experiment matches the reference run (seed and d_k values drawn)",
     2,
     inputs=probe.inputs_experiment,
-    probe=probe.probe_experiment,
-    exercise="sqrt_dk_experiment",
 )
 def verdict_experiment(got, want, x):
     curves = _curves(got, x)
@@ -239,13 +239,11 @@ def verdict_experiment(got, want, x):
     raise Failure(SQRTDK_OTHER_RUN, what=f'sqrt_dk_experiment(...)["{key}"]', err=err)
 
 
-@CHECKS.check(
+@SQRT_DK_EXPERIMENT.check(
     "sqrtdk-finding",
     "the finding, on your own run: unscaled softmax saturates as d_k grows, scaled stays put",
     1,
     inputs=probe.inputs_experiment,
-    probe=probe.probe_experiment,
-    exercise="sqrt_dk_experiment",
 )
 def verdict_finding(got, want, x):
     curves = {key: value.double() for key, value in _curves(got, x).items()}

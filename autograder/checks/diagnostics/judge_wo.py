@@ -135,13 +135,11 @@ def fresh(seed=0, identity=False, frozen=False):
 # --------------------------------------------------------------------------- verdicts
 
 
-@CHECKS.check(
-    "wo-identity",
-    "fix_wo_to_identity sets W_O = I and freezes it",
-    1,
-    inputs=probe.inputs_identity,
-    probe=probe.probe_identity,
-    exercise="fix_wo_to_identity",
+FIX_WO_TO_IDENTITY = CHECKS.exercise("fix_wo_to_identity", probe=probe.probe_identity)
+
+
+@FIX_WO_TO_IDENTITY.check(
+    "wo-identity", "fix_wo_to_identity sets W_O = I and freezes it", 1, inputs=probe.inputs_identity
 )
 def verdict_identity(got, want, x):
     D = x["D"]
@@ -153,13 +151,14 @@ def verdict_identity(got, want, x):
         raise Failure(WO_NOT_FROZEN)
 
 
-@CHECKS.check(
+TRAIN_RECALL = CHECKS.exercise("train_recall", probe=probe.probe_train)
+
+
+@TRAIN_RECALL.check(
     "wo-train",
     "train_recall: a short run's losses match the reference (seed and length drawn)",
     2,
     inputs=probe.inputs_run,
-    probe=probe.probe_train,
-    exercise="train_recall",
 )
 def verdict_train(got, want, x):
     losses = got.get("losses")
@@ -186,13 +185,14 @@ def verdict_train(got, want, x):
     )
 
 
-@CHECKS.check(
+WO_EXPERIMENT = CHECKS.exercise("wo_experiment", probe=probe.probe_experiment)
+
+
+@WO_EXPERIMENT.check(
     "wo-experiment",
     "wo_experiment: both curves of a short run match the reference (seed and length drawn)",
     2,
     inputs=probe.inputs_run,
-    probe=probe.probe_experiment,
-    exercise="wo_experiment",
 )
 def verdict_experiment(got, want, x):
     if "type" in got:

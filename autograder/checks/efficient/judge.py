@@ -497,13 +497,14 @@ def _compare_pair(got, want, prefix, what, x, wrong):
     )
 
 
-@CHECKS.check(
+LOCAL_ATTENTION = CHECKS.exercise("local_attention", probe=probe.probe_local)
+
+
+@LOCAL_ATTENTION.check(
     "local",
     "local_attention matches the reference: attention under a causal window (windows 1, w, T, > T)",
     2,
     inputs=probe.inputs_pattern,
-    probe=probe.probe_local,
-    exercise="local_attention",
 )
 def verdict_local(got, want, x):
     T = x["q"].size(-2)
@@ -520,14 +521,15 @@ def verdict_local(got, want, x):
         _compare_pair(got, want, f"w{n}", f"local_attention(window={w})", x, wrong)
 
 
-@CHECKS.check(
+STRIDED_ATTENTION = CHECKS.exercise("strided_attention", probe=probe.probe_strided)
+
+
+@STRIDED_ATTENTION.check(
     "strided",
     "strided_attention matches the reference: a local band plus every stride-th key back "
     "(strides 1, 2, 3, s); stride 0 raises ValueError",
     2,
     inputs=probe.inputs_pattern,
-    probe=probe.probe_strided,
-    exercise="strided_attention",
 )
 def verdict_strided(got, want, x):
     T = x["q"].size(-2)
@@ -569,25 +571,24 @@ def _linear_verdict(got, want, x, causal):
     assert_close(out, want["out"], what)
 
 
-@CHECKS.check(
+LINEAR_ATTENTION = CHECKS.exercise("linear_attention", probe=probe.probe_linear)
+
+
+@LINEAR_ATTENTION.check(
     "linear",
     "linear_attention matches the reference: the elu(x) + 1 kernel, normalised per query",
     2,
     inputs=probe.inputs_linear,
-    probe=probe.probe_linear,
-    exercise="linear_attention",
 )
 def verdict_linear(got, want, x):
     _linear_verdict(got, want, x, causal=False)
 
 
-@CHECKS.check(
+@LINEAR_ATTENTION.check(
     "linear-feature-map",
     "linear_attention's feature map is elu(x) + 1, measured from your outputs (d = 1)",
     1,
     inputs=probe.inputs_feature_map,
-    probe=probe.probe_linear,
-    exercise="linear_attention",
 )
 def verdict_feature_map(got, want, x):
     # Each row is phi(q) (phi(0), phi(b)) / normaliser: the ratio of its two entries is
@@ -615,25 +616,23 @@ def verdict_feature_map(got, want, x):
     raise Failure(LINEAR_FEATURE_MAP, measured=measured)
 
 
-@CHECKS.check(
+@LINEAR_ATTENTION.check(
     "linear-causal",
     "causal linear_attention matches the reference: the same kernel under a causal mask",
     2,
     inputs=probe.inputs_linear,
     probe=probe.probe_linear_causal,
-    exercise="linear_attention",
 )
 def verdict_linear_causal(got, want, x):
     _linear_verdict(got, want, x, causal=True)
 
 
-@CHECKS.check(
+@LINEAR_ATTENTION.check(
     "linear-cost",
     "linear_attention's largest tensor, allocations and op count grow linearly in T (T and 2T)",
     0,
     inputs=probe.inputs_linear_cost,
     probe=probe.probe_linear_cost,
-    exercise="linear_attention",
     forgeable=True,
 )
 def verdict_linear_cost(got, want, x):
@@ -667,14 +666,15 @@ def verdict_linear_cost(got, want, x):
             raise Failure(LINEAR_PEAK_QUADRATIC, causal=bool(causal), T1=T1, T2=T2, p1=p1, p2=p2)
 
 
-@CHECKS.check(
+CHUNKED_ATTENTION = CHECKS.exercise("chunked_attention", probe=probe.probe_chunked)
+
+
+@CHUNKED_ATTENTION.check(
     "chunked",
     "chunked_attention matches the reference: exact attention (causal or not; "
     "chunk 1, 3, 4, T, > T)",
     3,
     inputs=probe.inputs_chunked,
-    probe=probe.probe_chunked,
-    exercise="chunked_attention",
 )
 def verdict_chunked(got, want, x):
     for n, (causal, chunk) in enumerate(x["cases"]):
@@ -708,14 +708,13 @@ def _same_keys_gate(got, x, *, large=False):
     )
 
 
-@CHECKS.check(
+@CHUNKED_ATTENTION.check(
     "chunked-rescale",
     "chunked_attention gives the same result in chunks of 4 as in one chunk, when each "
     "chunk raises the maximum",
     1,
     inputs=probe.inputs_chunked_rescale,
     probe=probe.probe_chunked_rescale,
-    exercise="chunked_attention",
 )
 def verdict_chunked_rescale(got, want, x):
     _same_keys_gate(got, x)
@@ -732,14 +731,13 @@ def verdict_chunked_rescale(got, want, x):
         raise Failure(CHUNKED_CHUNK_DEPENDENT, causal=causal, T=T, err=_worst(chunks, whole))
 
 
-@CHECKS.check(
+@CHUNKED_ATTENTION.check(
     "chunked-large-logits",
     "chunked_attention stays finite and unchanged when every score of a query is shifted by "
     "100 to 300, up or down",
     1,
     inputs=probe.inputs_chunked_shift,
     probe=probe.probe_chunked_shift,
-    exercise="chunked_attention",
 )
 def verdict_chunked_shift(got, want, x):
     _same_keys_gate(got, x, large=True)
@@ -760,14 +758,13 @@ def verdict_chunked_shift(got, want, x):
                 raise Failure(CHUNKED_NOT_SHIFT_INVARIANT, err=err, causal=bool(causal))
 
 
-@CHECKS.check(
+@CHUNKED_ATTENTION.check(
     "chunked-memory",
     "chunked_attention's tensors stay within T × max(chunk_size, d, d_v) per batch and head, "
     "and never hold a (T, T)'s worth at once",
     0,
     inputs=probe.inputs_chunked_memory,
     probe=probe.probe_chunked_memory,
-    exercise="chunked_attention",
     forgeable=True,
 )
 def verdict_chunked_memory(got, want, x):

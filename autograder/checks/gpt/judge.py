@@ -252,26 +252,26 @@ def _shape(x, idx_key="idx"):
     return (*x[idx_key].shape, x["config"]["vocab_size"])
 
 
-@CHECKS.check(
+MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
+
+
+@MINI_GPT.check(
     "logits",
     "MiniGPT's logits match the reference (grader's weights, eval mode)",
     3,
     inputs=probe.inputs_model,
-    probe=probe.probe_logits,
-    exercise="MiniGPT",
 )
 def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     assert_close(logits, want["logits"], "the logits", _logits_candidates(x))
 
 
-@CHECKS.check(
+@MINI_GPT.check(
     "weight-tying",
     "lm_head and token_embed share one weight, counted once in parameters()",
     2,
     inputs=probe.inputs_tying,
     probe=probe.probe_tying,
-    exercise="MiniGPT",
 )
 def verdict_tying(got, want, x):
     """Decided from logits, which need the real computation: after loading
@@ -321,13 +321,11 @@ def _variants():
     ]
 
 
-@CHECKS.check(
+@MINI_GPT.check(
     "embed-scale",
     "token embeddings are multiplied by √D (a model with no blocks)",
     1,
     inputs=probe.inputs_scale,
-    probe=probe.probe_logits,
-    exercise="MiniGPT",
 )
 def verdict_embed_scale(got, want, x):
     """Only the scale: the logits may be those of the √D model with another difference
@@ -345,13 +343,11 @@ def verdict_embed_scale(got, want, x):
     assert_close(logits, want["logits"], "the logits")
 
 
-@CHECKS.check(
+@MINI_GPT.check(
     "causal",
     "changing the tokens after position t leaves the logits up to t unchanged",
     2,
     inputs=probe.inputs_causal,
-    probe=probe.probe_logits,
-    exercise="MiniGPT",
 )
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
@@ -366,13 +362,12 @@ def verdict_causal(got, want, x):
         raise Failure(CONSTANT, t=x["t"])
 
 
-@CHECKS.check(
+@MINI_GPT.check(
     "return-attn",
     "return_attn=True gives one (B, H, T, T) causal weight tensor per block",
     1,
     inputs=probe.inputs_model,
     probe=probe.probe_attn,
-    exercise="MiniGPT",
 )
 def verdict_attn(got, want, x):
     """The student's own run: the right number and shapes, zeros above the diagonal, rows
@@ -401,13 +396,12 @@ def verdict_attn(got, want, x):
             raise Failure(ATTN_LIST, layers=layers, detail=detail)
 
 
-@CHECKS.check(
+@MINI_GPT.check(
     "too-long",
     "T > max_len raises ValueError (T = max_len works)",
     1,
     inputs=probe.inputs_model,
     probe=probe.probe_too_long,
-    exercise="MiniGPT",
 )
 def verdict_too_long(got, want, x):
     n = x["config"]["max_len"]
@@ -467,13 +461,14 @@ def _step_logits(x, ids, step):
         return model(ids[:, : T0 + step][:, -model.max_len :])[:, -1]
 
 
-@CHECKS.check(
+GENERATE = CHECKS.exercise("generate", probe=probe.probe_greedy)
+
+
+@GENERATE.check(
     "generate-greedy",
     "generate with temperature 0 is greedy (argmax)",
     2,
     inputs=probe.inputs_generate,
-    probe=probe.probe_greedy,
-    exercise="generate",
 )
 def verdict_greedy(got, want, x):
     """The student's own run: every new token is the argmax of its step's logits."""
@@ -485,14 +480,13 @@ def verdict_greedy(got, want, x):
                 raise Failure(GREEDY, step=step)
 
 
-@CHECKS.check(
+@GENERATE.check(
     "generate-crop",
     "generate feeds only the last max_len tokens once the sequence is longer "
     "(temperature 1, seeded)",
     2,
     inputs=probe.inputs_generate,
     probe=probe.probe_crop,
-    exercise="generate",
 )
 def verdict_crop(got, want, x):
     """The student's own run: each step's model call saw the last max_len tokens of the
@@ -585,42 +579,38 @@ def _check_top_k(ids, x, k, n):
         raise Failure(TOPK_EXTRA if extra_only else TOPK_AFTER, k=k, step=step, row=row)
 
 
-CHECKS.check(
+GENERATE.check(
     "generate-sample",
     "sampling with a torch.Generator reproduces the reference's tokens",
     2,
     inputs=probe.inputs_generate,
     probe=probe.probe_sample,
-    exercise="generate",
     verdict=_tokens_verdict("sample"),
 )
-CHECKS.check(
+GENERATE.check(
     "generate-temperature",
     "temperatures 0.5 and 2 match the reference's tokens (logits divided before the softmax)",
     2,
     inputs=probe.inputs_generate,
     probe=probe.probe_temperature,
-    exercise="generate",
     verdict=_tokens_verdict("temperature"),
 )
-CHECKS.check(
+GENERATE.check(
     "generate-top-k",
     "top_k = k, 1 and V + 5 match the reference's tokens (only the k most likely sampled)",
     2,
     inputs=probe.inputs_generate,
     probe=probe.probe_top_k,
-    exercise="generate",
     verdict=_tokens_verdict("top-k"),
 )
 
 
-@CHECKS.check(
+@GENERATE.check(
     "generate-modes",
     "generate runs without gradients, in eval mode, and restores the model's mode",
     1,
     inputs=probe.inputs_generate,
     probe=probe.probe_modes,
-    exercise="generate",
 )
 def verdict_modes(got, want, x):
     for start in ("train", "eval"):
@@ -668,15 +658,14 @@ def _trained(got, alphabet):
     return model
 
 
-@CHECKS.check(
+TRAIN = CHECKS.exercise("train", probe=probe.probe_train)
+
+
+@TRAIN.check(
     "train",
     "train: 200 steps on data/corpus.txt bring the held-out loss below the threshold",
     4,
     inputs=probe.inputs_train,
-    probe=probe.probe_train,
-    exercise="train",
-    # About 0.5 CPU-s (2 with the first run's warm-up); the floor leaves room for a loaded
-    # machine while limits are still wall-clock.
     timeout=60.0,
     slow=True,
 )

@@ -265,14 +265,15 @@ def _rows_sum_to_one(weights):
 # --------------------------------------------------------------------------- repeat_kv
 
 
-@CHECKS.check(
+REPEAT_KV = CHECKS.exercise("repeat_kv", probe=probe.probe_repeat)
+
+
+@REPEAT_KV.check(
     "repeat-kv",
     "repeat_kv matches the reference: (B, H_kv, T, d) -> (B, H_kv·n_rep, T, d), each head "
     "n_rep times in a row",
     2,
     inputs=probe.inputs_repeat,
-    probe=probe.probe_repeat,
-    exercise="repeat_kv",
 )
 def verdict_repeat(got, want, x):
     for i, (B, H_kv, T, d, n_rep) in enumerate(x["cases"]):
@@ -301,14 +302,16 @@ def _says_which(case, text, D):
     return any(word in lower for word in words) or str(D) in text
 
 
-@CHECKS.check(
+GROUPED_QUERY_ATTENTION = CHECKS.exercise("GroupedQueryAttention", probe=probe.probe_gqa)
+
+
+@GROUPED_QUERY_ATTENTION.check(
     "sizes-error",
     "num_kv_heads not dividing num_heads, or num_heads not dividing d_model, raises "
     "ValueError saying which",
     1,
     inputs=probe.inputs_sizes_error,
     probe=probe.probe_sizes_error,
-    exercise="GroupedQueryAttention",
 )
 def verdict_sizes_error(got, want, x):
     for case in ("kv", "d_model"):
@@ -336,63 +339,51 @@ def _compare(got, want, x):
     assert_close(out, want["out"], "the output", _candidates(x, "out", out))
 
 
-@CHECKS.check(
+@GROUPED_QUERY_ATTENTION.check(
     "grouped",
     "GroupedQueryAttention matches the reference (1 < num_kv_heads < num_heads, weights loaded)",
     3,
     inputs=probe.inputs_grouped,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
 )
 def verdict_grouped(got, want, x):
     _compare(got, want, x)
 
 
-CHECKS.check(
+GROUPED_QUERY_ATTENTION.check(
     "mqa",
     "matches the reference as multi-query attention (num_kv_heads = 1)",
     1,
     inputs=probe.inputs_mqa,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
     verdict=verdict_grouped,
 )
-CHECKS.check(
+GROUPED_QUERY_ATTENTION.check(
     "mha",
     "matches the reference as multi-head attention (num_kv_heads = num_heads)",
     1,
     inputs=probe.inputs_mha,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
     verdict=verdict_grouped,
 )
-CHECKS.check(
+GROUPED_QUERY_ATTENTION.check(
     "mask",
     "matches the reference with a (B, 1, T, T) mask broadcast over the heads",
     1,
     inputs=probe.inputs_mask,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
     verdict=verdict_grouped,
 )
-CHECKS.check(
+GROUPED_QUERY_ATTENTION.check(
     "bias",
     "matches the reference with bias=True (the four projections' biases used)",
     1,
     inputs=probe.inputs_bias,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
     verdict=verdict_grouped,
 )
 
 
-@CHECKS.check(
+@GROUPED_QUERY_ATTENTION.check(
     "scale",
     "inside each head the scores are scaled by 1/√d_k (d_k = D // H)",
     1,
     inputs=probe.inputs_scale,
-    probe=probe.probe_gqa,
-    exercise="GroupedQueryAttention",
 )
 def verdict_scale(got, want, x):
     """Judged on the student's own weights: they are softmax(q_h k_gᵀ / c) for c = √d_k. The
@@ -411,13 +402,12 @@ def verdict_scale(got, want, x):
     assert_close(weights, want["weights"], "the weights", _candidates(x, "weights", weights))
 
 
-@CHECKS.check(
+@GROUPED_QUERY_ATTENTION.check(
     "groups",
     "query heads h·n_rep … (h+1)·n_rep − 1 share key/value head h, and no other head uses it",
     2,
     inputs=probe.inputs_groups,
     probe=probe.probe_groups,
-    exercise="GroupedQueryAttention",
 )
 def verdict_groups(got, want, x):
     """Judged on the student's own runs: which query heads' weights move when one key head's
@@ -446,13 +436,14 @@ def verdict_groups(got, want, x):
 # --------------------------------------------------------------------------- kv_cache_bytes
 
 
-@CHECKS.check(
+KV_CACHE_BYTES = CHECKS.exercise("kv_cache_bytes", probe=probe.probe_kv_bytes)
+
+
+@KV_CACHE_BYTES.check(
     "kv-bytes",
     "kv_cache_bytes: 2 x T x num_kv_heads x d_k x bytes per element, as an int",
     2,
     inputs=probe.inputs_kv_bytes,
-    probe=probe.probe_kv_bytes,
-    exercise="kv_cache_bytes",
 )
 def verdict_kv_bytes(got, want, x):
     """Every case is compared; a mistake is named when it explains every case (a float16

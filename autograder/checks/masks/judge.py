@@ -117,14 +117,15 @@ def _device_verdict(got, call):
 # --------------------------------------------------------------------------- causal_mask
 
 
-@CHECKS.check(
+CAUSAL_MASK = CHECKS.exercise("causal_mask", probe=probe.probe_causal)
+
+
+@CAUSAL_MASK.check(
     "causal",
     "causal_mask matches the reference: True exactly where key j > query i "
     "(L = 1, 2 and two drawn lengths)",
     2,
     inputs=probe.inputs_causal,
-    probe=probe.probe_causal,
-    exercise="causal_mask",
 )
 def verdict_causal(got, want, x):
     for n, L in enumerate(x["lengths"]):
@@ -142,26 +143,24 @@ def verdict_causal(got, want, x):
         )
 
 
-@CHECKS.check(
+@CAUSAL_MASK.check(
     "causal-device",
     "causal_mask puts the mask on the device it is given (device='meta')",
     1,
     inputs=probe.inputs_device,
     probe=probe.probe_causal_device,
-    exercise="causal_mask",
 )
 def verdict_causal_device(got, want, x):
     _device_verdict(got, f"causal_mask({x['L']}, device='meta')")
 
 
-@CHECKS.check(
+@CAUSAL_MASK.check(
     "causal-invariance",
     "attention under causal_mask: the future cannot change the past, the past reaches later "
     "positions",
     1,
     inputs=probe.inputs_invariance,
     probe=probe.probe_causal_mask_only,
-    exercise="causal_mask",
 )
 def verdict_causal_invariance(got, want, x):
     """Judged on the student's mask alone, with attention run here: whether the mask is
@@ -182,13 +181,14 @@ def verdict_causal_invariance(got, want, x):
 # --------------------------------------------------------------------------- padding_mask
 
 
-@CHECKS.check(
+PADDING_MASK = CHECKS.exercise("padding_mask", probe=probe.probe_padding)
+
+
+@PADDING_MASK.check(
     "padding",
     "padding_mask matches the reference from a list and from a tensor, shape (B, 1, 1, S)",
     2,
     inputs=probe.inputs_padding,
-    probe=probe.probe_padding,
-    exercise="padding_mask",
 )
 def verdict_padding(got, want, x):
     for name in ("list", "tensor"):
@@ -217,13 +217,14 @@ def verdict_padding(got, want, x):
 # --------------------------------------------------------------------------- sliding window
 
 
-@CHECKS.check(
+SLIDING_WINDOW_MASK = CHECKS.exercise("sliding_window_mask", probe=probe.probe_window)
+
+
+@SLIDING_WINDOW_MASK.check(
     "window",
     "sliding_window_mask matches the reference for windows 1, 2, one drawn, L and beyond L",
     2,
     inputs=probe.inputs_window,
-    probe=probe.probe_window,
-    exercise="sliding_window_mask",
 )
 def verdict_window(got, want, x):
     L = x["L"]
@@ -244,13 +245,12 @@ def verdict_window(got, want, x):
         )
 
 
-@CHECKS.check(
+@SLIDING_WINDOW_MASK.check(
     "window-errors",
     "sliding_window_mask rejects window < 1 with ValueError",
     1,
     inputs=probe.inputs_window_errors,
     probe=probe.probe_window_errors,
-    exercise="sliding_window_mask",
 )
 def verdict_window_errors(got, want, x):
     for n, w in enumerate(x["windows"]):
@@ -258,13 +258,12 @@ def verdict_window_errors(got, want, x):
             raise Failure(WINDOW_NO_ERROR, window=w, got=got.get(f"w{n}"))
 
 
-@CHECKS.check(
+@SLIDING_WINDOW_MASK.check(
     "window-device",
     "sliding_window_mask puts the mask on the device it is given (device='meta')",
     1,
     inputs=probe.inputs_device,
     probe=probe.probe_window_device,
-    exercise="sliding_window_mask",
 )
 def verdict_window_device(got, want, x):
     _device_verdict(got, f"sliding_window_mask({x['L']}, {x['window']}, device='meta')")

@@ -191,13 +191,14 @@ def _rms_output(got, name, case):
     return tensor(got, name, _rms_what(case), shape=case["x"].shape, dtype=case["x"].dtype)
 
 
-@CHECKS.check(
+RMS_NORM = CHECKS.exercise("rms_norm", probe=probe.probe_rms_norm)
+
+
+@RMS_NORM.check(
     "rms-norm",
     "rms_norm matches the reference (with and without weight)",
     2,
     inputs=probe.inputs_rms_norm,
-    probe=probe.probe_rms_norm,
-    exercise="rms_norm",
 )
 def verdict_rms_norm(got, want, x):
     """Everything but eps: a result that is right but for where eps goes or which eps is
@@ -216,13 +217,11 @@ def verdict_rms_norm(got, want, x):
         assert_close(y, want[name], _rms_what(case), candidates)
 
 
-@CHECKS.check(
+@RMS_NORM.check(
     "rms-norm-eps",
     "rms_norm puts the given eps inside the square root (tiny mean squares)",
     1,
     inputs=probe.inputs_rms_norm_eps,
-    probe=probe.probe_rms_norm,
-    exercise="rms_norm",
 )
 def verdict_rms_norm_eps(got, want, x):
     """Where eps goes and which eps is used. A result that is right about eps but has a
@@ -241,13 +240,14 @@ def verdict_rms_norm_eps(got, want, x):
 # --------------------------------------------------------------------------- RMSNorm
 
 
-@CHECKS.check(
+RMSNORM = CHECKS.exercise("RMSNorm", probe=probe.probe_rms_module)
+
+
+@RMSNORM.check(
     "rms-norm-module",
     "RMSNorm matches the reference (its own weight and eps applied)",
     1,
     inputs=probe.inputs_rms_module,
-    probe=probe.probe_rms_module,
-    exercise="RMSNorm",
 )
 def verdict_rms_module(got, want, x):
     """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
@@ -322,13 +322,14 @@ def _swiglu_candidates(x, sd):
     ]
 
 
-@CHECKS.check(
+SWI_GLU = CHECKS.exercise("SwiGLU", probe=probe.probe_swiglu)
+
+
+@SWI_GLU.check(
     "swiglu",
     "SwiGLU matches the reference on (B, T, D) and (T, D) inputs",
     2,
     inputs=probe.inputs_swiglu,
-    probe=probe.probe_swiglu,
-    exercise="SwiGLU",
 )
 def verdict_swiglu(got, want, x):
     d_ff, D = x["weights"]["w_gate.weight"].shape

@@ -379,13 +379,14 @@ def _rows_sum_to_one(weights, open_rows=None):
 # --------------------------------------------------------------------------- split / merge
 
 
-@CHECKS.check(
+SPLIT_HEADS = CHECKS.exercise("split_heads", probe=probe.probe_split)
+
+
+@SPLIT_HEADS.check(
     "split",
     "split_heads: (B, T, D) -> (B, H, T, d_k), head h owns features h*d_k:(h+1)*d_k",
     2,
     inputs=probe.inputs_split,
-    probe=probe.probe_split,
-    exercise="split_heads",
 )
 def verdict_split(got, want, x):
     for i, (B, T, D, H) in enumerate(x["cases"]):
@@ -406,14 +407,15 @@ def verdict_split(got, want, x):
         )
 
 
-@CHECKS.check(
+MERGE_HEADS = CHECKS.exercise("merge_heads", probe=probe.probe_merge)
+
+
+@MERGE_HEADS.check(
     "merge",
     "merge_heads matches the reference: (B, H, T, d_k) -> (B, T, H*d_k), the inverse of "
     "split_heads",
     2,
     inputs=probe.inputs_merge,
-    probe=probe.probe_merge,
-    exercise="merge_heads",
 )
 def verdict_merge(got, want, x):
     for i, (B, H, T, d_k) in enumerate(x["cases"]):
@@ -431,13 +433,12 @@ def verdict_merge(got, want, x):
         )
 
 
-@CHECKS.check(
+@SPLIT_HEADS.check(
     "split-error",
     "split_heads: D not divisible by H raises ValueError saying so",
     1,
     inputs=probe.inputs_split_error,
     probe=probe.probe_split_error,
-    exercise="split_heads",
 )
 def verdict_split_error(got, want, x):
     D, H = x["x"].size(-1), x["H"]
@@ -451,46 +452,41 @@ def verdict_split_error(got, want, x):
 # --------------------------------------------------------------------------- MultiHeadAttention
 
 
-@CHECKS.check(
+MULTI_HEAD_ATTENTION = CHECKS.exercise("MultiHeadAttention", probe=probe.probe_mha)
+
+
+@MULTI_HEAD_ATTENTION.check(
     "self-attention",
     "MultiHeadAttention matches the reference (self-attention, weights loaded)",
     3,
     inputs=probe.inputs_self,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
 )
 def verdict_mha(got, want, x):
     _compare(got, want, x)
 
 
-CHECKS.check(
+MULTI_HEAD_ATTENTION.check(
     "cross",
     "matches the reference in cross-attention (L ≠ S), no mask",
     1,
     inputs=probe.inputs_cross,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
     verdict=verdict_mha,
 )
-CHECKS.check(
+MULTI_HEAD_ATTENTION.check(
     "mask",
     "matches the reference with an (L, S) mask broadcast over batch and heads "
     "(every query keeps a key)",
     1,
     inputs=probe.inputs_mask,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
     verdict=verdict_mha,
 )
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "blocked-row",
     "a query whose keys are all blocked gets zero weights in every head, and no NaN",
     1,
     inputs=probe.inputs_blocked_row,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
 )
 def verdict_blocked_row(got, want, x):
     """Judged on the student's own run: the blocked row's weights are zero in every head,
@@ -512,24 +508,21 @@ def verdict_blocked_row(got, want, x):
     _rows_sum_to_one(weights, torch.arange(weights.size(-2)) != row)
 
 
-CHECKS.check(
+MULTI_HEAD_ATTENTION.check(
     "padding-mask",
     "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
     1,
     inputs=probe.inputs_padding,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
     verdict=verdict_mha,
 )
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "defaults",
     "key defaults to query, value to key",
     1,
     inputs=probe.inputs_defaults,
     probe=probe.probe_defaults,
-    exercise="MultiHeadAttention",
 )
 def verdict_defaults(got, want, x):
     """Judged on the student's own calls: forward(q) = forward(q, q, q) and forward(q, m) =
@@ -555,13 +548,11 @@ def verdict_defaults(got, want, x):
         raise Failure(INPUT_IGNORED, which="keys and values")
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "scale",
     "inside each head the scores are scaled by 1/√d_k (d_k = D // H)",
     2,
     inputs=probe.inputs_scale,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
 )
 def verdict_scale(got, want, x):
     out, weights = _result(got, x)
@@ -571,13 +562,11 @@ def verdict_scale(got, want, x):
     _compare(got, want, x, out_too=False)
 
 
-CHECKS.check(
+MULTI_HEAD_ATTENTION.check(
     "bias",
     "matches the reference with bias=True (the four projections' biases used)",
     1,
     inputs=probe.inputs_bias,
-    probe=probe.probe_mha,
-    exercise="MultiHeadAttention",
     verdict=verdict_mha,
 )
 
@@ -599,13 +588,12 @@ def _feature_text(x, heads):
     return ", ".join(f"{j * d_k}:{(j + 1) * d_k}" for j in heads) or "none"
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "w-o",
     "W_O mixes the heads (W_O = I keeps them apart, a random W_O mixes them)",
     2,
     inputs=probe.inputs_wo,
     probe=probe.probe_wo,
-    exercise="MultiHeadAttention",
 )
 def verdict_wo(got, want, x):
     """Judged on the student's own runs: which output slices move when one head's queries
@@ -633,13 +621,12 @@ def verdict_wo(got, want, x):
 # --------------------------------------------------------------------------- vectorisation
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "vectorised",
     "no Python loop over heads (matrix products counted for H = 2 and H = 8)",
     0,
     inputs=probe.inputs_vector,
     probe=probe.probe_vector,
-    exercise="MultiHeadAttention",
     forgeable=True,
 )
 def verdict_vector(got, want, x):
@@ -668,13 +655,12 @@ def verdict_vector(got, want, x):
 # --------------------------------------------------------------------------- dropout
 
 
-@CHECKS.check(
+@MULTI_HEAD_ATTENTION.check(
     "dropout",
     "dropout acts on the attention weights, in training mode only",
     2,
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout,
-    exercise="MultiHeadAttention",
 )
 def verdict_dropout(got, want, x):
     """Judged on the student's own runs: with dropout=p, eval mode (with and without

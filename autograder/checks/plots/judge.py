@@ -123,13 +123,14 @@ def _colour_scale(got, what, i):
         raise Failure(COLOUR_SCALE, what=what, i=i, vmin=vmin, vmax=vmax)
 
 
-@CHECKS.check(
+PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
+
+
+@PLOT_ATTENTION.check(
     "attention",
     "plot_attention draws the (L, S) weights with query and key labels",
     1,
     inputs=probe.inputs_attention,
-    probe=probe.probe_attention,
-    exercise="plot_attention",
 )
 def verdict_attention(got, want, x):
     what = "plot_attention"
@@ -139,13 +140,11 @@ def verdict_attention(got, want, x):
     _labels(got, what, 0, x["queries"], x["keys"])
 
 
-@CHECKS.check(
+@PLOT_ATTENTION.check(
     "attention-colour",
     "plot_attention uses the 0-1 colour scale, with a colour bar",
     1,
     inputs=probe.inputs_attention,
-    probe=probe.probe_attention,
-    exercise="plot_attention",
 )
 def verdict_attention_colour(got, want, x):
     what = "plot_attention"
@@ -170,13 +169,14 @@ def _layer_candidates(w):
     ]
 
 
-@CHECKS.check(
+PLOT_LAYER_MEANS = CHECKS.exercise("plot_layer_means", probe=probe.probe_layers)
+
+
+@PLOT_LAYER_MEANS.check(
     "layer-means",
     "plot_layer_means draws one head-averaged map per layer, on the 0-1 colour scale",
     1,
     inputs=probe.inputs_layers,
-    probe=probe.probe_layers,
-    exercise="plot_layer_means",
 )
 def verdict_layers(got, want, x):
     what = "plot_layer_means"
@@ -190,13 +190,14 @@ def verdict_layers(got, want, x):
         _colour_scale(got, what, i)
 
 
-@CHECKS.check(
+PLOT_HEADS = CHECKS.exercise("plot_heads", probe=probe.probe_heads)
+
+
+@PLOT_HEADS.check(
     "heads",
     "plot_heads draws every head in a grid, row by row, spare Axes switched off",
     1,
     inputs=probe.inputs_heads,
-    probe=probe.probe_heads,
-    exercise="plot_heads",
 )
 def verdict_heads(got, want, x):
     """Heads are matched to their grid cells (row, column), read row by row; heatmap Axes
@@ -237,13 +238,14 @@ def verdict_heads(got, want, x):
         raise Failure(SPARE_AXES_ON, what=what, count=got["spare_on"])
 
 
-@CHECKS.check(
+PLOT_SQRT_DK = CHECKS.exercise("plot_sqrt_dk", probe=probe.probe_sqrt_dk)
+
+
+@PLOT_SQRT_DK.check(
     "sqrt-dk",
     "plot_sqrt_dk draws the four curves on a log-2 d_k axis, with legends",
     1,
     inputs=probe.inputs_sqrt_dk,
-    probe=probe.probe_sqrt_dk,
-    exercise="plot_sqrt_dk",
 )
 def verdict_sqrt_dk(got, want, x):
     _start(got, "plot_sqrt_dk")

@@ -242,38 +242,34 @@ def _compare_table(got, key, max_len, D, first):
 # --------------------------------------------------------------------------- sinusoidal_encoding
 
 
-@CHECKS.check(
-    "encoding",
-    "sinusoidal_encoding matches the reference (even D)",
-    2,
-    inputs=probe.inputs_even,
-    probe=probe.probe_table,
-    exercise="sinusoidal_encoding",
+SINUSOIDAL_ENCODING = CHECKS.exercise("sinusoidal_encoding", probe=probe.probe_table)
+
+
+@SINUSOIDAL_ENCODING.check(
+    "encoding", "sinusoidal_encoding matches the reference (even D)", 2, inputs=probe.inputs_even
 )
 def verdict_even(got, want, x):
     _compare_table(got, "pe", x["max_len"], x["d_model"], first=True)
 
 
-@CHECKS.check(
+@SINUSOIDAL_ENCODING.check(
     "odd-d",
     "sinusoidal_encoding matches the reference for odd D (and D = 1)",
     1,
     inputs=probe.inputs_odd,
     probe=probe.probe_odd,
-    exercise="sinusoidal_encoding",
 )
 def verdict_odd(got, want, x):
     for name, case in x.items():
         _compare_table(got, name, case["max_len"], case["d_model"], first=False)
 
 
-@CHECKS.check(
+@SINUSOIDAL_ENCODING.check(
     "closed-form",
     "sinusoidal_encoding at far positions (up to max_len - 1 ≈ 5000) against the exact formula",
     1,
     inputs=probe.inputs_far,
     probe=probe.probe_far,
-    exercise="sinusoidal_encoding",
 )
 def verdict_far(got, want, x):
     max_len, D, positions = x["max_len"], x["d_model"], x["positions"]
@@ -288,13 +284,11 @@ def verdict_far(got, want, x):
     assert_table(rows, exact, positions, what, named, charged=charged)
 
 
-@CHECKS.check(
+@SINUSOIDAL_ENCODING.check(
     "relative",
     "PE(p + k) is a fixed rotation of PE(p) in every (sin, cos) pair, for every p",
     1,
     inputs=probe.inputs_relative,
-    probe=probe.probe_table,
-    exercise="sinusoidal_encoding",
 )
 def verdict_relative(got, want, x):
     """The property alone, on the student's own table: each pair (columns 2i, 2i + 1) is a
@@ -343,13 +337,14 @@ def _fail_pair(pe, n, D, pair, why):
 # --------------------------------------------------------------------------- PositionalEncoding
 
 
-@CHECKS.check(
+POSITIONAL_ENCODING = CHECKS.exercise("PositionalEncoding", probe=probe.probe_buffer)
+
+
+@POSITIONAL_ENCODING.check(
     "buffer",
     "pe is a buffer of shape (1, max_len, D) holding the table: in the state_dict, not a parameter",
     2,
     inputs=probe.inputs_buffer,
-    probe=probe.probe_buffer,
-    exercise="PositionalEncoding",
 )
 def verdict_buffer(got, want, x):
     """Judged from returned outputs that need the real module to produce: a training step
@@ -400,13 +395,12 @@ def close_enough(a, b):
     return bool(torch.allclose(a.double(), b, **tolerance(torch.float32)))
 
 
-@CHECKS.check(
+@POSITIONAL_ENCODING.check(
     "forward",
     "forward adds the first T positions of pe to every sequence of the batch",
     2,
     inputs=probe.inputs_forward,
     probe=probe.probe_forward,
-    exercise="PositionalEncoding",
 )
 def verdict_forward(got, want, x):
     for name, value in x["x"].items():
@@ -416,13 +410,12 @@ def verdict_forward(got, want, x):
         _check_forward(got, name, value, x["pe"], what)
 
 
-@CHECKS.check(
+@POSITIONAL_ENCODING.check(
     "dropout-eval",
     "dropout does nothing in eval mode: deterministic, equal to dropout=0",
     1,
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout_eval,
-    exercise="PositionalEncoding",
 )
 def verdict_dropout_eval(got, want, x):
     shape = tuple(x["x"]["x"].shape)
@@ -437,13 +430,12 @@ def verdict_dropout_eval(got, want, x):
     assert_close(out, same, what + ", compared with your module with dropout=0")
 
 
-@CHECKS.check(
+@POSITIONAL_ENCODING.check(
     "dropout-train",
     "in training mode dropout acts on x + PE: each value 0 or (x + PE) / (1 - p), p of them 0",
     1,
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout_train,
-    exercise="PositionalEncoding",
 )
 def verdict_dropout_train(got, want, x):
     value = x["x"]["x"]
@@ -460,13 +452,12 @@ def verdict_dropout_train(got, want, x):
     raise Failure(PE_DROPOUT_MISPLACED, why=detail)
 
 
-@CHECKS.check(
+@POSITIONAL_ENCODING.check(
     "too-long",
     "T > max_len raises ValueError giving T and max_len",
     1,
     inputs=probe.inputs_too_long,
     probe=probe.probe_too_long,
-    exercise="PositionalEncoding",
 )
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]

@@ -314,26 +314,25 @@ _EVERYWHERE = (
 # --------------------------------------------------------------------------- apply_rotary
 
 
-@CHECKS.check(
+APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
+
+
+@APPLY_ROTARY.check(
     "reference",
     "apply_rotary matches the reference, pairs (i, i + d/2), on (B, H, T, d) and (T, d)",
     3,
     inputs=probe.inputs_reference,
-    probe=probe.probe_rotate,
-    exercise="apply_rotary",
 )
 def verdict_reference(got, want, x):
     for name, case in x.items():
         _rotation(got, name, case, _what(case), want[name], named=_EVERYWHERE)
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "positions",
     "apply_rotary uses the positions passed: a cache's p0 .. p0 + T - 1, or any order",
     2,
     inputs=probe.inputs_positions,
-    probe=probe.probe_rotate,
-    exercise="apply_rotary",
 )
 def verdict_positions(got, want, x):
     for name, case in x.items():
@@ -348,13 +347,11 @@ def verdict_positions(got, want, x):
         )
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "base",
     "apply_rotary uses the base passed (θ_i = base^(-2i/d), base ≠ 10000)",
     1,
     inputs=probe.inputs_base,
-    probe=probe.probe_rotate,
-    exercise="apply_rotary",
 )
 def verdict_base(got, want, x):
     for name, case in x.items():
@@ -363,13 +360,11 @@ def verdict_base(got, want, x):
         )
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "closed-form",
     "apply_rotary at far positions (up to 8191) against the float64 closed form",
     1,
     inputs=probe.inputs_far,
-    probe=probe.probe_rotate,
-    exercise="apply_rotary",
 )
 def verdict_far(got, want, x):
     """Against the exact formula, not the reference: |error| ≤ 1e-5 + 1.3e-6·|exact| +
@@ -386,13 +381,11 @@ def verdict_far(got, want, x):
     _rotation(got, "far", case, what, named=(), charged=_EVERYWHERE)
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "float64",
     "apply_rotary keeps float64 (float64 in, float64 out)",
     1,
     inputs=probe.inputs_float64,
-    probe=probe.probe_rotate,
-    exercise="apply_rotary",
 )
 def verdict_float64(got, want, x):
     """The dtype is what this check grades; the values are held to the float32 allowance,
@@ -409,13 +402,12 @@ def _rows(got, key, shape, what):
     return value
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "relative",
     "q·k after rotation depends only on the offset between the positions",
     2,
     inputs=probe.inputs_relative,
     probe=probe.probe_relative,
-    exercise="apply_rotary",
 )
 def verdict_relative(got, want, x):
     """Judged on the student's own runs, whatever pair convention they chose: every rotated
@@ -469,13 +461,12 @@ def verdict_relative(got, want, x):
         raise Failure(NO_ROTATION)
 
 
-@CHECKS.check(
+@APPLY_ROTARY.check(
     "odd-width",
     "apply_rotary rejects an odd head width with a ValueError that gives d",
     1,
     inputs=probe.inputs_odd,
     probe=probe.probe_odd,
-    exercise="apply_rotary",
 )
 def verdict_odd(got, want, x):
     d = x["x"].size(-1)
@@ -509,13 +500,14 @@ def _own(got, x):
     return own
 
 
-@CHECKS.check(
+ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attention)
+
+
+@ROTARY_ATTENTION.check(
     "attention",
     "rotary_attention rotates q and k (not v) and attends, with a causal mask",
     2,
     inputs=probe.inputs_attention,
-    probe=probe.probe_attention,
-    exercise="rotary_attention",
 )
 def verdict_attention(got, want, x):
     """Judged against attention over the student's own apply_rotary (so a mistake there is
@@ -555,13 +547,12 @@ def verdict_attention(got, want, x):
         assert_close(value, expected, f"{what}'s {name}", candidates, tol=tol)
 
 
-@CHECKS.check(
+@ROTARY_ATTENTION.check(
     "attention-shift",
     "rotary_attention is unchanged when every position is shifted by the same amount",
     1,
     inputs=probe.inputs_attention,
     probe=probe.probe_attention_shift,
-    exercise="rotary_attention",
 )
 def verdict_attention_shift(got, want, x):
     """The student's own two runs: each is attention (causal weights, rows summing to 1,
