@@ -14,7 +14,6 @@ Layout (one concern per file, named after it):
     report.py       renders the table and Gradescope's results.json
     report_html.py  build/report.html: the table, hints, and pictures of the student's outputs
     watch.py        `make watch`: a warm grader that re-grades a module when it is saved
-    heatmaps.py     the PNGs `make grade` saves after grading plots.py
     notebook.py     what nbgrader test cells call (the same checks)
     course.py       generates the nbgrader course and wraps nbgrader's verbs
     batch.py        `make batch`: many submissions, sandboxed, hidden tier

@@ -132,14 +132,6 @@ class GradingPlugin:
                     f"has no trusted stand-in for it), so a bug there can cost points in "
                     f"{module} too. Official grading uses trusted stand-ins."
                 )
-        if any(r.module == "plots" for r in results):
-            try:  # the student's heatmaps beside the reference ones; never fails the grading
-                from . import heatmaps
-
-                saved = heatmaps.save(self.submission, self.results_path.parent / "heatmaps")
-                print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
-            except Exception as e:
-                print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):

@@ -105,9 +105,7 @@ LAZY = {
     # Whole files, with one reason each:
     ("autograder/batch.py", "*"): "the CLI lists `batch` without importing torch or the sandbox",
     ("autograder/gradescope/__init__.py", "*"): "`make gradescope` zips files; torch only to grade",
-    ("autograder/heatmaps.py", "*"): "torch and matplotlib only when plots.py is graded",
     ("autograder/report_html.py", "*"): "torch only when a picture is drawn",
-    ("autograder/plugin.py", "autograder.heatmaps"): "matplotlib only when plots.py is graded",
     ("autograder/trusted/plots.py", "*"): "matplotlib only when a figure is drawn",
     ("autograder/sandbox/child.py", "*"): "imports come after the process has confined itself",
     ("autograder/sandbox/zygote.py", "*"): "the zygote imports torch and the probe side itself",
