@@ -193,7 +193,6 @@ BYTES_WRONG = misconception(
     ),
 )
 
-
 # --------------------------------------------------------------------------- models
 # What grouped-query attention with a given mistake computes, in float64, to recognise it.
 
