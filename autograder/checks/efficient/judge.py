@@ -281,8 +281,8 @@ CHUNKED_NO_RESCALE = misconception(
     (
         "Sums taken against an old maximum m are in other units than terms taken against the "
         "new maximum m_new: before adding, convert the old sums with the factor exp(m - m_new).",
-        "Compute that factor per query with torch.exp and multiply both running sums (the "
-        "normaliser l and the accumulator acc) by it before adding the chunk's terms.",
+        "Compute the factor exp(m - m_new) per query with torch.exp, and multiply both running "
+        "sums (the normaliser l and the accumulator acc) by it before adding the chunk's terms.",
         "alpha = exp(m - m_new); then l ← l·alpha + Σ_c p and acc ← acc·alpha + p @ v_chunk: "
         "rescale both, before adding the new chunk.",
     ),
