@@ -140,14 +140,14 @@ FILL_TOO_WEAK = misconception(
     "Blocked keys still influence the result: your fill value is not small enough to remove them "
     "(a blocked key with a large score still gets weight).",
     (
-        "A blocked key must get weight exactly 0, whatever its score. A finite fill only lowers a "
-        "score to a fixed value; a key whose other scores are larger still, or a dtype that "
-        "rounds, leaves it a share of the softmax.",
+        "A blocked key must get weight exactly 0, whatever the scores. A finite fill only makes "
+        "its score low: when the allowed keys score lower still, or when the fill is added to a "
+        "large score instead of replacing it, the blocked key keeps a share of the softmax.",
         "Fill the blocked scores with float('-inf'), whose exp is exactly 0, and handle the fully "
         "blocked rows after the softmax; if you need a finite value, the smallest of the dtype, "
         "torch.finfo(scores.dtype).min.",
-        "masked_fill(mask, float('-inf')) on the scores; never a fixed number such as -1e4, which "
-        "a large score outweighs.",
+        "masked_fill(mask, float('-inf')) on the scores; never a fixed number such as -1e4: the "
+        "allowed scores can be lower still.",
     ),
 )
 CAUSAL_LEAK = misconception(
