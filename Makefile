@@ -10,6 +10,10 @@ EX ?=
 VERBOSE ?=
 DEVICE ?= cpu
 RESULTS ?= build/results.json
+HINTS ?=
+# make grade LANG=zh_CN.UTF-8: a LANG given to make wins over LC_ALL / LANGUAGE set in the shell
+# (gettext's own order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, when LANG comes from the shell).
+LANG_ARG = $(if $(filter command line,$(origin LANG)),--lang $(LANG))
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
@@ -38,12 +42,21 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 .PHONY: venv-instructor
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints
-	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose)
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8
+	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
+
+.PHONY: hint
+hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
+	@test -n "$(EX)" || { echo "usage: make hint EX=module" >&2; exit 2; }
+	@$(PY) -m autograder $(LANG_ARG) hint --submission $(SUBMISSION) --ex $(EX)
+
+.PHONY: translations
+translations: $(STAMP) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs
+	$(PY) -m autograder translations
 
 .PHONY: watch
 watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
-	$(PY) -m autograder watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
+	$(PY) -m autograder $(LANG_ARG) watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
