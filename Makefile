@@ -106,10 +106,10 @@ BENCH_N ?= 200
 SEED ?=
 batch: $(STAMP) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
-	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m autograder $(LANG_ARG) batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
-	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
+	$(PY) -m autograder $(LANG_ARG) gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
 .PHONY: sandbox-deps
 sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if missing
@@ -162,9 +162,11 @@ prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose
 	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
 
 .PHONY: ci-deps
-ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
+ci-deps: ## system packages the kit's tests use: headless Chromium and a CJK font (apt-get; CI runs it as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei; }
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

@@ -31,6 +31,7 @@ from .core import HINT_LEVELS, Result
 from .paths import BUILD
 
 STATE = BUILD / "hint-state.json"
+STATE_ENV = "ATTENTION_LAB_HINT_STATE"  # another path for the state (the kit's tests use one)
 TOP = len(HINT_LEVELS)
 ALL_LEVELS = tuple(range(1, TOP + 1))
 FRESH_LEVELS = (1, 2)  # batch, Gradescope, PrairieLearn
@@ -38,8 +39,13 @@ NOTEBOOK_LEVELS = (1,)  # nbgrader feedback, in the notebook and in the hidden t
 VERSION = 1
 
 
-def load(path: Path = STATE) -> dict[str, dict[str, dict[str, Any]]]:
+def state_path(path: Path | None = None) -> Path:
+    return Path(path or os.environ.get(STATE_ENV) or STATE)
+
+
+def load(path: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """{submission folder: {check id: entry}}; {} for a missing or corrupt file."""
+    path = state_path(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -66,9 +72,11 @@ def _valid(entry: Any) -> bool:
     )
 
 
-def save(state: dict[str, dict[str, dict[str, Any]]], path: Path = STATE) -> None:
-    """Write the state atomically; a grading never fails for want of a writable build/."""
-    path = Path(path)
+def save(state: dict[str, dict[str, dict[str, Any]]], path: Path | None = None) -> None:
+    """Write the state atomically; a grading never fails for want of a writable build/.
+    Folders that no longer exist are forgotten."""
+    path = state_path(path)
+    state = {k: v for k, v in state.items() if v and Path(k).is_dir()}
     data = json.dumps({"version": VERSION, "submissions": state}, ensure_ascii=False, indent=1)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +97,7 @@ def key(folder: Path) -> str:
     return str(Path(folder).resolve())
 
 
-def advance(results: Iterable[Result], folder: Path, path: Path = STATE) -> dict[str, int]:
+def advance(results: Iterable[Result], folder: Path, path: Path | None = None) -> dict[str, int]:
     """Record one grading of `folder`; {check id: the level to show} for each failing check.
 
     The level climbs by one when the check fails with the same misconception as last time
@@ -127,7 +135,7 @@ def entry(r: Result, level: int, source: str) -> dict[str, Any]:
     }
 
 
-def levels_of(results: Iterable[Result], folder: Path, path: Path = STATE) -> dict[str, int]:
+def levels_of(results: Iterable[Result], folder: Path, path: Path | None = None) -> dict[str, int]:
     """The levels recorded for `results`, without recording anything (the report of a
     grading already recorded)."""
     mine = load(path).get(key(folder), {})
@@ -138,13 +146,15 @@ def levels_of(results: Iterable[Result], folder: Path, path: Path = STATE) -> di
     }
 
 
-def first_failing(folder: Path, checks: list[str], path: Path = STATE) -> tuple[str, dict] | None:
+def first_failing(
+    folder: Path, checks: list[str], path: Path | None = None
+) -> tuple[str, dict] | None:
     """The first of `checks` (ids, in course order) with a recorded failure."""
     mine = load(path).get(key(folder), {})
     return next(((c, mine[c]) for c in checks if c in mine), None)
 
 
-def climb(folder: Path, check_id: str, path: Path = STATE) -> int:
+def climb(folder: Path, check_id: str, path: Path | None = None) -> int:
     """One level more for `check_id` (make hint); returns the level now shown."""
     state = load(path)
     mine = state.get(key(folder), {})
