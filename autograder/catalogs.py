@@ -16,6 +16,8 @@ compiled at run time (i18n.compiled), so there is no .mo to commit.
 
 from __future__ import annotations
 
+import datetime as dt
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,8 +128,15 @@ def update(lang: str, catalogs: dict[str, Catalog]) -> list[tuple[Path, int, int
             po = Catalog(locale=lang, domain=domain, project=PROJECT, fuzzy=False)
         po.project = PROJECT
         po.update(template, no_fuzzy_matching=True, update_header_comment=False)
-        with path.open("wb") as f:
-            write_po(f, po, width=0, ignore_obsolete=True, include_previous=False, no_location=True)
+        if not isinstance(po.revision_date, dt.datetime):
+            po.revision_date = po.creation_date
+        buffer = io.BytesIO()
+        write_po(
+            buffer, po, width=0, ignore_obsolete=True, include_previous=False, no_location=True
+        )
+        # Babel writes "<project> <version>", and the kit has no version number.
+        version = f"Project-Id-Version: {PROJECT}".encode()
+        path.write_bytes(buffer.getvalue().replace(version + b" \\n", version + b"\\n"))
         untranslated = sum(1 for m in po if m.id and not m.string)
         done.append((path, len([m for m in po if m.id]), untranslated))
     return done
