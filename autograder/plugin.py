@@ -151,10 +151,9 @@ class GradingPlugin:
                 from . import heatmaps
 
                 saved = heatmaps.save(self.submission, self.results_path.parent / "heatmaps")
-                print(_("Heatmaps (yours beside the reference):") + "\n" + "\n".join(saved))
+                print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
             except Exception as e:
-                error = f"{type(e).__name__}: {e}"
-                print(_("Heatmaps: not saved ({error})").format(error=error))
+                print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):

@@ -80,10 +80,10 @@ CHECKS = CheckList("{name}")
 ADDS_INSTEAD = misconception(
     "{name}-adds-instead",
     "You added x to 2 instead of multiplying it by 2.",
-    (  # the hint ladder: the idea, the operation or API, nearly the code
-        "Doubling a value scales it; adding a constant shifts it.",
-        "Use one elementwise product of the input tensor with a number.",
-        "Doubling is x * 2.",
+    (
+        "Doubling a number scales it; adding a constant shifts it.",
+        "Use multiplication, elementwise over the tensor.",
+        "Multiply x by 2 (not x + 2).",
     ),
 )
 
@@ -158,14 +158,14 @@ msgstr ""
 msgid "You added x to 2 instead of multiplying it by 2."
 msgstr "你把 x 加上了 2，而不是乘以 2。"
 
-msgid "Doubling a value scales it; adding a constant shifts it."
+msgid "Doubling a number scales it; adding a constant shifts it."
 msgstr "加倍是对数值做缩放；加上一个常数则是平移。"
 
-msgid "Use one elementwise product of the input tensor with a number."
-msgstr "用输入张量与一个数的逐元素乘积。"
+msgid "Use multiplication, elementwise over the tensor."
+msgstr "对张量逐元素做乘法。"
 
-msgid "Doubling is x * 2."
-msgstr "加倍就是 x * 2。"
+msgid "Multiply x by 2 (not x + 2)."
+msgstr "把 x 乘以 2（不是 x + 2）。"
 """
 
 
