@@ -184,13 +184,16 @@ def ngettext(one: str, many: str, n: int) -> str:
 
 
 def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> str | None:
-    """`template` translated, its placeholders filled from `details` (a text value is
-    translated too when a catalog holds it); the English template when the translation's
-    placeholders do not fit; None when neither fits."""
+    """`template` translated, its placeholders filled from `details`; the English template
+    when the translation's placeholders do not fit; None when neither fits."""
     if not template:
         return ""
     catalog = translations(lang or current())
-    values = {k: catalog.gettext(v) if isinstance(v, str) and v else v for k, v in details.items()}
+    # a phrase among the values ("the attention weights") is translated too when a catalog
+    # holds it; single words are left alone (a value "error" is not the status word)
+    values = {
+        k: catalog.gettext(v) if isinstance(v, str) and " " in v else v for k, v in details.items()
+    }
     for text, given in ((catalog.gettext(template), values), (template, details)):
         try:
             return text.format(**given)
