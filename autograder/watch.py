@@ -191,7 +191,7 @@ class Watcher:
     def stop_child(self) -> None:
         if self.child is None:
             return
-        pid, fd, _, _ = self.child
+        pid, fd = self.child[:2]
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
