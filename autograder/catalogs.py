@@ -92,12 +92,16 @@ def templates() -> dict[str, Catalog]:
         path, line = where.rsplit(":", 1)
         text = message if isinstance(message, str) else message[0]
         flags = _flags(text if isinstance(message, str) else " ".join(message))
-        catalog(KIT_DOMAIN).add(message, locations=[(path, int(line))], flags=flags)
+        added = catalog(KIT_DOMAIN).add(message, locations=[(path, int(line))], flags=flags)
+        added.flags.discard("python-format")
     for domain, texts in misconception_texts().items():
         for text, mid in texts:
             existing = catalog(domain).get(text)
             if existing is None:
-                catalog(domain).add(text, auto_comments=[mid] if mid else [], flags=_flags(text))
+                added = catalog(domain).add(
+                    text, auto_comments=[mid] if mid else [], flags=_flags(text)
+                )
+                added.flags.discard("python-format")
             elif mid and mid not in existing.auto_comments:
                 existing.auto_comments.append(mid)
     return catalogs
@@ -126,8 +130,10 @@ def update(lang: str, catalogs: dict[str, Catalog]) -> list[tuple[Path, int, int
                 po = read_po(f, locale=lang, domain=domain)
         else:
             po = Catalog(locale=lang, domain=domain, project=PROJECT, fuzzy=False)
-        po.project = PROJECT
+        po.project, po.version = PROJECT, ""
         po.update(template, no_fuzzy_matching=True, update_header_comment=False)
+        for message in po:  # the kit's texts are str.format templates, never %-formats
+            message.flags.discard("python-format")
         if not isinstance(po.revision_date, dt.datetime):
             po.revision_date = po.creation_date
         buffer = io.BytesIO()
@@ -135,8 +141,13 @@ def update(lang: str, catalogs: dict[str, Catalog]) -> list[tuple[Path, int, int
             buffer, po, width=0, ignore_obsolete=True, include_previous=False, no_location=True
         )
         # Babel writes "<project> <version>", and the kit has no version number.
-        version = f"Project-Id-Version: {PROJECT}".encode()
-        path.write_bytes(buffer.getvalue().replace(version + b" \\n", version + b"\\n"))
+        text = re.sub(
+            rb'"Project-Id-Version: [^"]*"',
+            f'"Project-Id-Version: {PROJECT}\\\\n"'.encode(),
+            buffer.getvalue(),
+            count=1,
+        )
+        path.write_bytes(text)
         untranslated = sum(1 for m in po if m.id and not m.string)
         done.append((path, len([m for m in po if m.id]), untranslated))
     return done
