@@ -10,6 +10,10 @@ EX ?=
 VERBOSE ?=
 DEVICE ?= cpu
 RESULTS ?= build/results.json
+HINTS ?=
+# make grade LANG=zh_CN.UTF-8: a LANG given to make wins over LC_ALL / LANGUAGE set in the shell
+# (gettext's own order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, when LANG comes from the shell).
+LANG_ARG = $(if $(filter command line,$(origin LANG)),--lang $(LANG))
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
@@ -38,12 +42,21 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 .PHONY: venv-instructor
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints
-	$(PY) -m autograder grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose)
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8
+	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
+
+.PHONY: hint
+hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
+	@test -n "$(EX)" || { echo "usage: make hint EX=module" >&2; exit 2; }
+	@$(PY) -m autograder $(LANG_ARG) hint --submission $(SUBMISSION) --ex $(EX)
+
+.PHONY: translations
+translations: $(STAMP) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs
+	$(PY) -m autograder translations
 
 .PHONY: watch
 watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
-	$(PY) -m autograder watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
+	$(PY) -m autograder $(LANG_ARG) watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
 grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
@@ -93,10 +106,10 @@ BENCH_N ?= 200
 SEED ?=
 batch: $(STAMP) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
-	$(PY) -m autograder batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m autograder $(LANG_ARG) batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
 gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
-	$(PY) -m autograder gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
+	$(PY) -m autograder $(LANG_ARG) gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
 .PHONY: sandbox-deps
 sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if missing
@@ -149,9 +162,11 @@ prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose
 	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
 
 .PHONY: ci-deps
-ci-deps: ## system packages the kit's tests use: headless Chromium (apt-get; CI runs it as root)
+ci-deps: ## system packages the kit's tests use: headless Chromium and a CJK font (apt-get; CI runs it as root)
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei; }
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache .hypothesis

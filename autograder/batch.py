@@ -34,8 +34,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import registry, report
+from . import ladder, registry, report
 from .core import IMPORT_ERROR
+from .i18n import _
 from .options import modules_of
 from .sandbox.jail import Limits
 
@@ -190,21 +191,23 @@ def package_folder(root: Path) -> Path:
 
 
 def feedback_text(graded: Graded, title: str) -> str:
-    parts = [report.table(graded.results, title)]
+    # No per-student ladder state here: every failing check shows hint levels 1 and 2.
+    parts = [report.table(graded.results, title, hints=ladder.FRESH_LEVELS)]
     if graded.notes:
         notes = "\n".join(f"  - {one_line(n)}" for n in graded.notes)
-        parts.append("Notes from the grader:\n" + notes)
+        parts.append(_("Notes from the grader:") + "\n" + notes)
     if graded.output.strip():
         printed = "\n".join("  | " + line for line in graded.output.rstrip().splitlines())
-        parts.append(
+        head = _(
             "What your code printed while it was graded (your output, not the grader's "
-            f"words; {graded.output_bytes:,} bytes):\n{printed}"
-        )
+            "words; {size} bytes):"
+        ).format(size=f"{graded.output_bytes:,}")
+        parts.append(f"{head}\n{printed}")
     return "\n\n".join(parts) + "\n"
 
 
 def results_json(graded: Graded) -> dict:
-    data = report.gradescope(graded.results)
+    data = report.gradescope(graded.results, hints=ladder.FRESH_LEVELS)
     if graded.notes:
         data["output"] = "\n".join(one_line(n) for n in graded.notes)
     return data

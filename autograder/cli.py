@@ -23,7 +23,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from . import scaffold, stubgen, syllabus
+from . import i18n, scaffold, stubgen, syllabus
 from .batch import add_verbs as add_batch_verbs
 from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
@@ -101,7 +101,69 @@ def cmd_grade(args) -> int:
         argv += ["--cpu-limit", str(args.cpu_limit)]
     if args.verbose:
         argv += ["--show-printed"]
+    if args.hints:
+        if args.hints != "all":
+            raise UsageError(f"HINTS={args.hints!r}: expected HINTS=all (every hint level)")
+        argv += ["--all-hints"]
     return int(pytest.main(argv))
+
+
+def cmd_hint(args) -> int:
+    """make hint EX=m: one level more of the first failing check's hint ladder (ladder.py).
+
+    It reads the ladder state the last `make grade` / `make watch` recorded; when that state
+    is not about the module's current file (never graded, or edited since), it grades the
+    module first (its fast checks, as make grade does), so the hint is about the code as it is.
+    """
+    from . import engine, ladder, registry
+    from .i18n import _
+    from .submission import Submission
+
+    folder = Path(args.submission)
+    try:
+        (module,) = syllabus.parse_modules(args.ex)
+    except (syllabus.UnknownModule, ValueError):
+        raise UsageError(
+            f"EX={args.ex!r}: expected one exercise module, e.g. EX=attention"
+        ) from None
+    if not (folder / f"{module}.py").is_file():
+        raise UsageError(f"{folder} has no {module}.py")
+    checks = [c for c in registry.checks_of(module) if not c.slow]
+    ids = [c.id for c in checks]
+    found = ladder.first_failing(folder, ids)
+    if found is None or found[1].get("source") != ladder.source_hash(folder, module):
+        print(_("Grading {module}.py first ...").format(module=module), flush=True)
+        results = engine.grade(Submission(folder), [module])
+        ladder.advance([r for r in results if r.check_id in ids], folder)
+        found = ladder.first_failing(folder, ids)
+        if found is None:
+            print(_("Every check of {module}.py passes: no hint needed.").format(module=module))
+            return 0
+        level = found[1]["level"]  # grading recorded this attempt: show its level
+    else:
+        level = ladder.climb(folder, found[0])
+    check_id, recorded = found
+    result = ladder.as_result(check_id, module, recorded)
+    print(f"{result.name}\n  [{result.misconception}] {i18n.message(result)}")
+    for line in i18n.hint_lines(result, (level,)):
+        print(f"  {line}")
+    if level >= ladder.TOP:
+        print(_("  (the last level: `make grade HINTS=all` shows all three)"))
+    return 0
+
+
+def cmd_translations(args) -> int:
+    """make translations: .pot templates from the code and the registry, .po files merged."""
+    from . import catalogs
+
+    templates = catalogs.templates()
+    for path in catalogs.write_templates(templates):
+        print(f"wrote {path.relative_to(ROOT)}")
+    for lang in i18n.available():
+        for path, texts, untranslated in catalogs.update(lang, templates):
+            todo = f", {untranslated} to translate" if untranslated else ""
+            print(f"updated {path.relative_to(ROOT)} ({texts} texts{todo})")
+    return 0
 
 
 def _need_solutions() -> None:
@@ -187,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         help="show what your code printed under every check (failing checks always show it)",
     )
     grade.add_argument(
+        "--hints", default="", help="all: show every level of each failing check's hint ladder"
+    )
+    grade.add_argument(
         "--include-slow",
         action="store_true",
         help="also run the slow checks (gpt's training run): `make grade-train`",
@@ -218,7 +283,21 @@ def main(argv: list[str] | None = None) -> int:
     from .watch import add_verbs as add_watch_verbs  # watch
 
     add_watch_verbs(verbs)
+    parser.add_argument(
+        "--lang",
+        default="",
+        help="language of the feedback: en or zh_CN (default: LANGUAGE, LC_ALL, LC_MESSAGES, LANG)",
+    )
+    hint = verbs.add_parser("hint", help="the next hint level for the first failing check")
+    hint.add_argument("--submission", default="assignments")
+    hint.add_argument("--ex", required=True, help="the exercise module")
+    hint.set_defaults(run=cmd_hint)
+    verbs.add_parser(
+        "translations", help="extract the texts into .pot templates; update the .po catalogs"
+    ).set_defaults(run=cmd_translations)
     args = parser.parse_args(argv)
+    if args.lang:
+        i18n.use(args.lang)
     try:
         return args.run(args)
     except UsageError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,8 +36,16 @@ class Misconception:
         """The most detailed level written (what a student sees when no ladder state applies)."""
         return next((h for h in reversed(self.hints) if h), "")
 
+    def level(self, n: int) -> tuple[int, str]:
+        """(level, text) of hint level n (1-3), or of the nearest level written: a lower one
+        first, then a higher one; (0, "") when no level is written."""
+        n = min(max(n, 1), len(self.hints))
+        order = list(range(n, 0, -1)) + list(range(n + 1, len(self.hints) + 1))
+        return next(((i, self.hints[i - 1]) for i in order if self.hints[i - 1]), (0, ""))
+
 
 _MISCONCEPTIONS: dict[str, Misconception] = {}
+_ORIGIN: dict[str, str] = {}  # id -> the module that declares it (its catalog: i18n)
 
 
 def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") -> Misconception:
@@ -54,7 +63,13 @@ def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") 
     if id in _MISCONCEPTIONS and _MISCONCEPTIONS[id] != declared_now:
         raise ValueError(f"misconception id {id!r} is declared twice with different texts")
     _MISCONCEPTIONS[id] = declared_now
+    _ORIGIN.setdefault(id, sys._getframe(1).f_globals.get("__name__", ""))
     return declared_now
+
+
+def origin(id: str) -> str:
+    """The Python module that declares misconception `id` ('' if unknown)."""
+    return _ORIGIN.get(id, "")
 
 
 def declared() -> dict[str, Misconception]:
@@ -66,62 +81,127 @@ def declared() -> dict[str, Misconception]:
 NOT_ATTEMPTED = misconception(
     "not-attempted",
     "{exercise} is not attempted yet: it still raises NotImplementedError.",
-    "Replace the `raise NotImplementedError(...)` line in the TODO region with your code.",
+    (
+        "The grader starts on an exercise once its body does something: the stub's "
+        "NotImplementedError tells it you have not written it yet.",
+        "Read the docstring and the TODO steps above the raise: they name the operations "
+        "and the shapes of each step.",
+        "Replace the `raise NotImplementedError(...)` line in the TODO region with your code.",
+    ),
 )
 IMPORT_ERROR = misconception(
     "import-error",
     "{file} could not be imported, so none of its exercises could be graded: {error}",
-    "Fix this first: in the kit's folder, run `.venv/bin/python -c 'import {package}.{module}'` "
-    "(the kit's own Python, which has torch) to see the full error.",
+    (
+        "Python could not even load this file (a syntax error, a bad import, or code at the "
+        "top level that fails), so no exercise in it can run.",
+        "Fix the file before anything else: the error names the line; a typo, a missing "
+        "colon or bracket, or an import of a module that is not installed is the usual cause.",
+        "Fix this first: in the kit's folder, run "
+        "`.venv/bin/python -c 'import {package}.{module}'` "
+        "(the kit's own Python, which has torch) to see the full error.",
+    ),
 )
 CRASH = misconception(
     "crash",
     "Your code raised {error} {where}",
-    "Read the error and the line it names; check the shapes against the docstring.",
+    (
+        "Your code stopped with an error before returning: most often two tensors whose "
+        "shapes do not fit the operation.",
+        "Read the error and the line it names; print the .shape of each tensor on that "
+        "line and compare with the shapes in the docstring.",
+        "Read the error and the line it names; check the shapes against the docstring.",
+    ),
 )
 TIMEOUT = misconception(
     "timeout",
     "This check did not finish within {seconds} CPU seconds (many times what the reference "
     "needs): an endless loop, or far too slow.",
-    "Look for a `while` loop that never ends, or a loop over elements that could be one "
-    "tensor operation.",
+    (
+        "Attention is a few whole-tensor operations; code that loops over single entries, or "
+        "a loop whose condition never changes, runs far longer than it should.",
+        "Replace Python loops over positions or entries with batched tensor operations "
+        "(matmul, broadcasting); check that every `while` loop moves towards its end.",
+        "Look for a `while` loop that never ends, or a loop over elements that could be one "
+        "tensor operation.",
+    ),
 )
 WRONG_TYPE = misconception(
     "wrong-return-type",
     "{what} should be {expected}, but your code returned {got}.",
-    "Check the `return` statement against the docstring.",
+    (
+        "The function returns something of another kind than the docstring promises (a "
+        "tuple instead of a tensor, None, a list, ...).",
+        "Read the docstring's Returns line: how many values, in which order, and whether "
+        "each is a torch.Tensor.",
+        "Check the `return` statement against the docstring.",
+    ),
 )
 WRONG_SHAPE = misconception(
     "wrong-shape",
     "{what} has shape {got}, expected {expected}.",
-    "Follow the shape comments in the docstring; print .shape after each step.",
+    (
+        "Each step of attention changes the shape in a known way; one axis is missing, "
+        "extra or in the wrong place.",
+        "Compare each step with the docstring's shapes (B, H, L, S, d_k): look at "
+        "transpose / view / reshape and at the axis of each reduction.",
+        "Follow the shape comments in the docstring; print .shape after each step.",
+    ),
 )
 WRONG_DTYPE = misconception(
     "wrong-dtype",
     "{what} has dtype {got}, expected {expected}.",
-    "Do not hard-code a dtype: create new tensors with dtype=x.dtype (or use *_like).",
+    (
+        "The result should keep the precision of the inputs (float64 inputs give float64 "
+        "outputs); a new tensor created along the way changed it.",
+        "Find where you create a tensor (torch.zeros, torch.tensor, torch.full, torch.arange) "
+        "and give it the inputs' dtype.",
+        "Do not hard-code a dtype: create new tensors with dtype=x.dtype (or use *_like).",
+    ),
 )
 WRONG_DEVICE = misconception(
     "wrong-device",
     "{what} is on device {got}, expected {expected}.",
-    "Create new tensors on the inputs' device (device=x.device) or pass `device` through.",
+    (
+        "Every tensor of one computation must live on the same device as the inputs "
+        "(CPU or GPU); a tensor you create is elsewhere.",
+        "Find where you create tensors (masks, positions, constants) and give them the "
+        "inputs' device.",
+        "Create new tensors on the inputs' device (device=x.device) or pass `device` through.",
+    ),
 )
 NOT_FINITE = misconception(
     "not-finite",
     "{what} contains NaN or infinity ({count} entries).",
-    "Look for a softmax over a row that is all -inf, or a division by zero.",
+    (
+        "Somewhere a value overflowed or was undefined: a softmax over a row where every "
+        "position is masked, a log of 0 or a division by 0.",
+        "Print torch.isfinite(...).all() after each step to find the first one that "
+        "produces NaN or inf; look at masked_fill values and denominators.",
+        "Look for a softmax over a row that is all -inf, or a division by zero.",
+    ),
 )
 WRONG_VALUES = misconception(
     "wrong-values",
     "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "
     "(yours {got:.6g}, expected {want:.6g}).",
-    "Compare your steps with the numbered hints in the TODO, on a tiny input you can check "
-    "by hand.",
+    (
+        "The shapes are right but the numbers are not: one step of the computation differs "
+        "from the equation in the docstring.",
+        "Take each step of the equation in turn (scores, scaling, mask, softmax, weighted "
+        "sum) and check which axis and which operation each uses.",
+        "Compare your steps with the numbered hints in the TODO, on a tiny input you can check "
+        "by hand.",
+    ),
 )
 GRADER_ERROR = misconception(
     "grader-error",
     "The grader itself failed on this check ({error}). This is a bug in the kit, not in your code.",
-    "Please report it to your instructor with the output above.",
+    (
+        "This is not about your code: the grader itself failed.",
+        "Nothing to change in your code for this check; the other checks still count.",
+        "Please report it to your instructor with the output above.",
+    ),
 )
 
 
@@ -145,8 +225,19 @@ class Failure(Exception):
 def _fill(text: str, details: dict[str, Any]) -> str:
     try:
         return text.format(**details)
-    except (KeyError, IndexError, ValueError):
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError):
         return text
+
+
+def plain_details(details: dict[str, Any]) -> dict[str, str | int | float | bool | None]:
+    """A Failure's details as JSON values (numbers kept for format specs such as {err:.3g},
+    everything else as the text `format` would print), so a Result can travel over a pipe
+    and be worded again later, in another language (i18n.message)."""
+    plain: dict[str, str | int | float | bool | None] = {}
+    for key, value in details.items():
+        ok = value is None or type(value) in (str, int, float, bool)
+        plain[str(key)] = value if ok else str(value)
+    return plain
 
 
 # --------------------------------------------------------------------------- checks
@@ -384,6 +475,10 @@ class Result:
     message: str = ""
     hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # The misconception's placeholders ({what}, {got}, ...) as JSON values: the feedback is
+    # worded at display time (i18n.message), in the student's language; `message` and `hint`
+    # keep the English text, for logs and results.json.
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -403,4 +498,5 @@ class Result:
             misconception=failure.misconception.id if failure else "",
             message=failure.message if failure else "",
             hint=failure.hint if failure else "",
+            details=plain_details(failure.details) if failure else {},
         )

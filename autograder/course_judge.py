@@ -36,6 +36,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from . import registry, report
 from .core import Result
 from .course_config import CourseConfig
+from .i18n import _, status_word
+from .notebook import feedback
 from .references import References
 from .sandbox.runner import Sandbox
 
@@ -166,13 +168,11 @@ def verdict_text(result: Result, points: float) -> str:
     score = scaled(result, points)
     head = f"{OFFICIAL}: {result.name}: {score:g} / {points:g}"
     if result.passed:
-        return f"{head}  PASS\n"
-    text = f"{head}  {result.status.upper()}\n"
-    label = f"[{result.misconception}] " if result.misconception else ""
+        return f"{head}  {_('PASS')}\n"
+    word = status_word(result.status)
+    text = f"{head}  {word.upper() if word.isascii() else word}\n"
     if result.message:
-        text += f"{label}{result.message}\n"
-    if result.hint:
-        text += f"Hint: {result.hint}\n"
+        text += feedback(result) + "\n"
     return text
 
 

@@ -47,6 +47,8 @@ from typing import Any
 from . import registry, trusted
 from .core import Check, Result
 from .engine import run_check
+from .i18n import _, hint_lines, message, status_word
+from .ladder import NOTEBOOK_LEVELS
 from .paths import SOLUTIONS
 from .references import References
 from .submission import trusted_modules
@@ -186,8 +188,15 @@ def run(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> Re
     with _swapped(namespace, _stand_ins(check.module, namespace)), _stderr_to_stdout():
         result = run_check(check, submission, reference, seed=seed)
     # A crash names the kernel's file for the cell (e.g. 2391847.py): say "your cell" instead.
-    result.message = re.sub(r"in [\w-]+\.py, line", "in your code cell, line", result.message)
+    result.message = _in_cell(result.message)
+    result.details = {
+        k: _in_cell(v) if isinstance(v, str) else v for k, v in result.details.items()
+    }
     return result
+
+
+def _in_cell(text: str) -> str:
+    return re.sub(r"in [\w-]+\.py, line", "in your code cell, line", text)
 
 
 def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> None:
@@ -200,19 +209,32 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     if hidden and os.environ.get(HIDDEN_VARIABLE) == "outside":
         print(f"{OUTSIDE_NOTE} ({check.name})")
         return
-    tier = " (hidden inputs)" if hidden else ""
+    tier = _(" (hidden inputs)") if hidden else ""
     if not _defined(check, namespace):
         raise CheckFailed(
-            f"[not-defined] {check.exercise} is not defined in this notebook: run the cell "
-            f"that defines it (or, if you deleted that cell, restore it from the release)."
+            "[not-defined] "
+            + _(
+                "{exercise} is not defined in this notebook: run the cell that defines it "
+                "(or, if you deleted that cell, restore it from the release)."
+            ).format(exercise=check.exercise)
         )
     result = run(check_id, namespace, hidden=hidden)
     if result.passed:
-        print(f"PASS  {result.name}{tier}: {result.points:g} / {result.points:g} points")
+        points = f"{result.points:g}"
+        line = _("{tag}  {name}{tier}: {score} / {points} points").format(
+            tag=_("PASS"), name=result.name, tier=tier, score=points, points=points
+        )
+        print(line)
         return
-    text = f"[{result.misconception}] {result.message}" if result.misconception else result.message
-    if result.hint:
-        text += f"\nHint: {result.hint}"
+    text = feedback(result)
     if result.status == "error":
         print(result.extra.get("traceback", ""), file=sys.stdout)
-    raise CheckFailed(f"{result.name}{tier}: {result.status}.\n{text}")
+    raise CheckFailed(f"{result.name}{tier}: {status_word(result.status)}.\n{text}")
+
+
+def feedback(result: Result) -> str:
+    """A failing check's feedback in a notebook: the message and the first hint level only
+    (ladder.NOTEBOOK_LEVELS: no state is kept between a student's runs of a cell)."""
+    label = f"[{result.misconception}] " if result.misconception else ""
+    lines = [label + message(result), *hint_lines(result, NOTEBOOK_LEVELS)]
+    return "\n".join(lines)

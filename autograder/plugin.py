@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import limits, registry, report, report_html
+from . import ladder, limits, registry, report, report_html
 from .core import Check, Result, Status
 from .engine import grade_module
+from .i18n import _
 from .references import References
 from .submission import Submission
 
@@ -37,6 +38,11 @@ def pytest_addoption(parser):
         "--show-printed",
         action="store_true",
         help="show what the student's code printed under every check, not only failing ones",
+    )
+    group.addoption(
+        "--all-hints",
+        action="store_true",
+        help="show every level of each failing check's hint ladder (make grade HINTS=all)",
     )
     group.addoption(
         "--include-slow",
@@ -63,6 +69,7 @@ class GradingPlugin:
         self.left_out: list[Check] = []
         self.show_printed: bool = config.getoption("show_printed")
         self.outputs: dict[str, dict] = {}  # what the student's code returned, for the report
+        self.all_hints: bool = config.getoption("all_hints")
 
     def wanted(self, check: Check) -> bool:
         return (not self.modules or check.module in self.modules) and (
@@ -105,33 +112,40 @@ class GradingPlugin:
         if not self.results:
             return
         results = ordered_results(self)
-        report.write_json(results, self.results_path)
-        title = (
-            f"Attention Lab: grading {self.submission.path} on {self.device} "
-            f"(torch {torch.__version__})"
+        # The hint ladder: one level more per failing attempt (ladder.py, build/hint-state.json)
+        levels = ladder.advance(results, self.submission.path)
+        hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else levels
+        report.write_json(results, self.results_path, hints)
+        title = _("Attention Lab: grading {folder} on {device} (torch {version})").format(
+            folder=self.submission.path, device=self.device, version=torch.__version__
         )
         left_out = [(c.name, c.points) for c in self.left_out]
-        table = report.table(results, title, show_printed=self.show_printed, left_out=left_out)
-        print(f"\n{table}\nResults for Gradescope: {self.results_path}")
+        table = report.table(
+            results, title, show_printed=self.show_printed, left_out=left_out, hints=hints
+        )
+        print(f"\n{table}\n" + _("Results for Gradescope: {path}").format(path=self.results_path))
         try:  # the HTML report, beside results.json, with pictures; it never fails the grading
             modules = dict.fromkeys(r.module for r in results)
             refs = {m: self.references.module(m) for m in modules}
-            sections = report_html.sections(results, self.submission, refs, probed=self.outputs)
+            sections = report_html.sections(
+                results, self.submission, refs, probed=self.outputs, hints=hints
+            )
             path = report_html.write(
                 self.results_path.parent / "report.html", results, sections, title
             )
-            print(f"Report with pictures (open it in a browser): {path}")
+            print(_("Report with pictures (open it in a browser): {path}").format(path=path))
         except Exception as e:
-            print(f"Report: not written ({type(e).__name__}: {e})")
+            print(_("Report: not written ({error})").format(error=f"{type(e).__name__}: {e}"))
         for module in dict.fromkeys(r.module for r in results):
             own = self.submission.own_dependencies(module)
             if own:
                 files = ", ".join(f"{m}.py" for m in own)
-                print(
-                    f"Note: {module}.py was graded with your own {files} (this copy of the kit "
-                    f"has no trusted stand-in for it), so a bug there can cost points in "
-                    f"{module} too. Official grading uses trusted stand-ins."
+                note = _(
+                    "Note: {module}.py was graded with your own {files} (this copy of the kit "
+                    "has no trusted stand-in for it), so a bug there can cost points in "
+                    "{module} too. Official grading uses trusted stand-ins."
                 )
+                print(note.format(module=module, files=files))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):

@@ -35,7 +35,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from . import registry
+from . import i18n, ladder, registry
 from .batch import feedback_text
 from .options import add_platform_verbs, modules_of
 from .paths import ROOT
@@ -209,7 +209,8 @@ def results_of(graded, module: str) -> dict:
         message = ""
         if not r.passed:
             label = f"[{r.misconception}] " if r.misconception else ""
-            message = f"{label}{r.message}" + (f"\nHint: {r.hint}" if r.hint else "")
+            lines = [label + i18n.message(r), *i18n.hint_lines(r, ladder.FRESH_LEVELS)]
+            message = "\n".join(lines)
         tests.append(
             {
                 "name": r.name,

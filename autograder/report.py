@@ -4,17 +4,32 @@ from __future__ import annotations
 
 import json
 import textwrap
+import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 
 from .core import Result
+from .i18n import N_, _, hint_lines, message, ngettext, status_word
 
 TAGS = {
-    "passed": "PASS",
-    "failed": "FAIL",
-    "not attempted": "TODO",
-    "timed out": "TIME",
-    "error": "ERR ",
+    "passed": N_("PASS"),
+    "failed": N_("FAIL"),
+    "not attempted": N_("TODO"),
+    "timed out": N_("TIME"),
+    "error": N_("ERR "),
 }
+
+# Which hint levels a failing check shows: {check id: level} (the ladder's state, make grade),
+# a tuple of levels for every check (ladder.ALL_LEVELS with HINTS=all; FRESH_LEVELS where no
+# state is kept), or None: the most detailed level, labelled "Hint:".
+Hints = Mapping[str, int] | tuple[int, ...] | None
+
+
+def hints_of(r: Result, hints: Hints) -> list[str]:
+    """The labelled hint lines `r` shows under `hints` (see Hints)."""
+    if hints is None or isinstance(hints, tuple):
+        return hint_lines(r, hints)
+    return hint_lines(r, (hints.get(r.check_id, 1),))
 
 
 PRINTED_LINES = 6  # lines of the student's own output shown under one check
@@ -24,9 +39,38 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """'1 check', '2 checks'."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
+def width_of(text: str) -> int:
+    """Columns `text` takes in a terminal: a CJK character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _is_wide(token: str) -> bool:
+    return unicodedata.east_asian_width(token[-1]) in "WF"
+
+
+def wrap(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
+    """textwrap.wrap by terminal columns: English as textwrap wraps it; text with CJK
+    characters (which have no spaces between words) may break between any two of them."""
+    if width_of(text) == len(text):
+        return textwrap.wrap(text, width, initial_indent=initial, subsequent_indent=subsequent)
+    tokens: list[str] = []  # words, spaces, and single wide characters
+    for c in text:
+        wide = unicodedata.east_asian_width(c) in "WF"
+        if wide or c == " " or not tokens or tokens[-1] == " " or _is_wide(tokens[-1]):
+            tokens.append(c)
+        else:
+            tokens[-1] += c
+    lines, line = [], initial
+    for token in tokens:
+        if width_of(line) + width_of(token) > width and line.strip():
+            lines.append(line.rstrip())
+            line = subsequent
+            if token == " ":
+                continue
+        line += token
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
 
 
 def printed_lines(text: str, width: int, keep: int = PRINTED_LINES) -> list[str]:
@@ -34,8 +78,25 @@ def printed_lines(text: str, width: int, keep: int = PRINTED_LINES) -> list[str]
     lines = text.rstrip("\n").splitlines()
     shown = [line if len(line) <= width else line[: width - 1] + "…" for line in lines[:keep]]
     if len(lines) > keep:
-        shown.append(f"… ({plural(len(lines) - keep, 'more line')})")
+        more = len(lines) - keep
+        shown.append("… (" + ngettext("{n} more line", "{n} more lines", more).format(n=more) + ")")
     return shown
+
+
+def summary(results: list[Result], left_out: bool = False) -> str:
+    """'all checks passed', '1 check to fix, 2 checks not attempted', ..."""
+    score, total = sum(r.score for r in results), sum(r.points for r in results)
+    if score == total:
+        return _("all graded checks passed") if left_out else _("all checks passed")
+    fix = sum(r.status not in ("passed", "not attempted") for r in results)
+    todo = sum(r.status == "not attempted" for r in results)
+    parts = [ngettext("{n} check to fix", "{n} checks to fix", fix).format(n=fix) if fix else ""]
+    parts.append(
+        ngettext("{n} check not attempted", "{n} checks not attempted", todo).format(n=todo)
+        if todo
+        else ""
+    )
+    return _(", ").join(p for p in parts if p)
 
 
 def table(
@@ -44,10 +105,12 @@ def table(
     width: int = 92,
     show_printed: bool = False,
     left_out: list[tuple[str, float]] | None = None,
+    hints: Hints = None,
 ) -> str:
-    """The per-module table. What the student's code printed (Result.extra["printed"]) is
-    shown under every failing check, and under every check with show_printed
-    (`make grade VERBOSE=1`); `left_out` names the slow checks (name, points) not run."""
+    """The per-module table, in the current language (i18n). What the student's code printed
+    (Result.extra["printed"]) is shown under every failing check, and under every check with
+    show_printed (`make grade VERBOSE=1`); `left_out` names the slow checks (name, points) not
+    run; `hints` chooses the hint levels shown (see Hints)."""
     lines = [title, ""]
     modules: dict[str, list[Result]] = {}
     for r in results:
@@ -61,61 +124,61 @@ def table(
         last_printed = ""
         for r in rs:
             title = r.name.split(": ", 1)[-1]
-            lines.append(f"  {TAGS[r.status]}  {_points(r.score)}/{_points(r.points)}  {title}")
+            lines.append(f"  {_(TAGS[r.status])}  {_points(r.score)}/{_points(r.points)}  {title}")
             if not r.passed:
                 key = (r.misconception, r.message)
                 if key in shown:
-                    lines.append(f"{'':14}(same as above: {r.misconception})")
+                    same = _("(same as above: {misconception})")
+                    lines.append(" " * 14 + same.format(misconception=r.misconception))
                 else:
                     shown.add(key)
                     label = f"[{r.misconception}] " if r.misconception else ""
-                    hint = "" if r.misconception in hinted else r.hint
+                    texts = [label + message(r)]
+                    if r.misconception not in hinted:
+                        texts += hints_of(r, hints)
                     hinted.add(r.misconception)
-                    for text, prefix in ((label + r.message, ""), (hint, "Hint: ")):
+                    for text in texts:
                         if text:
-                            lines += textwrap.wrap(
-                                prefix + text,
-                                width,
-                                initial_indent=" " * 14,
-                                subsequent_indent=" " * 16,
-                            )
+                            lines += wrap(text, width, " " * 14, " " * 16)
             printed = r.extra.get("printed", "")
             if printed and (show_printed or not r.passed):
                 if printed == last_printed:
-                    lines.append(f"{'':14}Your code printed the same as above.")
+                    lines.append(" " * 14 + _("Your code printed the same as above."))
                 else:
-                    lines.append(f"{'':14}Your code printed:")
+                    lines.append(" " * 14 + _("Your code printed:"))
                     lines += [f"{'':16}| {x}" for x in printed_lines(printed, width - 18)]
                 last_printed = printed
         lines.append("")
     score, total = sum(r.score for r in results), sum(r.points for r in results)
-    fix = sum(r.status not in ("passed", "not attempted") for r in results)
-    todo_checks = sum(r.status == "not attempted" for r in results)
-    parts = [f"{plural(fix, 'check')} to fix" if fix else ""]
-    parts.append(f"{plural(todo_checks, 'check')} not attempted" if todo_checks else "")
-    verdict = (
-        ("all graded checks passed" if left_out else "all checks passed")
-        if score == total
-        else ", ".join(p for p in parts if p)
+    verdict = summary(results, bool(left_out))
+    lines.append(
+        _("Total: {score} / {total} points ({summary})").format(
+            score=_points(score), total=_points(total), summary=verdict
+        )
     )
-    lines.append(f"Total: {_points(score)} / {_points(total)} points ({verdict})")
     for name, points in left_out or []:
-        text = f"Left out: {name} ({_points(points)} points, a training run): not graded here."
-        lines += textwrap.wrap(text, width, subsequent_indent="  ")
-        lines.append("  Run `make grade-train` to grade it.")
+        text = _("Left out: {name} ({points} points, a training run): not graded here.").format(
+            name=name, points=_points(points)
+        )
+        lines += wrap(text, width, "", "  ")
+        lines.append("  " + _("Run `make grade-train` to grade it."))
     todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
     if len(modules) > 1 and todo:
-        lines.append(f"Tip: work one module at a time, in this order: make grade EX={todo[0]}")
+        tip = _("Tip: work one module at a time, in this order: make grade EX={module}")
+        lines.append(tip.format(module=todo[0]))
     return "\n".join(lines)
 
 
-def gradescope(results: list[Result]) -> dict:
-    """Gradescope's results.json: top-level score, and one entry per check."""
+def gradescope(results: list[Result], hints: Hints = None) -> dict:
+    """Gradescope's results.json: top-level score, and one entry per check (the feedback in
+    the current language; `hints` as in `table`)."""
     tests = []
     for r in results:
-        output = "Passed." if r.passed else f"[{r.status}] [{r.misconception}] {r.message}"
-        if r.hint and not r.passed:
-            output += f"\nHint: {r.hint}"
+        if r.passed:
+            output = _("Passed.")
+        else:
+            output = f"[{status_word(r.status)}] [{r.misconception}] {message(r)}"
+            output += "".join("\n" + line for line in hints_of(r, hints))
         tests.append(
             {
                 "name": r.name,
@@ -134,6 +197,7 @@ def gradescope(results: list[Result]) -> dict:
     }
 
 
-def write_json(results: list[Result], path: Path) -> None:
+def write_json(results: list[Result], path: Path, hints: Hints = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(gradescope(results), indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(gradescope(results, hints), indent=2, ensure_ascii=False)
+    path.write_text(text + "\n")

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from . import fixtures, registry
 from .core import Result
-from .report import printed_lines
+from .i18n import N_, _, html_lang, message, ngettext
+from .report import TAGS, Hints, hints_of, printed_lines
 
 
 @dataclass(frozen=True)
@@ -57,27 +58,29 @@ def _seq0(t):
 
 PICTURES: dict[str, list[Picture]] = {
     "attention": [
-        Picture("mask-2d", ("weights",), "attention weights under an (L, S) mask", select=_seq0),
-        Picture("causal", ("weights",), "attention weights under a causal mask", select=_seq0),
-        Picture("bias", ("weights",), "attention_with_bias: weights", select=_seq0),
+        Picture(
+            "mask-2d", ("weights",), N_("attention weights under an (L, S) mask"), select=_seq0
+        ),
+        Picture("causal", ("weights",), N_("attention weights under a causal mask"), select=_seq0),
+        Picture("bias", ("weights",), N_("attention_with_bias: weights"), select=_seq0),
     ],
     "masks": [
-        Picture("causal", ("m2",), "causal_mask(8), True = blocked"),
-        Picture("window", ("w1", "w2"), "sliding_window_mask(10, window) for two windows"),
-        Picture("padding", ("list",), "padding_mask, (B, S)", select=lambda t: t[:, 0, 0, :]),
+        Picture("causal", ("m2",), N_("causal_mask(8), True = blocked")),
+        Picture("window", ("w1", "w2"), N_("sliding_window_mask(10, window) for two windows")),
+        Picture("padding", ("list",), N_("padding_mask, (B, S)"), select=lambda t: t[:, 0, 0, :]),
     ],
     "multihead": [
         Picture(
             "self-attention",
             ("weights",),
-            "MultiHeadAttention: self-attention weights, one map per head",
+            N_("MultiHeadAttention: self-attention weights, one map per head"),
             kind="heads",
             select=_seq0,
         ),
         Picture(
             "cross-mask",
             ("weights",),
-            "MultiHeadAttention: cross-attention with a mask, one map per head",
+            N_("MultiHeadAttention: cross-attention with a mask, one map per head"),
             kind="heads",
             select=_seq0,
         ),
@@ -86,7 +89,7 @@ PICTURES: dict[str, list[Picture]] = {
         Picture(
             "encoding",
             ("small",),
-            "sinusoidal_encoding(50, 16), transposed: rows are features, columns positions",
+            N_("sinusoidal_encoding(50, 16), transposed: rows are features, columns positions"),
             select=lambda t: t.T,
             scale="signed",
         ),
@@ -95,14 +98,14 @@ PICTURES: dict[str, list[Picture]] = {
         Picture(
             "pre-ln",
             ("weights",),
-            "Pre-LN TransformerBlock: attention weights per head",
+            N_("Pre-LN TransformerBlock: attention weights per head"),
             kind="heads",
             select=_seq0,
         ),
         Picture(
             "post-ln",
             ("weights",),
-            "Post-LN TransformerBlock: attention weights per head",
+            N_("Post-LN TransformerBlock: attention weights per head"),
             kind="heads",
             select=_seq0,
         ),
@@ -111,7 +114,7 @@ PICTURES: dict[str, list[Picture]] = {
         Picture(
             "return-attn",
             ("weights0", "weights1"),
-            "MiniGPT: each layer's attention (mean over heads), with the grader's weights",
+            N_("MiniGPT: each layer's attention (mean over heads), with the grader's weights"),
             select=lambda t: t[0].mean(dim=0),
         ),
     ],
@@ -119,25 +122,25 @@ PICTURES: dict[str, list[Picture]] = {
         Picture(
             "sqrtdk-experiment",
             ("entropy_scaled", "entropy_unscaled"),
-            "√d_k experiment: mean entropy (nats) against d_k",
+            N_("√d_k experiment: mean entropy (nats) against d_k"),
             kind="curves",
             x="d_k",
         ),
         Picture(
             "sqrtdk-experiment",
             ("max_weight_scaled", "max_weight_unscaled"),
-            "√d_k experiment: mean largest weight against d_k",
+            N_("√d_k experiment: mean largest weight against d_k"),
             kind="curves",
             x="d_k",
         ),
     ],
     "efficient": [
-        Picture("local", ("w3/weights",), "local_attention, window 3", select=_seq0),
-        Picture("strided", ("s3/weights",), "strided_attention, stride 3", select=_seq0),
+        Picture("local", ("w3/weights",), N_("local_attention, window 3"), select=_seq0),
+        Picture("strided", ("s3/weights",), N_("strided_attention, stride 3"), select=_seq0),
     ],
     "plots": [
-        Picture("attention", ("image0",), "plot_attention: the image your figure holds"),
-        Picture("layer-means", ("image0", "image1", "image2"), "plot_layer_means: each panel"),
+        Picture("attention", ("image0",), N_("plot_attention: the image your figure holds")),
+        Picture("layer-means", ("image0", "image1", "image2"), N_("plot_layer_means: each panel")),
     ],
 }
 
@@ -221,11 +224,11 @@ def _as_maps(picture: Picture, outputs: dict) -> list[tuple[str, object]]:
         if picture.select is not None:
             value = picture.select(value)
         if picture.kind == "heads":
-            maps += [(f"head {h}", value[h]) for h in range(value.shape[0])]
+            maps += [(_("head {h}").format(h=h), value[h]) for h in range(value.shape[0])]
         else:
             label = key.split("/")[0] if len(picture.keys) > 1 else ""
             if picture.slug == "return-attn":
-                label = f"layer {key.removeprefix('weights')}"
+                label = _("layer {n}").format(n=key.removeprefix("weights"))
             maps.append((label, value))
     for label, m in maps:
         if m.dim() != 2:
@@ -244,11 +247,13 @@ def _maps_html(picture: Picture, got: dict, want: dict) -> str:
     try:
         yours = _as_maps(picture, got)
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        yours, problem = [], f"Your output could not be drawn: {e}"
+        yours, problem = [], _("Your output could not be drawn: {error}").format(error=e)
     else:
         problem = ""
         if len(yours) != len(ref):
-            problem = f"You returned {len(yours)} maps where the reference has {len(ref)}."
+            problem = _("You returned {n} maps where the reference has {m}.").format(
+                n=len(yours), m=len(ref)
+            )
     columns = []  # per map: (label, yours cell, reference cell, difference cell)
     for i, (label, r) in enumerate(ref):
         ref_cell = _img(r, lo, hi, stops, "")
@@ -260,21 +265,25 @@ def _maps_html(picture: Picture, got: dict, want: dict) -> str:
         if i >= len(yours):
             diff_cell = '<span class="empty">—</span>'
         elif y.shape != r.shape:
-            diff_cell = (
-                f'<span class="empty">shapes differ: yours {tuple(y.shape)}, '
-                f"reference {tuple(r.shape)}</span>"
+            differ = _("shapes differ: yours {yours}, reference {reference}").format(
+                yours=tuple(y.shape), reference=tuple(r.shape)
             )
+            diff_cell = f'<span class="empty">{html.escape(differ)}</span>'
         else:
             diff = (y - r).abs()
             finite = torch.isfinite(diff)
             worst = float(diff[finite].max()) if finite.any() else 0.0
             diff = torch.where(finite, diff, torch.full_like(diff, float("nan")))
-            text = "identical" if worst <= 1e-6 else f"largest {worst:.2g}"
+            text = (
+                _("identical")
+                if worst <= 1e-6
+                else _("largest {worst}").format(worst=f"{worst:.2g}")
+            )
             if not finite.all():
-                text += ", NaN/inf in magenta"
+                text += _(", NaN/inf in magenta")
             diff_cell = _img(diff, 0.0, max(worst, 1e-6), _REDS, text)
         columns.append((label, mine, ref_cell, diff_cell))
-    sides = ("yours", "reference", "|yours − reference|")
+    sides = (_("yours"), _("reference"), _("|yours − reference|"))
     if len(columns) == 1:  # one map: the three side by side
         head = "<tr>" + "".join(f"<th>{html.escape(n)}</th>" for n in sides) + "</tr>"
         body = "<tr>" + "".join(f"<td>{c}</td>" for c in columns[0][1:]) + "</tr>"
@@ -288,10 +297,10 @@ def _maps_html(picture: Picture, got: dict, want: dict) -> str:
             for k, name in enumerate(sides)
         )
     table = f'<table class="maps">{head}{body}</table>'
-    scale = (
-        f'<p class="scale">colours: {lo:g} {_bar(stops)} {hi:g}; difference: 0 '
-        f"{_bar(_REDS)} its largest value</p>"
+    scale = _("colours: {lo} {bar} {hi}; difference: 0 {reds} its largest value").format(
+        lo=f"{lo:g}", bar=_bar(stops), hi=f"{hi:g}", reds=_bar(_REDS)
     )
+    scale = f'<p class="scale">{scale}</p>'
     note = _note(problem) if problem else ""
     return f"{note}{table}{scale}"
 
@@ -316,15 +325,17 @@ def _curves_html(picture: Picture, got: dict, want: dict) -> str:
     series = []
     for i, key in enumerate(picture.keys):
         ref = [float(v) for v in want[key].tolist()]
-        series.append((f"{key.rsplit('_', 1)[-1]} (reference)", ref, _COLOURS[i], "6 4"))
+        name = key.rsplit("_", 1)[-1]
+        series.append((_("{name} (reference)").format(name=name), ref, _COLOURS[i], "6 4"))
         value = got.get(key)
         if isinstance(value, torch.Tensor) and value.numel() == len(xs):
             mine = [float(v) for v in value.detach().flatten().tolist()]
-            series.append((f"{key.rsplit('_', 1)[-1]} (yours)", mine, _COLOURS[i], ""))
+            series.append((_("{name} (yours)").format(name=name), mine, _COLOURS[i], ""))
         else:
             what = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-            series.append((f"{key}: yours not drawn ({what})", [], _COLOURS[i], ""))
-    finite = [v for _, ys, _, _ in series for v in ys if math.isfinite(v)] or [0.0, 1.0]
+            missing = _("{key}: yours not drawn ({what})").format(key=key, what=what)
+            series.append((missing, [], _COLOURS[i], ""))
+    finite = [v for s in series for v in s[1] if math.isfinite(v)] or [0.0, 1.0]
     lo, hi = min(finite + [0.0]), max(finite)
     hi = hi if hi > lo else lo + 1
     W, H, P = 420, 220, 36
@@ -344,13 +355,13 @@ def _curves_html(picture: Picture, got: dict, want: dict) -> str:
         'fill="none" stroke="#999"/>',
     ]
     for x, label in zip(lx, xs, strict=True):
-        px, _ = pt(x, lo)
+        px = pt(x, lo)[0]
         parts.append(
             f'<text x="{px:.1f}" y="{H - P + 14}" font-size="10" text-anchor="middle">'
             f"{label:g}</text>"
         )
     for y in (lo, (lo + hi) / 2, hi):
-        _, py = pt(x0, y)
+        py = pt(x0, y)[1]
         parts.append(
             f'<text x="{P - 4}" y="{py + 3:.1f}" font-size="10" text-anchor="end">{y:.2g}</text>'
         )
@@ -368,7 +379,7 @@ def _curves_html(picture: Picture, got: dict, want: dict) -> str:
     legend = "".join(
         f'<li><span style="border-top:2px {"dashed" if dash else "solid"} {colour}"></span>'
         f"{html.escape(name)}</li>"
-        for name, _, colour, dash in series
+        for name, _ys, colour, dash in series
     )
     return f'<div class="chart">{"".join(parts)}<ul class="legend">{legend}</ul></div>'
 
@@ -378,23 +389,25 @@ def picture_html(
 ) -> str:
     """One picture's HTML: the three rows, a placeholder, or a one-line reason. `probed`, a
     dict, caches the student's outputs per check (two pictures may draw one check)."""
-    head = f"<h4>{html.escape(picture.caption)}</h4>"
+    head = f"<h4>{html.escape(_(picture.caption))}</h4>"
     exercise = check.exercise or check.module
     if result is None:
-        return f'<div class="picture">{head}{_note("This check was not graded.")}</div>'
+        return f'<div class="picture">{head}{_note(_("This check was not graded."))}</div>'
     if result.status == "not attempted":
-        return (
-            f'<div class="picture placeholder">{head}<p>{html.escape(exercise)} is not attempted '
-            "yet: its picture appears here once you write it.</p></div>"
-        )
+        placeholder = _(
+            "{exercise} is not attempted yet: its picture appears here once you write it."
+        ).format(exercise=exercise)
+        return f'<div class="picture placeholder">{head}<p>{html.escape(placeholder)}</p></div>'
     if result.status == "timed out":
-        return f'<div class="picture">{head}{_note("Not drawn: the check ran out of time.")}</div>'
+        note = _note(_("Not drawn: the check ran out of time."))
+        return f'<div class="picture">{head}{note}</div>'
     want = refs.get(picture.slug)
     if want is None:
-        return f'<div class="picture">{head}{_note("No reference outputs stored.")}</div>'
+        return f'<div class="picture">{head}{_note(_("No reference outputs stored."))}</div>'
     # The report never runs student code: it draws what the grading's worker returned.
     got = (probed or {}).get(check.id)
-    reason = f"Not drawn: {result.message or 'your code returned nothing to draw'}"
+    why = message(result) if result.message else _("your code returned nothing to draw")
+    reason = _("Not drawn: {reason}").format(reason=why)
     if got is None:
         return f'<div class="picture">{head}{_note(reason[:300])}</div>'
     try:
@@ -403,7 +416,7 @@ def picture_html(
         else:
             body = _maps_html(picture, got, want)
     except Exception as e:  # a picture never breaks the report
-        body = _note(f"Not drawn: {type(e).__name__}: {e}"[:300])
+        body = _note(_("Not drawn: {reason}").format(reason=f"{type(e).__name__}: {e}")[:300])
     return f'<div class="picture">{head}{body}</div>'
 
 
@@ -411,10 +424,15 @@ def picture_html(
 
 
 def sections(
-    results: list[Result], submission, refs: dict | None = None, probed: dict | None = None
+    results: list[Result],
+    submission,
+    refs: dict | None = None,
+    probed: dict | None = None,
+    hints: Hints = None,
 ) -> dict[str, str]:
     """{module: its HTML section}, for the modules in `results` (runs the student's code).
-    `refs`: {module: reference outputs} already loaded (fixtures.load), to load them once."""
+    `refs`: {module: reference outputs} already loaded (fixtures.load), to load them once;
+    `hints`: the hint levels to show (report.Hints: the ladder's state, or every level)."""
     by_module: dict[str, list[Result]] = {}
     for r in results:
         by_module.setdefault(r.module, []).append(r)
@@ -428,52 +446,52 @@ def sections(
             stored = (refs or {}).get(module) or fixtures.load(module)
         except Exception as e:
             stored = {}
-            pictures.append(_note(f"Reference outputs could not be loaded: {e}"))
+            pictures.append(
+                _note(_("Reference outputs could not be loaded: {error}").format(error=e))
+            )
         for picture in PICTURES.get(module, []):
             check = check_of.get(picture.slug)
             if check is None:
                 continue
             result = by_slug.get(picture.slug)
             pictures.append(picture_html(picture, check, result, submission, stored, probed))
-        out[module] = _module_html(module, rs, "".join(pictures))
+        out[module] = _module_html(module, rs, "".join(pictures), hints)
     return out
 
 
-_TAG = {
-    "passed": ("PASS", "pass"),
-    "failed": ("FAIL", "fail"),
-    "not attempted": ("TODO", "todo"),
-    "timed out": ("TIME", "fail"),
-    "error": ("ERR", "fail"),
-}
+_CSS_CLASS = {"passed": "pass", "not attempted": "todo"}
 
 
 def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def _module_html(module: str, rs: list[Result], pictures: str) -> str:
+def _module_html(module: str, rs: list[Result], pictures: str, hints: Hints = None) -> str:
     score, total = sum(r.score for r in rs), sum(r.points for r in rs)
     rows = []
     shown: set[tuple[str, str]] = set()
     hinted: set[str] = set()
     for r in rs:
-        tag, css = _TAG.get(r.status, ("?", "fail"))
+        tag = _(TAGS[r.status]).strip() if r.status in TAGS else "?"
+        css = _CSS_CLASS.get(r.status, "fail")
         title = html.escape(r.name.split(": ", 1)[-1])
         detail = ""
         if not r.passed and (r.misconception, r.message) in shown:
-            detail = f'<div class="hint">(same as above: {html.escape(r.misconception)})</div>'
+            same = _("(same as above: {misconception})").format(misconception=r.misconception)
+            detail = f'<div class="hint">{html.escape(same)}</div>'
         elif not r.passed:
             shown.add((r.misconception, r.message))
             label = f"<b>[{html.escape(r.misconception)}]</b> " if r.misconception else ""
-            detail = f'<div class="msg">{label}{html.escape(r.message)}</div>'
-            if r.hint and r.misconception not in hinted:
-                detail += f'<div class="hint">Hint: {html.escape(r.hint)}</div>'
+            detail = f'<div class="msg">{label}{html.escape(message(r))}</div>'
+            if r.misconception not in hinted:
+                for line in hints_of(r, hints):
+                    detail += f'<div class="hint">{html.escape(line)}</div>'
             hinted.add(r.misconception)
         printed = r.extra.get("printed", "")
         if printed and not r.passed:
             text = "\n".join(printed_lines(printed, 100))
-            detail += f'<pre class="printed">Your code printed:\n{html.escape(text)}</pre>'
+            head = html.escape(_("Your code printed:"))
+            detail += f'<pre class="printed">{head}\n{html.escape(text)}</pre>'
         rows.append(
             f'<tr class="{css}"><td class="tag">{tag}</td>'
             f"<td>{_points(r.score)}/{_points(r.points)}</td><td>{title}{detail}</td></tr>"
@@ -518,9 +536,12 @@ def _state(rs: list[Result]) -> str:
     todo = sum(r.status == "not attempted" for r in rs)
     fix = sum(r.status not in ("passed", "not attempted") for r in rs)
     if not todo and not fix:
-        return "all passed"
-    parts = [f"{todo} not attempted" if todo else "", f"{fix} to fix" if fix else ""]
-    return ", ".join(p for p in parts if p)
+        return _("all passed")
+    parts = [
+        ngettext("{n} not attempted", "{n} not attempted", todo).format(n=todo) if todo else "",
+        ngettext("{n} to fix", "{n} to fix", fix).format(n=fix) if fix else "",
+    ]
+    return _(", ").join(p for p in parts if p)
 
 
 def page(results: list[Result], module_sections: dict[str, str], title: str) -> str:
@@ -536,19 +557,21 @@ def page(results: list[Result], module_sections: dict[str, str], title: str) -> 
     )
     body = "".join(module_sections.get(m, "") for m in modules)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    intro = _(
+        "{score} / {total} points · written {stamp} by make grade. Pictures: what your code "
+        "computed on the grader's inputs, beside the reference and their difference."
+    ).format(score=_points(score), total=_points(total), stamp=stamp)
     count = (
         "<script>addEventListener('load',()=>{const i=[...document.images];"
         "document.body.dataset.rendered=i.filter(x=>x.complete&&x.naturalWidth>0).length;"
         "document.body.dataset.images=i.length})</script>"
     )
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html><html lang="{html_lang()}"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{_points(score)} / {_points(total)} points · "
-        f"written {stamp} by make grade. Pictures: what your code computed on the grader's "
-        "inputs, beside the reference and their difference.</p>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
         f'<table class="summary">{summary}</table>{body}{count}</body></html>'
     )
 

@@ -129,12 +129,38 @@ from solutions.{name} import *  # noqa: F403
 def double(x):
     return x + x
 ''',
+        f"autograder/locale/zh_CN/LC_MESSAGES/checks-{name}.po": _EXAMPLE_PO,
         f"course/text/{name}.md": f"# {title.capitalize()}\n\nTODO(kit author): the teaching "
         "text of the notebook, with the equations in LaTeX ($...$).\n",
         f"docs/{name}.md": f"# {title.capitalize()}\n\nTODO(kit author): what the exercise "
         "teaches, what its checks prove, the misconceptions they name, and any finding the "
         "kit measured (with the command that measured it).\n",
     }
+
+
+# The example misconception in Simplified Chinese (`make translations` adds the texts of the
+# misconceptions you write; translate them by hand, with the field's terms).
+_EXAMPLE_PO = """msgid ""
+msgstr ""
+"Project-Id-Version: Attention Lab\\n"
+"Language: zh_CN\\n"
+"MIME-Version: 1.0\\n"
+"Content-Type: text/plain; charset=UTF-8\\n"
+"Content-Transfer-Encoding: 8bit\\n"
+"Plural-Forms: nplurals=1; plural=0;\\n"
+
+msgid "You added x to 2 instead of multiplying it by 2."
+msgstr "你把 x 加上了 2，而不是乘以 2。"
+
+msgid "Doubling a number scales it; adding a constant shifts it."
+msgstr "加倍是对数值做缩放；加上一个常数则是平移。"
+
+msgid "Use multiplication, elementwise over the tensor."
+msgstr "对张量逐元素做乘法。"
+
+msgid "Multiply x by 2 (not x + 2)."
+msgstr "把 x 乘以 2（不是 x + 2）。"
+"""
 
 
 def create(name: str, root: Path = paths.ROOT) -> list[Path]:

@@ -32,8 +32,14 @@ WRONG_KIND = misconception(
     "wrong-dtype-kind",
     "{what} has dtype {got}, but a {kind} tensor is expected (like {expected}): its values "
     "cannot be compared.",
-    "Return the tensor your computation produces; do not convert it with .bool(), .long() "
-    "or comparisons.",
+    (
+        "A boolean or integer tensor holds other kinds of values than the floating-point "
+        "result expected: the computation was turned into a test or a count somewhere.",
+        "Look at the last operations before the return: a comparison (==, <, >), .bool(), "
+        ".long() or .int() changes the kind of the tensor.",
+        "Return the tensor your computation produces; do not convert it with .bool(), .long() "
+        "or comparisons.",
+    ),
 )
 
 

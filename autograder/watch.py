@@ -36,10 +36,11 @@ import matplotlib.figure
 import torch
 import torch.nn.functional as F
 
-from . import engine, limits, registry, report, report_html
+from . import engine, ladder, limits, registry, report, report_html
 from .core import Result
 from .dispatch import OpCounter
 from .errors import UsageError
+from .i18n import _
 from .options import add_grading_options, modules_of
 from .references import References
 from .submission import Submission, trusted_modules
@@ -93,18 +94,22 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
                 submission, module, refs_by_module, device=args.device, outputs=outputs
             )
         stored = {m: refs_by_module.module(m) for m in modules}
-        sections = report_html.sections(results, submission, stored, probed=outputs)
+        levels = ladder.advance(results, submission.path)  # each save is an attempt
+        sections = report_html.sections(results, submission, stored, probed=outputs, hints=levels)
         payload = {
             "results": [dataclasses.asdict(r) for r in results],
             "sections": sections,
         }
-        title = f"Attention Lab watch: {', '.join(m + '.py' for m in modules)}"
-        print("\n" + report.table(results, title), flush=True)
+        title = _("Attention Lab watch: {modules}").format(
+            modules=", ".join(m + ".py" for m in modules)
+        )
+        print("\n" + report.table(results, title, hints=levels), flush=True)
         data = json.dumps(payload, default=str).encode()
         with os.fdopen(write_fd, "wb") as pipe:
             pipe.write(data)
     except BaseException as e:  # never let the child return into the parent's loop
-        print(f"watch: grading stopped: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        stopped = _("watch: grading stopped: {error}").format(error=f"{type(e).__name__}: {e}")
+        print(stopped, file=sys.stderr, flush=True)
         status = 1
     finally:
         sys.stdout.flush()
@@ -187,7 +192,7 @@ class Watcher:
     def stop_child(self) -> None:
         if self.child is None:
             return
-        pid, fd, _, _ = self.child
+        pid, fd = self.child[:2]
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
@@ -201,48 +206,47 @@ class Watcher:
             time.sleep(timeout)
             return
         pid, fd, started, modules = self.child
-        ready, _, _ = select.select([fd], [], [], timeout)
+        ready = select.select([fd], [], [], timeout)[0]
         if ready:
             chunk = os.read(fd, 1 << 16)
             if chunk:
                 self.buffer += chunk
                 return
             os.close(fd)
-            _, status = os.waitpid(pid, 0)
+            status = os.waitpid(pid, 0)[1]
             self.child = None
             self.finish(modules, status, time.monotonic() - started)
         elif time.monotonic() - started > self.args.hard_limit:
             self.stop_child()
-            print(
-                f"\nwatch: grading {', '.join(modules)} did not finish within "
-                f"{self.args.hard_limit:g} s and was stopped (an endless loop?). "
-                "Fix it and save again.",
-                flush=True,
-            )
+            text = _(
+                "watch: grading {modules} did not finish within {seconds} s and was stopped "
+                "(an endless loop?). Fix it and save again."
+            ).format(modules=", ".join(modules), seconds=f"{self.args.hard_limit:g}")
+            print("\n" + text, flush=True)
 
     def finish(self, modules: list[str], status: int, seconds: float) -> None:
         try:
             payload = json.loads(self.buffer.decode())
         except ValueError:
             code = os.waitstatus_to_exitcode(status)
-            print(
-                f"\nwatch: grading {', '.join(modules)} ended without a result (exit status "
-                f"{code}): did your code call os._exit or crash the interpreter?",
-                flush=True,
-            )
+            text = _(
+                "watch: grading {modules} ended without a result (exit status {code}): did "
+                "your code call os._exit or crash the interpreter?"
+            ).format(modules=", ".join(modules), code=code)
+            print("\n" + text, flush=True)
             return
         graded = [Result(**r) for r in payload["results"]]
         for m in modules:
             self.results[m] = [r for r in graded if r.module == m]
         self.sections.update(payload["sections"])
         everything = [r for m in self.modules for r in self.results.get(m, [])]
-        report.write_json(everything, self.results_path)
+        report.write_json(everything, self.results_path, ladder.levels_of(everything, self.folder))
         self.write_report(everything)
-        print(
-            f"graded in {seconds:.1f} s; report: {self.report_path}. Watching "
-            f"{self.folder} for changes (Ctrl-C to stop).",
-            flush=True,
-        )
+        text = _(
+            "graded in {seconds} s; report: {report}. Watching {folder} for changes "
+            "(Ctrl-C to stop)."
+        ).format(seconds=f"{seconds:.1f}", report=self.report_path, folder=self.folder)
+        print(text, flush=True)
 
     def write_report(self, results: list[Result]) -> None:
         try:
@@ -253,15 +257,16 @@ class Watcher:
                 title=f"Attention Lab: {self.folder.name}",
             )
         except Exception as e:  # the report never stops the watcher
-            print(f"watch: report not written ({type(e).__name__}: {e})", flush=True)
+            error = f"{type(e).__name__}: {e}"
+            print(_("watch: report not written ({error})").format(error=error), flush=True)
 
     def run(self) -> int:
         seen = self.mtimes()
-        print(
-            f"Attention Lab watch: grading {', '.join(self.modules)} in {self.folder}, then "
-            "again each time you save a module (Ctrl-C to stop).",
-            flush=True,
-        )
+        text = _(
+            "Attention Lab watch: grading {modules} in {folder}, then again each time you "
+            "save a module (Ctrl-C to stop)."
+        ).format(modules=", ".join(self.modules), folder=self.folder)
+        print(text, flush=True)
         self.start(self.modules)
         while True:
             self.poll_child(POLL)
@@ -272,7 +277,9 @@ class Watcher:
                 if self.child is not None:  # stop it, and grade its modules again too
                     changed = [m for m in self.modules if m in changed or m in self.child[3]]
                 stamp = time.strftime("%H:%M:%S")
-                print(f"\n[{stamp}] {', '.join(m + '.py' for m in changed)} changed", flush=True)
+                files = ", ".join(m + ".py" for m in changed)
+                text = _("[{time}] {files} changed").format(time=stamp, files=files)
+                print("\n" + text, flush=True)
                 self.start(changed)
 
 
@@ -290,7 +297,7 @@ def cmd_watch(args) -> int:
         return watcher.run()
     except KeyboardInterrupt:
         watcher.stop_child()
-        print("\nwatch: stopped.", flush=True)
+        print("\n" + _("watch: stopped."), flush=True)
         return 0
 
 

@@ -42,19 +42,37 @@ OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
 EXITED = misconception(
     "exited-early",
     "Your code ended the grading process ({how}) while this check ran, so it has no result.",
-    "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
+    (
+        "A function of the exercise must give its result back to the caller; ending the "
+        "whole program leaves the grader with nothing to judge.",
+        "Find sys.exit, exit, quit or os._exit in your module (often left from a test at "
+        "the bottom of the file) and remove it.",
+        "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
+    ),
 )
 STALLED = misconception(
     "stalled",
     "This check made no progress for {seconds:g} s (waiting, not computing: input(), "
     "time.sleep or a lock?), so it was stopped.",
-    "Exercise code never waits: remove input(), sleeps and threads from your module.",
+    (
+        "An exercise computes and returns; code that waits for input, for time to pass or "
+        "for another thread never finishes under the grader.",
+        "Look for input(), time.sleep, threading or multiprocessing in your module, also in "
+        "code at the top level of the file.",
+        "Exercise code never waits: remove input(), sleeps and threads from your module.",
+    ),
 )
 CHANNEL = misconception(
     "channel-broken",
     "The grader could not read this check's result: {why}. Your code may have written to "
     "the grader's own channel.",
-    "Do not write to file descriptors your code did not open.",
+    (
+        "The grader talks to the process that runs your code through a channel of its own; "
+        "something in your module wrote into it.",
+        "Look for os.write, os.dup2 or writes to /proc/self/fd in your module: print() "
+        "and your own files are fine.",
+        "Do not write to file descriptors your code did not open.",
+    ),
 )
 
 
@@ -97,6 +115,7 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
                     "misconception": got.misconception,
                     "message": got.message,
                     "hint": got.hint,
+                    "details": got.details,
                 }
                 wire.send(channel, message)
                 continue
@@ -297,6 +316,7 @@ def _child_result(check: Check, header: dict) -> Result:
     result.misconception = mistake if mistake in all_misconceptions() else "crash"
     result.message = wire.text(header.get("message"))
     result.hint = wire.text(header.get("hint"))
+    result.details = wire.details(header.get("details"))
     return result
 
 

@@ -59,7 +59,10 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
             info.external_attr = (0o100000 | mode) << 16
             with open(path, "rb") as f:
                 zf.writestr(info, f.read(), zipfile.ZIP_DEFLATED)
-        zf.writestr(CONFIG, json.dumps({"modules": modules or []}) + "\n")
+        # The feedback's language: the one `make gradescope` ran in (LANG=zh_CN.UTF-8: Chinese)
+        from ..i18n import current
+
+        zf.writestr(CONFIG, json.dumps({"modules": modules or [], "lang": current()}) + "\n")
     return out
 
 
@@ -103,7 +106,11 @@ def run(root: Path) -> int:
             folder = package_folder(unpacked)
         hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
         config = root / "source" / CONFIG
-        modules = json.loads(config.read_text())["modules"] if config.is_file() else []
+        settings = json.loads(config.read_text()) if config.is_file() else {}
+        modules = settings.get("modules", [])
+        from ..i18n import use
+
+        use(str(settings.get("lang", "")))
         sandbox = Sandbox(
             modules or None,
             limits=limits_from_env(),

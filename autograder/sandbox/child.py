@@ -36,6 +36,7 @@ def _result_message(check_id: str, result: Result) -> dict:
         "misconception": result.misconception,
         "message": result.message,
         "hint": result.hint,
+        "details": result.details,
     }
 
 

@@ -37,6 +37,8 @@ from ..engine import judge
 from ..paths import ROOT
 from ..probing import make_inputs
 from ..references import References
+from ..worker import CHANNEL as CHANNEL_BROKEN
+from ..worker import EXITED as EXITED_EARLY
 from . import wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
@@ -46,26 +48,26 @@ SECRET = ("solutions", "tests", "course", ".git", "build")
 MAX_CHANNEL = 64 << 20
 MAX_FILES, MAX_BYTES = 2000, 50 << 20
 
-EXITED_EARLY = misconception(
-    "exited-early",
-    "Your code ended the grading process ({how}) while this check ran, so it has no result.",
-    "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
-)
 KILLED = misconception(
     "killed",
     "The grading process was killed ({how}) while this check ran{why}.",
-    "Look for tensors or lists far larger than the inputs, or processes your code starts.",
+    (
+        "The process that ran your code used more memory or more processes than a "
+        "submission may, and the system stopped it.",
+        "Estimate the size of each tensor you create: (T, T) is fine, (T, T, T) or a list "
+        "that grows in a loop is not; do not start processes or threads.",
+        "Look for tensors or lists far larger than the inputs, or processes your code starts.",
+    ),
 )
 NOT_RUN = misconception(
     "not-run",
     "This check did not run: {reason}.",
-    "Fix the problem reported above; then every check runs.",
-)
-CHANNEL_BROKEN = misconception(
-    "channel-broken",
-    "The grader could not read this check's result: {why}. Your code may have written to "
-    "the grader's own channel.",
-    "Do not write to file descriptors your code did not open.",
+    (
+        "An earlier problem (an import error, a crash of the whole process) stopped the "
+        "grading before this check's turn.",
+        "Read the first failing check above: its message says what stopped the rest.",
+        "Fix the problem reported above; then every check runs.",
+    ),
 )
 _SIGNALS = {
     signal.SIGKILL: ("SIGKILL", ", probably for using too much memory"),
@@ -390,6 +392,7 @@ class Sandbox:
             result.misconception = mistake if mistake in declared() else "crash"
             result.message = wire.text(header.get("message"))
             result.hint = wire.text(header.get("hint"))
+            result.details = wire.details(header.get("details"))
             return result
         got = wire.decode_outputs(header.get("outputs"), blob)
         reference = self.references[check.module].get(check.slug)

@@ -173,6 +173,25 @@ def text(value: Any, limit: int = MAX_STR) -> str:
     return value if len(value) <= limit else value[:limit] + " [...]"
 
 
+MAX_DETAILS = 16  # placeholders of one misconception a child may send
+
+
+def details(value: Any) -> dict[str, str | int | float | bool | None]:
+    """A misconception's placeholders from the child ({name: a JSON scalar}), capped; a key or
+    value of any other kind is dropped, and anything but a dict becomes {}."""
+    if not isinstance(value, dict):
+        return {}
+    found: dict[str, str | int | float | bool | None] = {}
+    for key, v in list(value.items())[:MAX_DETAILS]:
+        if not isinstance(key, str) or not key.isidentifier() or len(key) > 40:
+            continue
+        if isinstance(v, str):
+            found[key] = text(v)
+        elif v is None or type(v) in (int, float, bool):
+            found[key] = v
+    return found
+
+
 def _decode_value(meta: Any, blob: bytes) -> Any:
     if not isinstance(meta, dict):
         raise ChannelError("an output description is not an object")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,14 @@ from autograder.submission import Submission
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 KIT = Path(__file__).resolve().parent
+
+# The kit's tests read the English texts, whatever the machine's locale (the Chinese ones are
+# asked for by name: --lang zh_CN), and keep their hint-ladder state out of build/.
+os.environ["LANGUAGE"] = "en"
+if "ATTENTION_LAB_HINT_STATE" not in os.environ:
+    _state = Path(tempfile.mkdtemp(prefix="attention-lab-hints-"))
+    os.environ["ATTENTION_LAB_HINT_STATE"] = str(_state / "hint-state.json")
+    atexit.register(shutil.rmtree, _state, True)
 
 
 def student_edited_stubs() -> list[str]:

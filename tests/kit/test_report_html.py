@@ -43,11 +43,17 @@ def _graded(submission, modules):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def half_done(tmp_path_factory):
+    """(folder for pages, the submission, its results, what its code returned), graded once."""
     tmp = tmp_path_factory.mktemp("report")
-    folder = _half_done(tmp)
-    submission = Submission(folder)
+    submission = Submission(_half_done(tmp))
     results, probed = _graded(submission, MODULES)
+    return tmp, submission, results, probed
+
+
+@pytest.fixture(scope="module")
+def report(half_done):
+    tmp, submission, results, probed = half_done
     sections = report_html.sections(results, submission, probed=probed)
     path = report_html.write(tmp / "report.html", results, sections, "Attention Lab: half done")
     return path, path.read_text(), results
@@ -178,4 +184,40 @@ def test_the_report_renders_offline_in_headless_chromium(report, tmp_path):
     assert total > 20 and rendered == total, body
     shot = path.with_suffix(".png")
     _open(browser, path, tmp_path, screenshot=shot)
+    assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
+def test_the_chinese_report_renders_in_headless_chromium(half_done, tmp_path):
+    """The same half-done submission, worded in Simplified Chinese with every hint level; a
+    screenshot to look at: build/report-zh.png."""
+    from autograder import i18n, ladder
+
+    folder, submission, results, probed = half_done
+    i18n.use("zh_CN")
+    try:
+        sections = report_html.sections(results, submission, probed=probed, hints=ladder.ALL_LEVELS)
+        path = report_html.write(
+            folder / "report-zh.html", results, sections, "注意力实验：完成一半"
+        )
+    finally:
+        i18n.use(None)
+    dom, requested = _open(_chromium(), path, tmp_path)
+    assert [url for url in requested if not url.startswith(("file:", "data:"))] == []
+    assert '<html lang="zh-CN">' in dom
+    for text in (
+        "因果掩码下的注意力权重",
+        "失败",
+        "待做",
+        "提示 1/3（思路）：",
+        "还未作答",
+        "|你的 − 参考|",
+    ):
+        assert text in dom, text
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    rendered = int(re.search(r'data-rendered="(\d+)"', body).group(1))
+    assert rendered == int(re.search(r'data-images="(\d+)"', body).group(1)) > 20
+    shot = KIT.parents[1] / "build" / "report-zh.png"
+    shot.parent.mkdir(exist_ok=True)
+    _open(_chromium(), path, tmp_path, screenshot=shot)
     assert shot.stat().st_size > 10_000

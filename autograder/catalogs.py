@@ -1,0 +1,153 @@
+"""`make translations`: gather every student-facing text into .pot templates and merge them
+into the .po catalogs of each language (autograder/locale/<lang>/LC_MESSAGES/).
+
+Two sources, one template per gettext domain:
+- the texts the code marks with _(), ngettext() or N_() (i18n.py), found by Babel's Python
+  extractor, as `pybabel extract -k N_ autograder` would: domain `kit`;
+- the misconceptions, from the registry (every judge imported): each `message` and each
+  written hint level. Those declared under autograder/checks/<module>/ go to domain
+  `checks-<module>`, the others (core, worker, sandbox, verdicts) and the names of the hint
+  levels to `kit`.
+
+Merging keeps every translation written, adds the new texts with an empty msgstr (shown in
+English until someone translates them) and drops the texts no longer used. The catalogs are
+compiled at run time (i18n.compiled), so there is no .mo to commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+from babel.messages.pofile import read_po, write_po
+
+from . import core, registry
+from .i18n import KIT_DOMAIN, LOCALES
+from .paths import BUILD, PACKAGE
+
+TEMPLATES = BUILD / "locale" / "templates"
+PROJECT = "Attention Lab"
+KEYWORDS = {**DEFAULT_KEYWORDS, "N_": None}
+PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z_0-9]*)[^{}]*\}")
+
+
+def placeholders(text: str) -> set[str]:
+    """The names of a text's {placeholders} (a {{ escape is not one)."""
+    return set(PLACEHOLDER.findall(text.replace("{{", "").replace("}}", "")))
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    return ("python-brace-format",) if placeholders(text) else ()
+
+
+def ui_texts() -> Iterator[tuple[str | tuple[str, str], str]]:
+    """(msgid or (singular, plural), 'file:line') of every text marked in autograder/."""
+    found = extract_from_dir(
+        PACKAGE,
+        method_map=[("locale/**", "ignore"), ("checks/**", "ignore"), ("**.py", "python")],
+        keywords=KEYWORDS,
+    )
+    for filename, lineno, message, _comments, _context in found:
+        if message and message != "":
+            yield message, f"autograder/{filename}:{lineno}"
+
+
+def domain_of(misconception_id: str) -> str:
+    """checks-<module> for a misconception declared in autograder/checks/<module>/, else kit."""
+    parts = core.origin(misconception_id).split(".")
+    if len(parts) >= 3 and parts[:2] == ["autograder", "checks"]:
+        return f"checks-{parts[2]}"
+    return KIT_DOMAIN
+
+
+def misconception_texts() -> dict[str, list[tuple[str, str]]]:
+    """{domain: [(text, misconception id)]}: each message and each written hint level."""
+    import importlib
+
+    for module in ("worker", "verdicts", "sandbox.runner"):  # the kit's own misconceptions
+        importlib.import_module(f"autograder.{module}")
+    found: dict[str, list[tuple[str, str]]] = {KIT_DOMAIN: [(n, "") for n in core.HINT_LEVELS]}
+    for mid, m in registry.all_misconceptions().items():
+        for text in (m.message, *m.hints):
+            if text:
+                found.setdefault(domain_of(mid), []).append((text, mid))
+    return found
+
+
+def templates() -> dict[str, Catalog]:
+    """One template Catalog per domain."""
+    catalogs: dict[str, Catalog] = {}
+
+    def catalog(domain: str) -> Catalog:
+        if domain not in catalogs:
+            catalogs[domain] = Catalog(domain=domain, project=PROJECT, fuzzy=False)
+        return catalogs[domain]
+
+    for message, where in ui_texts():
+        path, line = where.rsplit(":", 1)
+        text = message if isinstance(message, str) else message[0]
+        flags = _flags(text if isinstance(message, str) else " ".join(message))
+        added = catalog(KIT_DOMAIN).add(message, locations=[(path, int(line))], flags=flags)
+        added.flags.discard("python-format")
+    for domain, texts in misconception_texts().items():
+        for text, mid in texts:
+            existing = catalog(domain).get(text)
+            if existing is None:
+                added = catalog(domain).add(
+                    text, auto_comments=[mid] if mid else [], flags=_flags(text)
+                )
+                added.flags.discard("python-format")
+            elif mid and mid not in existing.auto_comments:
+                existing.auto_comments.append(mid)
+    return catalogs
+
+
+def write_templates(catalogs: dict[str, Catalog], folder: Path = TEMPLATES) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for domain, catalog in catalogs.items():
+        path = folder / f"{domain}.pot"
+        with path.open("wb") as f:
+            write_po(f, catalog, width=0, omit_header=False)
+        written.append(path)
+    return written
+
+
+def update(lang: str, catalogs: dict[str, Catalog]) -> list[tuple[Path, int, int]]:
+    """Merge the templates into `lang`'s catalogs; [(path, texts, untranslated)]."""
+    folder = LOCALES / lang / "LC_MESSAGES"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = []
+    for domain, template in sorted(catalogs.items()):
+        path = folder / f"{domain}.po"
+        if path.is_file():
+            with path.open("rb") as f:
+                po = read_po(f, locale=lang, domain=domain)
+        else:
+            po = Catalog(locale=lang, domain=domain, project=PROJECT, fuzzy=False)
+        po.project, po.version = PROJECT, ""
+        po.update(template, no_fuzzy_matching=True, update_header_comment=False)
+        for message in po:  # the kit's texts are str.format templates, never %-formats
+            message.flags.discard("python-format")
+        if not isinstance(po.revision_date, dt.datetime):
+            po.revision_date = po.creation_date
+        buffer = io.BytesIO()
+        write_po(
+            buffer, po, width=0, ignore_obsolete=True, include_previous=False, no_location=True
+        )
+        # Babel writes "<project> <version>", and the kit has no version number.
+        text = re.sub(
+            rb'"Project-Id-Version: [^"]*"',
+            f'"Project-Id-Version: {PROJECT}\\\\n"'.encode(),
+            buffer.getvalue(),
+            count=1,
+        )
+        path.write_bytes(text)
+        untranslated = sum(1 for m in po if m.id and not m.string)
+        done.append((path, len([m for m in po if m.id]), untranslated))
+    return done
