@@ -50,8 +50,8 @@ WRONG_AXIS = misconception(
 )
 NEW_ONLY = misconception(
     "kv-append-new-only",
-    "{what}: append returned only this call's {T} tokens, not all {S} cached so far: the new "
-    "token cannot attend to the earlier ones.",
+    "{what}: append returned only this call's tokens ({T}), not all {S} cached so far: the "
+    "new tokens cannot attend to the earlier ones.",
     (
         "The point of the cache is to give attention every key and value seen so far: the "
         "old ones from the cache, the new ones from this call.",
@@ -362,13 +362,15 @@ def _decoder64(x, calls, how=(), cache=None):
 
 
 # The mistakes a decoding run can show, each with the misconception that names it.
+# A single step whose mask lets it see key 0 only outputs that key's value whatever the
+# rotation: the mask mistake is named before the restart that also restarts the mask.
 LAYER_MISTAKES = (
     (POSITIONS_RESTART, ("restart",)),
+    (MASK_NOT_OFFSET, ("mask-not-offset",)),
     (POSITIONS_RESTART, ("restart-mask",)),
     (KEYS_UNROTATED, ("unrotated",)),
     (ROTATED_TWICE, ("twice",)),
     (NO_MASK, ("no-mask",)),
-    (MASK_NOT_OFFSET, ("mask-not-offset",)),
     (NEW_ONLY, ("new-only",)),
     (ROTATES_V, ("values-rotated",)),
 )
@@ -384,11 +386,13 @@ def _layer_runs(x, how=()):
 def _details(x, i, what):
     p0 = sum(xi.size(1) for xi in x["xs"][:i])
     T = x["xs"][i].size(1)
-    return {"what": what, "p0": p0, "T": T, "S": p0 + T}
+    details = {"p0": p0, "T": T, "S": p0 + T}
+    return details if what is None else {"what": what, **details}
 
 
-def _layer_candidates(x, i, what):
-    """(misconception, lazy float32 output of call i under that mistake, details)."""
+def _layer_candidates(x, i, what=None):
+    """(misconception, lazy float32 output of call i under that mistake, details); `what` is
+    left to assert_close when None."""
 
     def lazy(how):
         return lambda: _layer_runs(x, how)[0][i].float()
@@ -550,7 +554,7 @@ def verdict_layer(got, want, x):
     _failed(got, what)
     for i, out in enumerate(_outputs(got, x, what)):
         details = f"{what}, call {i}"
-        assert_close(out, want[f"out{i}"], details, _layer_candidates(x, i, details))
+        assert_close(out, want[f"out{i}"], details, _layer_candidates(x, i))
     whole = torch.cat(x["xs"], dim=1)
     full = tensor(got, "full", what + " without a cache", shape=whole.shape, dtype=whole.dtype)
     no_cache = what + " without a cache"
@@ -559,9 +563,9 @@ def verdict_layer(got, want, x):
         return lambda: _layer64(whole, x, x["state"], "", None, 0, how).float()
 
     candidates = [
-        (NO_MASK, model(("no-mask",)), {"what": no_cache}),
-        (ROTATES_V, model(("values-rotated",)), {"what": no_cache}),
-        (KEYS_UNROTATED, model(("unrotated",)), {"what": no_cache}),
+        (NO_MASK, model(("no-mask",)), {}),
+        (ROTATES_V, model(("values-rotated",)), {}),
+        (KEYS_UNROTATED, model(("unrotated",)), {}),
     ]
     assert_close(full, want["full"], no_cache, candidates)
 
@@ -580,15 +584,23 @@ def verdict_contents(got, want, x):
     _, cache = _layer_runs(x)
     _, raw = _layer_runs(x, ("unrotated",))
     _, rotated_v = _layer_runs(x, ("values-rotated",))
+    _, restarted = _layer_runs(x, ("restart",))
+    p0 = {"p0": x["xs"][0].size(1)}
     for name, store, wrong in (
-        ("keys", cache.k, [(CACHE_UNROTATED, raw.k[x["layer"]].float(), {})]),
+        (
+            "keys",
+            cache.k,
+            [
+                (CACHE_UNROTATED, raw.k[x["layer"]].float(), {}),
+                (POSITIONS_RESTART, restarted.k[x["layer"]].float(), p0),
+            ],
+        ),
         ("values", cache.v, [(ROTATES_V, rotated_v.v[x["layer"]].float(), {})]),
     ):
         expected = store[x["layer"]].float()
         what = f"the cache's {name}[{x['layer']}] after calls of {_calls_text(x)} tokens"
         value = tensor(got, f"cache/{name}", what, shape=expected.shape, dtype=torch.float32)
-        details = [(m, out, {"what": what, **d}) for m, out, d in wrong]
-        assert_close(value, expected, what, details, tol=MODEL_TOL)
+        assert_close(value, expected, what, wrong, tol=MODEL_TOL)
 
 
 def _degenerate(value, what):
@@ -683,14 +695,27 @@ def _decoded(x, calls, how=(), cache=None):
     return torch.stack([out[:, -1] for out in _decoder64(x, calls, how, cache)], dim=1).float()
 
 
-def _generate_candidates(got, x, tokens, T0, what):
+def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
+    """(misconception, lazy (B, n, V) float32 logits of generate with that mistake on these
+    tokens, details). Without the cache, each step recomputes its prefix."""
+    n = tokens.size(1) - T0
+    details = {"p0": T0, "T": 1, "S": T0 + 1}
+    if what is not None:
+        details["what"] = what
+    if not use_cache:
+        prefixes = [tokens[:, : T0 + i] for i in range(n)]
+        return [
+            (m, (lambda how=how: _decoded(x, prefixes, how)), details)
+            for m, how in LAYER_MISTAKES
+            if how[0] in ("no-mask", "values-rotated", "unrotated")
+        ]
     calls = _steps(tokens, T0)
     found = [
-        (m, (lambda how=how: _decoded(x, calls, how, _Cache(x["L"]))), {"what": what, "p0": T0})
+        (m, (lambda how=how: _decoded(x, calls, how, _Cache(x["L"]))), details)
         for m, how in LAYER_MISTAKES
     ]
-    every = [tokens[:, : T0 + i] for i in range(tokens.size(1) - T0)]
-    found.append((FEEDS_ALL, lambda: _decoded(x, every, (), _Cache(x["L"])), {"what": what}))
+    every = [tokens[:, : T0 + i] for i in range(n)]
+    found.append((FEEDS_ALL, lambda: _decoded(x, every, (), _Cache(x["L"])), details))
     earlier = got.get("a/tokens")
     if type(earlier) is torch.Tensor and earlier.shape[0] == tokens.shape[0]:
 
@@ -699,7 +724,7 @@ def _generate_candidates(got, x, tokens, T0, what):
             _decoder64(x, _steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
             return _decoded(x, calls, (), cache)
 
-        found.append((NOT_RESET, leaked, {"what": what}))
+        found.append((NOT_RESET, leaked, details))
     return found
 
 
@@ -745,13 +770,27 @@ def verdict_incremental(got, want, x):
 
 def _same_run(got, want, x, key):
     """Tokens and logits as the reference's, step by step: if the tokens part at a step whose
-    logits agree (a near tie between two tokens), the rest is not compared."""
+    logits agree (a near tie between two tokens), the rest is not compared. A difference is
+    named by the mistakes' logits on the student's own tokens."""
     prompt = x["prompts"][0]
     tokens, logits = _generated(got, key, x, prompt)
     T0 = prompt.size(1)
     what = "generate" + ("(..., use_cache=False)" if key == "nocache" else "")
+    found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache")
+    memo = {}
+
+    def step(j, i):
+        def output():
+            if j not in memo:
+                memo[j] = found[j][1]()
+            return memo[j][:, i]
+
+        return output
+
     for i in range(x["n"]):
-        assert_close(logits[:, i], want[f"{key}/logits"][:, i], f"{what}'s logits for new token {i}")
+        candidates = [(m, step(j, i), d) for j, (m, _, d) in enumerate(found)]
+        expected = want[f"{key}/logits"][:, i]
+        assert_close(logits[:, i], expected, f"{what}'s logits for new token {i}", candidates)
         if not torch.equal(tokens[:, T0 + i], want[f"{key}/tokens"][:, T0 + i]):
             return
 
