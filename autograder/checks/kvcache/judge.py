@@ -32,8 +32,9 @@ POSITIONS_RESTART = misconception(
         "input: after p0 cached tokens, the next one is at position p0.",
         "Read p0 from the cache (cache.length(layer)) before appending, and build the "
         "positions with torch.arange starting at p0.",
-        "positions = torch.arange(p0, p0 + T, device=x.device), passed to apply_rotary for "
-        "both q and k (and used for the causal mask).",
+        "The positions are torch.arange(p0, p0 + T) on x's device, with p0 = cache.length(layer) "
+        "read before append; pass them to apply_rotary for both q and k, and use them for the "
+        "causal mask.",
     ),
 )
 WRONG_AXIS = misconception(
@@ -80,7 +81,7 @@ LENGTH_CALLS = misconception(
         "The length of the cache is the position of the next token: a prefill of a 5-token "
         "prompt moves it by 5, not by 1.",
         "Read it from the cached keys: the size of their time axis (dim 2).",
-        "return 0 if self.keys[layer] is None else self.keys[layer].size(2)",
+        "self.keys[layer].size(2) once the layer holds keys, and 0 while self.keys[layer] is None.",
     ),
 )
 LENGTH_WRONG = misconception(
@@ -89,9 +90,10 @@ LENGTH_WRONG = misconception(
     (
         "length is the number of tokens cached in that layer, 0 while it is empty; it is "
         "the next token's position.",
-        "Use the size of the time axis (dim 2) of self.keys[layer], and 0 when it is None; "
-        "return a Python int.",
-        "return 0 if self.keys[layer] is None else self.keys[layer].size(2)",
+        "Use the size of the time axis (dim 2) of the layer's cached keys, and 0 when the "
+        "layer holds nothing; return a Python int.",
+        "self.keys[layer].size(2) (an int), or 0 when self.keys[layer] is None; not the "
+        "number of calls, nor a size of another axis.",
     ),
 )
 APPEND_FAILED = misconception(
@@ -102,7 +104,8 @@ APPEND_FAILED = misconception(
         "work whatever was cached before, and on an empty layer.",
         "An empty layer holds None: store k and v as they are; otherwise concatenate along "
         "dim 2 with torch.cat. Only raise ValueError for the mismatches the docstring names.",
-        "if self.keys[layer] is None: store k, v; else torch.cat([self.keys[layer], k], dim=2).",
+        "When self.keys[layer] is None, store k and v; otherwise torch.cat([self.keys[layer], "
+        "k], dim=2) and the same for the values.",
     ),
 )
 NO_VALUEERROR = misconception(
@@ -113,8 +116,8 @@ NO_VALUEERROR = misconception(
         "mistake; bad input should stop at once with a clear message.",
         "Compare the shapes before concatenating: k.shape[:3] with v.shape[:3], and every "
         "axis but dim 2 with what the layer holds; raise ValueError when they differ.",
-        "if k.shape[:3] != v.shape[:3]: raise ValueError(f'... k {{tuple(k.shape)}} ... v "
-        "{{tuple(v.shape)}}')",
+        "When k.shape[:3] != v.shape[:3], raise a ValueError(f'... k {{tuple(k.shape)}} ... v "
+        "{{tuple(v.shape)}}'), and the same when a step does not fit self.keys[layer].",
     ),
 )
 ERROR_UNCLEAR = misconception(
@@ -212,7 +215,8 @@ FEEDS_ALL = misconception(
         "adds the newest one.",
         "After the prefill call on the prompt, call the model on a (B, 1) tensor: the token "
         "chosen at the previous step.",
-        "new = next_token  # (B, 1); logits = model(new, cache)",
+        "After the prefill, model(next_token, cache) with next_token of shape (B, 1), never "
+        "model(tokens, cache).",
     ),
 )
 NOT_GREEDY = misconception(
@@ -223,8 +227,8 @@ NOT_GREEDY = misconception(
         "Greedy decoding takes the most likely token at each step, from the logits of the "
         "last position only.",
         "Take logits[:, -1] (B, V), then argmax over the vocabulary (dim=-1), and append it.",
-        "next_token = logits[:, -1].argmax(dim=-1, keepdim=True); tokens = torch.cat([tokens, "
-        "next_token], dim=1)",
+        "logits[:, -1].argmax(dim=-1, keepdim=True) is the (B, 1) next token; it is what you "
+        "append to the tokens and what you feed at the next step.",
     ),
 )
 PROMPT_LOST = misconception(
@@ -233,9 +237,9 @@ PROMPT_LOST = misconception(
     "ones; yours do not start with the prompt.",
     (
         "generate returns the whole sequence: the prompt, then what it generated.",
-        "Start the tokens from the prompt and torch.cat each chosen token after them, along "
-        "dim 1.",
-        "tokens = prompt; ...; tokens = torch.cat([tokens, next_token], dim=1)",
+        "Start the tokens from the prompt and torch.cat each chosen token after them, along dim 1.",
+        "Begin with tokens = prompt; at each step torch.cat([tokens, ...], dim=1) with the "
+        "(B, 1) chosen token.",
     ),
 )
 STEP_FAILED = misconception(
@@ -501,9 +505,7 @@ def _says_shape(text, tensors):
     """Whether a message gives a shape: the word, or the sizes of one of the tensors."""
     if "shape" in text.lower():
         return True
-    return any(
-        re.search(r"\D*".join(str(s) for s in t.shape), text) is not None for t in tensors
-    )
+    return any(re.search(r"\D*".join(str(s) for s in t.shape), text) is not None for t in tensors)
 
 
 @CHECKS.check(
@@ -572,8 +574,7 @@ def verdict_layer(got, want, x):
 
 @CHECKS.check(
     "cache-contents",
-    "the cache holds the keys after rotation (each at its own position) and the values as "
-    "they are",
+    "the cache holds the keys after rotation (each at its own position) and the values as they are",
     1,
     inputs=probe.inputs_layer,
     probe=probe.probe_layer,
@@ -666,7 +667,9 @@ def _generated(got, key, x, prompt):
     n = x["n"]
     tokens = tensor(got, f"{key}/tokens", f"{what}'s tokens", shape=(B, T0 + n))
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
-        raise Failure(WRONG_TYPE, what=f"{what}'s tokens", expected="int64 tokens", got=tokens.dtype)
+        raise Failure(
+            WRONG_TYPE, what=f"{what}'s tokens", expected="int64 tokens", got=tokens.dtype
+        )
     logits = tensor(
         got, f"{key}/logits", f"{what}'s logits", shape=(B, n, x["V"]), dtype=torch.float32
     )
@@ -679,9 +682,7 @@ def _generated(got, key, x, prompt):
         mine = logits[:, i].gather(1, picked[:, None].clamp(0, x["V"] - 1)).squeeze(1)
         if ((picked < 0) | (picked >= x["V"]) | (best - mine > 1e-6)).any():
             b = int(((picked != chosen[:, i]) | (picked < 0)).nonzero()[0])
-            raise Failure(
-                NOT_GREEDY, index=T0 + i, got=int(picked[b]), expected=int(chosen[b, i])
-            )
+            raise Failure(NOT_GREEDY, index=T0 + i, got=int(picked[b]), expected=int(chosen[b, i]))
     return tokens.long(), logits
 
 

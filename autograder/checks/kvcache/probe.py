@@ -122,9 +122,7 @@ def inputs_generate(gen):
     x["V"], x["L"] = _int(gen, 20, 40), 2
     x["state"] = model_state(gen, x["V"], x["D"], x["H"], x["H_kv"], x["L"])
     B = _int(gen, 1, 2)
-    x["prompts"] = [
-        torch.randint(0, x["V"], (B, _int(gen, 3, 6)), generator=gen) for _ in range(2)
-    ]
+    x["prompts"] = [torch.randint(0, x["V"], (B, _int(gen, 3, 6)), generator=gen) for _ in range(2)]
     x["n"] = _int(gen, 5, 8)
     return x
 

@@ -39,7 +39,9 @@ class KVCache:
             k0, v0 = chunks[0]
             for new, old in ((k, k0), (v, v0)):
                 if new.shape[:2] != old.shape[:2] or new.shape[-1] != old.shape[-1]:
-                    raise ValueError(f"shape {list(new.shape)} does not match the cache's {list(old.shape)}")
+                    raise ValueError(
+                        f"shape {list(new.shape)} does not match the cache's {list(old.shape)}"
+                    )
         chunks.append((k, v))
         return self.keys[layer], self.values[layer]
 

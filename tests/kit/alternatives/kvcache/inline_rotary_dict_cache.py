@@ -55,7 +55,9 @@ class CachedAttention(nn.Module):
     def __init__(self, d_model, num_heads, num_kv_heads, base=10000.0):
         super().__init__()
         if num_kv_heads < 1 or num_heads % num_kv_heads or d_model % num_heads:
-            raise ValueError(f"d_model={d_model}, num_heads={num_heads}, num_kv_heads={num_kv_heads}")
+            raise ValueError(
+                f"d_model={d_model}, num_heads={num_heads}, num_kv_heads={num_kv_heads}"
+            )
         self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
         self.d_k = d_model // num_heads
         self.n_rep = num_heads // num_kv_heads

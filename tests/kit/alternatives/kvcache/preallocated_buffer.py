@@ -25,7 +25,9 @@ class KVCache:
 
     def append(self, layer, k, v):
         if k.ndim != 4 or v.ndim != 4 or tuple(k.shape[:3]) != tuple(v.shape[:3]):
-            raise ValueError(f"k and v disagree: k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}")
+            raise ValueError(
+                f"k and v disagree: k.shape={tuple(k.shape)}, v.shape={tuple(v.shape)}"
+            )
         used, T = self._used[layer], k.shape[2]
         buffers = self._buffers[layer]
         if buffers is not None:

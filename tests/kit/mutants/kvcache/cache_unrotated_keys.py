@@ -40,5 +40,9 @@ _init = _s.TinyDecoder.__init__
 TinyDecoder = type(
     "TinyDecoder",
     (_s.TinyDecoder,),
-    {"__init__": FunctionType(_init.__code__, globals(), None, _init.__defaults__, _init.__closure__)},
+    {
+        "__init__": FunctionType(
+            _init.__code__, globals(), None, _init.__defaults__, _init.__closure__
+        )
+    },
 )
