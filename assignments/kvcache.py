@@ -166,7 +166,7 @@ class TinyDecoder(nn.Module):
 
 
 @torch.no_grad()
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     """Greedy decoding: append the most likely next token max_new_tokens times.
 
     Args:
@@ -182,7 +182,7 @@ def generate(model, prompt, max_new_tokens, use_cache=True):
          logits (B, n, V): the logits each new token was chosen from; token T0 + i is
          logits[:, i].argmax(-1)).
     """
-    # TODO (generate): about 12 lines.
+    # TODO (greedy_decode): about 12 lines.
     #   - A new KVCache(len(model.layers)) for every call (never one kept from an earlier
     #     call or stored on the model: an old sequence's keys would leak into this one).
     #   - With the cache: the first call feeds the whole prompt (the prefill), every later
@@ -190,4 +190,4 @@ def generate(model, prompt, max_new_tokens, use_cache=True):
     #   - Each step keeps the last position's logits (B, V), picks argmax(dim=-1) and
     #     appends it to the tokens (torch.cat along dim 1).
     #   - Return the tokens and the n logits stacked along dim 1 (torch.stack).
-    raise NotImplementedError("generate: not attempted yet")
+    raise NotImplementedError("greedy_decode: not attempted yet")

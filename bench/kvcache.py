@@ -4,7 +4,7 @@
     python bench/kvcache.py --tokens 256 --d-model 256 --layers 6 --threads 2
 
 Builds one solutions.kvcache.TinyDecoder (random weights, eval mode, float32), then generates
-T tokens greedily from the same prompt twice with solutions.kvcache.generate: with the cache
+T tokens greedily from the same prompt twice with solutions.kvcache.greedy_decode: with the cache
 (one prefill, then one token per call) and without it (every step recomputes the whole
 prefix). Prints tokens per second for both, by wall-clock and by this process's CPU time (the
 CPU figure is the one to trust on a shared machine), their ratio, whether both runs chose the
@@ -24,13 +24,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solutions.kvcache import TinyDecoder, generate  # noqa: E402
+from solutions.kvcache import TinyDecoder, greedy_decode  # noqa: E402
 
 
 def timed(model, prompt, n, use_cache):
-    """(tokens, logits, wall seconds, CPU seconds) of one generate call."""
+    """(tokens, logits, wall seconds, CPU seconds) of one greedy_decode call."""
     wall, cpu = time.perf_counter(), time.process_time()
-    tokens, logits = generate(model, prompt, n, use_cache=use_cache)
+    tokens, logits = greedy_decode(model, prompt, n, use_cache=use_cache)
     return tokens, logits, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -52,7 +52,7 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     model = TinyDecoder(args.vocab, args.d_model, args.heads, args.kv_heads, args.layers).eval()
     prompt = torch.randint(0, args.vocab, (1, args.prompt))
-    generate(model, prompt, 4)  # warm-up: the first calls pay for lazy initialisation
+    greedy_decode(model, prompt, 4)  # warm-up: the first calls pay for lazy initialisation
 
     runs = {name: timed(model, prompt, args.tokens, name == "cache") for name in ("cache", "none")}
     print(

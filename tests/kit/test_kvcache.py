@@ -56,11 +56,11 @@ def test_trusted_equals_solution():
     twin.load_state_dict(model.state_dict())
     prompt = torch.randint(0, 30, (2, 5))
     for use_cache in (True, False):
-        tokens, logits = kvcache.generate(model, prompt, 7, use_cache=use_cache)
-        tokens2, logits2 = trusted.generate(twin, prompt, 7, use_cache=use_cache)
+        tokens, logits = kvcache.greedy_decode(model, prompt, 7, use_cache=use_cache)
+        tokens2, logits2 = trusted.greedy_decode(twin, prompt, 7, use_cache=use_cache)
         assert torch.equal(tokens, tokens2)
         torch.testing.assert_close(logits, logits2, **TOL)
-    cached, full = (kvcache.generate(model, prompt, 7, use_cache=u)[1] for u in (True, False))
+    cached, full = (kvcache.greedy_decode(model, prompt, 7, use_cache=u)[1] for u in (True, False))
     torch.testing.assert_close(cached, full, **TOL)
 
 

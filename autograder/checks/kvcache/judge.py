@@ -201,9 +201,9 @@ NOT_RESET = misconception(
     (
         "A cache belongs to one batch of sequences; keeping it across calls lets an old text "
         "leak into the attention of a new one.",
-        "Create the cache inside generate, once per call (or call reset() first), never at "
+        "Create the cache inside greedy_decode, once per call (or call reset() first), never at "
         "module level, as a default argument or on the model.",
-        "cache = KVCache(len(model.layers)) as the first line of generate when use_cache.",
+        "cache = KVCache(len(model.layers)) as the first line of greedy_decode when use_cache.",
     ),
 )
 FEEDS_ALL = misconception(
@@ -221,7 +221,7 @@ FEEDS_ALL = misconception(
 )
 NOT_GREEDY = misconception(
     "kv-generate-not-greedy",
-    "generate's token {index} is {got}, but the logits it returned for that step have their "
+    "greedy_decode's token {index} is {got}, but the logits it returned for that step have their "
     "maximum at {expected}: greedy decoding picks the argmax of the last position's logits.",
     (
         "Greedy decoding takes the most likely token at each step, from the logits of the "
@@ -233,10 +233,10 @@ NOT_GREEDY = misconception(
 )
 PROMPT_LOST = misconception(
     "kv-generate-prompt-lost",
-    "generate's tokens should start with the prompt ({T0} tokens) and then hold the {n} new "
+    "greedy_decode's tokens should start with the prompt ({T0} tokens) and then hold the {n} new "
     "ones; yours do not start with the prompt.",
     (
-        "generate returns the whole sequence: the prompt, then what it generated.",
+        "greedy_decode returns the whole sequence: the prompt, then what it generated.",
         "Start the tokens from the prompt and torch.cat each chosen token after them, along dim 1.",
         "Begin with tokens = prompt; at each step torch.cat([tokens, ...], dim=1) with the "
         "(B, 1) chosen token.",
@@ -654,12 +654,12 @@ def verdict_positions(got, want, x):
         raise Failure(INCREMENTAL_DIFFERS, what=what, where=where, err=err)
 
 
-# --------------------------------------------------------------------------- generate
+# --------------------------------------------------------------------------- greedy_decode
 
 
 def _generated(got, key, x, prompt):
-    """The (tokens, logits) of one generate run, after type, shape and prompt guards."""
-    what = "generate" + ("(..., use_cache=False)" if key == "nocache" else "")
+    """The (tokens, logits) of one greedy_decode run, after type, shape and prompt guards."""
+    what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
     if f"{key}/error" in got:
         where = "a call to the model"
         raise Failure(STEP_FAILED, what=what, where=where, error=str(got[f"{key}/error"])[:300])
@@ -697,7 +697,7 @@ def _decoded(x, calls, how=(), cache=None):
 
 
 def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
-    """(misconception, lazy (B, n, V) float32 logits of generate with that mistake on these
+    """(misconception, lazy (B, n, V) float32 logits of greedy_decode with that mistake on these
     tokens, details). Without the cache, each step recomputes its prefix."""
     n = tokens.size(1) - T0
     details = {"p0": T0, "T": 1, "S": T0 + 1}
@@ -736,17 +736,17 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
     3,
     inputs=probe.inputs_generate,
     probe=probe.probe_incremental,
-    exercise="generate",
+    exercise="greedy_decode",
 )
 def verdict_incremental(got, want, x):
-    """Judged on the student's own runs: generate on prompt B (after a run on prompt A) gives,
+    """Judged on the student's own runs: greedy_decode on prompt B (after a run on prompt A) gives,
     at each step, the logits that one call of the student's model without a cache gives on the
     whole prefix; those must be a model's logits (finite, not constant)."""
     (a, b), n = x["prompts"], x["n"]
     _generated(got, "a", x, a)
     tokens, logits = _generated(got, "b", x, b)
     T0 = b.size(1)
-    what = "generate's logits with the cache"
+    what = "greedy_decode's logits with the cache"
     full = got.get("full")
     if isinstance(full, str):
         where = "the model without a cache, on the whole prefix"
@@ -776,7 +776,7 @@ def _same_run(got, want, x, key):
     prompt = x["prompts"][0]
     tokens, logits = _generated(got, key, x, prompt)
     T0 = prompt.size(1)
-    what = "generate" + ("(..., use_cache=False)" if key == "nocache" else "")
+    what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
     found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache")
     memo = {}
 
@@ -798,12 +798,12 @@ def _same_run(got, want, x, key):
 
 @CHECKS.check(
     "generate",
-    "generate matches the reference: greedy tokens and their logits, with and without the "
+    "greedy_decode matches the reference: greedy tokens and their logits, with and without the "
     "cache (weights loaded)",
     1,
     inputs=probe.inputs_generate,
     probe=probe.probe_generate,
-    exercise="generate",
+    exercise="greedy_decode",
 )
 def verdict_generate(got, want, x):
     for key in ("cache", "nocache"):

@@ -234,15 +234,15 @@ def _model_of(mod, x):
 
 
 def _generate(mod, model, prompt, n, use_cache, key):
-    result, error = _guarded(lambda: mod.generate(model, prompt, n, use_cache=use_cache))
+    result, error = _guarded(lambda: mod.greedy_decode(model, prompt, n, use_cache=use_cache))
     if error:
         return {f"{key}/error": error}
-    tokens, logits = pair(result, "generate's result", "(tokens, logits)")
+    tokens, logits = pair(result, "greedy_decode's result", "(tokens, logits)")
     return {f"{key}/tokens": tokens, f"{key}/logits": logits}
 
 
 def probe_incremental(mod, x):
-    """generate on prompt A, then on prompt B (a cache kept from A shows in B), both with the
+    """greedy_decode on prompt A, then on prompt B (a cache kept from A shows in B), both with the
     cache; and the logits of one call without a cache on B's tokens (the whole prefix)."""
     model = _model_of(mod, x)
     (a, b), n = x["prompts"], x["n"]

@@ -1,6 +1,6 @@
 """Alternative: the cache keeps a list of chunks per layer and concatenates on demand; the
 mask is a shifted triangle (triu with diagonal p0 + 1); positions from the cached values;
-generate with a while loop."""
+greedy_decode with a while loop."""
 
 import torch
 from torch import nn
@@ -98,7 +98,7 @@ class TinyDecoder(nn.Module):
 
 
 @torch.no_grad()
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     cache = KVCache(len(model.layers)) if use_cache else None
     seq, history, fed = prompt.clone(), [], 0
     while len(history) < max_new_tokens:

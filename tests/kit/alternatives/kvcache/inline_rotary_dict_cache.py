@@ -1,5 +1,5 @@
 """Alternative: rotary written inline (rotate_half form, halves convention), a cache stored in
-a dict per layer, attention by explicit softmax with a finfo.min fill, and a generate that
+a dict per layer, attention by explicit softmax with a finfo.min fill, and a greedy_decode that
 prefills then loops over single-token steps."""
 
 import torch
@@ -102,7 +102,7 @@ class TinyDecoder(nn.Module):
         return self.lm_head(self.norm(x))
 
 
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     with torch.no_grad():
         if not use_cache:
             tokens, logits = prompt, []

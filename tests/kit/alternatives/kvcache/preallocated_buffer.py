@@ -103,7 +103,7 @@ class TinyDecoder(nn.Module):
         return self.lm_head(self.norm(h))
 
 
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     B, T0 = prompt.shape
     out = prompt.new_empty(B, T0 + max_new_tokens)
     out[:, :T0] = prompt

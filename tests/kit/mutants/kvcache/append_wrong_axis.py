@@ -18,5 +18,5 @@ class KVCache(_s.KVCache):
         return k, v
 
 
-# generate, run with this file's globals (its KVCache).
-generate = torch.no_grad()(FunctionType(_s.generate.__wrapped__.__code__, globals()))
+# greedy_decode, run with this file's globals (its KVCache).
+greedy_decode = torch.no_grad()(FunctionType(_s.greedy_decode.__wrapped__.__code__, globals()))

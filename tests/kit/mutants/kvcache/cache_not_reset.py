@@ -1,4 +1,4 @@
-"""Mutant: generate keeps one cache for the whole session (created on the first call), so a
+"""Mutant: greedy_decode keeps one cache for the whole session (created on the first call), so a
 second sequence starts with the first one's keys and values."""
 
 # expects: kv-cache-not-reset
@@ -11,7 +11,7 @@ _CACHE = {}
 
 
 @torch.no_grad()
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     cache = _CACHE.setdefault(id(model), KVCache(len(model.layers))) if use_cache else None
     tokens, step_tokens, logits = prompt, prompt, []
     for _ in range(max_new_tokens):

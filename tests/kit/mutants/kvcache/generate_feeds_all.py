@@ -8,7 +8,7 @@ from solutions.kvcache import KVCache
 
 
 @torch.no_grad()
-def generate(model, prompt, max_new_tokens, use_cache=True):
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
     cache = KVCache(len(model.layers)) if use_cache else None
     tokens, logits = prompt, []
     for _ in range(max_new_tokens):
