@@ -15,8 +15,9 @@ import re
 import torch
 
 from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...trusted.rotary import apply_rotary as _rope  # float64 in, float64 out
 from ...verdicts import assert_close, close, tensor
-from ..rotary.judge import ROTATES_V, _rope
+from ..rotary.judge import ROTATES_V
 from . import probe
 
 CHECKS = CheckList("kvcache")
