@@ -98,19 +98,20 @@ class CachedAttention(nn.Module):
 
     def __init__(self, d_model, num_heads, num_kv_heads, base=10000.0):
         super().__init__()
-        if num_kv_heads < 1 or num_heads % num_kv_heads or d_model % num_heads:
+        n_rep, rest = divmod(num_heads, max(num_kv_heads, 1))
+        if num_kv_heads < 1 or rest or d_model % num_heads:
             raise ValueError(
                 f"need num_kv_heads | num_heads | d_model, got d_model = {d_model}, "
                 f"num_heads = {num_heads}, num_kv_heads = {num_kv_heads}"
             )
-        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
-        self.d_k = d_model // num_heads
-        self.n_rep = num_heads // num_kv_heads
+        d_k = d_model // num_heads
         # The parameters, in this order (the grader loads its own weights by these names).
         self.w_q = nn.Linear(d_model, d_model, bias=False)
-        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
-        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
+        self.w_k = nn.Linear(d_model, num_kv_heads * d_k, bias=False)
+        self.w_v = nn.Linear(d_model, num_kv_heads * d_k, bias=False)
         self.w_o = nn.Linear(d_model, d_model, bias=False)
+        self.num_heads, self.num_kv_heads, self.n_rep = num_heads, num_kv_heads, n_rep
+        self.d_k, self.base = d_k, base
 
     def forward(self, x, cache=None, layer=0):
         """

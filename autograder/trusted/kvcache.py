@@ -16,12 +16,10 @@ from .rotary import apply_rotary
 
 class KVCache:
     def __init__(self, num_layers):
-        self.keys = [None] * num_layers
-        self.values = [None] * num_layers
+        self.keys, self.values = [None] * num_layers, [None] * num_layers
 
     def reset(self):
-        self.keys = [None] * len(self.keys)
-        self.values = [None] * len(self.values)
+        self.__init__(len(self.keys))
 
     def length(self, layer=0):
         return 0 if self.keys[layer] is None else int(self.keys[layer].shape[-2])
@@ -43,17 +41,13 @@ class CachedAttention(nn.Module):
     def __init__(self, d_model, num_heads, num_kv_heads, base=10000.0):
         super().__init__()
         if num_kv_heads < 1 or num_heads % num_kv_heads or d_model % num_heads:
-            raise ValueError(
-                f"need num_kv_heads | num_heads | d_model, got {d_model}, {num_heads}, "
-                f"{num_kv_heads}"
-            )
-        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
-        self.d_k = d_model // num_heads
-        self.n_rep = num_heads // num_kv_heads
-        self.w_q = nn.Linear(d_model, d_model, bias=False)
-        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
-        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
-        self.w_o = nn.Linear(d_model, d_model, bias=False)
+            raise ValueError(f"sizes {d_model}, {num_heads}, {num_kv_heads} do not divide")
+        vars(self).update(num_heads=num_heads, num_kv_heads=num_kv_heads, base=base)
+        vars(self).update(d_k=d_model // num_heads, n_rep=num_heads // num_kv_heads)
+        widths = {"w_q": d_model, "w_k": self.d_k * num_kv_heads}
+        widths.update(w_v=widths["w_k"], w_o=d_model)
+        for name, width in widths.items():
+            self.add_module(name, nn.Linear(d_model, width, bias=False))
 
     def forward(self, x, cache=None, layer=0):
         B, T, D = x.shape
@@ -74,19 +68,20 @@ class TinyDecoder(nn.Module):
     def __init__(self, vocab_size, d_model=32, num_heads=4, num_kv_heads=2, num_layers=2,
                  base=10000.0):  # fmt: skip
         super().__init__()
-        self.token_embed = nn.Embedding(vocab_size, d_model)
-        self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-6) for _ in range(num_layers))
-        self.layers = nn.ModuleList(
-            CachedAttention(d_model, num_heads, num_kv_heads, base) for _ in range(num_layers)
-        )
-        self.norm = nn.RMSNorm(d_model, eps=1e-6)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.norm = nn.RMSNorm(d_model, eps=1e-6)
+        attention = [
+            CachedAttention(d_model, num_heads, num_kv_heads, base) for _ in range(num_layers)
+        ]
+        self.layers = nn.ModuleList(attention)
+        self.norms = nn.ModuleList([nn.RMSNorm(d_model, eps=1e-6) for _ in attention])
+        self.token_embed = nn.Embedding(vocab_size, d_model)
 
     def forward(self, tokens, cache=None):
-        x = self.token_embed(tokens)
-        for i, (norm, layer) in enumerate(zip(self.norms, self.layers, strict=True)):
-            x = x + layer(norm(x), cache, i)
-        return self.lm_head(self.norm(x))
+        h = self.token_embed(tokens)
+        for index, (attend, norm) in enumerate(zip(self.layers, self.norms, strict=True)):
+            h = attend(norm(h), cache, index) + h
+        return self.lm_head(self.norm(h))
 
 
 @torch.no_grad()

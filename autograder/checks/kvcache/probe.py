@@ -169,15 +169,12 @@ def probe_append(mod, x):
 
 
 def _append_outcome(cache, layer, k, v):
-    try:
-        cache.append(layer, k, v)
-    except ValueError as e:
-        return "ValueError", str(e)[:300]
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the wrong exception is a finding, not a crash
-        return f"raised {type(e).__name__}", str(e)[:300]
-    return "returned", ""
+    """("returned", "") or the exception's kind ("ValueError", "raised TypeError") and text."""
+    _, error = _guarded(lambda: cache.append(layer, k, v))
+    if error is None:
+        return "returned", ""
+    kind, _, text = error.partition(": ")
+    return (kind if kind == "ValueError" else f"raised {kind}"), text
 
 
 def probe_append_errors(mod, x):
