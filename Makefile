@@ -96,6 +96,10 @@ dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no
 bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
 	$(PY) bench/attention_memory.py --device $(DEVICE) --json build/bench-$(DEVICE).json
 
+.PHONY: bench-kv
+bench-kv: $(STAMP) ## generate T = 512 tokens with and without the KV cache: tokens per second, ratio
+	$(PY) bench/kvcache.py
+
 # Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
 SUBMISSIONS ?=
 BATCH_OUT ?= build/batch

@@ -1,0 +1,194 @@
+# Generated from solutions/kvcache.py by `make stubs`. Fill in the TODO regions, then run
+# `make grade` (or `make grade EX=kvcache`).
+"""Exercise group 13: a key/value cache for incremental decoding, with rotary positions.
+
+A decoder generates one token at a time. Without a cache, step t runs the model on the whole
+prefix again: the keys and values of tokens 0 .. t-1 are recomputed although they never
+change (a token's key depends on that token and its position only). A KV cache keeps them:
+each step computes the query, key and value of the new token only, appends the key and value
+to the cache, and attends over everything cached. The logits are the same as recomputing the
+whole prefix, to float32 rounding; the work per step no longer grows with the prefix.
+
+Convention of this kit (as in LLaMA's and Hugging Face's code): the cache holds the keys
+*after* rotation, each turned once at its own position; values are never rotated. New tokens
+continue the positions: after p0 cached tokens, the T new ones sit at p0, p0 + 1, ...,
+p0 + T - 1.
+
+Shape legend: B batch, H query heads, H_kv key/value heads (H_kv divides H), T the number of
+new tokens in a call (the prompt for a prefill, 1 for a step), T_so_far (or S) the number of
+tokens cached, D = d_model, d_k = D // H (one head's width), V the vocabulary size.
+Mask convention: a bool tensor, True = blocked.
+"""
+
+import torch
+from torch import nn
+
+from .attention import scaled_dot_product_attention
+from .gqa import repeat_kv
+from .rotary import apply_rotary
+
+
+class KVCache:
+    """The keys and values every attention layer has seen so far, for one batch of sequences.
+
+    keys[layer] and values[layer] are (B, H_kv, T_so_far, d_k) tensors, or None while the layer
+    has seen nothing. Each layer keeps its own: layer 0's keys are not layer 1's. Start a new
+    KVCache (or call reset()) for every new batch of sequences.
+    """
+
+    def __init__(self, num_layers):
+        self.keys = [None] * num_layers
+        self.values = [None] * num_layers
+
+    def reset(self):
+        """Forget everything: the cache of a new sequence starts empty."""
+        self.keys = [None] * len(self.keys)
+        self.values = [None] * len(self.values)
+
+    def length(self, layer=0):
+        """The number of tokens cached in `layer` (T_so_far, 0 while empty): the position of
+        the next token."""
+        # TODO (length): about 1 to 3 lines. The number of tokens is the size of the time axis
+        #   of the cached keys; a layer that has seen nothing holds None and has length 0.
+        raise NotImplementedError("length: not attempted yet")
+
+    def append(self, layer, k, v):
+        """Add this call's keys and values to `layer` and return everything cached so far.
+
+        Args:
+            layer: the index of the attention layer (0 .. num_layers - 1).
+            k: (B, H_kv, T, d_k), the new tokens' keys, already rotated at their positions.
+            v: (B, H_kv, T, d_v), the new tokens' values (v.shape[:3] == k.shape[:3]).
+
+        Returns:
+            (keys, values): (B, H_kv, T_so_far, d_k) and (B, H_kv, T_so_far, d_v), the old
+            tokens first, then the new ones; T_so_far counts the new tokens too.
+
+        Raises:
+            ValueError: when k or v is not 4-D, when v.shape[:3] != k.shape[:3], or when k or v
+                does not match what the layer holds in B, H_kv or width; the message gives the
+                shapes.
+        """
+        # TODO (append): about 12 lines.
+        #   1. Validate: k and v 4-D with the same (B, H_kv, T); once the layer holds
+        #      something, the new k and v must match its B, H_kv and width (every axis except
+        #      the time axis, dim 2). Raise ValueError giving the shapes otherwise.
+        #   2. Concatenate along the time axis (dim 2: (B, H_kv, T, d)), never along the
+        #      batch, the heads or the features; an empty layer (None) just stores k and v.
+        #   3. Store the results in self.keys[layer] and self.values[layer] and return both.
+        #   Allowed: torch.cat, .dim(), .shape.
+        raise NotImplementedError("append: not attempted yet")
+
+
+class CachedAttention(nn.Module):
+    """Grouped-query self-attention with rotary positions and an optional KV cache.
+
+    forward(x, cache, layer) treats x as the T tokens that follow the cache's
+    p0 = cache.length(layer) tokens:
+        positions = p0, p0 + 1, ..., p0 + T - 1
+        q, k = apply_rotary(x W_qᵀ, positions), apply_rotary(x W_kᵀ, positions); v = x W_vᵀ
+        keys, values = cache.append(layer, k, v)          (all S = p0 + T tokens)
+        out = Attention(q, keys, values, causal) W_oᵀ     (query at p sees keys at 0 .. p)
+    With cache=None it is plain causal self-attention over x at positions 0 .. T-1.
+
+    Args:
+        d_model: D. num_heads: H. num_kv_heads: H_kv (divides H).
+        base: the rotary base (apply_rotary's).
+    """
+
+    def __init__(self, d_model, num_heads, num_kv_heads, base=10000.0):
+        super().__init__()
+        n_rep, rest = divmod(num_heads, max(num_kv_heads, 1))
+        if num_kv_heads < 1 or rest or d_model % num_heads:
+            raise ValueError(
+                f"need num_kv_heads | num_heads | d_model, got d_model = {d_model}, "
+                f"num_heads = {num_heads}, num_kv_heads = {num_kv_heads}"
+            )
+        d_k = d_model // num_heads
+        # The parameters, in this order (the grader loads its own weights by these names).
+        self.w_q = nn.Linear(d_model, d_model, bias=False)
+        self.w_k = nn.Linear(d_model, num_kv_heads * d_k, bias=False)
+        self.w_v = nn.Linear(d_model, num_kv_heads * d_k, bias=False)
+        self.w_o = nn.Linear(d_model, d_model, bias=False)
+        self.num_heads, self.num_kv_heads, self.n_rep = num_heads, num_kv_heads, n_rep
+        self.d_k, self.base = d_k, base
+
+    def forward(self, x, cache=None, layer=0):
+        """
+        Args:
+            x: (B, T, D), the new tokens (the whole prompt in a prefill, one token in a step).
+            cache: a KVCache, or None (no cache: x is the whole sequence).
+            layer: this layer's index in the cache.
+
+        Returns:
+            (B, T, D). The cache, when given, has grown by T tokens in `layer`.
+        """
+        # TODO (forward): about 12 lines, no loop over tokens or heads.
+        #   1) positions: p0 = cache.length(layer) (0 without a cache), then the T positions
+        #      p0 .. p0 + T - 1 (torch.arange on x's device). Never restart at 0.
+        #   2) project and split: q (B, H, T, d_k); k, v (B, H_kv, T, d_k) (as in gqa.py).
+        #   3) rotate q and k (not v) with apply_rotary(..., positions, self.base).
+        #   4) with a cache, append the rotated k and v: you get all S = p0 + T keys and values.
+        #   5) causal mask (T, S), True = blocked: the query at position p0 + i may see the key
+        #      at position j only when j <= p0 + i. Compare the key positions 0 .. S-1 with
+        #      the query positions (broadcasting); a (T, T) triangle is wrong when p0 > 0.
+        #   6) repeat_kv the keys and values to H heads, attend with
+        #      scaled_dot_product_attention(q, keys, values, mask), merge the heads to (B, T, D)
+        #      and apply self.w_o.
+        raise NotImplementedError("forward: not attempted yet")
+
+
+class TinyDecoder(nn.Module):
+    """An attention-only decoder: token embedding, num_layers residual CachedAttention layers
+    (each after an RMSNorm), a final RMSNorm and the output head. A real model adds a
+    feed-forward network after each attention; the cache does not touch it. Given, not an
+    exercise: it shows how one KVCache serves every layer.
+
+    forward(tokens (B, T) int64, cache=None) -> logits (B, T, V): with a cache, tokens are the
+    T tokens that follow the cached ones.
+    """
+
+    def __init__(self, vocab_size, d_model=32, num_heads=4, num_kv_heads=2, num_layers=2,
+                 base=10000.0):  # fmt: skip
+        super().__init__()
+        self.token_embed = nn.Embedding(vocab_size, d_model)
+        self.norms = nn.ModuleList(nn.RMSNorm(d_model, eps=1e-6) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            CachedAttention(d_model, num_heads, num_kv_heads, base) for _ in range(num_layers)
+        )
+        self.norm = nn.RMSNorm(d_model, eps=1e-6)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+
+    def forward(self, tokens, cache=None):
+        x = self.token_embed(tokens)
+        for i, (norm, layer) in enumerate(zip(self.norms, self.layers, strict=True)):
+            x = x + layer(norm(x), cache, i)
+        return self.lm_head(self.norm(x))
+
+
+@torch.no_grad()
+def greedy_decode(model, prompt, max_new_tokens, use_cache=True):
+    """Greedy decoding: append the most likely next token max_new_tokens times.
+
+    Args:
+        model: a TinyDecoder (anything with .layers and forward(tokens, cache=None)).
+        prompt: (B, T0) int64 tokens, T0 >= 1.
+        max_new_tokens: n >= 1, the number of tokens to generate.
+        use_cache: True: one prefill call on the prompt, then one call per new token with a
+            fresh KVCache(len(model.layers)); False: every step recomputes the whole prefix
+            (model(tokens) without a cache), the slow way, to compare.
+
+    Returns:
+        (tokens (B, T0 + n) int64: the prompt then the generated tokens,
+         logits (B, n, V): the logits each new token was chosen from; token T0 + i is
+         logits[:, i].argmax(-1)).
+    """
+    # TODO (greedy_decode): about 12 lines.
+    #   - A new KVCache(len(model.layers)) for every call (never one kept from an earlier
+    #     call or stored on the model: an old sequence's keys would leak into this one).
+    #   - With the cache: the first call feeds the whole prompt (the prefill), every later
+    #     call only the one token just chosen, shape (B, 1). Without: model(all tokens so far).
+    #   - Each step keeps the last position's logits (B, V), picks argmax(dim=-1) and
+    #     appends it to the tokens (torch.cat along dim 1).
+    #   - Return the tokens and the n logits stacked along dim 1 (torch.stack).
+    raise NotImplementedError("greedy_decode: not attempted yet")

@@ -1,0 +1,261 @@
+"""Probe side of kvcache.py's checks: the inputs they draw and the calls they make.
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+While kvcache is graded, the student's `from .rotary import apply_rotary` (and attention,
+repeat_kv) get the trusted stand-ins: a bug in rotary.py costs points in rotary only.
+
+Every size, weight, token and position is drawn from the check's generator. Head widths are
+even (rotary pairs features); B, H_kv, T and the widths differ from one another where a check
+tells axes apart by their sizes. A decoding run that raises is reported as data (the step and
+the error), so one broken step is a finding, not a crash of the check.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...core import Failure
+from ...probing import pair, randn
+
+# (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
+SHAPES = ((24, 4, 2), (32, 4, 2), (36, 6, 2), (36, 6, 3), (40, 4, 1))
+
+
+def _int(gen, low, high):
+    """A draw from low .. high (both included)."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def _pick(gen, options):
+    return options[_int(gen, 0, len(options) - 1)]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _appends(gen, B, H_kv, d_k, d_v, lengths):
+    """One (k, v) pair per layer (2 layers) for each call, T = lengths[i] new tokens."""
+    return [
+        [(randn(gen, B, H_kv, T, d_k), randn(gen, B, H_kv, T, d_v)) for _ in range(2)]
+        for T in lengths
+    ]
+
+
+def inputs_append(gen):
+    """Two runs over a 2-layer cache: single tokens only (any axis concatenates them, so the
+    sizes show which one was used), then a prefill of several tokens and chunks."""
+    B = _int(gen, 2, 3)
+    H_kv = _pick(gen, [h for h in (2, 3, 4) if h != B])
+    d_k = _pick(gen, [d for d in (6, 8, 10) if d not in (B, H_kv)])
+    d_v = d_k + 2
+    chunks = [_int(gen, 3, 5), 1, 2, 1]
+    return {
+        "single": _appends(gen, B, H_kv, d_k, d_v, [1] * _int(gen, 3, 4)),
+        "chunks": _appends(gen, B, H_kv, d_k, d_v, chunks),
+    }
+
+
+def inputs_append_errors(gen):
+    B, H_kv, d = _int(gen, 1, 3), _int(gen, 2, 3), 2 * _int(gen, 2, 4)
+    T = _int(gen, 2, 4)
+    return {
+        # k and v of the same call disagree on T.
+        "kv": (randn(gen, B, H_kv, T, d), randn(gen, B, H_kv, T + 1, d)),
+        # A step with one more key/value head than the layer holds.
+        "step": (
+            (randn(gen, B, H_kv, T, d), randn(gen, B, H_kv, T, d)),
+            (randn(gen, B, H_kv + 1, 1, d), randn(gen, B, H_kv + 1, 1, d)),
+        ),
+    }
+
+
+def layer_state(gen, D, H, H_kv, prefix=""):
+    kv = H_kv * (D // H)
+    return {
+        f"{prefix}{name}.weight": randn(gen, rows, D, scale=1 / math.sqrt(D))
+        for name, rows in (("w_q", D), ("w_k", kv), ("w_v", kv), ("w_o", D))
+    }
+
+
+def _config(gen):
+    D, H, H_kv = _pick(gen, SHAPES)
+    base = _pick(gen, [10000.0, float(_int(gen, 50, 500))])
+    return {"D": D, "H": H, "H_kv": H_kv, "base": base}
+
+
+def inputs_layer(gen):
+    """A prefill of several tokens, single steps, then a chunk of 2 tokens, into one layer
+    of a 2-layer cache."""
+    x = _config(gen)
+    B = _int(gen, 1, 2)
+    lengths = [_int(gen, 3, 6), 1, 1, 2]
+    x["state"] = layer_state(gen, x["D"], x["H"], x["H_kv"])
+    x["layer"] = _int(gen, 0, 1)
+    x["xs"] = [randn(gen, B, T, x["D"]) for T in lengths]
+    return x
+
+
+def inputs_positions(gen):
+    """A long prefill (p0 = 40 .. 120 tokens), then two single steps."""
+    x = _config(gen)
+    x["state"] = layer_state(gen, x["D"], x["H"], x["H_kv"])
+    x["layer"] = 0
+    x["xs"] = [randn(gen, 1, T, x["D"]) for T in (_int(gen, 40, 120), 1, 1)]
+    return x
+
+
+def model_state(gen, V, D, H, H_kv, L):
+    state = {"token_embed.weight": randn(gen, V, D)}
+    for i in range(L):
+        state[f"norms.{i}.weight"] = 1 + randn(gen, D, scale=0.1)
+        state.update(layer_state(gen, D, H, H_kv, prefix=f"layers.{i}."))
+    state["norm.weight"] = 1 + randn(gen, D, scale=0.1)
+    state["lm_head.weight"] = randn(gen, V, D, scale=1.5 / math.sqrt(D))
+    return state
+
+
+def inputs_generate(gen):
+    """A 2-layer TinyDecoder, two prompts of the same batch size, a number of new tokens."""
+    x = _config(gen)
+    x["V"], x["L"] = _int(gen, 20, 40), 2
+    x["state"] = model_state(gen, x["V"], x["D"], x["H"], x["H_kv"], x["L"])
+    B = _int(gen, 1, 2)
+    x["prompts"] = [torch.randint(0, x["V"], (B, _int(gen, 3, 6)), generator=gen) for _ in range(2)]
+    x["n"] = _int(gen, 5, 8)
+    return x
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _failed(error):
+    return f"{type(error).__name__}: {str(error)[:200]}"
+
+
+def _guarded(fn):
+    """fn() or the text of the error it raised (NotImplementedError and a probe's own
+    Failure go through: they are "not attempted" and a finding)."""
+    try:
+        return fn(), None
+    except (NotImplementedError, Failure):
+        raise
+    except Exception as e:  # a broken step is a finding, not a crash
+        return None, _failed(e)
+
+
+def _length(cache, layer):
+    value = cache.length(layer)
+    return value if type(value) is int else repr(value)[:50]
+
+
+def _run_appends(mod, calls, key):
+    cache = mod.KVCache(2)
+    got = {f"{key}/len-empty": _length(cache, 0)}
+    for i, call in enumerate(calls):
+        for layer, (k, v) in enumerate(call):
+            result, error = _guarded(lambda: cache.append(layer, k, v))  # noqa: B023
+            if error:
+                return {**got, f"{key}/error": error, f"{key}/error-at": f"{i}/{layer}"}
+            keys, values = pair(result, "KVCache.append's result", "(keys, values)")
+            got[f"{key}/{i}/{layer}/k"], got[f"{key}/{i}/{layer}/v"] = keys, values
+            got[f"{key}/{i}/{layer}/len"] = _length(cache, layer)
+    return got
+
+
+def probe_append(mod, x):
+    return {**_run_appends(mod, x["single"], "single"), **_run_appends(mod, x["chunks"], "chunks")}
+
+
+def _append_outcome(cache, layer, k, v):
+    """("returned", "") or the exception's kind ("ValueError", "raised TypeError") and text."""
+    _, error = _guarded(lambda: cache.append(layer, k, v))
+    if error is None:
+        return "returned", ""
+    kind, _, text = error.partition(": ")
+    return (kind if kind == "ValueError" else f"raised {kind}"), text
+
+
+def probe_append_errors(mod, x):
+    got = {}
+    got["kv/outcome"], got["kv/text"] = _append_outcome(mod.KVCache(1), 0, *x["kv"])
+    cache = mod.KVCache(1)
+    first, second = x["step"]
+    got["first/outcome"], _ = _append_outcome(cache, 0, *first)
+    got["step/outcome"], got["step/text"] = _append_outcome(cache, 0, *second)
+    return got
+
+
+def _layer_of(mod, x):
+    layer = mod.CachedAttention(x["D"], x["H"], x["H_kv"], base=x["base"])
+    layer.load_state_dict(x["state"])
+    return layer.eval()
+
+
+def _cached(cache, layer, name):
+    store = getattr(cache, name, None)
+    try:
+        value = store[layer]
+    except Exception:  # no list of that name: the verdict says what it found
+        return None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def probe_layer(mod, x):
+    """Each call's output with a cache, the cache's keys and values at the end, and the
+    output of one call on the whole sequence without a cache."""
+    layer = _layer_of(mod, x)
+    cache, got = mod.KVCache(2), {}
+    with torch.no_grad():
+        for i, xi in enumerate(x["xs"]):
+            out, error = _guarded(lambda: layer(xi, cache, x["layer"]))  # noqa: B023
+            if error:
+                return {"error": error, "error-at": i}
+            got[f"out{i}"] = out
+        for name in ("keys", "values"):
+            value = _cached(cache, x["layer"], name)
+            if value is not None:
+                got[f"cache/{name}"] = value
+        full, error = _guarded(lambda: layer(torch.cat(x["xs"], dim=1)))
+    if error:
+        return {"error": error, "error-at": "full"}
+    got["full"] = full
+    return got
+
+
+def _model_of(mod, x):
+    model = mod.TinyDecoder(x["V"], x["D"], x["H"], x["H_kv"], x["L"], base=x["base"])
+    model.load_state_dict(x["state"])
+    return model.eval()
+
+
+def _generate(mod, model, prompt, n, use_cache, key):
+    result, error = _guarded(lambda: mod.greedy_decode(model, prompt, n, use_cache=use_cache))
+    if error:
+        return {f"{key}/error": error}
+    tokens, logits = pair(result, "greedy_decode's result", "(tokens, logits)")
+    return {f"{key}/tokens": tokens, f"{key}/logits": logits}
+
+
+def probe_incremental(mod, x):
+    """greedy_decode on prompt A, then on prompt B (a cache kept from A shows in B), both with the
+    cache; and the logits of one call without a cache on B's tokens (the whole prefix)."""
+    model = _model_of(mod, x)
+    (a, b), n = x["prompts"], x["n"]
+    got = {**_generate(mod, model, a, n, True, "a"), **_generate(mod, model, b, n, True, "b")}
+    tokens = got.get("b/tokens")
+    if type(tokens) is torch.Tensor and tokens.dim() == 2 and tokens.size(1) > b.size(1):
+        with torch.no_grad():
+            full, error = _guarded(lambda: model(tokens[:, :-1].long()))
+        got["full"] = full if error is None else error
+    return got
+
+
+def probe_generate(mod, x):
+    model = _model_of(mod, x)
+    prompt, n = x["prompts"][0], x["n"]
+    return {
+        **_generate(mod, model, prompt, n, True, "cache"),
+        **_generate(mod, model, prompt, n, False, "nocache"),
+    }

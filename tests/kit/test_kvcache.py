@@ -1,0 +1,74 @@
+"""kvcache: the solution against PyTorch's own attention (F.scaled_dot_product_attention with
+is_causal and enable_gqa, on keys rotated by the trusted rotary), cached decoding against full
+recomputation, and trusted == solution."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder.trusted import kvcache as trusted
+from autograder.trusted.rotary import apply_rotary
+from solutions import kvcache
+
+SIZES = [(24, 4, 2), (36, 6, 3), (40, 4, 1), (32, 4, 4)]
+TOL = {"atol": 1e-5, "rtol": 1e-5}  # cached steps against one full pass: other sum orders
+
+
+def _layer(module, D, H, H_kv, seed, base=10000.0):
+    torch.manual_seed(seed)
+    return module.CachedAttention(D, H, H_kv, base=base).eval()
+
+
+@pytest.mark.parametrize(("D", "H", "H_kv"), SIZES)
+def test_no_cache_equals_sdpa_is_causal(D, H, H_kv):
+    layer = _layer(kvcache, D, H, H_kv, seed=D + H)
+    x = torch.randn(2, 9, D, generator=torch.Generator().manual_seed(H_kv))
+    B, T, _ = x.shape
+    d_k, positions = D // H, torch.arange(T)
+    q = layer.w_q(x).view(B, T, H, d_k).transpose(1, 2)
+    k = layer.w_k(x).view(B, T, H_kv, d_k).transpose(1, 2)
+    v = layer.w_v(x).view(B, T, H_kv, d_k).transpose(1, 2)
+    q, k = apply_rotary(q, positions), apply_rotary(k, positions)
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    with torch.no_grad():
+        want = layer.w_o(heads.transpose(1, 2).reshape(B, T, D))
+        torch.testing.assert_close(layer(x), want, **TOL)
+
+
+@pytest.mark.parametrize("module", [kvcache, trusted], ids=["solution", "trusted"])
+@pytest.mark.parametrize(("D", "H", "H_kv"), SIZES)
+def test_cached_calls_equal_one_pass(module, D, H, H_kv):
+    """A prefill, single steps and a chunk through a cache give the rows of one pass."""
+    layer = _layer(module, D, H, H_kv, seed=D * H, base=500.0)
+    x = torch.randn(2, 11, D, generator=torch.Generator().manual_seed(D))
+    cache = module.KVCache(3)
+    with torch.no_grad():
+        parts = [layer(c, cache, 2) for c in x.split([5, 1, 1, 3, 1], dim=1)]
+        torch.testing.assert_close(torch.cat(parts, dim=1), layer(x), **TOL)
+    assert cache.length(2) == 11 and cache.length(0) == 0
+    assert cache.keys[2].shape == (2, H_kv, 11, D // H)
+
+
+def test_trusted_equals_solution():
+    torch.manual_seed(3)
+    model = kvcache.TinyDecoder(30, 24, 4, 2, 2, base=300.0).eval()
+    twin = trusted.TinyDecoder(30, 24, 4, 2, 2, base=300.0).eval()
+    twin.load_state_dict(model.state_dict())
+    prompt = torch.randint(0, 30, (2, 5))
+    for use_cache in (True, False):
+        tokens, logits = kvcache.greedy_decode(model, prompt, 7, use_cache=use_cache)
+        tokens2, logits2 = trusted.greedy_decode(twin, prompt, 7, use_cache=use_cache)
+        assert torch.equal(tokens, tokens2)
+        torch.testing.assert_close(logits, logits2, **TOL)
+    cached, full = (kvcache.greedy_decode(model, prompt, 7, use_cache=u)[1] for u in (True, False))
+    torch.testing.assert_close(cached, full, **TOL)
+
+
+@pytest.mark.parametrize("module", [kvcache, trusted], ids=["solution", "trusted"])
+def test_append_rejects_shapes_that_do_not_fit(module):
+    cache = module.KVCache(1)
+    with pytest.raises(ValueError, match="shape|\\(2, 2, 3, 4\\)"):
+        cache.append(0, torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 2, 4))
+    cache.append(0, torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 3, 4))
+    with pytest.raises(ValueError):
+        cache.append(0, torch.zeros(2, 3, 1, 4), torch.zeros(2, 3, 1, 4))
