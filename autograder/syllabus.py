@@ -19,6 +19,7 @@ MODULES: tuple[str, ...] = (
     "rotary",
     "modern_blocks",
     "gqa",
+    "llama",
 )
 
 
