@@ -537,7 +537,7 @@ def verdict_kv_heads(got, want, x):
 # solution's held-out loss after the run was at most TRAIN_SOLUTION_LOSS; we ask for below
 # TRAIN_THRESHOLD, a margin for other correct ways of writing the forward (float rounding
 # changes the run). Before training the loss is about log V = 4.06.
-TRAIN_SOLUTION_LOSS = 2.0
+TRAIN_SOLUTION_LOSS = 2.09
 TRAIN_THRESHOLD = 2.3
 
 

@@ -1,0 +1,112 @@
+"""llama.py: the judge's float64 model equals the solution, a mistake in one exercise is
+charged once when it reaches the others, and the slow training check."""
+
+import pytest
+import torch
+from conftest import KIT, ROOT, grade_folder, submission_with, variants
+
+from autograder import registry
+from autograder.checks.llama import judge, probe
+from autograder.engine import grade, run_check
+from autograder.references import References
+from autograder.submission import Submission
+from solutions import gqa
+from solutions import llama as solution
+
+
+def test_enough_variants():
+    mutants = [m for m in variants("mutants") if m.values[0] == "llama"]
+    alternatives = [a for a in variants("alternatives") if a.values[0] == "llama"]
+    assert len(mutants) >= 8 and len(alternatives) >= 3
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_judge_model_equals_solution(num_kv_heads):
+    """The judge recognises mistakes with its own model: it must be the solution's when no
+    mistake is named (float64 against float32, float32 tolerance)."""
+    gen = torch.Generator().manual_seed(num_kv_heads)
+    config = {**probe.config_of(gen, num_kv_heads), "num_layers": 3}
+    state = probe.draw_state(gen, probe.model_shapes(config, 11))
+    model = solution.MiniLlama(11, **config)
+    model.load_state_dict(state)
+    idx = torch.randint(11, (2, 9), generator=gen)
+    with torch.no_grad():
+        ours = model.eval()(idx)
+    torch.testing.assert_close(judge.llama_logits(state, config, idx).float(), ours)
+
+
+def _mutated(tmp_path, old, new):
+    source = (ROOT / "solutions" / "llama.py").read_text()
+    assert source.count(old) == 1, old
+    return submission_with(tmp_path, {"llama": source.replace(old, new)})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "lost"),
+    [
+        (  # inside RotaryAttention: the block and the model built on it pass
+            "k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)",
+            "k, v = (apply_rotary(t, positions, self.base) for t in (k, v))",
+            {"attention": "llama-rotates-v"},
+        ),
+        (  # inside LlamaBlock: the model built on it passes
+            "x = x + self.attn(self.attn_norm(x), positions, mask)[0]  # (B, T, D)\n"
+            "        return x + self.ffn(self.ffn_norm(x))  # (B, T, D)",
+            "x = self.attn_norm(x + self.attn(x, positions, mask)[0])\n"
+            "        return self.ffn_norm(x + self.ffn(x))",
+            {"block": "llama-post-norm"},
+        ),
+    ],
+    ids=["attention", "block"],
+)
+def test_a_mistake_is_charged_where_it_is_made(tmp_path, old, new, lost):
+    """The whole solution with one place changed, so the mistake reaches every later check
+    (the mutants override one method each, so theirs does not)."""
+    results = grade_folder(_mutated(tmp_path, old, new), ["llama"])
+    failed = {r.check_id.split(".", 1)[1]: r.misconception for r in results if not r.passed}
+    assert failed == lost
+
+
+def test_kv_memory_and_parameter_counts_in_the_docs():
+    """The figures docs/llama.md states, from these very calls."""
+    V = 58  # the corpus's characters
+    n = sum(p.numel() for p in solution.MiniLlama(V).parameters())
+    assert n == 740_992
+    per_layer = [gqa.kv_cache_bytes(128, 4, kv, 128) for kv in (4, 2, 1)]
+    assert per_layer == [131_072, 65_536, 32_768]
+
+
+def _grade_train(folder):
+    refs = References.public()
+    return run_check(registry.find("llama.train"), Submission(folder), None, seed=refs.seed)
+
+
+def test_solution_passes_the_training_check():
+    result = _grade_train(KIT.parents[1] / "solutions")
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    "path", sorted((KIT / "slow_mutants" / "llama").glob("*.py")), ids=lambda p: p.stem
+)
+def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
+    expected = next(
+        line.split(":", 1)[1].strip()
+        for line in path.read_text().splitlines()
+        if line.startswith("# expects:")
+    )
+    result = _grade_train(submission_with(tmp_path, {"llama": path.read_text()}))
+    assert not result.passed and result.misconception == expected, result.message
+
+
+def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path):
+    """A post-norm model still learns: the judge measures its weights as a post-norm model."""
+    source = (KIT / "mutants" / "llama" / "post_norm.py").read_text()
+    result = _grade_train(submission_with(tmp_path, {"llama": source}))
+    assert result.passed, result.message
+
+
+def test_slow_check_is_left_out_by_default():
+    results = grade(Submission(KIT.parents[1] / "solutions"), ["llama"])
+    assert "llama.train" not in {r.check_id for r in results}
+    assert all(r.passed for r in results)
