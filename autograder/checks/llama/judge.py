@@ -35,7 +35,7 @@ ROTATES_V = misconception(
         "and turning them only scrambles it.",
         "Call apply_rotary on the query heads and on the key heads, each at `positions` with "
         "self.base, and pass the values to the attention untouched.",
-        "q = apply_rotary(q, positions, self.base) and the same for k, before repeat_kv; v goes "
+        "apply_rotary(q, positions, self.base) and apply_rotary(k, ...), before repeat_kv; v goes "
         "from its split straight into repeat_kv.",
     ),
 )
@@ -49,8 +49,8 @@ NO_ROTARY = misconception(
         "of tokens.",
         "Rotate the split query heads and key heads with apply_rotary (imported from rotary), "
         "at the given positions and with self.base.",
-        "q = apply_rotary(q, positions, self.base); k = apply_rotary(k, positions, self.base), "
-        "after splitting into heads and before the attention.",
+        "After the split into heads: apply_rotary(q, positions, self.base), and the same call "
+        "for k, before the attention.",
     ),
 )
 ONE_SIDE = misconception(
@@ -63,8 +63,8 @@ ONE_SIDE = misconception(
         "position.",
         "Call apply_rotary twice, once on the query heads and once on the key heads, with the "
         "same positions and base.",
-        "q = apply_rotary(q, positions, self.base) and k = apply_rotary(k, positions, "
-        "self.base), both.",
+        "Two calls with the same arguments: apply_rotary(q, positions, self.base) and "
+        "apply_rotary(k, positions, self.base).",
     ),
 )
 BASE_IGNORED = misconception(
@@ -75,7 +75,7 @@ BASE_IGNORED = misconception(
         "The frequency base is a setting of the model (LLaMA 3 uses 500000): the attention "
         "stores it when it is built, and every rotation must use it.",
         "Pass self.base as apply_rotary's third argument; its default is 10000.",
-        "apply_rotary(q, positions, self.base), and the same for k.",
+        "apply_rotary(..., positions, self.base) for both q and k.",
     ),
 )
 POSITIONS_IGNORED = misconception(
@@ -99,8 +99,8 @@ POST_NORM = misconception(
         "that keeps a clean residual path through every layer and makes deep models train.",
         "Apply attn_norm to the input of the attention and ffn_norm to the input of the "
         "feed-forward; add each sub-layer's output to x as it was, with no norm after the sum.",
-        "x = x + self.attn(self.attn_norm(x), positions, mask)[0], then the same shape of line "
-        "for ffn_norm and ffn.",
+        "x + self.attn(self.attn_norm(x), ...)[0]: the norm inside the sub-layer's call, the "
+        "sum outside, no norm around it; the same pattern with ffn_norm and ffn.",
     ),
 )
 NORMS_SWAPPED = misconception(
@@ -123,7 +123,8 @@ NO_FINAL_NORM = misconception(
         "Pre-norm blocks never normalise the residual stream itself, so after the last block "
         "its scale has grown with depth; the head needs a normalised stream.",
         "Apply self.final_norm to the output of the last block, then self.lm_head.",
-        "return self.lm_head(self.final_norm(x)), after the loop over the blocks.",
+        "After the loop: self.lm_head(self.final_norm(...)), the norm between the last block and "
+        "the head.",
     ),
 )
 EMBED_SCALE = misconception(
@@ -135,7 +136,7 @@ EMBED_SCALE = misconception(
         "MiniGPT scaled its embeddings to the size of the positions it added; MiniLlama adds "
         "no position vector (rotary turns q and k instead), so the embeddings go in as they are.",
         "The stream starts as self.token_embed(idx): no multiplication, no addition.",
-        "x = self.token_embed(idx), without * d_model ** 0.5.",
+        "self.token_embed(idx) as it is, without * d_model ** 0.5.",
     ),
 )
 NO_CAUSAL = misconception(
@@ -147,7 +148,8 @@ NO_CAUSAL = misconception(
         "later tokens, it reads the answer during training and fails when generating.",
         "Build one causal mask (T, T) with causal_mask on idx's device and pass it to every "
         "block, which passes it to the attention.",
-        "mask = causal_mask(T, device=idx.device), then block(x, positions, mask) for each block.",
+        "causal_mask(T, device=idx.device), built once before the loop and passed to every "
+        "block call with the positions.",
     ),
 )
 CONSTANT = misconception(
@@ -159,8 +161,8 @@ CONSTANT = misconception(
         "must give different logits.",
         "Start the stream from self.token_embed(idx) and feed it through the blocks, the final "
         "norm and the head.",
-        "x = self.token_embed(idx); each block maps x to x; logits = "
-        "self.lm_head(self.final_norm(x)).",
+        "token_embed(idx) -> each block in turn -> final_norm -> lm_head: the logits must be "
+        "computed from idx.",
     ),
 )
 MAX_LEN = misconception(
@@ -172,7 +174,8 @@ MAX_LEN = misconception(
         "MiniLlama has no position table, so there is nothing to run out of.",
         "Do not compare T with self.max_len in forward: max_len is only the context that "
         "generation feeds.",
-        "positions = torch.arange(T, device=idx.device), whatever T is; no ValueError.",
+        "Remove the comparison of T with self.max_len: torch.arange(T, device=idx.device) gives "
+        "positions for any T.",
     ),
 )
 KV_HEADS = misconception(
