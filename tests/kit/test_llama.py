@@ -41,6 +41,19 @@ def _mutated(tmp_path, old, new):
     return submission_with(tmp_path, {"llama": source.replace(old, new)})
 
 
+POST_NORM = (
+    "x = x + self.attn(self.attn_norm(x), positions, mask)[0]  # (B, T, D)\n"
+    "        return x + self.ffn(self.ffn_norm(x))  # (B, T, D)",
+    "x = self.attn_norm(x + self.attn(x, positions, mask)[0])\n"
+    "        return self.ffn_norm(x + self.ffn(x))",
+)
+NO_ROTARY = (
+    "q = apply_rotary(q, positions, self.base)  # (B, H, T, d_k)\n"
+    "        k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)\n        ",
+    "",
+)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "lost"),
     [
@@ -49,13 +62,7 @@ def _mutated(tmp_path, old, new):
             "k, v = (apply_rotary(t, positions, self.base) for t in (k, v))",
             {"attention": "llama-rotates-v"},
         ),
-        (  # inside LlamaBlock: the model built on it passes
-            "x = x + self.attn(self.attn_norm(x), positions, mask)[0]  # (B, T, D)\n"
-            "        return x + self.ffn(self.ffn_norm(x))  # (B, T, D)",
-            "x = self.attn_norm(x + self.attn(x, positions, mask)[0])\n"
-            "        return self.ffn_norm(x + self.ffn(x))",
-            {"block": "llama-post-norm"},
-        ),
+        (*POST_NORM, {"block": "llama-post-norm"}),  # the model built on it passes
     ],
     ids=["attention", "block"],
 )
@@ -99,10 +106,18 @@ def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
     assert not result.passed and result.misconception == expected, result.message
 
 
-def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path):
-    """A post-norm model still learns: the judge measures its weights as a post-norm model."""
-    source = (KIT / "mutants" / "llama" / "post_norm.py").read_text()
-    result = _grade_train(submission_with(tmp_path, {"llama": source}))
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [(*POST_NORM, "llama-post-norm"), (*NO_ROTARY, "llama-no-rotary")],
+    ids=["post-norm", "no-rotary"],
+)
+def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path, old, new, named):
+    """The whole model built with the mistake still learns; the judge measures its weights as
+    that model, against the looser bar for a named mistake (docs/llama.md)."""
+    folder = _mutated(tmp_path, old, new)
+    lost = {r.misconception for r in grade_folder(folder, ["llama"]) if not r.passed}
+    assert lost == {named}, lost
+    result = _grade_train(folder)
     assert result.passed, result.message
 
 

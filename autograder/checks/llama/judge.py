@@ -536,12 +536,16 @@ def verdict_kv_heads(got, want, x):
 
 # --------------------------------------------------------------------------- training (slow)
 
-# Measured with tools/measure_train.py --check llama.train (docs/llama.md): over 10 seeds the
+# Measured with tools/measure_train.py --check llama.train (docs/llama.md): over 20 seeds the
 # solution's held-out loss after the run was at most TRAIN_SOLUTION_LOSS; we ask for below
 # TRAIN_THRESHOLD, a margin for other correct ways of writing the forward (float rounding
-# changes the run). Before training the loss is about log V = 4.06.
+# changes the run). Before training the loss is about log V = 4.06. A model whose trained
+# logits are those of a mistake another check charges (no rotary: 2.24 to 2.31; post-norm) is
+# measured as that model and held to TRAIN_THRESHOLD_NAMED instead: it learns, if less well,
+# and its cause costs points once, where it is named.
 TRAIN_SOLUTION_LOSS = 2.09
 TRAIN_THRESHOLD = 2.3
+TRAIN_THRESHOLD_NAMED = 2.6
 
 
 def held_out_loss(got, x, flags=None) -> float:
