@@ -3,7 +3,7 @@ charged once when it reaches the others, and the slow training check."""
 
 import pytest
 import torch
-from conftest import KIT, ROOT, grade_folder, submission_with, variants
+from conftest import KIT, ROOT, expected_misconception, grade_folder, submission_with, variants
 
 from autograder import registry
 from autograder.checks.llama import judge, probe
@@ -83,27 +83,23 @@ def test_kv_memory_and_parameter_counts_in_the_docs():
     assert per_layer == [131_072, 65_536, 32_768]
 
 
-def _grade_train(folder):
-    refs = References.public()
-    return run_check(registry.find("llama.train"), Submission(folder), None, seed=refs.seed)
+def _train(folder):
+    """The slow training check alone, public seed."""
+    check = registry.find("llama.train")
+    return run_check(check, Submission(folder), None, seed=References.public().seed)
 
 
-def test_solution_passes_the_training_check():
-    result = _grade_train(KIT.parents[1] / "solutions")
-    assert result.passed, result.message
+SLOW_MUTANTS = sorted((KIT / "slow_mutants" / "llama").glob("*.py"))
 
 
-@pytest.mark.parametrize(
-    "path", sorted((KIT / "slow_mutants" / "llama").glob("*.py")), ids=lambda p: p.stem
-)
-def test_slow_mutant_fails_training_with_its_misconception(path, tmp_path):
-    expected = next(
-        line.split(":", 1)[1].strip()
-        for line in path.read_text().splitlines()
-        if line.startswith("# expects:")
-    )
-    result = _grade_train(submission_with(tmp_path, {"llama": path.read_text()}))
-    assert not result.passed and result.misconception == expected, result.message
+@pytest.mark.parametrize("path", [None, *SLOW_MUTANTS], ids=lambda p: p.stem if p else "solution")
+def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_path):
+    if path is None:
+        result = _train(ROOT / "solutions")
+        assert result.passed, result.message
+        return
+    result = _train(submission_with(tmp_path, {"llama": path.read_text()}))
+    assert (result.passed, result.misconception) == (False, expected_misconception(path))
 
 
 @pytest.mark.parametrize(
@@ -117,11 +113,11 @@ def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path, old, new
     folder = _mutated(tmp_path, old, new)
     lost = {r.misconception for r in grade_folder(folder, ["llama"]) if not r.passed}
     assert lost == {named}, lost
-    result = _grade_train(folder)
+    result = _train(folder)
     assert result.passed, result.message
 
 
 def test_slow_check_is_left_out_by_default():
-    results = grade(Submission(KIT.parents[1] / "solutions"), ["llama"])
+    results = grade(Submission(ROOT / "solutions"), ["llama"])
     assert "llama.train" not in {r.check_id for r in results}
     assert all(r.passed for r in results)

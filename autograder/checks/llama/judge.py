@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core import WRONG_TYPE, CheckList, Failure, misconception
-from ...verdicts import assert_close, close, tensor
+from ...verdicts import assert_causal, assert_close, close, tensor
 from ..gqa.judge import REPEAT_TILED, kv_map
 from . import probe
 
@@ -490,15 +490,8 @@ def verdict_logits(got, want, x):
 )
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
-    t = x["t"] + 1  # the first position whose token differs
-    logits = _logits(got, x)
-    logits2 = _logits(got, x, "logits2", "idx2")
-    if not (torch.isfinite(logits).all() and torch.isfinite(logits2).all()):
-        assert_close(logits, want["logits"], "the logits")  # names the NaN / inf
-    if not close(logits[:, :t], logits2[:, :t]):
-        raise Failure(NO_CAUSAL)
-    if close(logits[:, t:], logits2[:, t:]):
-        raise Failure(CONSTANT, t=x["t"])
+    logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
+    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
 
 
 @CHECKS.check(

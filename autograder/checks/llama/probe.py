@@ -103,28 +103,25 @@ def _causal(T: int) -> torch.Tensor:
 # --------------------------------------------------------------------------- inputs
 
 
-def inputs_attention(gen):
+def _layer_inputs(gen, shapes_of) -> dict:
+    """A layer's config, weights (named by shapes_of(config)), input, positions and mask."""
     config = config_of(gen)
     B, T = _draw(gen, 2, 3), _draw(gen, 5, 8)
     return {
         "config": config,
-        "state": draw_state(gen, attention_shapes(config)),
+        "state": draw_state(gen, shapes_of(config)),
         "x": randn(gen, B, T, config["d_model"]),
         "positions": _positions(gen, T),
         "mask": _causal(T),
     }
+
+
+def inputs_attention(gen):
+    return _layer_inputs(gen, attention_shapes)
 
 
 def inputs_block(gen):
-    config = config_of(gen)
-    B, T = _draw(gen, 2, 3), _draw(gen, 5, 8)
-    return {
-        "config": config,
-        "state": draw_state(gen, block_shapes(config)),
-        "x": randn(gen, B, T, config["d_model"]),
-        "positions": _positions(gen, T),
-        "mask": _causal(T),
-    }
+    return _layer_inputs(gen, block_shapes)
 
 
 def inputs_model(gen):
@@ -142,12 +139,10 @@ def inputs_model(gen):
 def inputs_causal(gen):
     """Two inputs equal up to position t; every token after t is changed."""
     x = inputs_model(gen)
-    B, T = x["idx"].shape
-    V = x["vocab_size"]
-    x["t"] = t = _draw(gen, 0, T - 2)
-    x["idx2"] = x["idx"].clone()
-    shift = 1 + torch.randint(V - 1, (B, T - t - 1), generator=gen)
-    x["idx2"][:, t + 1 :] = (x["idx"][:, t + 1 :] + shift) % V
+    idx, V = x["idx"], x["vocab_size"]
+    x["t"] = _draw(gen, 0, idx.size(1) - 2)
+    other = (idx + torch.randint(1, V, idx.shape, generator=gen)) % V  # differs everywhere
+    x["idx2"] = torch.where(torch.arange(idx.size(1)) > x["t"], other, idx)
     return x
 
 

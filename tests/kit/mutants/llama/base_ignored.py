@@ -2,6 +2,8 @@
 
 # expects: llama-base-ignored
 # loses: attention
+import torch
+
 from solutions.llama import *  # noqa: F403
 from solutions.llama import RotaryAttention as _Reference
 from solutions.llama import apply_rotary, repeat_kv, scaled_dot_product_attention
@@ -9,11 +11,16 @@ from solutions.llama import apply_rotary, repeat_kv, scaled_dot_product_attentio
 
 class RotaryAttention(_Reference):
     def forward(self, x, positions, mask=None):
-        B, T, _ = x.shape
-        q = self.w_q(x).reshape(B, T, self.num_heads, self.d_k).transpose(1, 2)
-        k = self.w_k(x).reshape(B, T, self.num_kv_heads, self.d_k).transpose(1, 2)
-        v = self.w_v(x).reshape(B, T, self.num_kv_heads, self.d_k).transpose(1, 2)
-        q, k = apply_rotary(q, positions), apply_rotary(k, positions)
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.w_o(heads.transpose(1, 2).reshape(B, T, -1)), weights
+        B, T, D = x.shape
+        q, k, v = torch.split(
+            torch.cat([self.w_q(x), self.w_k(x), self.w_v(x)], dim=-1),
+            [D, self.num_kv_heads * self.d_k, self.num_kv_heads * self.d_k],
+            dim=-1,
+        )
+        q = apply_rotary(q.reshape(B, T, -1, self.d_k).transpose(1, 2), positions)
+        k = apply_rotary(k.reshape(B, T, -1, self.d_k).transpose(1, 2), positions)
+        v = v.reshape(B, T, -1, self.d_k).transpose(1, 2)
+        out, weights = scaled_dot_product_attention(
+            q, repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep), mask
+        )
+        return self.w_o(out.transpose(1, 2).reshape(B, T, D)), weights

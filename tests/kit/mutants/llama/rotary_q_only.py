@@ -9,11 +9,12 @@ from solutions.llama import apply_rotary, repeat_kv, scaled_dot_product_attentio
 
 class RotaryAttention(_Reference):
     def forward(self, x, positions, mask=None):
-        B, T, _ = x.shape
-        q = self.w_q(x).reshape(B, T, self.num_heads, self.d_k).transpose(1, 2)
-        k = self.w_k(x).reshape(B, T, self.num_kv_heads, self.d_k).transpose(1, 2)
-        v = self.w_v(x).reshape(B, T, self.num_kv_heads, self.d_k).transpose(1, 2)
-        q = apply_rotary(q, positions, self.base)
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.w_o(heads.transpose(1, 2).reshape(B, T, -1)), weights
+        B, T, D = x.shape
+        q = apply_rotary(
+            self.w_q(x).view(B, T, -1, self.d_k).permute(0, 2, 1, 3), positions, self.base
+        )
+        kv = [w(x).view(B, T, -1, self.d_k).permute(0, 2, 1, 3) for w in (self.w_k, self.w_v)]
+        heads, weights = scaled_dot_product_attention(
+            q, *(repeat_kv(t, self.n_rep) for t in kv), mask
+        )
+        return self.w_o(heads.permute(0, 2, 1, 3).reshape(B, T, D)), weights
