@@ -160,7 +160,9 @@ def inputs_kv_heads(gen):
     """Multi-query (H_kv = 1) and multi-head (H_kv = H) models: their parameter shapes."""
     V = _draw(gen, 9, 14)
     configs = [config_of(gen, 1), config_of(gen, 4)]
-    return {"vocab_size": V, "configs": configs, "idx": torch.randint(V, (2, 5), generator=gen)}
+    states = [draw_state(gen, model_shapes(c, V)) for c in configs]
+    idx = torch.randint(V, (2, 5), generator=gen)
+    return {"vocab_size": V, "configs": configs, "states": states, "idx": idx}
 
 
 # --------------------------------------------------------------------------- probes
@@ -247,13 +249,14 @@ def probe_shapes(mod, x):
 
 def probe_kv_heads(mod, x):
     """The parameter shapes of a multi-query and a multi-head MiniLlama, and the logits of
-    each on a short input (its own initial weights: only the shape is judged)."""
+    each on a short input with the grader's weights (only their shape is judged)."""
     got = {}
     for i, config in enumerate(x["configs"]):
-        model = mod.MiniLlama(x["vocab_size"], **config)
-        got.update(_shapes_of(model, f"{i}/"))
-        with torch.no_grad():
-            got[f"{i}/logits"] = _device(model, x, "idx").eval()(x["idx"])
+        model, shapes = _loaded(mod.MiniLlama(x["vocab_size"], **config), x["states"][i])
+        got.update({f"{i}/{k}": v for k, v in shapes.items()})
+        if model is not None:
+            with torch.no_grad():
+                got[f"{i}/logits"] = _device(model, x, "idx")(x["idx"])
     return got
 
 
