@@ -121,3 +121,16 @@ def test_slow_check_is_left_out_by_default():
     results = grade(Submission(ROOT / "solutions"), ["llama"])
     assert "llama.train" not in {r.check_id for r in results}
     assert all(r.passed for r in results)
+
+
+def test_an_own_dependency_not_attempted_is_named(tmp_path, monkeypatch):
+    """Where the kit has no stand-in for gqa (the student copy), llama runs on the student's
+    own gqa.py: a finished llama.py on an unfinished gqa.py names gqa's exercise."""
+    from autograder import submission
+
+    others = [m for m in submission.trusted_modules() if m != "gqa"]
+    monkeypatch.setattr(submission, "trusted_modules", lambda: others)
+    folder = submission_with(tmp_path, {"gqa": (ROOT / "assignments" / "gqa.py").read_text()})
+    results = grade_folder(folder, ["llama"])
+    assert {r.misconception for r in results} == {"not-attempted"}
+    assert "in gqa.py, which llama.py uses," in results[0].message, results[0].message
