@@ -59,8 +59,8 @@ watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch o
 	$(PY) -m autograder $(LANG_ARG) watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
-grade-train: $(STAMP) ## grade gpt.py with its slow training run (train on data/corpus.txt, < 1 CPU-s)
-	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt --include-slow --device $(DEVICE) --results build/results-train.json
+grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs on data/corpus.txt (a few CPU-s)
+	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q -rs

@@ -94,6 +94,10 @@ def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str =
     except NotImplementedError as e:
         if raised_in(e, submission.path):
             exercise = check.exercise or str(e).split(":")[0] or check.module
+            origin = Path(traceback.extract_tb(e.__traceback__)[-1].filename).stem
+            if origin != check.module:  # the student's own dependency (the student copy)
+                name = str(e).split(":")[0]
+                exercise = f"{name} in {origin}.py, which {check.module}.py uses,"
             return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
         return Result.of(check, "failed", crash(e, submission.path))
     except Failure as f:

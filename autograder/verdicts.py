@@ -176,3 +176,22 @@ def dropout_finding(
     if abs(frac - p) > sigmas * (p * (1 - p) / n) ** 0.5:
         return "rate", f"{frac:.0%} of {n} values were dropped, but p = {p:g}"
     return None
+
+
+def assert_causal(
+    logits: torch.Tensor,
+    logits2: torch.Tensor,
+    want: torch.Tensor,
+    t: int,
+    no_causal: Misconception,
+    constant: Misconception,
+) -> None:
+    """A language model's own two runs on inputs equal up to position t and different after
+    it: the logits up to t must agree (else `no_causal`) and those after t must not (else
+    `constant`, with t; so zeros cannot pass). NaN or inf is named against `want`."""
+    if not (torch.isfinite(logits).all() and torch.isfinite(logits2).all()):
+        assert_close(logits, want, "the logits")  # names the NaN / inf
+    if not close(logits[:, : t + 1], logits2[:, : t + 1]):
+        raise Failure(no_causal)
+    if close(logits[:, t + 1 :], logits2[:, t + 1 :]):
+        raise Failure(constant, t=t)

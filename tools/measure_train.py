@@ -1,9 +1,11 @@
-"""Measure gpt's training check on a submission: held-out loss and CPU seconds per seed.
+"""Measure a training check on a submission: held-out loss and CPU seconds per seed.
 
     PYTHONPATH=. python tools/measure_train.py [--submission solutions] [--seeds 20]
+        [--check gpt.train | llama.train]
 
 Single-threaded (torch.set_num_threads(1)), as on a loaded grading machine. The figures
-behind judge.TRAIN_SOLUTION_LOSS and TRAIN_THRESHOLD (docs/gpt.md) come from this script.
+behind each judge's TRAIN_SOLUTION_LOSS and TRAIN_THRESHOLD (docs/gpt.md, docs/llama.md) come
+from this script.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 
 from autograder import registry
 from autograder.checks.gpt import judge, probe
+from autograder.checks.llama import judge as llama_judge
 from autograder.engine import judge as judge_result
 from autograder.probing import attempt, make_inputs
 from autograder.submission import Submission
@@ -24,9 +27,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submission", default="solutions")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--check", default="gpt.train", choices=("gpt.train", "llama.train"))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    check = registry.find("gpt.train")
+    check = registry.find(args.check)
     submission = Submission(args.submission)
     losses, cpus = [], []
     for seed in range(args.seeds):
@@ -36,7 +40,9 @@ def main() -> None:
         result = got if not isinstance(got, dict) else judge_result(check, got, None, inputs)
         cpu = time.process_time() - start
         loss = float("nan")
-        if isinstance(got, dict) and "losses" in got:
+        if isinstance(got, dict) and "losses" in got and args.check == "llama.train":
+            loss = llama_judge.held_out_loss(got, inputs, llama_judge.trained_flags(got, inputs))
+        elif isinstance(got, dict) and "losses" in got:
             alphabet, data = probe.corpus()
             T = probe.TRAIN_ARGS["seq_len"]
             loss, _ = judge._eval_losses(

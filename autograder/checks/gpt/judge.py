@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from ...core import CRASH, WRONG_TYPE, CheckList, Failure, misconception
 from ...trusted import gpt as trusted
 from ...trusted.masks import causal_mask
-from ...verdicts import assert_close, close, tensor
+from ...verdicts import assert_causal, assert_close, close, tensor
 from . import probe
 
 CHECKS = CheckList("gpt")
@@ -515,15 +515,9 @@ def verdict_embed_scale(got, want, x):
 )
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
-    t = x["t"] + 1  # the first position whose token differs
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     logits2 = tensor(got, "logits2", "the logits", shape=_shape(x, "idx2"))
-    if not (torch.isfinite(logits).all() and torch.isfinite(logits2).all()):
-        assert_close(logits, want["logits"], "the logits")  # names the NaN / inf
-    if not close(logits[:, :t], logits2[:, :t]):
-        raise Failure(NO_CAUSAL)
-    if close(logits[:, t:], logits2[:, t:]):
-        raise Failure(CONSTANT, t=x["t"])
+    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
 
 
 @MINI_GPT.check(

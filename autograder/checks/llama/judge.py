@@ -1,0 +1,606 @@
+"""Judge side of llama.py's checks: misconceptions, models of wrong computations, verdicts.
+
+The model of MiniLlama below is written from PyTorch operations in float64 (rotary as
+"rotate half", RMSNorm, SwiGLU, grouped heads by index), with flags for the known mistakes,
+so a mistake is recognised by the output it gives. Each check charges its own exercise's
+mistakes: an output that is the right block or model built on a wrong attention (charged by
+the attention check) passes the block and model checks, and so on. The property checks
+(causality, shapes, n_kv_heads) judge the student's own runs. The training check trains the
+student's model on the probe side and measures the held-out loss of the trained weights here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...verdicts import assert_causal, assert_close, close, tensor
+from ..gqa.judge import REPEAT_TILED, kv_map
+from . import probe
+
+CHECKS = CheckList("llama")
+
+# --------------------------------------------------------------------------- misconceptions
+
+ROTATES_V = misconception(
+    "llama-rotates-v",
+    "{what} is what you get when the values are rotated too: rotary embeddings turn the "
+    "queries and the keys only.",
+    (
+        "Rotary embeddings encode where a query and a key sit, so that their dot product "
+        "depends on the distance between them; the values carry the content that is mixed, "
+        "and turning them only scrambles it.",
+        "Call apply_rotary on the query heads and on the key heads, each at `positions` with "
+        "self.base, and pass the values to the attention untouched.",
+        "apply_rotary(q, positions, self.base) and apply_rotary(k, ...), before repeat_kv; v goes "
+        "from its split straight into repeat_kv.",
+    ),
+)
+NO_ROTARY = misconception(
+    "llama-no-rotary",
+    "{what} is what you get without rotary embeddings: your attention never sees where the "
+    "tokens are (MiniLlama adds no positions anywhere else).",
+    (
+        "A LLaMA-style model has no position embedding: the only place position enters is the "
+        "rotation of the queries and keys. Without it, attention treats the sequence as a bag "
+        "of tokens.",
+        "Rotate the split query heads and key heads with apply_rotary (imported from rotary), "
+        "at the given positions and with self.base.",
+        "After the split into heads: apply_rotary(q, positions, self.base), and the same call "
+        "for k, before the attention.",
+    ),
+)
+ONE_SIDE = misconception(
+    "llama-rotary-one-side",
+    "{what} is what you get when only the {which} are rotated: rotary embeddings turn both "
+    "the queries and the keys.",
+    (
+        "The dot product of a query turned by m·θ and a key turned by n·θ depends on m - n: "
+        "that needs both turned. Turning one side only makes the score depend on one absolute "
+        "position.",
+        "Call apply_rotary twice, once on the query heads and once on the key heads, with the "
+        "same positions and base.",
+        "Two calls with the same arguments: apply_rotary(q, positions, self.base) and "
+        "apply_rotary(k, positions, self.base).",
+    ),
+)
+BASE_IGNORED = misconception(
+    "llama-base-ignored",
+    "{what} is what rotary embeddings with base 10000 give, but this attention was built "
+    "with base = {base}: the module's own base was not used.",
+    (
+        "The frequency base is a setting of the model (LLaMA 3 uses 500000): the attention "
+        "stores it when it is built, and every rotation must use it.",
+        "Pass self.base as apply_rotary's third argument; its default is 10000.",
+        "apply_rotary(..., positions, self.base) for both q and k.",
+    ),
+)
+POSITIONS_IGNORED = misconception(
+    "llama-positions-ignored",
+    "{what} is what you get when the rows are rotated at 0 .. T-1, but this call passed the "
+    "positions {positions}: use the positions you are given.",
+    (
+        "The caller decides where the rows sit: a KV cache passes p0 + arange(T), and other "
+        "callers other positions. The attention must not assume that the rows start at 0.",
+        "Rotate with the forward's `positions` argument, not with a torch.arange of your own.",
+        "apply_rotary(q, positions, self.base): `positions` is forward's second argument.",
+    ),
+)
+POST_NORM = misconception(
+    "llama-post-norm",
+    "{what} is what a post-norm block gives (x = norm(x + sublayer(x))): MiniLlama's blocks "
+    "are pre-norm, x = x + sublayer(norm(x)).",
+    (
+        "In a pre-norm block each sub-layer reads a normalised copy of the stream, and its "
+        "output is added to the stream itself, which is never normalised inside the block; "
+        "that keeps a clean residual path through every layer and makes deep models train.",
+        "Apply attn_norm to the input of the attention and ffn_norm to the input of the "
+        "feed-forward; add each sub-layer's output to x as it was, with no norm after the sum.",
+        "x + self.attn(self.attn_norm(x), ...)[0]: the norm inside the sub-layer's call, the "
+        "sum outside, no norm around it; the same pattern with ffn_norm and ffn.",
+    ),
+)
+NORMS_SWAPPED = misconception(
+    "llama-norms-swapped",
+    "{what} is what you get with the two norms swapped: attn_norm belongs before the "
+    "attention and ffn_norm before the feed-forward.",
+    (
+        "Each sub-layer has its own norm with its own learned weight; loaded weights only work "
+        "when each norm sits where it was trained.",
+        "Use self.attn_norm on the attention's input and self.ffn_norm on the feed-forward's "
+        "input.",
+        "self.attn(self.attn_norm(x), ...) and self.ffn(self.ffn_norm(x)).",
+    ),
+)
+NO_FINAL_NORM = misconception(
+    "llama-no-final-norm",
+    "{what} is what the model gives without the final norm: lm_head(x) instead of "
+    "lm_head(final_norm(x)).",
+    (
+        "Pre-norm blocks never normalise the residual stream itself, so after the last block "
+        "its scale has grown with depth; the head needs a normalised stream.",
+        "Apply self.final_norm to the output of the last block, then self.lm_head.",
+        "After the loop: self.lm_head(self.final_norm(...)), the norm between the last block and "
+        "the head.",
+    ),
+)
+EMBED_SCALE = misconception(
+    "llama-embed-scale",
+    "{what} is what you get when the token embeddings are multiplied by √D: MiniGPT does "
+    "that to match its sinusoidal positions, but MiniLlama adds no positions and scales "
+    "nothing.",
+    (
+        "MiniGPT scaled its embeddings to the size of the positions it added; MiniLlama adds "
+        "no position vector (rotary turns q and k instead), so the embeddings go in as they are.",
+        "The stream starts as self.token_embed(idx): no multiplication, no addition.",
+        "self.token_embed(idx) as it is, without * d_model ** 0.5.",
+    ),
+)
+NO_CAUSAL = misconception(
+    "llama-no-causal-mask",
+    "Your model lets later tokens change the logits of earlier positions: the blocks run "
+    "without the causal mask, so position t can read the token it should predict.",
+    (
+        "A language model predicts token t + 1 from tokens 0 .. t; if position t can attend to "
+        "later tokens, it reads the answer during training and fails when generating.",
+        "Build one causal mask (T, T) with causal_mask on idx's device and pass it to every "
+        "block, which passes it to the attention.",
+        "causal_mask(T, device=idx.device), built once before the loop and passed to every "
+        "block call with the positions.",
+    ),
+)
+CONSTANT = misconception(
+    "llama-ignores-input",
+    "Your logits after position {t} stayed the same when the tokens there changed: the model "
+    "does not read its input.",
+    (
+        "The logits at each position are a function of the tokens up to it: different tokens "
+        "must give different logits.",
+        "Start the stream from self.token_embed(idx) and feed it through the blocks, the final "
+        "norm and the head.",
+        "token_embed(idx) -> each block in turn -> final_norm -> lm_head: the logits must be "
+        "computed from idx.",
+    ),
+)
+MAX_LEN = misconception(
+    "llama-max-len-limit",
+    "MiniLlama (max_len = {max_len}) raised {error} for T = {T}: rotary angles are computed "
+    "from the positions, so forward takes any T.",
+    (
+        "MiniGPT had a table of max_len sinusoidal positions and could not go past it; "
+        "MiniLlama has no position table, so there is nothing to run out of.",
+        "Do not compare T with self.max_len in forward: max_len is only the context that "
+        "generation feeds.",
+        "Remove the comparison of T with self.max_len: torch.arange(T, device=idx.device) gives "
+        "positions for any T.",
+    ),
+)
+KV_HEADS = misconception(
+    "llama-kv-heads",
+    "With num_kv_heads = {H_kv}, your {name} has shape {got}, expected {expected}: the key "
+    "and value projections have H_kv·d_k = {kv} outputs, so the blocks must be built with "
+    "num_kv_heads, not num_heads.",
+    (
+        "Grouped-query attention saves memory by giving the keys and values fewer heads than "
+        "the queries; the model's num_kv_heads must reach every attention layer.",
+        "Keep the given __init__ code: each LlamaBlock gets num_kv_heads, and passes it to "
+        "RotaryAttention (GroupedQueryAttention creates w_k and w_v from it).",
+        "LlamaBlock(d_model, num_heads, num_kv_heads, d_ff, base, eps) in MiniLlama.__init__.",
+    ),
+)
+PARAMETERS = misconception(
+    "llama-parameters",
+    "{what}'s parameters do not match the ones the stub creates: {detail}. The grader loads "
+    "its weights by these names and shapes.",
+    (
+        "The grader tests your code with its own weights, loaded by name; that needs the "
+        "parameters the stub creates, in its order, with their shapes.",
+        "Keep the given __init__ code as it is and add no parameters of your own; compare "
+        "model.state_dict().keys() with the docstring's names.",
+        "The names are token_embed, blocks.i.attn_norm, blocks.i.attn.w_q ... w_o, "
+        "blocks.i.ffn_norm, blocks.i.ffn.w_gate / w_up / w_down, final_norm, lm_head.",
+    ),
+)
+NOT_TRAINABLE = misconception(
+    "llama-not-trainable",
+    "Your MiniLlama cannot be trained: {detail}.",
+    (
+        "Training needs a gradient from the loss back to every parameter: the forward must be "
+        "one differentiable computation on the model's parameters.",
+        "No torch.no_grad, .detach(), .item() or .data in forward, and no copies of the "
+        "weights made outside autograd; compute with the modules' own parameters.",
+        "forward is only modules and tensor operations: token_embed, the blocks, final_norm, "
+        "lm_head, with no torch.no_grad() around any of them.",
+    ),
+)
+LOSS_HIGH = misconception(
+    "llama-train-loss-too-high",
+    "After training your MiniLlama, its loss on held-out text is {loss:.3f} nats per "
+    "character; our solution's runs reach at most {solution:.2f} and we ask for below "
+    "{threshold:.2f}.",
+    (
+        "The training run is the grader's own (its weights, its batches, AdamW); what differs "
+        "is your model's forward. A correct forward learns the corpus in the run's budget.",
+        "Make the other checks pass first; then look for anything that blocks learning: a "
+        "stream that is never normalised before the head, an attention that cannot see "
+        "positions, parameters that are not used.",
+        "forward: token_embed(idx) -> blocks(x, positions, causal mask) -> final_norm -> "
+        "lm_head, with each block pre-norm and rotary on q and k.",
+    ),
+)
+
+# --------------------------------------------------------------------------- models
+# What MiniLlama computes, in float64, with the mistakes named by the flags.
+
+
+def _lin(h, w):
+    return h @ w.double().T
+
+
+def _rms(h, weight, eps):
+    return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.double()
+
+
+def _turn(t, positions, base):
+    """Rotary embeddings as "rotate half": t·cos(a) + (-t₂, t₁)·sin(a), pairs (i, i + d/2)."""
+    half = t.size(-1) // 2
+    freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / t.size(-1))
+    angles = positions.double()[:, None] * freq
+    cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)  # (T, d)
+    return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
+
+
+def _attend(sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=False, pairing="ok"):
+    """RotaryAttention's (out, weights); state entries under the prefix p."""
+    H, H_kv = c["num_heads"], c["num_kv_heads"]
+    B, T, D = h.shape
+    d_k = D // H
+
+    def heads(name, n):
+        return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, T, n, d_k).transpose(1, 2)
+
+    q, k, v = heads("w_q", H), heads("w_k", H_kv), heads("w_v", H_kv)
+    at = torch.arange(T) if arange else positions.cpu()
+    turned = {
+        name: _turn(t, at, c["base"] if base is None else base) if name in rotary else t
+        for name, t in (("q", q), ("k", k), ("v", v))
+    }
+    group = kv_map(H, H_kv, pairing)
+    scores = turned["q"] @ turned["k"][:, group].transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask.cpu(), float("-inf"))
+    weights = scores.softmax(dim=-1)
+    out = (weights @ turned["v"][:, group]).transpose(1, 2).reshape(B, T, D)
+    return _lin(out, sd[f"{p}w_o.weight"]), weights
+
+
+def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
+    n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
+    if norm == "swapped":
+        n1, n2 = n2, n1
+
+    def attn(h):
+        return _attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
+
+    def ffn(h):
+        gate = F.silu(_lin(h, sd[f"{p}ffn.w_gate.weight"]))
+        return _lin(gate * _lin(h, sd[f"{p}ffn.w_up.weight"]), sd[f"{p}ffn.w_down.weight"])
+
+    eps = c["eps"]
+    if norm == "post":
+        x = _rms(x + attn(x), n1, eps)
+        return _rms(x + ffn(x), n2, eps)
+    x = x + attn(_rms(x, n1, eps))
+    return x + ffn(_rms(x, n2, eps))
+
+
+def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, **block):
+    """MiniLlama's logits (B, T, V) in float64 for the state sd and config c."""
+    T = idx.size(1)
+    x = sd["token_embed.weight"].double()[idx.cpu()]
+    if scale:
+        x = x * math.sqrt(c["d_model"])
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
+    for i in range(c["num_layers"]):
+        x = _block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
+    if final_norm:
+        x = _rms(x, sd["final_norm.weight"], c["eps"])
+    return _lin(x, sd["lm_head.weight"])
+
+
+def _attention_mistakes(x):
+    """(misconception, the attention flags that model it, details): the attention check's."""
+    c = x["config"]
+    shown = ", ".join(str(int(p)) for p in x["positions"]) if "positions" in x else ""
+    return [
+        (ROTATES_V, {"rotary": "qkv"}, {}),
+        (NO_ROTARY, {"rotary": ""}, {}),
+        (ONE_SIDE, {"rotary": "q"}, {"which": "queries"}),
+        (ONE_SIDE, {"rotary": "k"}, {"which": "keys"}),
+        (BASE_IGNORED, {"base": 10000.0}, {"base": c["base"]}),
+        (POSITIONS_IGNORED, {"arange": True}, {"positions": shown}),
+        (REPEAT_TILED, {"pairing": "tiled"}, {}),
+    ]
+
+
+def _block_mistakes():
+    return [(POST_NORM, {"norm": "post"}, {}), (NORMS_SWAPPED, {"norm": "swapped"}, {})]
+
+
+def _model_mistakes():
+    return [
+        (NO_FINAL_NORM, {"final_norm": False}, {}),
+        (EMBED_SCALE, {"scale": True}, {}),
+        (NO_CAUSAL, {"causal": False}, {}),
+    ]
+
+
+def _flags(mistakes):
+    """The correct computation ({}) first, then each mistake's flags."""
+    return [{}] + [flags for _, flags, _ in mistakes]
+
+
+def _judge(out, want, what, compute, own, elsewhere):
+    """Pass when out matches the reference, or the correct computation with only a mistake
+    that another check charges (`elsewhere`: flag sets, the correct one first). Otherwise
+    name the first of this check's mistakes (`own`) that explains it, alone or on top of one
+    charged elsewhere; else the largest difference."""
+    if close(out, want):
+        return
+    for flags in elsewhere[1:]:
+        if close(out, compute(**flags)):
+            return
+    for mistake, flags, details in own:
+        for other in elsewhere:
+            if close(out, compute(**flags, **other)):
+                raise Failure(mistake, what=what, **details)
+    assert_close(out, want, what)
+
+
+def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
+    """The student's parameters (names in order, shapes) are the expected ones, or a Failure:
+    a key or value projection of the wrong width is the n_kv_heads mistake."""
+    names = [k.removeprefix(f"{prefix}param/") for k in got if k.startswith(f"{prefix}param/")]
+    for name, shape in expected.items():
+        if name not in names:
+            continue
+        seen = got[f"{prefix}param/{name}"]
+        own = tuple(int(s) for s in seen.tolist()) if isinstance(seen, torch.Tensor) else seen
+        if own != shape and name.endswith(("w_k.weight", "w_v.weight")):
+            raise Failure(KV_HEADS, H_kv=H_kv, name=name, got=own, expected=shape, kv=shape[0])
+        if own != shape:
+            raise Failure(PARAMETERS, what=what, detail=f"{name} has shape {own}, not {shape}")
+    if names != list(expected):
+        missing = [n for n in expected if n not in names]
+        extra = [n for n in names if n not in expected]
+        detail = (
+            f"missing {missing[:3]}"
+            if missing
+            else f"unexpected {extra[:3]}"
+            if extra
+            else "the parameters are created in another order"
+        )
+        raise Failure(PARAMETERS, what=what, detail=detail)
+
+
+def _loaded_or_fail(got, expected, what, c):
+    if any(k.startswith("param/") for k in got):
+        _fits(got, expected, what, c["num_kv_heads"])
+        raise Failure(PARAMETERS, what=what, detail="the grader's weights do not load")
+
+
+# --------------------------------------------------------------------------- RotaryAttention
+
+
+@CHECKS.check(
+    "attention",
+    "RotaryAttention matches the reference (H = 4, H_kv = 2, positions in any order, "
+    "grader's weights)",
+    3,
+    inputs=probe.inputs_attention,
+    probe=probe.probe_attention,
+    exercise="RotaryAttention.forward",
+)
+def verdict_attention(got, want, x):
+    c = x["config"]
+    _loaded_or_fail(got, probe.attention_shapes(c), "RotaryAttention", c)
+    B, T, D = x["x"].shape
+    out = tensor(got, "out", "the output", shape=(B, T, D), floating=True)
+    weights = tensor(got, "weights", "the weights", shape=(B, 4, T, T), floating=True)
+    sd = x["state"]
+
+    def compute(**flags):
+        return _attend(sd, "", x["x"].double(), x["positions"], x["mask"], c, **flags)[0].float()
+
+    _judge(out, want["out"], "the output", compute, _attention_mistakes(x), [{}])
+    assert_close(weights, want["weights"], "the attention weights")
+
+
+# --------------------------------------------------------------------------- LlamaBlock
+
+
+@CHECKS.check(
+    "block",
+    "LlamaBlock matches the reference (pre-norm: x + attn(attn_norm(x)), x + ffn(ffn_norm(x)))",
+    3,
+    inputs=probe.inputs_block,
+    probe=probe.probe_block,
+    exercise="LlamaBlock.forward",
+)
+def verdict_block(got, want, x):
+    c = x["config"]
+    _loaded_or_fail(got, probe.block_shapes(c), "LlamaBlock", c)
+    out = tensor(got, "out", "the block's output", shape=x["x"].shape, floating=True)
+
+    def compute(**flags):
+        h = x["x"].double()
+        return _block(x["state"], "", h, x["positions"], x["mask"], c, **flags).float()
+
+    elsewhere = _flags(_attention_mistakes(x))
+    _judge(out, want["out"], "the block's output", compute, _block_mistakes(), elsewhere)
+
+
+# --------------------------------------------------------------------------- MiniLlama
+
+
+def _logits(got, x, key="logits", idx="idx"):
+    c = x["config"]
+    _loaded_or_fail(got, probe.model_shapes(c, x["vocab_size"]), "MiniLlama", c)
+    shape = (*x[idx].shape, x["vocab_size"])
+    return tensor(got, key, "the logits", shape=shape, floating=True)
+
+
+def _elsewhere(x):
+    """Flag sets of the mistakes the attention and block checks charge, alone or together."""
+    return [
+        {**b, **a}
+        for b in _flags(_block_mistakes())
+        for a in _flags(_attention_mistakes(x))
+        if "arange" not in a  # the model's positions are 0 .. T-1: no difference
+    ]
+
+
+@CHECKS.check(
+    "logits",
+    "MiniLlama's logits match the reference (grader's weights; untied head, final norm)",
+    3,
+    inputs=probe.inputs_model,
+    probe=probe.probe_logits,
+    exercise="MiniLlama.forward",
+)
+def verdict_logits(got, want, x):
+    logits = _logits(got, x)
+
+    def compute(**flags):
+        return llama_logits(x["state"], x["config"], x["idx"], **flags).float()
+
+    _judge(logits, want["logits"], "the logits", compute, _model_mistakes(), _elsewhere(x))
+
+
+@CHECKS.check(
+    "causal",
+    "changing the tokens after position t leaves the logits up to t unchanged",
+    2,
+    inputs=probe.inputs_causal,
+    probe=probe.probe_logits,
+    exercise="MiniLlama.forward",
+)
+def verdict_causal(got, want, x):
+    """The student's own two runs: equal up to t, different after t."""
+    logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
+    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
+
+
+@CHECKS.check(
+    "shapes",
+    "logits are (B, T, V) floats for one token of one sequence, and for T > max_len",
+    1,
+    inputs=probe.inputs_shapes,
+    probe=probe.probe_shapes,
+    exercise="MiniLlama.forward",
+)
+def verdict_shapes(got, want, x):
+    if "error" in got:
+        T = x["idx2"].size(1)
+        raise Failure(MAX_LEN, max_len=x["config"]["max_len"], error=got["error"], T=T)
+    _logits(got, x)
+    _logits(got, x, "logits2", "idx2")
+
+
+@CHECKS.check(
+    "kv-heads",
+    "num_kv_heads reaches every layer: w_k and w_v are (H_kv·d_k, D), and forward runs, "
+    "for H_kv = 1 and H_kv = H",
+    1,
+    inputs=probe.inputs_kv_heads,
+    probe=probe.probe_kv_heads,
+    exercise="MiniLlama.forward",
+)
+def verdict_kv_heads(got, want, x):
+    for i, c in enumerate(x["configs"]):
+        expected = probe.model_shapes(c, x["vocab_size"])
+        _fits(got, expected, "MiniLlama", c["num_kv_heads"], prefix=f"{i}/")
+        what = f"the logits with num_kv_heads = {c['num_kv_heads']}"
+        tensor(got, f"{i}/logits", what, shape=(*x["idx"].shape, x["vocab_size"]), floating=True)
+
+
+# --------------------------------------------------------------------------- training (slow)
+
+# Measured with tools/measure_train.py --check llama.train (docs/llama.md): over 20 seeds the
+# solution's held-out loss after the run was at most TRAIN_SOLUTION_LOSS; we ask for below
+# TRAIN_THRESHOLD, a margin for other correct ways of writing the forward (float rounding
+# changes the run). Before training the loss is about log V = 4.06. A model whose trained
+# logits are those of a mistake another check charges (no rotary: 2.24 to 2.31; post-norm) is
+# measured as that model and held to TRAIN_THRESHOLD_NAMED instead: it learns, if less well,
+# and its cause costs points once, where it is named.
+TRAIN_SOLUTION_LOSS = 2.09
+TRAIN_THRESHOLD = 2.3
+TRAIN_THRESHOLD_NAMED = 2.6
+
+
+def held_out_loss(got, x, flags=None) -> float:
+    """The mean next-token loss (nats per character) of the trained weights in `got` on the
+    check's held-out windows, computed here with the model the flags describe."""
+    _, data = probe.corpus()
+    state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
+    xb, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
+    config = probe.TRAIN_CONFIG
+    with torch.no_grad():
+        logits = llama_logits(state, config, xb, **(flags or {}))
+    return F.cross_entropy(logits.flatten(0, 1), yb.flatten()).item()
+
+
+def trained_flags(got, x) -> dict:
+    """The flags of the computation the student's model performs: the correct one, or the
+    first mistake charged by another check (or combination) whose logits on four held-out
+    windows match the student's own; the correct one when none does. So a mistake named by
+    another check costs no training points if the model still learns."""
+    logits = tensor(got, "logits", "the trained model's logits", floating=True)
+    _, data = probe.corpus()
+    state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
+    xb, _ = probe.windows(data, x["eval_starts"][:4].cpu(), probe.TRAIN_ARGS["seq_len"])
+    fake = {"config": probe.TRAIN_CONFIG}
+    candidates = [{**m, **e} for m in _flags(_model_mistakes()) for e in _elsewhere(fake)]
+    for flags in candidates:
+        with torch.no_grad():
+            if close(logits, llama_logits(state, probe.TRAIN_CONFIG, xb, **flags).float()):
+                return flags
+    return {}
+
+
+@CHECKS.check(
+    "train",
+    "training: 200 AdamW steps on data/corpus.txt bring the held-out loss below the threshold",
+    4,
+    inputs=probe.inputs_train,
+    probe=probe.probe_train,
+    exercise="MiniLlama.forward",
+    # About 2 CPU-s for the solution (docs/llama.md); the floor leaves room for a loaded
+    # machine and for the trusted rotary's float64 angles.
+    timeout=60.0,
+    slow=True,
+)
+def verdict_train(got, want, x):
+    if "train_error" in got:
+        raise Failure(NOT_TRAINABLE, detail=str(got["train_error"])[:300])
+    config = probe.TRAIN_CONFIG
+    alphabet, _ = probe.corpus()
+    _loaded_or_fail(got, probe.model_shapes(config, len(alphabet)), "MiniLlama", config)
+    steps = probe.TRAIN_ARGS["steps"]
+    losses = tensor(got, "losses", "the training losses", shape=(steps,), floating=True)
+    state = {k.removeprefix("state/"): v for k, v in got.items() if k.startswith("state/")}
+    if set(state) != set(x["state"]):
+        raise Failure(
+            WRONG_TYPE,
+            what="the trained model's state_dict",
+            expected="MiniLlama's own parameters",
+            got="other names",
+        )
+    if all(close(state[k].float(), v) for k, v in x["state"].items()):
+        raise Failure(NOT_TRAINABLE, detail="its weights did not change in 200 optimiser steps")
+    loss = held_out_loss(got, x, trained_flags(got, x))
+    if not math.isfinite(loss) or not torch.isfinite(losses).all() or loss >= TRAIN_THRESHOLD:
+        raise Failure(LOSS_HIGH, loss=loss, solution=TRAIN_SOLUTION_LOSS, threshold=TRAIN_THRESHOLD)

@@ -1,0 +1,12 @@
+"""Mutant: ffn_norm before the attention, attn_norm before the feed-forward."""
+
+# expects: llama-norms-swapped
+# loses: block
+from solutions.llama import *  # noqa: F403
+from solutions.llama import LlamaBlock as _Reference
+
+
+class LlamaBlock(_Reference):
+    def forward(self, x, positions, mask=None):
+        x = x + self.attn(self.ffn_norm(x), positions, mask)[0]
+        return x + self.ffn(self.attn_norm(x))

@@ -1,0 +1,136 @@
+"""llama.py: the judge's float64 model equals the solution, a mistake in one exercise is
+charged once when it reaches the others, and the slow training check."""
+
+import pytest
+import torch
+from conftest import KIT, ROOT, expected_misconception, grade_folder, submission_with, variants
+
+from autograder import registry
+from autograder.checks.llama import judge, probe
+from autograder.engine import grade, run_check
+from autograder.references import References
+from autograder.submission import Submission
+from solutions import gqa
+from solutions import llama as solution
+
+
+def test_enough_variants():
+    mutants = [m for m in variants("mutants") if m.values[0] == "llama"]
+    alternatives = [a for a in variants("alternatives") if a.values[0] == "llama"]
+    assert len(mutants) >= 8 and len(alternatives) >= 3
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_judge_model_equals_solution(num_kv_heads):
+    """The judge recognises mistakes with its own model: it must be the solution's when no
+    mistake is named (float64 against float32, float32 tolerance)."""
+    gen = torch.Generator().manual_seed(num_kv_heads)
+    config = {**probe.config_of(gen, num_kv_heads), "num_layers": 3}
+    state = probe.draw_state(gen, probe.model_shapes(config, 11))
+    model = solution.MiniLlama(11, **config)
+    model.load_state_dict(state)
+    idx = torch.randint(11, (2, 9), generator=gen)
+    with torch.no_grad():
+        ours = model.eval()(idx)
+    torch.testing.assert_close(judge.llama_logits(state, config, idx).float(), ours)
+
+
+def _mutated(tmp_path, old, new):
+    source = (ROOT / "solutions" / "llama.py").read_text()
+    assert source.count(old) == 1, old
+    return submission_with(tmp_path, {"llama": source.replace(old, new)})
+
+
+POST_NORM = (
+    "x = x + self.attn(self.attn_norm(x), positions, mask)[0]  # (B, T, D)\n"
+    "        return x + self.ffn(self.ffn_norm(x))  # (B, T, D)",
+    "x = self.attn_norm(x + self.attn(x, positions, mask)[0])\n"
+    "        return self.ffn_norm(x + self.ffn(x))",
+)
+NO_ROTARY = (
+    "q = apply_rotary(q, positions, self.base)  # (B, H, T, d_k)\n"
+    "        k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)\n        ",
+    "",
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "lost"),
+    [
+        (  # inside RotaryAttention: the block and the model built on it pass
+            "k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)",
+            "k, v = (apply_rotary(t, positions, self.base) for t in (k, v))",
+            {"attention": "llama-rotates-v"},
+        ),
+        (*POST_NORM, {"block": "llama-post-norm"}),  # the model built on it passes
+    ],
+    ids=["attention", "block"],
+)
+def test_a_mistake_is_charged_where_it_is_made(tmp_path, old, new, lost):
+    """The whole solution with one place changed, so the mistake reaches every later check
+    (the mutants override one method each, so theirs does not)."""
+    results = grade_folder(_mutated(tmp_path, old, new), ["llama"])
+    failed = {r.check_id.split(".", 1)[1]: r.misconception for r in results if not r.passed}
+    assert failed == lost
+
+
+def test_kv_memory_and_parameter_counts_in_the_docs():
+    """The figures docs/llama.md states, from these very calls."""
+    V = 58  # the corpus's characters
+    n = sum(p.numel() for p in solution.MiniLlama(V).parameters())
+    assert n == 740_992
+    per_layer = [gqa.kv_cache_bytes(128, 4, kv, 128) for kv in (4, 2, 1)]
+    assert per_layer == [131_072, 65_536, 32_768]
+
+
+def _train(folder):
+    """The slow training check alone, public seed."""
+    check = registry.find("llama.train")
+    return run_check(check, Submission(folder), None, seed=References.public().seed)
+
+
+SLOW_MUTANTS = sorted((KIT / "slow_mutants" / "llama").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", [None, *SLOW_MUTANTS], ids=lambda p: p.stem if p else "solution")
+def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_path):
+    if path is None:
+        result = _train(ROOT / "solutions")
+        assert result.passed, result.message
+        return
+    result = _train(submission_with(tmp_path, {"llama": path.read_text()}))
+    assert (result.passed, result.misconception) == (False, expected_misconception(path))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [(*POST_NORM, "llama-post-norm"), (*NO_ROTARY, "llama-no-rotary")],
+    ids=["post-norm", "no-rotary"],
+)
+def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path, old, new, named):
+    """The whole model built with the mistake still learns; the judge measures its weights as
+    that model, against the looser bar for a named mistake (docs/llama.md)."""
+    folder = _mutated(tmp_path, old, new)
+    lost = {r.misconception for r in grade_folder(folder, ["llama"]) if not r.passed}
+    assert lost == {named}, lost
+    result = _train(folder)
+    assert result.passed, result.message
+
+
+def test_slow_check_is_left_out_by_default():
+    results = grade(Submission(ROOT / "solutions"), ["llama"])
+    assert "llama.train" not in {r.check_id for r in results}
+    assert all(r.passed for r in results)
+
+
+def test_an_own_dependency_not_attempted_is_named(tmp_path, monkeypatch):
+    """Where the kit has no stand-in for gqa (the student copy), llama runs on the student's
+    own gqa.py: a finished llama.py on an unfinished gqa.py names gqa's exercise."""
+    from autograder import submission
+
+    others = [m for m in submission.trusted_modules() if m != "gqa"]
+    monkeypatch.setattr(submission, "trusted_modules", lambda: others)
+    folder = submission_with(tmp_path, {"gqa": (ROOT / "assignments" / "gqa.py").read_text()})
+    results = grade_folder(folder, ["llama"])
+    assert {r.misconception for r in results} == {"not-attempted"}
+    assert "in gqa.py, which llama.py uses," in results[0].message, results[0].message
