@@ -1,6 +1,6 @@
 # Generated from solutions/llama.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=llama`).
-"""Exercise group 13: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
+"""Exercise group 14: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
 
 MiniGPT (gpt.py) is the 2017 recipe: learned token embeddings plus sinusoidal positions,
 LayerNorm, GELU, one key/value head per query head. Today's open language models (LLaMA,
@@ -136,8 +136,7 @@ class MiniLlama(nn.Module):
         self.token_embed = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.token_embed.weight, std=0.02)
         self.blocks = nn.ModuleList(
-            LlamaBlock(d_model, num_heads, num_kv_heads, d_ff, base, eps)
-            for _ in range(num_layers)
+            LlamaBlock(d_model, num_heads, num_kv_heads, d_ff, base, eps) for _ in range(num_layers)
         )
         self.final_norm = RMSNorm(d_model, eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
