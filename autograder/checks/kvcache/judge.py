@@ -482,14 +482,15 @@ def _length_ok(value, layer, calls, expected):
     raise Failure(LENGTH_WRONG, layer=layer, got=str(value)[:50], expected=expected)
 
 
-@CHECKS.check(
+APPEND = CHECKS.exercise("append", probe=probe.probe_append)
+
+
+@APPEND.check(
     "cache-shapes",
     "KVCache.append returns every key and value so far, (B, H_kv, T_so_far, d), per layer; "
     "length() counts the tokens",
     2,
     inputs=probe.inputs_append,
-    probe=probe.probe_append,
-    exercise="append",
 )
 def verdict_append(got, want, x):
     """Judged on the student's own inputs: after each call, the returned keys and values are
@@ -509,14 +510,13 @@ def _says_shape(text, tensors):
     return any(re.search(r"\D*".join(str(s) for s in t.shape), text) is not None for t in tensors)
 
 
-@CHECKS.check(
+@APPEND.check(
     "cache-errors",
     "KVCache.append rejects k and v of different lengths, and a step that does not fit the "
     "cache, with a ValueError giving the shapes",
     1,
     inputs=probe.inputs_append_errors,
     probe=probe.probe_append_errors,
-    exercise="append",
 )
 def verdict_append_errors(got, want, x):
     k, v = x["kv"]
@@ -543,14 +543,15 @@ def verdict_append_errors(got, want, x):
 # --------------------------------------------------------------------------- CachedAttention
 
 
-@CHECKS.check(
+FORWARD = CHECKS.exercise("forward", probe=probe.probe_layer)
+
+
+@FORWARD.check(
     "reference",
     "CachedAttention matches the reference: a prefill of several tokens, single steps, a "
     "2-token chunk, and the whole sequence without a cache",
     3,
     inputs=probe.inputs_layer,
-    probe=probe.probe_layer,
-    exercise="forward",
 )
 def verdict_layer(got, want, x):
     what = f"CachedAttention on calls of {_calls_text(x)} tokens"
@@ -573,13 +574,11 @@ def verdict_layer(got, want, x):
     assert_close(full, want["full"], no_cache, candidates)
 
 
-@CHECKS.check(
+@FORWARD.check(
     "cache-contents",
     "the cache holds the keys after rotation (each at its own position) and the values as they are",
     1,
     inputs=probe.inputs_layer,
-    probe=probe.probe_layer,
-    exercise="forward",
 )
 def verdict_contents(got, want, x):
     _failed(got, "CachedAttention")
@@ -623,14 +622,12 @@ def _named(value, candidates):
             raise Failure(mistake, **details)
 
 
-@CHECKS.check(
+@FORWARD.check(
     "positions",
     "positions continue across steps: after p0 = 40 .. 120 cached tokens, a step equals the "
     "last row of your own run on the whole sequence",
     2,
     inputs=probe.inputs_positions,
-    probe=probe.probe_layer,
-    exercise="forward",
 )
 def verdict_positions(got, want, x):
     """Judged on the student's own runs: each cached call's output equals the rows of the
@@ -730,14 +727,15 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
     return found
 
 
-@CHECKS.check(
+GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
+
+
+@GREEDY_DECODE.check(
     "incremental",
     "incremental decoding gives the same logits as recomputing the whole prefix, at every "
     "step (your own runs)",
     3,
     inputs=probe.inputs_generate,
-    probe=probe.probe_incremental,
-    exercise="greedy_decode",
 )
 def verdict_incremental(got, want, x):
     """Judged on the student's own runs: greedy_decode on prompt B (after a run on prompt A) gives,
@@ -797,14 +795,13 @@ def _same_run(got, want, x, key):
             return
 
 
-@CHECKS.check(
+@GREEDY_DECODE.check(
     "generate",
     "greedy_decode matches the reference: greedy tokens and their logits, with and without the "
     "cache (weights loaded)",
     1,
     inputs=probe.inputs_generate,
     probe=probe.probe_generate,
-    exercise="greedy_decode",
 )
 def verdict_generate(got, want, x):
     for key in ("cache", "nocache"):

@@ -395,14 +395,15 @@ def _loaded_or_fail(got, expected, what, c):
 # --------------------------------------------------------------------------- RotaryAttention
 
 
-@CHECKS.check(
+ROTARY_ATTENTION_FORWARD = CHECKS.exercise("RotaryAttention.forward", probe=probe.probe_attention)
+
+
+@ROTARY_ATTENTION_FORWARD.check(
     "attention",
     "RotaryAttention matches the reference (H = 4, H_kv = 2, positions in any order, "
     "grader's weights)",
     3,
     inputs=probe.inputs_attention,
-    probe=probe.probe_attention,
-    exercise="RotaryAttention.forward",
 )
 def verdict_attention(got, want, x):
     c = x["config"]
@@ -422,13 +423,14 @@ def verdict_attention(got, want, x):
 # --------------------------------------------------------------------------- LlamaBlock
 
 
-@CHECKS.check(
+LLAMA_BLOCK_FORWARD = CHECKS.exercise("LlamaBlock.forward", probe=probe.probe_block)
+
+
+@LLAMA_BLOCK_FORWARD.check(
     "block",
     "LlamaBlock matches the reference (pre-norm: x + attn(attn_norm(x)), x + ffn(ffn_norm(x)))",
     3,
     inputs=probe.inputs_block,
-    probe=probe.probe_block,
-    exercise="LlamaBlock.forward",
 )
 def verdict_block(got, want, x):
     c = x["config"]
@@ -463,13 +465,14 @@ def _elsewhere(x):
     ]
 
 
-@CHECKS.check(
+MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logits)
+
+
+@MINI_LLAMA_FORWARD.check(
     "logits",
     "MiniLlama's logits match the reference (grader's weights; untied head, final norm)",
     3,
     inputs=probe.inputs_model,
-    probe=probe.probe_logits,
-    exercise="MiniLlama.forward",
 )
 def verdict_logits(got, want, x):
     logits = _logits(got, x)
@@ -480,13 +483,11 @@ def verdict_logits(got, want, x):
     _judge(logits, want["logits"], "the logits", compute, _model_mistakes(), _elsewhere(x))
 
 
-@CHECKS.check(
+@MINI_LLAMA_FORWARD.check(
     "causal",
     "changing the tokens after position t leaves the logits up to t unchanged",
     2,
     inputs=probe.inputs_causal,
-    probe=probe.probe_logits,
-    exercise="MiniLlama.forward",
 )
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
@@ -494,13 +495,12 @@ def verdict_causal(got, want, x):
     assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
 
 
-@CHECKS.check(
+@MINI_LLAMA_FORWARD.check(
     "shapes",
     "logits are (B, T, V) floats for one token of one sequence, and for T > max_len",
     1,
     inputs=probe.inputs_shapes,
     probe=probe.probe_shapes,
-    exercise="MiniLlama.forward",
 )
 def verdict_shapes(got, want, x):
     if "error" in got:
@@ -510,14 +510,13 @@ def verdict_shapes(got, want, x):
     _logits(got, x, "logits2", "idx2")
 
 
-@CHECKS.check(
+@MINI_LLAMA_FORWARD.check(
     "kv-heads",
     "num_kv_heads reaches every layer: w_k and w_v are (H_kv·d_k, D), and forward runs, "
     "for H_kv = 1 and H_kv = H",
     1,
     inputs=probe.inputs_kv_heads,
     probe=probe.probe_kv_heads,
-    exercise="MiniLlama.forward",
 )
 def verdict_kv_heads(got, want, x):
     for i, c in enumerate(x["configs"]):
@@ -571,15 +570,12 @@ def trained_flags(got, x) -> dict:
     return {}
 
 
-@CHECKS.check(
+@MINI_LLAMA_FORWARD.check(
     "train",
     "training: 200 AdamW steps on data/corpus.txt bring the held-out loss below the threshold",
     4,
     inputs=probe.inputs_train,
     probe=probe.probe_train,
-    exercise="MiniLlama.forward",
-    # About 2 CPU-s for the solution (docs/llama.md); the floor leaves room for a loaded
-    # machine and for the trusted rotary's float64 angles.
     timeout=60.0,
     slow=True,
 )
