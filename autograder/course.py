@@ -173,8 +173,10 @@ def _docstring_markdown(doc: str) -> str:
     return f"# Attention Lab: {title}\n\n{textwrap.dedent(rest).strip()}"
 
 
-def _rewrite_import(node: ast.ImportFrom) -> str:
-    """`from .attention import x, y` -> `from autograder.trusted.attention import x, y`."""
+def _rewrite_import(node: ast.ImportFrom, indent: str = "") -> str:
+    """`from .attention import x, y` -> the trusted stand-in's names, or the student's own
+    assignments/attention.py in a copy of the kit without that stand-in (the student copy
+    leaves out the stand-ins that are exercises: docs/principles.md, principle 6)."""
     names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
     if not node.module:
         raise ValueError("`from . import module` is not supported in notebooks; import names")
@@ -183,20 +185,25 @@ def _rewrite_import(node: ast.ImportFrom) -> str:
             f"it imports from .{node.module}, which has no trusted stand-in in "
             f"autograder/trusted/{node.module}.py"
         )
+    m = node.module
     return (
-        f"from autograder.trusted.{node.module} import {names}  "
-        f"# in the .py files: from .{node.module} import ..."
+        f"{indent}try:  # in the .py files: from .{m} import ...\n"
+        f"{indent}    from autograder.trusted.{m} import {names}\n"
+        f"{indent}except ModuleNotFoundError:  # no stand-in in this copy of the kit: your {m}.py\n"
+        f"{indent}    from assignments.{m} import {names}"
     )
 
 
-_RELATIVE = re.compile(r"^(\s+)from \.(\w+) import ")
+_RELATIVE = re.compile(r"^(\s+)from \.\w+ import .*$")
 
 
-def _rewrite_inner(match: re.Match) -> str:
-    indent, module = match.groups()
-    if module not in trusted_modules():
-        raise ValueError(f"it imports from .{module}, which has no trusted stand-in")
-    return f"{indent}from autograder.trusted.{module} import "
+def _rewrite_inner(line: str) -> str:
+    """A one-line relative import inside a function, rewritten as at the top."""
+    if not _RELATIVE.match(line):
+        return line
+    node = ast.parse(line.strip()).body[0]
+    assert isinstance(node, ast.ImportFrom)
+    return _rewrite_import(node, line[: len(line) - len(line.lstrip())])
 
 
 def _is_main_guard(node: ast.stmt) -> bool:
@@ -238,7 +245,7 @@ def _chunks(source: str) -> tuple[str, list[tuple[str, str]]]:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             code = [_rewrite_import(node)]
         else:  # a relative import inside a function
-            code = [_RELATIVE.sub(_rewrite_inner, ln) for ln in code]
+            code = [_rewrite_inner(ln) for ln in code]
         code = [ln for ln in code if not re.fullmatch(r"#\s*-{10,}.*", ln.strip())]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             chunks.append((node.name, code))

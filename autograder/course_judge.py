@@ -7,8 +7,9 @@ outcome is not the grade. After nbgrader has autograded an assignment, for each 
 
 1. the notebook's code (solution cells, the given locked code and the student's ordinary
    cells; not the setup cell, not the test cells) is written out as one module file,
-   <assignment>.py, in a package folder; `from autograder.trusted.x import` becomes
-   `from .x import`, as in the .py exercises, and IPython magics become comments;
+   <assignment>.py, in a package folder; `from autograder.trusted.x import` (and its
+   fallback, `from assignments.x import`) becomes `from .x import`, as in the .py
+   exercises, and IPython magics become comments;
 2. that folder is graded by the sandboxed batch engine (autograder/sandbox: probes in a
    confined process, verdicts here) on the hidden tier, with the student's own seed derived
    from course.toml's secret;
@@ -42,7 +43,7 @@ from .references import References
 from .sandbox.runner import Sandbox
 
 COURSE_ID = "attention-lab"
-_TRUSTED_IMPORT = re.compile(r"^(\s*)from autograder\.trusted\.(\w+) import ", re.M)
+_TRUSTED_IMPORT = re.compile(r"^(\s*)from (?:autograder\.trusted|assignments)\.(\w+) import ", re.M)
 _MAGIC = re.compile(r"^(\s*)([%!].*)$", re.M)
 OFFICIAL = "Graded outside your notebook, on inputs you have not seen"
 
