@@ -36,7 +36,7 @@ from ..core import (
 from ..engine import judge
 from ..probing import make_inputs
 from ..references import References
-from . import wire
+from . import view, wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
 
@@ -173,6 +173,8 @@ class Sandbox:
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
+        # Each module's view of the kit (view.py), staged once for the whole run.
+        self.views = view.stage(self.stage / "views", self.modules)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
             self.slots.put(slot)
@@ -189,7 +191,7 @@ class Sandbox:
         """Stop the zygote, kill whatever runs under this run's uids, remove its cgroups and
         files. Gradescope writes results.json only after this."""
         self.zygote.close()
-        shutil.rmtree(self.stage, ignore_errors=True)
+        view.unstage(self.stage)
         self._release()
 
     def __enter__(self):
@@ -208,6 +210,39 @@ class Sandbox:
             self.slots.put(slot)
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
+        """One sandboxed process per module, each seeing that module's view of the kit; they
+        share the submission's time budget (limits.timeout)."""
+        graded = Graded(name, [])
+        deadline = time.monotonic() + self.limits.timeout
+        for module in self.modules:
+            checks = [c for c in self.checks if c.module == module]
+            if not checks:
+                continue
+            left = deadline - time.monotonic()
+            if left < 0.5:  # an earlier module used up the submission's time
+                reason = f"the submission used up its {self.limits.timeout:g} s before {module}"
+                failure = Failure(NOT_RUN, reason=reason)
+                graded.results += [Result.of(c, "failed", failure) for c in checks]
+                continue
+            part = self._grade_module(folder, name, slot, module, checks, left)
+            if part.not_graded:
+                return part
+            graded.results += part.results
+            graded.notes += [n for n in part.notes if n not in graded.notes]
+            graded.output_bytes += part.output_bytes
+            if part.output:
+                graded.output += part.output if graded.output.endswith("\n") or not graded.output else "\n" + part.output
+            graded.process.setdefault("modules", {})[module] = part.process
+        if graded.output_bytes > self.limits.output:
+            graded.notes.append(
+                f"Your code printed {graded.output_bytes:,} bytes; the feedback keeps the first "
+                f"and last {self.limits.output // 2:,} of each module's."
+            )
+        return graded
+
+    def _grade_module(
+        self, folder: Path, name: str, slot: int, module: str, checks: list[Check], left: float
+    ) -> Graded:
         uid = self.uids.uids[slot] if self.uids else None
         work = Path(tempfile.mkdtemp(dir=self.stage))
         work.chmod(0o711)
@@ -225,15 +260,16 @@ class Sandbox:
                 "submission_source": str(work / "submission"),
                 "scratch": str(work / "scratch"),
                 "root": str(work / "root"),
-                "modules": self.modules,
-                "checks": [c.id for c in self.checks],
-                "specs": [c.spec() for c in self.checks],
+                "kit": self.views[module],
+                "modules": [module],
+                "checks": [c.id for c in checks],
+                "specs": [c.spec() for c in checks],
                 "seed": self.seed,
                 "uid": uid,
-                "limits": asdict(self.limits),
+                "limits": dict(asdict(self.limits), timeout=left),
                 "isolation": asdict(self.isolation),
             }
-            channel, output, status = self._collect(*self.zygote.start(request))
+            channel, output, status = self._collect(*self.zygote.start(request), left)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if status.get("setup_error"):  # fail closed: no student code ran
@@ -244,18 +280,13 @@ class Sandbox:
             print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
             reason = f"grader error (the sandbox monitor failed: {error.strip().splitlines()[-1]})"
             return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-        graded = self._judge(name, channel, status)
+        graded = self._judge(name, channel, status, checks)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
-        if output["total"] > self.limits.output:
-            graded.notes.append(
-                f"Your code printed {output['total']:,} bytes; the feedback keeps the first "
-                f"and last {self.limits.output // 2:,}."
-            )
         return graded
 
-    def _collect(self, channel_fd: int, output_fd: int, status_fd: int):
+    def _collect(self, channel_fd: int, output_fd: int, status_fd: int, timeout: float):
         """Read the three pipes until the monitor reports (then drain briefly)."""
         channel = bytearray()
         output = {"head": bytearray(), "tail": bytearray(), "total": 0}
@@ -264,7 +295,7 @@ class Sandbox:
         sel = selectors.DefaultSelector()
         for fd, what in ((channel_fd, "channel"), (output_fd, "output"), (status_fd, "status")):
             sel.register(fd, selectors.EVENT_READ, what)
-        deadline = time.monotonic() + self.limits.timeout + 30
+        deadline = time.monotonic() + timeout + 30
         status_done_at = None
         try:
             while sel.get_map():
@@ -306,11 +337,11 @@ class Sandbox:
 
     # ------------------------------------------------------------------ verdicts (trusted)
 
-    def _judge(self, name: str, data: bytes, process: dict) -> Graded:
+    def _judge(self, name: str, data: bytes, process: dict, checks: list[Check]) -> Graded:
         """Verdicts on what the sandbox sent. Every byte of it is hostile: a message that is
         malformed costs the check it names (or, naming none, adds a note), nothing more."""
         messages, broken = wire.parse(data)
-        ids = {c.id for c in self.checks}
+        ids = {c.id for c in checks}
         started: list[str] = []
         outcome: dict[str, tuple[dict, bytes]] = {}
         malformed: dict[str, str] = {}
@@ -345,7 +376,7 @@ class Sandbox:
                 f"The grader ignored {len(stray)} malformed message(s) on its channel "
                 f"({stray[0]}); your code may have written to the grader's channel."
             )
-        for check in self.checks:
+        for check in checks:
             if check.module in self.reference_errors:
                 error = self.reference_errors[check.module]
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
