@@ -198,6 +198,7 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
         text = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
         for fragment in reported(name):
             assert fragment in text, f"attack {name}: {fragment!r} not reported"
+        assert "LEAK" not in text, f"attack {name} reached the kit: {text[:2000]}"
     # Nothing the attacks wrote landed where grades are read; no process of theirs survives.
     assert sorted(p.name for p in out.iterdir() if p.is_file()) == ["batch.json", "grades.csv"]
     assert not (out / "results.json").exists()

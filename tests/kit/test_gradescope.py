@@ -98,7 +98,9 @@ def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "attack", ["read_solutions", "write_results", "exit_at_import", "stored_answers"]
+    "attack",
+    ["read_solutions", "write_results", "exit_at_import", "stored_answers", "read_kit"]
+    + ["reexport_trusted", "reexport_judge"],
 )
 def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attack):
     """The attacks aimed at Gradescope's layout (/autograder/source/solutions, the results
@@ -114,6 +116,7 @@ def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attac
     check_fields(data)
     assert data["score"] == 0
     assert data["tests"][0]["score"] == 0 and "1000" not in json.dumps(data["score"])
+    assert "LEAK" not in json.dumps(data)
 
 
 def test_no_secret_and_no_survivor_in_gradescope_mode(autograder_zip, tmp_path):
