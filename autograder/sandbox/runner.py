@@ -19,6 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -137,10 +138,12 @@ class Sandbox:
         warm_up: bool = True,
         insecure: bool = False,
         need_cgroups: bool = True,
+        per_student: bool = False,
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
-        the machine (batch); Gradescope grades one per container."""
+        the machine (batch); Gradescope grades one per container. `per_student`: every
+        grade() call brings its submission's own hidden seed (no run-wide references)."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
         self.isolation: Isolation = detect(
@@ -159,14 +162,13 @@ class Sandbox:
         self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
         # The one References API (public fixtures, or the hidden tier computed here, on the
         # trusted side); the dict keeps what each module's verdicts compare with.
+        self.per_student = per_student and not public
         refs = References.public() if public else References.hidden(self.seed)
-        self.references: dict[str, dict] = {}
-        self.reference_errors: dict[str, str] = {}
-        for module in self.modules:
-            try:
-                self.references[module] = refs.module(module)
-            except Exception as e:
-                self.reference_errors[module] = f"{type(e).__name__}: {e}"
+        self.references, self.reference_errors = (
+            ({}, {}) if self.per_student else self._compute(refs)
+        )
+        self._own = threading.local()  # a per-student seed's references (grade(seed=...))
+        self._refs_lock = threading.Lock()
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
         self.checks: list[Check] = [
             c for m in self.modules for c in registry.checks_of(m) if not getattr(c, "slow", False)
@@ -179,6 +181,22 @@ class Sandbox:
         for slot in range(slots):
             self.slots.put(slot)
         self.count = itertools.count()
+
+    def _compute(self, refs: References) -> tuple[dict[str, dict], dict[str, str]]:
+        """{module: what its verdicts compare with}, {module: why it could not be had}."""
+        found: dict[str, dict] = {}
+        errors: dict[str, str] = {}
+        for module in self.modules:
+            try:
+                found[module] = refs.module(module)
+            except Exception as e:
+                errors[module] = f"{type(e).__name__}: {e}"
+        return found, errors
+
+    def _state(self) -> tuple[int, dict[str, dict], dict[str, str]]:
+        """(seed, references, reference errors) of the submission this thread grades."""
+        own = getattr(self._own, "state", None)
+        return own or (self.seed, self.references, self.reference_errors)
 
     def _release(self) -> None:
         if self.uids:
@@ -202,12 +220,22 @@ class Sandbox:
 
     # ------------------------------------------------------------------ one submission
 
-    def grade(self, folder: Path, name: str | None = None) -> Graded:
+    def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
+        """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
+        references are computed here first (default: the run's seed)."""
+        if seed is None and self.per_student:
+            raise ValueError("this sandbox grades each submission on its own seed: pass seed=")
+        if seed is not None:
+            if self.public:
+                raise ValueError("a per-student seed is for the hidden tier only")
+            with self._refs_lock:  # solutions/ imported and run here: one at a time
+                self._own.state = (seed, *self._compute(References.hidden(seed)))
         slot = self.slots.get()
         try:
             return self._grade(Path(folder), name or Path(folder).name, slot)
         finally:
             self.slots.put(slot)
+            self._own.state = None
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
         """One sandboxed process per module, each seeing that module's view of the kit; they
@@ -231,7 +259,11 @@ class Sandbox:
             graded.notes += [n for n in part.notes if n not in graded.notes]
             graded.output_bytes += part.output_bytes
             if part.output:
-                graded.output += part.output if graded.output.endswith("\n") or not graded.output else "\n" + part.output
+                graded.output += (
+                    part.output
+                    if graded.output.endswith("\n") or not graded.output
+                    else "\n" + part.output
+                )
             graded.process.setdefault("modules", {})[module] = part.process
         if graded.output_bytes > self.limits.output:
             graded.notes.append(
@@ -264,7 +296,7 @@ class Sandbox:
                 "modules": [module],
                 "checks": [c.id for c in checks],
                 "specs": [c.spec() for c in checks],
-                "seed": self.seed,
+                "seed": self._state()[0],
                 "uid": uid,
                 "limits": dict(asdict(self.limits), timeout=left),
                 "isolation": asdict(self.isolation),
@@ -376,9 +408,10 @@ class Sandbox:
                 f"The grader ignored {len(stray)} malformed message(s) on its channel "
                 f"({stray[0]}); your code may have written to the grader's channel."
             )
+        reference_errors = self._state()[2]
         for check in checks:
-            if check.module in self.reference_errors:
-                error = self.reference_errors[check.module]
+            if check.module in reference_errors:
+                error = reference_errors[check.module]
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
             elif check.id in malformed:
                 failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
@@ -423,8 +456,9 @@ class Sandbox:
             result.hint = wire.text(header.get("hint"))
             return result
         got = wire.decode_outputs(header.get("outputs"), blob)
-        reference = self.references[check.module].get(check.slug)
-        return judge(check, got, reference, make_inputs(check, self.seed))
+        seed, references, _errors = self._state()
+        reference = references[check.module].get(check.slug)
+        return judge(check, got, reference, make_inputs(check, seed))
 
 
 MESSAGE_KINDS = {"start", "outputs", "result", "timeout", "done"}

@@ -442,3 +442,87 @@ def test_uid_pools_are_disjoint_and_skip_foreign_processes():
             os.waitpid(pid, 0)
     finally:
         first.close()
+
+
+COLLUDE_GIVER = """
+import hashlib, os, pathlib, torch
+_SHARED = [pathlib.Path(d) / "attention-lab-collude" for d in ("/tmp", "/dev/shm", "/var/tmp")]
+
+
+def _key(*tensors):
+    return hashlib.sha1(b"".join(t.numpy().tobytes() for t in tensors if t is not None)).hexdigest()
+
+
+def _share(fn):
+    def wrapped(q, k, v, *rest, **named):
+        got = fn(q, k, v, *rest, **named)
+        for folder in _SHARED:
+            try:
+                folder.mkdir(mode=0o777, exist_ok=True)
+                os.chmod(folder, 0o777)
+                torch.save(got, folder / _key(q, k, v, *rest, *named.values()))
+            except Exception:
+                pass
+        return got
+    return wrapped
+
+
+scaled_dot_product_attention = _share(scaled_dot_product_attention)
+attention_with_bias = _share(attention_with_bias)
+"""
+
+COLLUDE_TAKER = '''
+"""No implementation: answers read from a classmate graded in the same batch."""
+import hashlib, pathlib, torch
+_SHARED = [pathlib.Path(d) / "attention-lab-collude" for d in ("/tmp", "/dev/shm", "/var/tmp")]
+
+
+def _key(*tensors):
+    return hashlib.sha1(b"".join(t.numpy().tobytes() for t in tensors if t is not None)).hexdigest()
+
+
+def _lookup(q, k, v, *rest):
+    for folder in _SHARED:
+        try:
+            got = torch.load(folder / _key(q, k, v, *rest))
+        except Exception:
+            continue
+        print("LEAK shared answer")
+        return got
+    return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return _lookup(q, k, v, mask)
+
+
+def attention_with_bias(q, k, v, bias, mask=None):
+    return _lookup(q, k, v, bias, mask)
+'''
+
+
+def test_two_colluding_submissions_share_nothing(tmp_path):
+    """Issue 12: one hidden seed served a whole batch, and two students shared answers
+    through a world-writable temporary folder (the one with no implementation got 20/20).
+    Now each student has their own seed (seeds.csv, never in their feedback) and a private
+    /tmp and /dev/shm: the giver keeps its honest points, the taker gets none."""
+    subs = tmp_path / "subs"
+    (subs / "a_giver").mkdir(parents=True)
+    (subs / "b_taker").mkdir()
+    giver = (SOLUTIONS / "attention.py").read_text() + COLLUDE_GIVER
+    (subs / "a_giver" / "attention.py").write_text(giver)
+    (subs / "b_taker" / "attention.py").write_text(COLLUDE_TAKER)
+    out = tmp_path / "out"
+    batch(subs, out, "--jobs", "1")
+    rows = grades(out)
+    assert rows["a_giver"]["attention"] == "20" and rows["b_taker"]["attention"] == "0", rows
+    assert "LEAK" not in (out / "b_taker" / "feedback.txt").read_text()
+    with open(out / "seeds.csv") as f:
+        student_seeds = {row["student"]: row["seed"] for row in csv.DictReader(f)}
+    assert set(student_seeds) == {"a_giver", "b_taker"}
+    assert len(set(student_seeds.values())) == 2
+    assert json.loads((out / "batch.json").read_text())["seed"].startswith("per-student")
+    for name, seed in student_seeds.items():
+        seen = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
+        assert seed not in seen
+    assert not any(Path(d, "attention-lab-collude").exists() for d in ("/tmp", "/dev/shm"))
