@@ -116,7 +116,7 @@ def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attac
     check_fields(data)
     assert data["score"] == 0
     assert data["tests"][0]["score"] == 0 and "1000" not in json.dumps(data["score"])
-    assert "LEAK" not in json.dumps(data)
+    assert "KITLEAK" not in json.dumps(data)
 
 
 def test_no_secret_and_no_survivor_in_gradescope_mode(autograder_zip, tmp_path):

@@ -17,7 +17,7 @@ _found = {}
 for name in (f"autograder.trusted.{MODULE}", f"autograder.checks.{MODULE}.judge"):
     try:
         _found[name] = importlib.import_module(name)
-        print(f"LEAK imported {name}")
+        print(f"KITLEAK imported {name}")
     except Exception:
         pass
 for path in (
@@ -29,7 +29,7 @@ for path in (
 ):
     try:
         path.read_bytes()
-        print(f"LEAK opened {path}")
+        print(f"KITLEAK opened {path}")
     except OSError:
         pass
 _stand_in = _found.get(f"autograder.trusted.{MODULE}")
