@@ -11,28 +11,35 @@ import torch
 
 import autograder
 
-MODULE = Path(__file__).stem
 KIT = Path(autograder.__file__).resolve().parent
-_found = {}
-for name in (f"autograder.trusted.{MODULE}", f"autograder.checks.{MODULE}.judge"):
-    try:
-        _found[name] = importlib.import_module(name)
-        print(f"KITLEAK imported {name}")
-    except Exception:
-        pass
-for path in (
-    KIT / "trusted" / f"{MODULE}.py",
-    KIT / "checks" / MODULE / "judge.py",
-    KIT / "fixtures" / f"{MODULE}.npz",
-    KIT.parent / "solutions" / f"{MODULE}.py",
-    Path("/autograder/source/solutions") / f"{MODULE}.py",
-):
-    try:
-        path.read_bytes()
-        print(f"KITLEAK opened {path}")
-    except OSError:
-        pass
-_stand_in = _found.get(f"autograder.trusted.{MODULE}")
+
+
+def reach(module: str):
+    """Import and open what is correct for `module`; print what was reached; the stand-in
+    (or None)."""
+    found = {}
+    for name in (f"autograder.trusted.{module}", f"autograder.checks.{module}.judge"):
+        try:
+            found[name] = importlib.import_module(name)
+            print(f"KITLEAK imported {name}")
+        except Exception:
+            pass
+    for path in (
+        KIT / "trusted" / f"{module}.py",
+        KIT / "checks" / module / "judge.py",
+        KIT / "fixtures" / f"{module}.npz",
+        KIT.parent / "solutions" / f"{module}.py",
+        Path("/autograder/source/solutions") / f"{module}.py",
+    ):
+        try:
+            path.read_bytes()
+            print(f"KITLEAK opened {path}")
+        except OSError:
+            pass
+    return found.get(f"autograder.trusted.{module}")
+
+
+_stand_in = reach("attention")
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):

@@ -1,38 +1,11 @@
-"""Attack: reach what is correct in the kit from the graded module: its trusted stand-in and
-a judge file (imported, and opened by path), solutions/<m>.py and fixtures/<m>.npz (opened);
-print what was found and use the stand-in if it imports. Issue 12: the sandbox showed all of
-autograder/, so `autograder.trusted.attention` was one import away."""
+"""Attack: read_kit for masks.py (attention.py holds the code that reaches into the kit)."""
 
 # reported: mask-not-bool
-import importlib
-from pathlib import Path
-
 import torch
 
-import autograder
+from .attention import reach
 
-MODULE = Path(__file__).stem
-KIT = Path(autograder.__file__).resolve().parent
-_found = {}
-for name in (f"autograder.trusted.{MODULE}", f"autograder.checks.{MODULE}.judge"):
-    try:
-        _found[name] = importlib.import_module(name)
-        print(f"KITLEAK imported {name}")
-    except Exception:
-        pass
-for path in (
-    KIT / "trusted" / f"{MODULE}.py",
-    KIT / "checks" / MODULE / "judge.py",
-    KIT / "fixtures" / f"{MODULE}.npz",
-    KIT.parent / "solutions" / f"{MODULE}.py",
-    Path("/autograder/source/solutions") / f"{MODULE}.py",
-):
-    try:
-        path.read_bytes()
-        print(f"KITLEAK opened {path}")
-    except OSError:
-        pass
-_stand_in = _found.get(f"autograder.trusted.{MODULE}")
+_stand_in = reach("masks")
 
 
 def causal_mask(L, device=None):
