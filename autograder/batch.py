@@ -4,13 +4,16 @@ Each entry of the folder is one student: a package folder (holding attention.py,
 ...) or a .zip of one. Every submission runs in the sandbox (autograder/sandbox/): its own
 process, forked from a zygote that imported torch once, confined (no solutions/, an
 unprivileged uid, memory, time, process and file-size limits); the probes run there and the
-verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: inputs
-from a seed drawn at grading time, expected outputs computed from solutions/ here.
+verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: each
+student's inputs come from their own seed, seeds.student_seed(secret, student), the secret
+being course/course.toml's [hidden] secret (made, and said so, when course.toml is missing);
+expected outputs are computed from solutions/ here, per student. --seed N gives everyone N.
 
 Writes, under OUT (default build/batch):
     grades.csv                  one row per student: total, per-module scores, notes
     <student>/results.json      Gradescope's format (score, tests[]), plus top-level output
     <student>/feedback.txt      the table `make grade` prints, notes, what the code printed
+    seeds.csv                   each student's hidden seed (the instructor's; never in feedback)
     batch.json                  how the run was made: tier, seed, isolation, limits, versions
 """
 
@@ -34,7 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import ladder, registry, report
+from . import ladder, registry, report, seeds
 from .core import IMPORT_ERROR
 from .i18n import _
 from .options import modules_of
@@ -294,6 +297,21 @@ class Progress:
 # --------------------------------------------------------------------------- the batch
 
 
+def write_seeds(student_seeds: dict[str, int], path: Path) -> None:
+    """The instructor's record of each student's hidden seed (a regrade keeps other rows)."""
+    rows: dict[str, str] = {}
+    if path.is_file():
+        with open(path, newline="") as f:
+            rows = {r["student"]: r["seed"] for r in csv.DictReader(f) if "student" in r}
+    rows.update({name: str(seed) for name, seed in student_seeds.items()})
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "seed"])
+        for name in sorted(rows):
+            writer.writerow([cell(name), rows[name]])
+    path.chmod(0o600)
+
+
 def run(
     submissions: Path,
     out: Path,
@@ -324,6 +342,18 @@ def run(
             print(f"reusing the hidden seed recorded in {recorded}", file=sys.stderr)
         except (ValueError, KeyError, TypeError):
             seed = None
+    secret = ""
+    if seed is None and not public:  # each student's own hidden seed, from the secret
+        try:
+            secret, made = seeds.course_secret()
+        except (seeds.SecretMissing, ValueError) as e:
+            raise BatchError(str(e)) from None
+        if made:
+            print(
+                "made course/course.toml with a new hidden-seed secret: keep it (regrades "
+                "derive the same seeds from it), never hand it out",
+                file=sys.stderr,
+            )
     modules = modules or registry.modules()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
     out.mkdir(parents=True, exist_ok=True)
@@ -341,6 +371,7 @@ def run(
             hide=hide,
             slots=jobs,
             insecure=insecure,
+            per_student=bool(secret),
         )
     except SandboxUnavailable as e:
         shutil.rmtree(unpacked, ignore_errors=True)
@@ -349,7 +380,9 @@ def run(
         warning = insecure_note = sb.isolation.warning()
         if warning:
             print(warning, file=sys.stderr)
-        tier = "public tier (stored fixtures)" if public else f"hidden tier (seed {sb.seed})"
+        # Never the seed: it is the instructor's (seeds.csv, batch.json).
+        tier = "public tier (stored fixtures)" if public else "hidden tier (fresh inputs)"
+        student_seeds: dict[str, int] = {}
         title_of = lambda name: f"Attention Lab: {name}, {tier}"  # noqa: E731
 
         def one(path: Path, name: str) -> Graded:
@@ -359,7 +392,8 @@ def run(
                     folder = unpacked / name
                     folder.mkdir()
                     notes = extract_zip(path, folder)
-                g = sb.grade(package_folder(folder), name)
+                own = student_seeds[name] if secret else None
+                g = sb.grade(package_folder(folder), name, seed=own)
                 g.notes[:0] = notes
             except NotGraded as e:
                 g = not_graded(name, str(e))
@@ -383,6 +417,8 @@ def run(
                     while name in names or name.lower() in RESERVED:
                         name += "_"
                     names.add(name)
+                    if secret:
+                        student_seeds[name] = seeds.student_seed(secret, name)
                     futures[pool.submit(one, path, name)] = name
                 for future in as_completed(futures):
                     graded.append(future.result())
@@ -391,12 +427,14 @@ def run(
         finally:
             shutil.rmtree(unpacked, ignore_errors=True)
         write_grades(graded, out / "grades.csv", modules)
+        if secret:
+            write_seeds(student_seeds, out / "seeds.csv")
         import torch
 
         meta = {
             "submissions": len(graded),
             "tier": "public" if public else "hidden",
-            "seed": sb.seed,
+            "seed": "per-student (seeds.csv)" if secret else sb.seed,
             "isolation": sb.isolation.mode,
             "isolation_detail": sb.isolation.summary(),
             "insecure": sb.isolation.insecure,
@@ -467,7 +505,12 @@ def add_verbs(verbs) -> None:
     p.add_argument("--out", default="build/batch")
     p.add_argument("--ex", default="", help="comma-separated modules (default: all)")
     p.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: cores)")
-    p.add_argument("--seed", type=int, default=None, help="hidden-tier seed (default: random)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="one hidden-tier seed for everyone (default: each student's own)",
+    )
     p.add_argument("--public", action="store_true", help="grade the public tier instead")
     p.add_argument("--timeout", type=float, default=d.timeout, help="seconds per submission")
     p.add_argument("--check-timeout", type=float, default=d.check_timeout)

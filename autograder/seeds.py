@@ -13,6 +13,8 @@ import hmac
 import secrets
 from pathlib import Path
 
+from . import course_config, paths, registry
+
 SECRET_BYTES = 32
 
 
@@ -41,3 +43,42 @@ def student_seed(secret: str, student: str) -> int:
         raise ValueError(f"expected a student id, got {student!r}")
     digest = hmac.new(secret.encode(), student.encode("utf-8", "replace"), hashlib.sha256)
     return int.from_bytes(digest.digest()[:8], "big") >> 1  # a non-negative int64
+
+
+# --------------------------------------------------------------------------- the secret
+#
+# One place: course/course.toml, [hidden] secret (what nbgrader's `make autograde` reads too).
+# `make batch` makes course.toml, with a fresh secret, when it is missing, and says so;
+# `make gradescope` copies the secret into autograder.zip as SECRET_MEMBER, which
+# run_autograder makes readable by root only.
+SECRET_MEMBER = "seed_secret.txt"
+
+
+class SecretMissing(ValueError):
+    """course.toml has no usable secret: the message says where to put one."""
+
+
+def course_secret(course_dir: Path | None = None, *, create: bool = True) -> tuple[str, bool]:
+    """(the instructor's secret, whether it was made just now) from course/course.toml."""
+    folder = Path(course_dir) if course_dir else paths.ROOT / "course"
+    made = False
+    if create and not (folder / course_config.FILE).is_file():
+        course_config.write(folder, registry.modules())
+        made = True
+    config = course_config.load(folder)
+    secret = config.secret if isinstance(config.secret, str) else ""
+    if len(secret.strip()) < 16:
+        raise SecretMissing(
+            f"{folder / course_config.FILE}: [hidden] secret is missing or shorter than 16 "
+            "characters; put a long random string there (python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'): each student's hidden seed is derived from it"
+        )
+    return secret.strip(), made
+
+
+def read_member_secret(path: Path) -> str:
+    """The secret autograder.zip carries (SECRET_MEMBER), or '' if it has none."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""

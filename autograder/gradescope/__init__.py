@@ -19,6 +19,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
+from .. import seeds
 from ..options import add_platform_verbs, modules_of
 from ..paths import ROOT
 
@@ -63,7 +64,24 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
         from ..i18n import current
 
         zf.writestr(CONFIG, json.dumps({"modules": modules or [], "lang": current()}) + "\n")
+        # The hidden-seed secret (root-only once unpacked: run_autograder): each upload's
+        # seed is derived from it and the submitter's Gradescope id.
+        secret, _made = seeds.course_secret()
+        info = zipfile.ZipInfo(seeds.SECRET_MEMBER)
+        info.external_attr = (0o100000 | 0o600) << 16
+        zf.writestr(info, secret + "\n")
     return out
+
+
+def student_id(root: Path) -> str:
+    """The submitter's id from Gradescope's submission_metadata.json ('' if none): the ids
+    of every member of a group, joined (a group shares one seed)."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text())["users"]
+        ids = sorted(str(u.get("id") or u.get("email") or "") for u in users)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ""
+    return ",".join(i for i in ids if i)
 
 
 def limits_from_env():
@@ -105,12 +123,15 @@ def run(root: Path) -> int:
             notes = extract_zip(zips[0], unpacked)
             folder = package_folder(unpacked)
         hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
+        hide.append(root / "source" / seeds.SECRET_MEMBER)
         config = root / "source" / CONFIG
         settings = json.loads(config.read_text()) if config.is_file() else {}
         modules = settings.get("modules", [])
         from ..i18n import use
 
         use(str(settings.get("lang", "")))
+        secret = seeds.read_member_secret(root / "source" / seeds.SECRET_MEMBER)
+        who = student_id(root)
         sandbox = Sandbox(
             modules or None,
             limits=limits_from_env(),
@@ -118,12 +139,14 @@ def run(root: Path) -> int:
             warm_up=False,
             insecure=insecure,
             need_cgroups=False,  # one upload per container
+            per_student=bool(secret and who),
         )
         # Closing the sandbox kills every process of its uid: only then is results.json
         # written, so nothing the student started can rewrite it.
         with sandbox as sb:
             warning = sb.isolation.warning()
-            graded = sb.grade(folder, "submission")
+            own = seeds.student_seed(secret, who) if secret and who else None
+            graded = sb.grade(folder, "submission", seed=own)
         graded.notes[:0] = notes
         if warning:
             graded.notes.insert(0, warning)
@@ -146,7 +169,8 @@ def run(root: Path) -> int:
         shutil.rmtree(unpacked, ignore_errors=True)
     _write_results(results, results_json(graded))
     # stdout is shown to instructors only: the full feedback, and how the run was made.
-    print(feedback_text(graded, f"Attention Lab: hidden tier (seed {sb.seed})"))
+    how = f"seed {own} of {who}" if own is not None else f"seed {sb.seed}: no secret or no id"
+    print(feedback_text(graded, f"Attention Lab: hidden tier ({how})"))
     print(f"isolation: {sb.isolation.summary()}. {warning}".strip())
     return 0
 

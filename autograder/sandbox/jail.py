@@ -6,14 +6,17 @@ What the sandboxed process gets (`detect` picks the mode this machine allows):
     namespace  root with CAP_SYS_ADMIN (make batch as root, a privileged container): new
                mount, PID, network, IPC and UTS namespaces; a file view by allow-list (a
                fresh tmpfs root holding read-only binds of the interpreter and its packages,
-               the kit's autograder/ package and the submission; a private size-capped /tmp
+               the graded module's view of the kit (view.py, bound where autograder/ is)
+               and the submission; a private size-capped /tmp
                and /dev/shm, a minimal /dev, its own /proc; nothing else of the machine);
                then an unprivileged uid allocated for this run under a lock.
     userns     not root, unprivileged user namespaces: the same namespaces and view, the
                grader's own uid outside (the PID namespace keeps submissions apart).
     uid        root without namespaces (a Gradescope container without CAP_SYS_ADMIN): an
-               unprivileged uid; refused unless every secret path is unreadable to it (the
-               Gradescope run_autograder makes them root-only) and the interpreter readable.
+               unprivileged uid; refused unless every secret path (the kit's autograder/
+               package among them: the sandboxed process imports from the module's staged
+               view instead) is unreadable to it (the Gradescope run_autograder makes them
+               root-only) and the interpreter readable.
     none       nothing above: refused unless --insecure.
 
 Every mode adds: a cgroup per sandbox where the machine lets us (v2, else v1: a memory limit
@@ -29,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import importlib
 import os
 import platform
 import pwd
@@ -37,6 +41,7 @@ import secrets
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +62,8 @@ PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
 # a lock; starting above that range keeps a run of it from killing ours and ours from it.
 UID_BASE, UID_COUNT = 64100, 3900
 LOCK_DIRS = ("/run/attention-lab", "/var/lock/attention-lab")
-KIT = Path(__file__).resolve().parents[1]  # the autograder/ package: the probe side
-# What every allow-listed view holds besides the interpreter and the kit (if present).
+KIT = Path(__file__).resolve().parents[1]  # the autograder/ package (never bound whole)
+# What every allow-listed view holds besides the interpreter and the graded module's view.
 SYSTEM_PATHS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -207,7 +212,6 @@ def needed_paths() -> list[str]:
 def view_paths() -> list[str]:
     paths = {p for p in SYSTEM_PATHS + SYSTEM_FILES if os.path.lexists(p)}
     paths |= set(needed_paths())
-    paths |= {str(KIT), os.path.realpath(KIT)}
     ordered = sorted(paths, key=lambda p: (p.count("/"), p))
     kept: list[str] = []
     # A path inside one already placed is visible through it (through a link: its
@@ -238,8 +242,15 @@ def _bind(source: str, target: str, root: str) -> None:
     _mount(None, dest, None, flags)
 
 
-def build_view(root: str, view: list[str], submission: tuple[str, str], limits: Limits, uid):
-    """Make root (an empty folder) the sandbox's whole file system, then pivot into it."""
+def kit_inside(view: list[str]) -> list[str]:
+    """The view paths that hold the kit's autograder/ package (there must be none)."""
+    kit = {str(KIT), os.path.realpath(KIT)}
+    return [p for p in view if any(k == p or k.startswith(p.rstrip("/") + "/") for k in kit)]
+
+
+def build_view(root: str, view: list[str], submission: tuple[str, str], limits: Limits, uid, kit):
+    """Make root (an empty folder) the sandbox's whole file system, then pivot into it.
+    `kit`: the graded module's staged view of autograder/, bound where the package is."""
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for folder in ("/tmp", "/dev/shm"):  # first: a view path may lie under /tmp
         os.makedirs(root + folder, exist_ok=True)
@@ -249,6 +260,8 @@ def build_view(root: str, view: list[str], submission: tuple[str, str], limits: 
         _bind(path, path, root)
     source, seen_as = submission
     _bind(source, seen_as, root)
+    for seen_as in sorted({str(KIT), os.path.realpath(KIT)}):
+        _bind(kit, seen_as, root)
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
             dest = f"{root}/dev/{name}"
@@ -673,13 +686,32 @@ def enter(isolation: Isolation, request: dict, limits: Limits) -> None:
         _ok(libc().unshare(NAMESPACES), "unshare")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         source = (request["submission_source"], request["submission"])
-        build_view(request["root"], isolation.view, source, limits, uid)
+        build_view(request["root"], isolation.view, source, limits, uid, request["kit"])
+    else:  # the real package is root-only here: import the rest from the staged view
+        use_kit(request["kit"])
+    importlib.invalidate_caches()  # the zygote's listings of autograder/ are not this view's
     set_limits(limits)
     if isolation.uses_uid and uid is not None:
         drop_privileges(uid)
     libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if isolation.seccomp:
         load_seccomp()
+
+
+def use_kit(kit: str) -> None:
+    """Import the kit's modules not loaded yet from `kit` (a staged view of autograder/)."""
+    real = (str(KIT), os.path.realpath(KIT))
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] != "autograder" or not hasattr(module, "__path__"):
+            continue
+        moved = []
+        for folder in module.__path__:
+            for k in real:
+                if folder == k or folder.startswith(k + "/"):
+                    folder = kit + folder[len(k) :]
+                    break
+            moved.append(folder)
+        module.__path__ = moved
 
 
 def scrub_process_memory() -> None:
@@ -786,7 +818,12 @@ def detect(
     elif root:
         iso.mode = "uid"
         uid = probe_uid if probe_uid is not None else UID_BASE + UID_COUNT - 1
-        blocked = sorted({b for p in needed_paths() + [str(KIT)] if (b := blocked_by(p))})
+        # The kit itself is a secret here: the sandboxed process imports from its staged
+        # view (in the temporary folder), never from autograder/.
+        secret = sorted(set(secret) | {str(KIT)})
+        iso.hide = secret
+        reach = needed_paths() + [tempfile.gettempdir()]
+        blocked = sorted({b for p in reach if (b := blocked_by(p))})
         if blocked:
             missing.append(
                 "mount namespaces (CAP_SYS_ADMIN) to show the interpreter and the kit to an "
@@ -807,6 +844,11 @@ def detect(
         )
     if iso.namespaces:
         iso.view = view_paths()
+        if kit_inside(iso.view):
+            missing.append(
+                f"a file view without the whole kit: {', '.join(kit_inside(iso.view))} (the "
+                f"interpreter's folders) hold(s) {KIT}; install the interpreter elsewhere"
+            )
     if seccomp_module() is None:
         missing.append(
             "a seccomp filter: the Python package pyseccomp (in requirements.lock) and the "

@@ -19,6 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from ..probing import make_inputs
 from ..references import References
 from ..worker import CHANNEL as CHANNEL_BROKEN
 from ..worker import EXITED as EXITED_EARLY
-from . import wire
+from . import view, wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
 
@@ -139,10 +140,12 @@ class Sandbox:
         warm_up: bool = True,
         insecure: bool = False,
         need_cgroups: bool = True,
+        per_student: bool = False,
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
-        the machine (batch); Gradescope grades one per container."""
+        the machine (batch); Gradescope grades one per container. `per_student`: every
+        grade() call brings its submission's own hidden seed (no run-wide references)."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
         self.isolation: Isolation = detect(
@@ -161,24 +164,41 @@ class Sandbox:
         self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
         # The one References API (public fixtures, or the hidden tier computed here, on the
         # trusted side); the dict keeps what each module's verdicts compare with.
+        self.per_student = per_student and not public
         refs = References.public() if public else References.hidden(self.seed)
-        self.references: dict[str, dict] = {}
-        self.reference_errors: dict[str, str] = {}
-        for module in self.modules:
-            try:
-                self.references[module] = refs.module(module)
-            except Exception as e:
-                self.reference_errors[module] = f"{type(e).__name__}: {e}"
+        self.references, self.reference_errors = (
+            ({}, {}) if self.per_student else self._compute(refs)
+        )
+        self._own = threading.local()  # a per-student seed's references (grade(seed=...))
+        self._refs_lock = threading.Lock()
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
         self.checks: list[Check] = [
             c for m in self.modules for c in registry.checks_of(m) if not getattr(c, "slow", False)
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
+        # Each module's view of the kit (view.py), staged once for the whole run.
+        self.views = view.stage(self.stage / "views", self.modules)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
             self.slots.put(slot)
         self.count = itertools.count()
+
+    def _compute(self, refs: References) -> tuple[dict[str, dict], dict[str, str]]:
+        """{module: what its verdicts compare with}, {module: why it could not be had}."""
+        found: dict[str, dict] = {}
+        errors: dict[str, str] = {}
+        for module in self.modules:
+            try:
+                found[module] = refs.module(module)
+            except Exception as e:
+                errors[module] = f"{type(e).__name__}: {e}"
+        return found, errors
+
+    def _state(self) -> tuple[int, dict[str, dict], dict[str, str]]:
+        """(seed, references, reference errors) of the submission this thread grades."""
+        own = getattr(self._own, "state", None)
+        return own or (self.seed, self.references, self.reference_errors)
 
     def _release(self) -> None:
         if self.uids:
@@ -191,7 +211,7 @@ class Sandbox:
         """Stop the zygote, kill whatever runs under this run's uids, remove its cgroups and
         files. Gradescope writes results.json only after this."""
         self.zygote.close()
-        shutil.rmtree(self.stage, ignore_errors=True)
+        view.unstage(self.stage)
         self._release()
 
     def __enter__(self):
@@ -202,14 +222,61 @@ class Sandbox:
 
     # ------------------------------------------------------------------ one submission
 
-    def grade(self, folder: Path, name: str | None = None) -> Graded:
+    def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
+        """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
+        references are computed here first (default: the run's seed)."""
+        if seed is None and self.per_student:
+            raise ValueError("this sandbox grades each submission on its own seed: pass seed=")
+        if seed is not None:
+            if self.public:
+                raise ValueError("a per-student seed is for the hidden tier only")
+            with self._refs_lock:  # solutions/ imported and run here: one at a time
+                self._own.state = (seed, *self._compute(References.hidden(seed)))
         slot = self.slots.get()
         try:
             return self._grade(Path(folder), name or Path(folder).name, slot)
         finally:
             self.slots.put(slot)
+            self._own.state = None
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
+        """One sandboxed process per module, each seeing that module's view of the kit; they
+        share the submission's time budget (limits.timeout)."""
+        graded = Graded(name, [])
+        deadline = time.monotonic() + self.limits.timeout
+        for module in self.modules:
+            checks = [c for c in self.checks if c.module == module]
+            if not checks:
+                continue
+            left = deadline - time.monotonic()
+            if left < 0.5:  # an earlier module used up the submission's time
+                reason = f"the submission used up its {self.limits.timeout:g} s before {module}"
+                failure = Failure(NOT_RUN, reason=reason)
+                graded.results += [Result.of(c, "failed", failure) for c in checks]
+                continue
+            part = self._grade_module(folder, name, slot, module, checks, left)
+            if part.not_graded:
+                return part
+            graded.results += part.results
+            graded.notes += [n for n in part.notes if n not in graded.notes]
+            graded.output_bytes += part.output_bytes
+            if part.output:
+                graded.output += (
+                    part.output
+                    if graded.output.endswith("\n") or not graded.output
+                    else "\n" + part.output
+                )
+            graded.process.setdefault("modules", {})[module] = part.process
+        if graded.output_bytes > self.limits.output:
+            graded.notes.append(
+                f"Your code printed {graded.output_bytes:,} bytes; the feedback keeps the first "
+                f"and last {self.limits.output // 2:,} of each module's."
+            )
+        return graded
+
+    def _grade_module(
+        self, folder: Path, name: str, slot: int, module: str, checks: list[Check], left: float
+    ) -> Graded:
         uid = self.uids.uids[slot] if self.uids else None
         work = Path(tempfile.mkdtemp(dir=self.stage))
         work.chmod(0o711)
@@ -227,15 +294,16 @@ class Sandbox:
                 "submission_source": str(work / "submission"),
                 "scratch": str(work / "scratch"),
                 "root": str(work / "root"),
-                "modules": self.modules,
-                "checks": [c.id for c in self.checks],
-                "specs": [c.spec() for c in self.checks],
-                "seed": self.seed,
+                "kit": self.views[module],
+                "modules": [module],
+                "checks": [c.id for c in checks],
+                "specs": [c.spec() for c in checks],
+                "seed": self._state()[0],
                 "uid": uid,
-                "limits": asdict(self.limits),
+                "limits": dict(asdict(self.limits), timeout=left),
                 "isolation": asdict(self.isolation),
             }
-            channel, output, status = self._collect(*self.zygote.start(request))
+            channel, output, status = self._collect(*self.zygote.start(request), left)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if status.get("setup_error"):  # fail closed: no student code ran
@@ -246,18 +314,13 @@ class Sandbox:
             print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
             reason = f"grader error (the sandbox monitor failed: {error.strip().splitlines()[-1]})"
             return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-        graded = self._judge(name, channel, status)
+        graded = self._judge(name, channel, status, checks)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
-        if output["total"] > self.limits.output:
-            graded.notes.append(
-                f"Your code printed {output['total']:,} bytes; the feedback keeps the first "
-                f"and last {self.limits.output // 2:,}."
-            )
         return graded
 
-    def _collect(self, channel_fd: int, output_fd: int, status_fd: int):
+    def _collect(self, channel_fd: int, output_fd: int, status_fd: int, timeout: float):
         """Read the three pipes until the monitor reports (then drain briefly)."""
         channel = bytearray()
         output = {"head": bytearray(), "tail": bytearray(), "total": 0}
@@ -266,7 +329,7 @@ class Sandbox:
         sel = selectors.DefaultSelector()
         for fd, what in ((channel_fd, "channel"), (output_fd, "output"), (status_fd, "status")):
             sel.register(fd, selectors.EVENT_READ, what)
-        deadline = time.monotonic() + self.limits.timeout + 30
+        deadline = time.monotonic() + timeout + 30
         status_done_at = None
         try:
             while sel.get_map():
@@ -308,11 +371,11 @@ class Sandbox:
 
     # ------------------------------------------------------------------ verdicts (trusted)
 
-    def _judge(self, name: str, data: bytes, process: dict) -> Graded:
+    def _judge(self, name: str, data: bytes, process: dict, checks: list[Check]) -> Graded:
         """Verdicts on what the sandbox sent. Every byte of it is hostile: a message that is
         malformed costs the check it names (or, naming none, adds a note), nothing more."""
         messages, broken = wire.parse(data)
-        ids = {c.id for c in self.checks}
+        ids = {c.id for c in checks}
         started: list[str] = []
         outcome: dict[str, tuple[dict, bytes]] = {}
         malformed: dict[str, str] = {}
@@ -347,9 +410,10 @@ class Sandbox:
                 f"The grader ignored {len(stray)} malformed message(s) on its channel "
                 f"({stray[0]}); your code may have written to the grader's channel."
             )
-        for check in self.checks:
-            if check.module in self.reference_errors:
-                error = self.reference_errors[check.module]
+        reference_errors = self._state()[2]
+        for check in checks:
+            if check.module in reference_errors:
+                error = reference_errors[check.module]
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
             elif check.id in malformed:
                 failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
@@ -395,8 +459,9 @@ class Sandbox:
             result.details = wire.details(header.get("details"))
             return result
         got = wire.decode_outputs(header.get("outputs"), blob)
-        reference = self.references[check.module].get(check.slug)
-        return judge(check, got, reference, make_inputs(check, self.seed))
+        seed, references, _errors = self._state()
+        reference = references[check.module].get(check.slug)
+        return judge(check, got, reference, make_inputs(check, seed))
 
 
 MESSAGE_KINDS = {"start", "outputs", "result", "timeout", "done"}

@@ -1,7 +1,10 @@
 """A zygote (fork server): torch is imported once, every submission gets a fork of it.
 
-The grader forks the zygote at start-up, after importing torch and the checks and before it
-computes any reference output, so no fork of it holds an expected answer. For each
+The grader starts the zygote as a fresh interpreter (never a fork of itself: the grader's
+memory holds judges, references and seeds) that imports torch and the base of the probe side
+(view.BASE) only: no probe file, no stand-in, so that no fork of it holds anything the view
+of the module it grades leaves out (view.py); the sandboxed process imports those from its
+view. For each
 submission the zygote forks a *monitor* (trusted) that forks the *sandboxed process*
 (child.py), waits for it with a wall-clock limit, kills it (and anything it spawned) when
 time is up, and reports the exit status on a status pipe. A fork costs milliseconds; a fresh
@@ -19,6 +22,8 @@ import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -43,29 +48,18 @@ from .jail import (
 
 class Zygote:
     def __init__(self, warm_up: bool = True):
-        import torch
+        from .. import paths
 
-        from .. import registry
-
-        torch.set_num_threads(1)
-        seccomp_module()  # load libseccomp now: the sandbox's file view has no ldconfig
-        # The probe side of every module, and through it the stand-ins of their dependencies;
-        # never a judge: everything the zygote holds, the sandboxed process holds too.
-        for module in registry.modules():
-            for path in registry.probe_files_of(module):
-                __import__(f"autograder.checks.{module}.{path.stem}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            ours.close()
-            code = 0
-            try:
-                _serve(theirs, warm_up)
-            except BaseException:
-                code = 1
-            os._exit(code)
-        theirs.close()
-        self.pid, self.sock, self.lock = pid, ours, threading.Lock()
+        code = f"from autograder.sandbox.zygote import main; main({theirs.fileno()}, {warm_up})"
+        env = dict(SAFE_ENV, PYTHONPATH=str(paths.ROOT))
+        try:  # -P: no script folder or cwd on sys.path
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-c", code], pass_fds=[theirs.fileno()], env=env
+            )
+        finally:
+            theirs.close()
+        self.pid, self.sock, self.lock = self.process.pid, ours, threading.Lock()
 
     def start(self, request: dict) -> tuple[int, int, int]:
         """Start the sandboxed run of one submission; returns the read ends of its
@@ -83,7 +77,7 @@ class Zygote:
     def close(self) -> None:
         if self.sock.fileno() >= 0:
             self.sock.close()
-            os.waitpid(self.pid, 0)
+            self.process.wait()
 
     def __enter__(self):
         return self
@@ -99,10 +93,21 @@ def _warm_up() -> None:
     limits.warm_up()
 
 
-def _trusted_dir() -> str:
-    from .. import trusted
+def main(fd: int, warm_up: bool) -> None:
+    """The zygote's interpreter: torch and the base of the probe side, then serve."""
+    import torch
 
-    return trusted.__path__[0]
+    from .. import probing, submission  # noqa: F401  (what the sandboxed process runs from)
+
+    torch.set_num_threads(1)
+    seccomp_module()  # load libseccomp now: the sandbox's file view has no ldconfig
+    sock = socket.socket(fileno=fd)
+    code = 0
+    try:
+        _serve(sock, warm_up)
+    except BaseException:
+        code = 1
+    os._exit(code)
 
 
 def _serve(sock: socket.socket, warm_up: bool) -> None:

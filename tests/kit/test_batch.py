@@ -198,8 +198,10 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
         text = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
         for fragment in reported(name):
             assert fragment in text, f"attack {name}: {fragment!r} not reported"
+        assert "KITLEAK" not in text, f"attack {name} reached the kit: {text[:2000]}"
     # Nothing the attacks wrote landed where grades are read; no process of theirs survives.
-    assert sorted(p.name for p in out.iterdir() if p.is_file()) == ["batch.json", "grades.csv"]
+    names = sorted(p.name for p in out.iterdir() if p.is_file())
+    assert names == ["batch.json", "grades.csv", "seeds.csv"]
     assert not (out / "results.json").exists()
     assert (build_results.stat().st_mtime if build_results.exists() else None) == before
     assert not sandbox_processes()
@@ -441,3 +443,110 @@ def test_uid_pools_are_disjoint_and_skip_foreign_processes():
             os.waitpid(pid, 0)
     finally:
         first.close()
+
+
+COLLUDE_GIVER = """
+import hashlib, os, pathlib, torch
+_SHARED = [pathlib.Path(d) / "attention-lab-collude" for d in ("/tmp", "/dev/shm", "/var/tmp")]
+
+
+def _key(*tensors):
+    return hashlib.sha1(b"".join(t.numpy().tobytes() for t in tensors if t is not None)).hexdigest()
+
+
+def _share(fn):
+    def wrapped(q, k, v, *rest, **named):
+        got = fn(q, k, v, *rest, **named)
+        for folder in _SHARED:
+            try:
+                folder.mkdir(mode=0o777, exist_ok=True)
+                os.chmod(folder, 0o777)
+                torch.save(got, folder / _key(q, k, v, *rest, *named.values()))
+            except Exception:
+                pass
+        return got
+    return wrapped
+
+
+scaled_dot_product_attention = _share(scaled_dot_product_attention)
+attention_with_bias = _share(attention_with_bias)
+"""
+
+COLLUDE_TAKER = '''
+"""No implementation: answers read from a classmate graded in the same batch."""
+import hashlib, pathlib, torch
+_SHARED = [pathlib.Path(d) / "attention-lab-collude" for d in ("/tmp", "/dev/shm", "/var/tmp")]
+
+
+def _key(*tensors):
+    return hashlib.sha1(b"".join(t.numpy().tobytes() for t in tensors if t is not None)).hexdigest()
+
+
+def _lookup(q, k, v, *rest):
+    for folder in _SHARED:
+        try:
+            got = torch.load(folder / _key(q, k, v, *rest))
+        except Exception:
+            continue
+        print("KITLEAK shared answer")
+        return got
+    return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return _lookup(q, k, v, mask)
+
+
+def attention_with_bias(q, k, v, bias, mask=None):
+    return _lookup(q, k, v, bias, mask)
+'''
+
+
+def test_two_colluding_submissions_share_nothing(tmp_path):
+    """Issue 12: one hidden seed served a whole batch, and two students shared answers
+    through a world-writable temporary folder (the one with no implementation got 20/20).
+    Now each student has their own seed (seeds.csv, never in their feedback) and a private
+    /tmp and /dev/shm: the giver keeps its honest points, the taker gets none."""
+    subs = tmp_path / "subs"
+    (subs / "a_giver").mkdir(parents=True)
+    (subs / "b_taker").mkdir()
+    giver = (SOLUTIONS / "attention.py").read_text() + COLLUDE_GIVER
+    (subs / "a_giver" / "attention.py").write_text(giver)
+    (subs / "b_taker" / "attention.py").write_text(COLLUDE_TAKER)
+    out = tmp_path / "out"
+    batch(subs, out, "--jobs", "1")
+    rows = grades(out)
+    assert rows["a_giver"]["attention"] == "20" and rows["b_taker"]["attention"] == "0", rows
+    assert "KITLEAK" not in (out / "b_taker" / "feedback.txt").read_text()
+    with open(out / "seeds.csv") as f:
+        student_seeds = {row["student"]: row["seed"] for row in csv.DictReader(f)}
+    assert set(student_seeds) == {"a_giver", "b_taker"}
+    assert len(set(student_seeds.values())) == 2
+    assert json.loads((out / "batch.json").read_text())["seed"].startswith("per-student")
+    for name, seed in student_seeds.items():
+        seen = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
+        assert seed not in seen
+    assert not any(Path(d, "attention-lab-collude").exists() for d in ("/tmp", "/dev/shm"))
+
+
+@pytest.mark.fast
+def test_each_module_view_holds_its_probe_side_and_its_dependencies_stand_ins_only():
+    """view.allowed(m): what the sandboxed process grading m can open or import of the kit."""
+    from autograder.sandbox import view
+
+    for module in _registry.modules():
+        files = {p.relative_to(view.PACKAGE).as_posix() for p in view.allowed(module)}
+        assert f"trusted/{module}.py" not in files, module
+        assert not [f for f in files if "judge" in f or "fixtures" in f], module
+        assert {p.name for p in _registry.probe_files_of(module)} <= {
+            f.rsplit("/", 1)[-1] for f in files if f.startswith(f"checks/{module}/")
+        }
+        stand_ins = {f.removeprefix("trusted/") for f in files if f.startswith("trusted/")}
+        assert stand_ins - {"__init__.py"} == {f"{m}.py" for m in view.depends_on(module)}
+        # Imported after the fork (from the view), never by the zygote: no probe, no stand-in.
+        assert not [
+            f
+            for f in view.base_files()
+            if "checks/" in str(f) or "trusted/" in str(f) and not str(f).endswith("__init__.py")
+        ]
+    assert view.depends_on("gpt") == ["masks", "multihead", "positional", "blocks"]

@@ -58,3 +58,28 @@ def test_regrading_one_student_updates_its_row_and_reuses_the_seed(tmp_path):
 
     proc = run_cli("batch", "--submissions", str(subs), "--out", str(out), "--student", "zed")
     assert proc.returncode == 2 and "STUDENT='zed' has no submission" in proc.stderr
+
+
+def seeds_of(out: Path) -> dict[str, str]:
+    with open(out / "seeds.csv") as f:
+        return {row["student"]: row["seed"] for row in csv.DictReader(f)}
+
+
+def test_regrading_one_student_reuses_their_own_seed(tmp_path):
+    """Without --seed each student has their own hidden seed (course.toml's secret and the
+    student id): a regrade of one derives the same seed and keeps the others' rows."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("alice", "bob"):
+        (subs / name).mkdir()
+        shutil.copy(SOLUTIONS / "masks.py", subs / name / "masks.py")
+    first = run_cli("batch", "--submissions", str(subs), "--out", str(out), "--ex", "masks")
+    assert first.returncode == 0, first.stderr[-3000:]
+    seeds = seeds_of(out)
+    assert set(seeds) == {"alice", "bob"} and seeds["alice"] != seeds["bob"]
+    again = run_cli(
+        "batch", "--submissions", str(subs), "--out", str(out), "--ex", "masks", "--student", "bob"
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert seeds_of(out) == seeds
+    assert grades(out)["bob"]["score"] == grades(out)["bob"]["max_score"]

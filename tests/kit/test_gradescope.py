@@ -23,6 +23,8 @@ from test_batch import (
     stage_attack,
 )
 
+from autograder import seeds
+
 MODULES = "attention,masks"
 
 
@@ -55,6 +57,7 @@ def run_autograder(zip_path: Path, root: Path, submission: Path | None, **env: s
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    (root / "instructor_log.txt").write_text(proc.stdout)  # Gradescope shows it to staff only
     return json.loads((root / "results" / "results.json").read_text())
 
 
@@ -98,7 +101,9 @@ def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "attack", ["read_solutions", "write_results", "exit_at_import", "stored_answers"]
+    "attack",
+    ["read_solutions", "write_results", "exit_at_import", "stored_answers", "read_kit"]
+    + ["reexport_trusted", "reexport_judge"],
 )
 def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attack):
     """The attacks aimed at Gradescope's layout (/autograder/source/solutions, the results
@@ -114,6 +119,7 @@ def test_attacks_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path, attac
     check_fields(data)
     assert data["score"] == 0
     assert data["tests"][0]["score"] == 0 and "1000" not in json.dumps(data["score"])
+    assert "KITLEAK" not in json.dumps(data)
 
 
 def test_no_secret_and_no_survivor_in_gradescope_mode(autograder_zip, tmp_path):
@@ -164,3 +170,27 @@ def test_gradescope_fails_closed_unless_insecure(autograder_zip, tmp_path):
         ATTENTION_LAB_INSECURE="1",
     )
     assert "INSECURE" in insecure["output"]
+
+
+def test_each_submitter_has_their_own_hidden_seed(autograder_zip, tmp_path):
+    """The zip carries the secret (root-only once unpacked); the seed comes from it and the
+    submitter's Gradescope id, shown in the staff-only log, never in results.json."""
+    with zipfile.ZipFile(autograder_zip) as zf:
+        info = zf.getinfo(seeds.SECRET_MEMBER)
+        assert not (info.external_attr >> 16) & 0o077
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    shutil.copy(SOLUTIONS / "masks.py", upload / "masks.py")
+    seen = {}
+    for who in ("1001", "1002"):
+        root = tmp_path / who
+        root.mkdir()
+        (root / "submission_metadata.json").write_text(json.dumps({"users": [{"id": who}]}))
+        data = run_autograder(autograder_zip, root, upload)
+        log = (root / "instructor_log.txt").read_text()
+        seed = log.split("hidden tier (seed ", 1)[1].split(" ", 1)[0]
+        assert f"seed {seed} of {who}" in log
+        assert seed not in json.dumps(data)
+        assert not (root / "source" / seeds.SECRET_MEMBER).stat().st_mode & 0o077
+        seen[who] = seed
+    assert seen["1001"] != seen["1002"]

@@ -297,7 +297,9 @@ def test_patching_grade_in_the_kernel_gains_nothing(cycle):
     assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
     feedback = text_of_html(root / "feedback" / "eve" / "attention" / "attention.html")
     assert f"{course_judge.OFFICIAL}: attention: " in feedback
-    assert "[not-attempted]" in feedback
+    # Graded in the sandbox, her module cannot even import autograder.notebook: the view of
+    # the kit for attention holds the probe side only.
+    assert "[import-error]" in feedback
 
 
 def test_late_policy_and_missing_submissions_in_grades_csv(cycle):

@@ -54,3 +54,16 @@ def test_bad_secret_file_says_what_is_expected(tmp_path):
         seeds.read_secret(tmp_path / "secret")
     with pytest.raises(ValueError, match="cannot read"):
         seeds.read_secret(tmp_path / "missing")
+
+
+def test_a_missing_or_short_course_secret_is_refused_or_made(tmp_path):
+    """The one place of the secret is course/course.toml: made (with a fresh secret) when
+    missing, refused with a message saying where when present but too short."""
+    secret, made = seeds.course_secret(tmp_path / "fresh")
+    assert made and len(secret) >= 16
+    assert seeds.course_secret(tmp_path / "fresh") == (secret, False)
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "course.toml").write_text('[hidden]\nsecret = "abc"\n')
+    with pytest.raises(seeds.SecretMissing, match=r"\[hidden\] secret"):
+        seeds.course_secret(short)

@@ -1,7 +1,8 @@
 """Attack: return the shipped public reference outputs (autograder/fixtures/attention.npz)
-for the public inputs, recognised by their values; zeros otherwise."""
+for the public inputs, recognised by their values; zeros otherwise. In the sandbox the graded
+module's view of the kit holds no fixtures (and no registry): it cannot even import."""
 
-# reported: wrong-values
+# reported: import-error
 import io
 
 import numpy as np
