@@ -17,6 +17,7 @@ compiled at run time (i18n.compiled), so there is no .mo to commit.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import io
 import re
 from collections.abc import Iterator
@@ -67,8 +68,6 @@ def domain_of(misconception_id: str) -> str:
 
 def misconception_texts() -> dict[str, list[tuple[str, str]]]:
     """{domain: [(text, misconception id)]}: each message and each written hint level."""
-    import importlib
-
     for module in ("worker", "verdicts", "sandbox.runner"):  # the kit's own misconceptions
         importlib.import_module(f"autograder.{module}")
     found: dict[str, list[tuple[str, str]]] = {KIT_DOMAIN: [(n, "") for n in core.HINT_LEVELS]}

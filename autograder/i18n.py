@@ -32,13 +32,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .core import HINT_LEVELS, Misconception, declared
+from .core import HINT_LEVELS, Misconception, Result, declared
 from .paths import BUILD, PACKAGE
-
-if TYPE_CHECKING:
-    from .core import Result
 
 LOCALES = PACKAGE / "locale"
 COMPILED = BUILD / "locale"

@@ -87,6 +87,17 @@ def _imports(path):
 
 # Imports inside functions that are kept on purpose, each with its reason.
 LAZY = {
+    ("autograder/cli.py", "autograder.engine"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.ladder"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.i18n"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.submission"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.catalogs"): "each verb's module loads when it runs",
+    ("autograder/i18n.py", "babel.messages.mofile"): "Babel only when a catalog is compiled",
+    ("autograder/i18n.py", "babel.messages.pofile"): "Babel only when a catalog is compiled",
+    ("autograder/i18n.py", "autograder.registry"): (
+        "every judge, only for a result whose misconception this process never declared"
+    ),
     ("autograder/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
     ("autograder/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
     ("autograder/cli.py", "autograder.class_report"): "each verb's module loads when it runs",
@@ -161,7 +172,10 @@ def test_no_private_names_across_modules():
         rel = path.relative_to(ROOT).as_posix()
         for target, _top, names, line in _imports(path):
             if target.startswith("autograder"):
-                found += [f"{rel}:{line} {target}.{n}" for n in names if n.startswith("_")]
+                # `_` alone is gettext's marker of a translatable text (autograder.i18n._)
+                found += [
+                    f"{rel}:{line} {target}.{n}" for n in names if n.startswith("_") and n != "_"
+                ]
     assert not found, found
 
 
