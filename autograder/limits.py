@@ -3,13 +3,17 @@
 A check may use max(its floor, FACTOR x the reference's CPU time) CPU seconds (the floor is
 Check.timeout; the reference's time is measured on the grading machine when the hidden tier
 computes it, and stored in the fixtures' manifest for the public tier). A check that uses
-them up is stopped from outside the process that runs it (worker.py). A process that makes
-no progress at all (blocked in input() or a sleep) is stopped after STALL_SECONDS of wall
-time without CPU use.
+them up is stopped from outside the process that runs it (Stopwatch: worker.py for local
+grading, the sandbox's monitor for batch grading); the remaining checks run in a fresh
+process. A process that makes no progress at all (blocked in input() or a sleep) is stopped
+after STALL_SECONDS of wall time without CPU use.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from functools import cache
 
 import torch
@@ -56,6 +60,57 @@ def cpu_limit(check: Check) -> float:
         return _override["cpu"]
     ref = _reference_cpu.get(check.id)
     return max(check.timeout, FACTOR * ref) if ref else check.timeout
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Stopwatch:
+    """Which check a process runs, and whether it overran, judged from outside it: the
+    parent (worker.py) or the sandbox's monitor reads the process's CPU seconds from /proc
+    and stops it itself, so no signal ever lands inside the process (or inside torch).
+
+    `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
+    `stall` wall-clock seconds (blocked, not computing) has overrun too."""
+
+    def __init__(self, pid: int, limit: Callable[[str], float], stall: float | None = None):
+        self.pid, self.limit = pid, limit
+        self.stall = stall_seconds() if stall is None else stall
+        self.current: str | None = None
+        self.started = self.last_cpu = 0.0
+        self.last_progress = time.monotonic()
+
+    def start(self, check_id: str) -> None:
+        self.current = check_id
+        self.started = self.last_cpu = cpu_seconds(self.pid)
+        self.last_progress = time.monotonic()
+
+    def finish(self) -> float:
+        """The CPU seconds the current check used; no check runs after this."""
+        used = max(0.0, cpu_seconds(self.pid) - self.started)
+        self.current = None
+        return used
+
+    def overran(self) -> tuple[str, float] | None:
+        """("cpu", limit) or ("stall", seconds) when the current check must be stopped."""
+        if self.current is None:
+            return None
+        cpu, now = cpu_seconds(self.pid), time.monotonic()
+        limit = self.limit(self.current)
+        if cpu - self.started > limit:
+            return "cpu", limit
+        if cpu > self.last_cpu + 0.01:
+            self.last_cpu, self.last_progress = cpu, now
+        elif now - self.last_progress > self.stall:
+            return "stall", self.stall
+        return None
 
 
 @cache

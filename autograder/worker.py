@@ -23,7 +23,6 @@ import os
 import selectors
 import signal
 import sys
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,16 +141,6 @@ def _fork(checks, submission, seed, device):
     return pid, channel_r, output_r
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of the process (all its threads), from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def _kill(pid: int) -> None:
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
@@ -171,9 +160,7 @@ class _Run:
         self.pid, self.channel, self.output = _fork(checks, str(submission.path), seed, device)
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
-        self.current: str | None = None
-        self.started_cpu = self.started_wall = 0.0
-        self.last_cpu, self.last_progress = 0.0, time.monotonic()
+        self.watch = limits.Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]))
         self.printed: dict[str | None, bytearray] = {}
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
@@ -187,14 +174,13 @@ class _Run:
         if not isinstance(check_id, str) or check_id not in self.checks:
             return
         check = self.checks[check_id]
-        now_cpu = _cpu_seconds(self.pid)
         if kind == "start":
-            self.current, self.started_cpu = check_id, now_cpu
+            self.watch.start(check_id)
             return
         if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
             return
         self._drain_output()  # the worker flushed its prints before it sent this message
-        probed = Probed(cpu_seconds=max(0.0, now_cpu - self.started_cpu))
+        probed = Probed(cpu_seconds=self.watch.finish())
         if kind == "result":
             probed.result = _child_result(check, header)
         elif kind == "unencodable":
@@ -206,7 +192,6 @@ class _Run:
             except wire.ChannelError as e:
                 probed.result = Result.of(check, "failed", Failure(CHANNEL, why=str(e)))
         self.probed[check_id] = probed
-        self.current = None
 
     def _drain_output(self) -> None:
         """Whatever the worker printed that is already in the pipe, for the current check."""
@@ -254,7 +239,7 @@ class _Run:
                 for key, _ in sel.select(timeout=0.05):
                     if not self._read(key.fd):
                         sel.unregister(key.fd)
-                if self.current is not None and self._overran():
+                if self._overran():
                     _kill(self.pid)
         finally:
             sel.close()
@@ -267,25 +252,23 @@ class _Run:
             how = _how(status)
             self.stopped = (self.current, Result.of(check, "failed", Failure(EXITED, how=how)))
 
+    @property
+    def current(self) -> str | None:
+        return self.watch.current
+
     def _overran(self) -> bool:
-        if self.current is None:
+        current, over = self.watch.current, self.watch.overran()
+        if current is None or over is None:
             return False
-        current = self.current
-        check = self.checks[current]
-        cpu = _cpu_seconds(self.pid)
-        now = time.monotonic()
-        if cpu - self.started_cpu > limits.cpu_limit(check):
-            seconds = limits.cpu_limit(check)
-            result = Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
-            self.stopped = (current, result)
-            return True
-        if cpu > self.last_cpu + 0.01:
-            self.last_cpu, self.last_progress = cpu, now
-        elif now - self.last_progress > limits.stall_seconds():
-            result = Result.of(check, "failed", Failure(STALLED, seconds=limits.stall_seconds()))
-            self.stopped = (current, result)
-            return True
-        return False
+        self.stopped = (current, overran(self.checks[current], *over))
+        return True
+
+
+def overran(check: Check, why: str, seconds: float) -> Result:
+    """The result of a check stopped from outside (limits.Stopwatch.overran)."""
+    if why == "cpu":
+        return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
+    return Result.of(check, "failed", Failure(STALLED, seconds=seconds))
 
 
 def _child_result(check: Check, header: dict) -> Result:
