@@ -83,6 +83,11 @@ dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no
 bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
 	$(PY) bench/attention_memory.py --device $(DEVICE) --json build/bench-$(DEVICE).json
 
+RUNS ?= 3
+.PHONY: bench-grade
+bench-grade: $(STAMP) ## time make grade, whole kit and each module side by side (warm; RUNS=3)
+	$(PY) bench/grade_speed.py --runs $(RUNS)
+
 # Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
 SUBMISSIONS ?=
 BATCH_OUT ?= build/batch

@@ -12,6 +12,7 @@ after STALL_SECONDS of wall time without CPU use.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from functools import cache
@@ -113,14 +114,60 @@ class Stopwatch:
         return None
 
 
-@cache
-def warm_up() -> None:
+def warm_up(*extra: str) -> None:
     """Pay torch's lazy first-use work once, in the grading process, before any student code
     runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
-    the middle of a lazy import dies with it; the next worker forks from this clean process.)"""
+    the middle of a lazy import dies with it; the next worker forks from this clean process.)
+
+    `extra`: costly first uses only some modules' probes need, named by the probe module's
+    WARM_UP tuple (WARM_UPS below): paid only when such a module is graded."""
+    _warm_torch()
+    for kind in extra:
+        WARM_UPS[kind]()
+
+
+@cache
+def _warm_torch() -> None:
     q = torch.randn(1, 2, 3, 4)
     F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
     F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
     F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()
-    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)  # meta kernels load lazily (~1 CPU-s)
+
+
+@cache
+def _warm_meta() -> None:
+    """The meta device's kernels load lazily (torch._refs and the compiler stack: ~1.4 CPU-s)."""
+    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)
+
+
+@cache
+def _warm_matplotlib() -> None:
+    """matplotlib's import, fonts and text layout: what plots.py's first figure pays."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.figure
+
+    fig = matplotlib.figure.Figure(figsize=(2, 2), layout="constrained")
+    ax = fig.add_subplot()
+    fig.colorbar(ax.imshow([[0.0, 1.0]], vmin=0, vmax=1), ax=ax)
+    ax.set_xticks(range(2), ["a", "b"], rotation=90)
+    ax.set_title("warm")
+    ax.plot([1, 2], [1, 2], marker="o", label="x")
+    ax.set_xscale("log", base=2)
+    ax.legend()
+    fig.canvas.draw()
+
+
+WARM_UPS: dict[str, Callable[[], None]] = {"meta": _warm_meta, "matplotlib": _warm_matplotlib}
+
+
+def warm_ups_of(checks) -> list[str]:
+    """The extra warm-ups the modules of `checks` declare (WARM_UP in their judge.py, which
+    the grading process has imported; the sandbox's zygote warms every kind)."""
+    found: dict[str, None] = {}
+    for module in dict.fromkeys(c.module for c in checks):
+        judge = sys.modules.get(f"autograder.checks.{module}.judge")
+        found.update(dict.fromkeys(getattr(judge, "WARM_UP", ())))
+    return list(found)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import limits, registry, report, report_html
+from . import limits, registry, report, report_html, worker
 from .core import Check, Result, Status
 from .engine import grade_module
 from .references import References
@@ -63,6 +63,7 @@ class GradingPlugin:
         self.left_out: list[Check] = []
         self.show_printed: bool = config.getoption("show_printed")
         self.outputs: dict[str, dict] = {}  # what the student's code returned, for the report
+        self.pool: worker.Pool | None = None  # every selected module's workers, started ahead
 
     def wanted(self, check: Check) -> bool:
         return (not self.modules or check.module in self.modules) and (
@@ -91,9 +92,17 @@ class GradingPlugin:
 
     def grade(self, check: Check) -> Result:
         if check.id not in self.results:
+            if self.pool is None:  # two modules' workers at a time, ahead of the verdicts
+                seed = self.references.seed
+                self.pool = worker.Pool(self.selected, self.submission, seed, self.device)
             checks = self.selected.get(check.module) or [check]
             graded = grade_module(
-                checks, self.submission, self.references, self.device, outputs=self.outputs
+                checks,
+                self.submission,
+                self.references,
+                self.device,
+                outputs=self.outputs,
+                pool=self.pool,
             )
             for result in graded:
                 self.results[result.check_id] = result
@@ -102,6 +111,8 @@ class GradingPlugin:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """After pytest's own last line: the table is the last thing the student reads."""
+        if self.pool is not None:
+            self.pool.close()
         if not self.results:
             return
         results = ordered_results(self)
@@ -136,8 +147,8 @@ class GradingPlugin:
             try:  # the student's heatmaps beside the reference ones; never fails the grading
                 from . import heatmaps
 
-                saved = heatmaps.save(self.submission, self.results_path.parent / "heatmaps")
-                print("Heatmaps (yours beside the reference):\n" + "\n".join(saved))
+                out = self.results_path.parent / "heatmaps"
+                print(heatmaps.save_in_background(self.submission, out))
             except Exception as e:
                 print(f"Heatmaps: not saved ({type(e).__name__}: {e})")
 

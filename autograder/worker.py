@@ -75,6 +75,9 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
     """The forked worker (it inherits the parent's memory, checks included): never returns."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
+        # What only this module needs (the meta device's kernels, matplotlib), before any
+        # student code and outside every check's CPU seconds; the parent warmed the rest.
+        limits.warm_up(*limits.warm_ups_of(probes))
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         sub = Submission(submission)
         for p in probes:
@@ -165,6 +168,7 @@ class _Run:
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
         self.done = False
+        self.open: set[int] = set()
 
     def _message(self, header: dict, blob: bytes) -> None:
         kind, check_id = header.get("type"), header.get("check")
@@ -230,23 +234,29 @@ class _Run:
             kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
         return True
 
-    def follow(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self.channel, selectors.EVENT_READ)
-        sel.register(self.output, selectors.EVENT_READ)
-        try:
-            while sel.get_map():
-                for key, _ in sel.select(timeout=0.05):
-                    if not self._read(key.fd):
-                        sel.unregister(key.fd)
-                if self._overran():
-                    _kill(self.pid)
-        finally:
-            sel.close()
-            for fd in (self.channel, self.output):
-                os.close(fd)
+    def register(self, sel: selectors.BaseSelector) -> None:
+        self.open = {self.channel, self.output}
+        for fd in self.open:
+            sel.register(fd, selectors.EVENT_READ, self)
+
+    def readable(self, sel: selectors.BaseSelector, fd: int) -> None:
+        if not self._read(fd):
+            sel.unregister(fd)
+            self.open.discard(fd)
+
+    def tick(self) -> None:
+        if self._overran():
             _kill(self.pid)
-            _, status = os.waitpid(self.pid, 0)
+
+    def finish(self, sel: selectors.BaseSelector) -> None:
+        """Once both pipes are closed (or to abandon the run): close, kill, reap."""
+        for fd in (self.channel, self.output):
+            if fd in self.open:
+                sel.unregister(fd)
+            os.close(fd)
+        self.open = set()
+        _kill(self.pid)
+        _, status = os.waitpid(self.pid, 0)
         if not self.done and self.current is not None and self.stopped is None:
             check = self.checks[self.current]
             how = _how(status)
@@ -299,16 +309,20 @@ def _excerpt(data: bytes) -> str:
     return text[: OUTPUT_KEEP // 2] + "\n[...]\n" + text[-OUTPUT_KEEP // 2 :]
 
 
-def probe_module(
-    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
-) -> dict[str, Probed]:
-    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
-    limits.warm_up()
-    found: dict[str, Probed] = {}
-    todo = list(checks)
-    while todo:
-        run = _Run(todo, submission, seed, device)
-        run.follow()
+class _Job:
+    """One module's checks: workers one after another until every check has a result."""
+
+    def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
+        self.module = checks[0].module
+        self.args = (submission, seed, device)
+        self.todo = list(checks)
+        self.found: dict[str, Probed] = {}
+        self.run = _Run(self.todo, *self.args)
+
+    def settle(self) -> bool:
+        """After the current run finished: record it; start the next run if checks remain.
+        True when every check has its Probed."""
+        run, found, todo = self.run, self.found, self.todo
         for check_id, probed in run.probed.items():
             probed.printed = _excerpt(bytes(run.printed.get(check_id, b"")))
             found[check_id] = probed
@@ -331,6 +345,92 @@ def probe_module(
                 found[check.id] = Probed(
                     result=Result.of(check, "failed", Failure(EXITED, how="before it started"))
                 )
-            break
-        todo = remaining
-    return found
+            remaining = []
+        self.todo = remaining
+        if remaining:
+            self.run = _Run(remaining, *self.args)
+        return not remaining
+
+
+def default_jobs() -> int:
+    """Workers at once: one per core this process may use, at most two (a worker is one
+    thread; the grading process judges beside them)."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))
+
+
+class Pool:
+    """The workers of several modules, `jobs` at a time, started ahead of the verdicts and
+    read in one loop here: `result(module)` drives them until that module is done (the
+    others keep going while the grading process judges). Each module still gets its own
+    forked worker, with the same limits as one at a time."""
+
+    def __init__(
+        self,
+        groups: dict[str, list[Check]],
+        submission: Submission,
+        seed: int,
+        device: str = "cpu",
+        jobs: int | None = None,
+    ):
+        self.args = (submission, seed, device)
+        self.jobs = jobs or default_jobs()
+        self.waiting = {module: checks for module, checks in groups.items() if checks}
+        self.live: list[_Job] = []
+        self.done: dict[str, dict[str, Probed]] = {}
+        self.sel = selectors.DefaultSelector()
+        limits.warm_up()
+
+    def result(self, module: str, checks: list[Check] | None = None) -> dict[str, Probed]:
+        """{check id: Probed} for `module` (its checks as given at the start, or `checks`)."""
+        if module not in self.done and module not in self.waiting:
+            if not any(job.module == module for job in self.live):
+                self.waiting = {module: list(checks or []), **self.waiting}
+        while module not in self.done:
+            self._fill(first=module)
+            self._step()
+        return self.done.pop(module)
+
+    def _fill(self, first: str) -> None:
+        while len(self.live) < self.jobs and self.waiting:
+            module = first if first in self.waiting else next(iter(self.waiting))
+            checks = self.waiting.pop(module)
+            if not checks:
+                self.done[module] = {}
+                continue
+            job = _Job(checks, *self.args)
+            job.run.register(self.sel)
+            self.live.append(job)
+
+    def _step(self) -> None:
+        for key, _ in self.sel.select(timeout=0.05):
+            key.data.readable(self.sel, key.fd)
+        for job in list(self.live):
+            job.run.tick()
+            if job.run.open:
+                continue
+            job.run.finish(self.sel)
+            if job.settle():
+                self.live.remove(job)
+                self.done[job.module] = job.found
+            else:
+                job.run.register(self.sel)
+
+    def close(self) -> None:
+        """Stop every worker still running (grading ended early: Ctrl-C, an error)."""
+        for job in self.live:
+            job.run.finish(self.sel)
+        self.live, self.waiting = [], {}
+        self.sel.close()
+
+
+def probe_module(
+    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
+) -> dict[str, Probed]:
+    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
+    if not checks:
+        return {}
+    pool = Pool({checks[0].module: checks}, submission, seed, device, jobs=1)
+    try:
+        return pool.result(checks[0].module)
+    finally:
+        pool.close()

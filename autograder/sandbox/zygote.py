@@ -95,7 +95,7 @@ def _warm_up() -> None:
     """Pay torch's lazy first-use work once, in the zygote, not per submission."""
     from .. import limits
 
-    limits.warm_up()
+    limits.warm_up(*limits.WARM_UPS)  # every kind: the zygote serves every module
 
 
 def _trusted_dir() -> str:
