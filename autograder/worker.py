@@ -144,14 +144,6 @@ def _fork(checks, submission, seed, device):
     return pid, channel_r, output_r
 
 
-def _kill(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except OSError:
-            pass
-
-
 # --------------------------------------------------------------------------- parent side
 
 
@@ -246,7 +238,7 @@ class _Run:
 
     def tick(self) -> None:
         if self._overran():
-            _kill(self.pid)
+            limits.stop(self.pid)
 
     def finish(self, sel: selectors.BaseSelector) -> None:
         """Once both pipes are closed (or to abandon the run): close, kill, reap."""
@@ -255,7 +247,7 @@ class _Run:
                 sel.unregister(fd)
             os.close(fd)
         self.open = set()
-        _kill(self.pid)
+        limits.stop(self.pid)
         _, status = os.waitpid(self.pid, 0)
         if not self.done and self.current is not None and self.stopped is None:
             check = self.checks[self.current]

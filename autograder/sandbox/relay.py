@@ -15,21 +15,12 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import time
 
 from .. import limits
 from . import wire
 
 POLL_SECONDS = 0.05
-
-
-def _stop(pid: int) -> None:
-    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            kill()
-        except OSError:
-            pass
 
 
 def _forward(target: int, data: bytes) -> int:
@@ -100,7 +91,7 @@ def follow(
                     break
     finally:
         if report:
-            _stop(pid)
+            limits.stop(pid)
         for fd in (source, target, pidfd):
             if fd >= 0:
                 os.close(fd)
