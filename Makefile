@@ -100,6 +100,11 @@ bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention,
 bench-kv: $(STAMP) ## generate T = 512 tokens with and without the KV cache: tokens per second, ratio
 	$(PY) bench/kvcache.py
 
+RUNS ?= 3
+.PHONY: bench-grade
+bench-grade: $(STAMP) ## time make grade, whole kit and each module side by side (warm; RUNS=3)
+	$(PY) bench/grade_speed.py --runs $(RUNS)
+
 # Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
 SUBMISSIONS ?=
 BATCH_OUT ?= build/batch

@@ -20,10 +20,10 @@ teaching text course/text/<module>.md:
 
 A test cell calls autograder.notebook.grade (the same Check, the same engine as `make grade`)
 on the public fixture, and again, inside ### BEGIN/END HIDDEN TESTS, for the hidden tier, which
-`make autograde` judges outside the kernel (autograder/course_judge.py). Slow checks (a
-training run, `make grade-train`) get no test cell: every channel grades the same checks, so
-an assignment is worth as many points in nbgrader as under `make grade` (or course.toml's
-[points] overrides, in both the cells and the gradebook).
+`make autograde` judges outside the kernel (autograder/course_judge.py). A slow check (gpt's
+training run, `make grade-train`) has a test cell with one call, so training runs once per
+grading; an assignment is worth as many points in nbgrader as under `make grade` plus
+`make grade-train` (or course.toml's [points] overrides, in both the cells and the gradebook).
 
 The verbs (release, collect, autograde, feedback, export) are thin wrappers that run
 `python -m nbgrader <verb>` in the course directory, once per assignment, with the kit on
@@ -270,11 +270,16 @@ def _exercise_owner(check: Check, chunks: list[tuple[str, str]]) -> str:
 
 
 def test_source(check: Check) -> str:
-    """The test cell of one check: the public tier, then the hidden tier."""
+    """The test cell of one check: the public tier, then the hidden tier. A slow check (the
+    training run) has one call, run once per grading: in the student's kernel for their own
+    feedback, and under `make autograde` outside the kernel only (autograder/notebook.py)."""
+    public = (
+        f'# {check.name}\nfrom autograder.notebook import grade\n\ngrade("{check.id}", globals())'
+    )
+    if check.slow:
+        return public
     return (
-        f"# {check.name}\n"
-        "from autograder.notebook import grade\n\n"
-        f'grade("{check.id}", globals())\n'
+        f"{public}\n"
         "### BEGIN HIDDEN TESTS\n"
         f'grade("{check.id}", globals(), hidden=True)\n'
         "### END HIDDEN TESTS"
@@ -282,8 +287,9 @@ def test_source(check: Check) -> str:
 
 
 def graded_checks(module: str) -> list[Check]:
-    """The checks every channel grades: all but the slow ones (`make grade-train` only)."""
-    return [c for c in registry.checks_of(module) if not getattr(c, "slow", False)]
+    """The checks of an assignment: all of them, the slow one (gpt's training run, which
+    `make grade` leaves to `make grade-train`) included."""
+    return registry.checks_of(module)
 
 
 def notebook(

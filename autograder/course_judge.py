@@ -102,7 +102,9 @@ def judge_assignment(
     stage = Path(tempfile.mkdtemp(prefix="attention-lab-judge-"))
     factory = sandbox_factory or Sandbox
     try:
-        with factory([assignment], seed=config.seed("", assignment), hide=[root, stage]) as sb:
+        seed = config.seed("", assignment)
+        # slow: gpt's training cell is judged here, once (the kernel skips it under autograde)
+        with factory([assignment], seed=seed, hide=[root, stage], slow=True) as sb:
             for student in students:
                 path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
                 item = Judged(student, assignment, config.seed(student, assignment))

@@ -46,16 +46,21 @@ def grade_module(
     refs: References,
     device: str = "cpu",
     outputs: dict[str, Outputs] | None = None,
+    pool: worker.Pool | None = None,
 ) -> list[Result]:
     """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here.
     `outputs`, when given, receives {check id: what the student's code returned} (the HTML
-    report draws it: it never runs student code itself)."""
+    report draws it: it never runs student code itself). `pool`: workers started ahead for
+    several modules (make grade), else one worker for this module now."""
     try:
         wanted = {c.slug: refs.get(c) for c in checks}
     except (OSError, ValueError) as e:
         failure = Failure(GRADER_ERROR, error=str(e))
         return [Result.of(c, "error", failure) for c in checks]
-    probed = worker.probe_module(checks, submission, refs.seed, device)
+    if pool is not None:
+        probed = pool.result(checks[0].module, checks)
+    else:
+        probed = worker.probe_module(checks, submission, refs.seed, device)
     results = []
     for check in checks:
         p = probed[check.id]

@@ -3,13 +3,19 @@
 A check may use max(its floor, FACTOR x the reference's CPU time) CPU seconds (the floor is
 Check.timeout; the reference's time is measured on the grading machine when the hidden tier
 computes it, and stored in the fixtures' manifest for the public tier). A check that uses
-them up is stopped from outside the process that runs it (worker.py). A process that makes
-no progress at all (blocked in input() or a sleep) is stopped after STALL_SECONDS of wall
-time without CPU use.
+them up is stopped from outside the process that runs it (Stopwatch: worker.py for local
+grading, the sandbox's monitor for batch grading); the remaining checks run in a fresh
+process. A process that makes no progress at all (blocked in input() or a sleep) is stopped
+after STALL_SECONDS of wall time without CPU use.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
 from functools import cache
 
 import torch
@@ -58,14 +64,121 @@ def cpu_limit(check: Check) -> float:
     return max(check.timeout, FACTOR * ref) if ref else check.timeout
 
 
-@cache
-def warm_up() -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def stop(pid: int) -> None:
+    """Stop a process from outside: SIGKILL to its process group (it made itself a session
+    leader), else to the process."""
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+
+
+class Stopwatch:
+    """Which check a process runs, and whether it overran, judged from outside it: the
+    parent (worker.py) or the sandbox's monitor reads the process's CPU seconds from /proc
+    and stops it itself, so no signal ever lands inside the process (or inside torch).
+
+    `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
+    `stall` wall-clock seconds (blocked, not computing) has overrun too."""
+
+    def __init__(self, pid: int, limit: Callable[[str], float], stall: float | None = None):
+        self.pid, self.limit = pid, limit
+        self.stall = stall_seconds() if stall is None else stall
+        self.current: str | None = None
+        self.started = self.last_cpu = 0.0
+        self.last_progress = time.monotonic()
+
+    def start(self, check_id: str) -> None:
+        self.current = check_id
+        self.started = self.last_cpu = cpu_seconds(self.pid)
+        self.last_progress = time.monotonic()
+
+    def finish(self) -> float:
+        """The CPU seconds the current check used; no check runs after this."""
+        used = max(0.0, cpu_seconds(self.pid) - self.started)
+        self.current = None
+        return used
+
+    def overran(self) -> tuple[str, float] | None:
+        """("cpu", limit) or ("stall", seconds) when the current check must be stopped."""
+        if self.current is None:
+            return None
+        cpu, now = cpu_seconds(self.pid), time.monotonic()
+        limit = self.limit(self.current)
+        if cpu - self.started > limit:
+            return "cpu", limit
+        if cpu > self.last_cpu + 0.01:
+            self.last_cpu, self.last_progress = cpu, now
+        elif now - self.last_progress > self.stall:
+            return "stall", self.stall
+        return None
+
+
+def warm_up(*extra: str) -> None:
     """Pay torch's lazy first-use work once, in the grading process, before any student code
     runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
-    the middle of a lazy import dies with it; the next worker forks from this clean process.)"""
+    the middle of a lazy import dies with it; the next worker forks from this clean process.)
+
+    `extra`: costly first uses only some modules' probes need, named by the probe module's
+    WARM_UP tuple (WARM_UPS below): paid only when such a module is graded."""
+    _warm_torch()
+    for kind in extra:
+        WARM_UPS[kind]()
+
+
+@cache
+def _warm_torch() -> None:
     q = torch.randn(1, 2, 3, 4)
     F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
     F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
     F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()
-    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)  # meta kernels load lazily (~1 CPU-s)
+
+
+@cache
+def _warm_meta() -> None:
+    """The meta device's kernels load lazily (torch._refs and the compiler stack: ~1.4 CPU-s)."""
+    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)
+
+
+@cache
+def _warm_matplotlib() -> None:
+    """matplotlib's import, fonts and text layout: what plots.py's first figure pays."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.figure
+
+    fig = matplotlib.figure.Figure(figsize=(2, 2), layout="constrained")
+    ax = fig.add_subplot()
+    fig.colorbar(ax.imshow([[0.0, 1.0]], vmin=0, vmax=1), ax=ax)
+    ax.set_xticks(range(2), ["a", "b"], rotation=90)
+    ax.set_title("warm")
+    ax.plot([1, 2], [1, 2], marker="o", label="x")
+    ax.set_xscale("log", base=2)
+    ax.legend()
+    fig.canvas.draw()
+
+
+WARM_UPS: dict[str, Callable[[], None]] = {"meta": _warm_meta, "matplotlib": _warm_matplotlib}
+
+
+def warm_ups_of(checks) -> list[str]:
+    """The extra warm-ups the modules of `checks` declare (WARM_UP in their judge.py, which
+    the grading process has imported; the sandbox's zygote warms every kind)."""
+    found: dict[str, None] = {}
+    for module in dict.fromkeys(c.module for c in checks):
+        judge = sys.modules.get(f"autograder.checks.{module}.judge")
+        found.update(dict.fromkeys(getattr(judge, "WARM_UP", ())))
+    return list(found)

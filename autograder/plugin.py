@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import ladder, limits, registry, report, report_html
+from . import ladder, limits, registry, report, report_html, worker
 from .core import Check, Result, Status
 from .engine import grade_module
 from .i18n import _
@@ -70,6 +70,7 @@ class GradingPlugin:
         self.show_printed: bool = config.getoption("show_printed")
         self.outputs: dict[str, dict] = {}  # what the student's code returned, for the report
         self.all_hints: bool = config.getoption("all_hints")
+        self.pool: worker.Pool | None = None  # every selected module's workers, started ahead
 
     def wanted(self, check: Check) -> bool:
         return (not self.modules or check.module in self.modules) and (
@@ -98,9 +99,17 @@ class GradingPlugin:
 
     def grade(self, check: Check) -> Result:
         if check.id not in self.results:
+            if self.pool is None:  # two modules' workers at a time, ahead of the verdicts
+                seed = self.references.seed
+                self.pool = worker.Pool(self.selected, self.submission, seed, self.device)
             checks = self.selected.get(check.module) or [check]
             graded = grade_module(
-                checks, self.submission, self.references, self.device, outputs=self.outputs
+                checks,
+                self.submission,
+                self.references,
+                self.device,
+                outputs=self.outputs,
+                pool=self.pool,
             )
             for result in graded:
                 self.results[result.check_id] = result
@@ -109,6 +118,8 @@ class GradingPlugin:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """After pytest's own last line: the table is the last thing the student reads."""
+        if self.pool is not None:
+            self.pool.close()
         if not self.results:
             return
         results = ordered_results(self)

@@ -253,7 +253,7 @@ def run(root: Path) -> int:
         # the secret (the kit's solutions/ are hidden by the sandbox itself).
         hide = [root / "student", root / "results", root / "data", stage]
         hide.append(root / "serverFilesCourse" / KIT / "secret.json")
-        with Sandbox([module], seed=_seed(root, module), hide=hide, warm_up=False) as sb:
+        with Sandbox([module], seed=_seed(root, module), hide=hide) as sb:
             graded = sb.grade(package, "student")
         if not (package / f"{module}.py").is_file():
             graded.notes.insert(0, f"No {module}.py was submitted.")

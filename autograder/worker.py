@@ -23,7 +23,6 @@ import os
 import selectors
 import signal
 import sys
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +93,9 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
     """The forked worker (it inherits the parent's memory, checks included): never returns."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
+        # What only this module needs (the meta device's kernels, matplotlib), before any
+        # student code and outside every check's CPU seconds; the parent warmed the rest.
+        limits.warm_up(*limits.warm_ups_of(probes))
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         sub = Submission(submission)
         for p in probes:
@@ -161,24 +163,6 @@ def _fork(checks, submission, seed, device):
     return pid, channel_r, output_r
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of the process (all its threads), from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _kill(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except OSError:
-            pass
-
-
 # --------------------------------------------------------------------------- parent side
 
 
@@ -190,13 +174,12 @@ class _Run:
         self.pid, self.channel, self.output = _fork(checks, str(submission.path), seed, device)
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
-        self.current: str | None = None
-        self.started_cpu = self.started_wall = 0.0
-        self.last_cpu, self.last_progress = 0.0, time.monotonic()
+        self.watch = limits.Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]))
         self.printed: dict[str | None, bytearray] = {}
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
         self.done = False
+        self.open: set[int] = set()
 
     def _message(self, header: dict, blob: bytes) -> None:
         kind, check_id = header.get("type"), header.get("check")
@@ -206,14 +189,13 @@ class _Run:
         if not isinstance(check_id, str) or check_id not in self.checks:
             return
         check = self.checks[check_id]
-        now_cpu = _cpu_seconds(self.pid)
         if kind == "start":
-            self.current, self.started_cpu = check_id, now_cpu
+            self.watch.start(check_id)
             return
         if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
             return
         self._drain_output()  # the worker flushed its prints before it sent this message
-        probed = Probed(cpu_seconds=max(0.0, now_cpu - self.started_cpu))
+        probed = Probed(cpu_seconds=self.watch.finish())
         if kind == "result":
             probed.result = _child_result(check, header)
         elif kind == "unencodable":
@@ -225,7 +207,6 @@ class _Run:
             except wire.ChannelError as e:
                 probed.result = Result.of(check, "failed", Failure(CHANNEL, why=str(e)))
         self.probed[check_id] = probed
-        self.current = None
 
     def _drain_output(self) -> None:
         """Whatever the worker printed that is already in the pipe, for the current check."""
@@ -264,47 +245,51 @@ class _Run:
             kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
         return True
 
-    def follow(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self.channel, selectors.EVENT_READ)
-        sel.register(self.output, selectors.EVENT_READ)
-        try:
-            while sel.get_map():
-                for key, _ in sel.select(timeout=0.05):
-                    if not self._read(key.fd):
-                        sel.unregister(key.fd)
-                if self.current is not None and self._overran():
-                    _kill(self.pid)
-        finally:
-            sel.close()
-            for fd in (self.channel, self.output):
-                os.close(fd)
-            _kill(self.pid)
-            _, status = os.waitpid(self.pid, 0)
+    def register(self, sel: selectors.BaseSelector) -> None:
+        self.open = {self.channel, self.output}
+        for fd in self.open:
+            sel.register(fd, selectors.EVENT_READ, self)
+
+    def readable(self, sel: selectors.BaseSelector, fd: int) -> None:
+        if not self._read(fd):
+            sel.unregister(fd)
+            self.open.discard(fd)
+
+    def tick(self) -> None:
+        if self._overran():
+            limits.stop(self.pid)
+
+    def finish(self, sel: selectors.BaseSelector) -> None:
+        """Once both pipes are closed (or to abandon the run): close, kill, reap."""
+        for fd in (self.channel, self.output):
+            if fd in self.open:
+                sel.unregister(fd)
+            os.close(fd)
+        self.open = set()
+        limits.stop(self.pid)
+        _, status = os.waitpid(self.pid, 0)
         if not self.done and self.current is not None and self.stopped is None:
             check = self.checks[self.current]
             how = _how(status)
             self.stopped = (self.current, Result.of(check, "failed", Failure(EXITED, how=how)))
 
+    @property
+    def current(self) -> str | None:
+        return self.watch.current
+
     def _overran(self) -> bool:
-        if self.current is None:
+        current, over = self.watch.current, self.watch.overran()
+        if current is None or over is None:
             return False
-        current = self.current
-        check = self.checks[current]
-        cpu = _cpu_seconds(self.pid)
-        now = time.monotonic()
-        if cpu - self.started_cpu > limits.cpu_limit(check):
-            seconds = limits.cpu_limit(check)
-            result = Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
-            self.stopped = (current, result)
-            return True
-        if cpu > self.last_cpu + 0.01:
-            self.last_cpu, self.last_progress = cpu, now
-        elif now - self.last_progress > limits.stall_seconds():
-            result = Result.of(check, "failed", Failure(STALLED, seconds=limits.stall_seconds()))
-            self.stopped = (current, result)
-            return True
-        return False
+        self.stopped = (current, overran(self.checks[current], *over))
+        return True
+
+
+def overran(check: Check, why: str, seconds: float) -> Result:
+    """The result of a check stopped from outside (limits.Stopwatch.overran)."""
+    if why == "cpu":
+        return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
+    return Result.of(check, "failed", Failure(STALLED, seconds=seconds))
 
 
 def _child_result(check: Check, header: dict) -> Result:
@@ -336,16 +321,20 @@ def _excerpt(data: bytes) -> str:
     return text[: OUTPUT_KEEP // 2] + "\n[...]\n" + text[-OUTPUT_KEEP // 2 :]
 
 
-def probe_module(
-    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
-) -> dict[str, Probed]:
-    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
-    limits.warm_up()
-    found: dict[str, Probed] = {}
-    todo = list(checks)
-    while todo:
-        run = _Run(todo, submission, seed, device)
-        run.follow()
+class _Job:
+    """One module's checks: workers one after another until every check has a result."""
+
+    def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
+        self.module = checks[0].module
+        self.args = (submission, seed, device)
+        self.todo = list(checks)
+        self.found: dict[str, Probed] = {}
+        self.run = _Run(self.todo, *self.args)
+
+    def settle(self) -> bool:
+        """After the current run finished: record it; start the next run if checks remain.
+        True when every check has its Probed."""
+        run, found, todo = self.run, self.found, self.todo
         for check_id, probed in run.probed.items():
             probed.printed = _excerpt(bytes(run.printed.get(check_id, b"")))
             found[check_id] = probed
@@ -368,6 +357,92 @@ def probe_module(
                 found[check.id] = Probed(
                     result=Result.of(check, "failed", Failure(EXITED, how="before it started"))
                 )
-            break
-        todo = remaining
-    return found
+            remaining = []
+        self.todo = remaining
+        if remaining:
+            self.run = _Run(remaining, *self.args)
+        return not remaining
+
+
+def default_jobs() -> int:
+    """Workers at once: one per core this process may use, at most two (a worker is one
+    thread; the grading process judges beside them)."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))
+
+
+class Pool:
+    """The workers of several modules, `jobs` at a time, started ahead of the verdicts and
+    read in one loop here: `result(module)` drives them until that module is done (the
+    others keep going while the grading process judges). Each module still gets its own
+    forked worker, with the same limits as one at a time."""
+
+    def __init__(
+        self,
+        groups: dict[str, list[Check]],
+        submission: Submission,
+        seed: int,
+        device: str = "cpu",
+        jobs: int | None = None,
+    ):
+        self.args = (submission, seed, device)
+        self.jobs = jobs or default_jobs()
+        self.waiting = {module: checks for module, checks in groups.items() if checks}
+        self.live: list[_Job] = []
+        self.done: dict[str, dict[str, Probed]] = {}
+        self.sel = selectors.DefaultSelector()
+        limits.warm_up()
+
+    def result(self, module: str, checks: list[Check] | None = None) -> dict[str, Probed]:
+        """{check id: Probed} for `module` (its checks as given at the start, or `checks`)."""
+        if module not in self.done and module not in self.waiting:
+            if not any(job.module == module for job in self.live):
+                self.waiting = {module: list(checks or []), **self.waiting}
+        while module not in self.done:
+            self._fill(first=module)
+            self._step()
+        return self.done.pop(module)
+
+    def _fill(self, first: str) -> None:
+        while len(self.live) < self.jobs and self.waiting:
+            module = first if first in self.waiting else next(iter(self.waiting))
+            checks = self.waiting.pop(module)
+            if not checks:
+                self.done[module] = {}
+                continue
+            job = _Job(checks, *self.args)
+            job.run.register(self.sel)
+            self.live.append(job)
+
+    def _step(self) -> None:
+        for key, _ in self.sel.select(timeout=0.05):
+            key.data.readable(self.sel, key.fd)
+        for job in list(self.live):
+            job.run.tick()
+            if job.run.open:
+                continue
+            job.run.finish(self.sel)
+            if job.settle():
+                self.live.remove(job)
+                self.done[job.module] = job.found
+            else:
+                job.run.register(self.sel)
+
+    def close(self) -> None:
+        """Stop every worker still running (grading ended early: Ctrl-C, an error)."""
+        for job in self.live:
+            job.run.finish(self.sel)
+        self.live, self.waiting = [], {}
+        self.sel.close()
+
+
+def probe_module(
+    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
+) -> dict[str, Probed]:
+    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
+    if not checks:
+        return {}
+    pool = Pool({checks[0].module: checks}, submission, seed, device, jobs=1)
+    try:
+        return pool.result(checks[0].module)
+    finally:
+        pool.close()

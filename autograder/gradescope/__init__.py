@@ -136,7 +136,6 @@ def run(root: Path) -> int:
             modules or None,
             limits=limits_from_env(),
             hide=hide,
-            warm_up=False,
             insecure=insecure,
             need_cgroups=False,  # one upload per container
             per_student=bool(secret and who),

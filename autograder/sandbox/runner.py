@@ -4,7 +4,10 @@
 the zygote, the tier (hidden: a seed drawn now, reference outputs computed from solutions/
 in this process; public: the stored fixtures) and the resource limits. `Sandbox.grade(folder)`
 returns the Results of every check plus plain notes on anything unusual (a crash of the
-whole process, a timeout, megabytes of output, an early exit).
+whole process, a timeout, megabytes of output, an early exit). A check that overruns its
+CPU seconds (limits.cpu_limit, capped by Limits.check_timeout) is stopped from outside by
+the monitor (relay.py) and costs that check only: the remaining checks run in a fresh
+sandboxed process, within the submission's wall-clock budget.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .. import fixtures, registry
+from .. import fixtures, limits, registry
 from ..core import (
     GRADER_ERROR,
     TIMEOUT,
@@ -40,6 +43,7 @@ from ..probing import make_inputs
 from ..references import References
 from ..worker import CHANNEL as CHANNEL_BROKEN
 from ..worker import EXITED as EXITED_EARLY
+from ..worker import overran
 from . import view, wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
@@ -141,11 +145,13 @@ class Sandbox:
         insecure: bool = False,
         need_cgroups: bool = True,
         per_student: bool = False,
+        slow: bool = False,
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
         the machine (batch); Gradescope grades one per container. `per_student`: every
-        grade() call brings its submission's own hidden seed (no run-wide references)."""
+        grade() call brings its submission's own hidden seed (no run-wide references).
+        `slow`: grade the slow checks too (gpt's training run: nbgrader's training cell)."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
         self.isolation: Isolation = detect(
@@ -173,7 +179,7 @@ class Sandbox:
         self._refs_lock = threading.Lock()
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
         self.checks: list[Check] = [
-            c for m in self.modules for c in registry.checks_of(m) if not getattr(c, "slow", False)
+            c for m in self.modules for c in registry.checks_of(m) if slow or not c.slow
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
@@ -221,6 +227,11 @@ class Sandbox:
         self.close()
 
     # ------------------------------------------------------------------ one submission
+
+    def cpu_limit(self, check: Check) -> float:
+        """CPU seconds `check` may use: as in local grading, capped by the instructor's
+        Limits.check_timeout."""
+        return min(limits.cpu_limit(check), self.limits.check_timeout)
 
     def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
         """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
@@ -289,41 +300,73 @@ class Sandbox:
                 _chown_tree(work / "scratch", uid)
             inside = self.isolation.namespaces
             request = {
-                "name": f"sandbox-{slot}-{next(self.count)}",
                 "submission": "/submission" if inside else str(work / "submission"),
                 "submission_source": str(work / "submission"),
                 "scratch": str(work / "scratch"),
                 "root": str(work / "root"),
                 "kit": self.views[module],
                 "modules": [module],
-                "checks": [c.id for c in checks],
-                "specs": [c.spec() for c in checks],
                 "seed": self._state()[0],
                 "uid": uid,
-                "limits": dict(asdict(self.limits), timeout=left),
+                "stall": limits.stall_seconds(),
                 "isolation": asdict(self.isolation),
             }
-            channel, output, status = self._collect(*self.zygote.start(request), left)
+            runs, output = self._runs(request, slot, checks, left)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        if status.get("setup_error"):  # fail closed: no student code ran
-            reason = wire.text(status["setup_error"], 300)
-            return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-        if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
-            error = wire.text(status.get("monitor_error"), 1500) or "no report"
-            print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
-            reason = f"grader error (the sandbox monitor failed: {error.strip().splitlines()[-1]})"
-            return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-        graded = self._judge(name, channel, status, checks)
+        for _, status in runs:
+            if status.get("setup_error"):  # fail closed: no student code ran
+                reason = wire.text(status["setup_error"], 300)
+                return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+            if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
+                error = wire.text(status.get("monitor_error"), 1500) or "no report"
+                print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
+                last = error.strip().splitlines()[-1]
+                reason = f"grader error (the sandbox monitor failed: {last})"
+                return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+        graded = self._judge(name, runs, checks)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
         return graded
 
-    def _collect(self, channel_fd: int, output_fd: int, status_fd: int, timeout: float):
-        """Read the three pipes until the monitor reports (then drain briefly)."""
+    def _runs(
+        self, request: dict, slot: int, checks: list[Check], left: float
+    ) -> tuple[list[tuple[bytes, dict]], dict]:
+        """Sandboxed runs of `checks`, [(channel bytes, the monitor's report)], and what
+        they printed. After a check stopped for its CPU seconds, the checks without an
+        outcome run again in a fresh process; the wall-clock budget `left` is for all runs."""
+        output: dict = {"head": bytearray(), "tail": bytearray(), "total": 0}
+        runs: list[tuple[bytes, dict]] = []
+        todo = list(checks)
+        while todo:
+            request.update(
+                name=f"sandbox-{slot}-{next(self.count)}",
+                checks=[c.id for c in todo],
+                specs=[c.spec() for c in todo],
+                cpu_limits={c.id: self.cpu_limit(c) for c in todo},
+                limits=asdict(replace(self.limits, timeout=left)),
+            )
+            started = time.monotonic()
+            channel, status = self._collect(*self.zygote.start(request), output, left)
+            left -= time.monotonic() - started
+            runs.append((channel, status))
+            stop = status.get("stopped")
+            if not isinstance(stop, dict) or stop.get("why") != "cpu":
+                break
+            finished = {stop.get("check")} | _finished(channel)
+            todo = [c for c in todo if c.id not in finished]
+            if todo and left <= 0:  # the budget is spent: the rest count as timed out
+                runs.append((b"", {"timed_out": True, "exit_code": None, "signal": None}))
+                break
+        return runs, output
+
+    def _collect(
+        self, channel_fd: int, output_fd: int, status_fd: int, output: dict, timeout: float
+    ):
+        """Read the three pipes until the monitor reports (then drain briefly); what the
+        process printed is added to `output`."""
         channel = bytearray()
-        output = {"head": bytearray(), "tail": bytearray(), "total": 0}
         status = bytearray()
         keep = self.limits.output // 2
         sel = selectors.DefaultSelector()
@@ -367,44 +410,56 @@ class Sandbox:
             process = json.loads(status) if status else {}
         except ValueError:
             process = {}
-        return bytes(channel), output, process if isinstance(process, dict) else {}
+        return bytes(channel), process if isinstance(process, dict) else {}
 
     # ------------------------------------------------------------------ verdicts (trusted)
 
-    def _judge(self, name: str, data: bytes, process: dict, checks: list[Check]) -> Graded:
+    def _judge(self, name: str, runs: list[tuple[bytes, dict]], checks: list[Check]) -> Graded:
         """Verdicts on what the sandbox sent. Every byte of it is hostile: a message that is
         malformed costs the check it names (or, naming none, adds a note), nothing more."""
-        messages, broken = wire.parse(data)
         ids = {c.id for c in checks}
         started: list[str] = []
         outcome: dict[str, tuple[dict, bytes]] = {}
         malformed: dict[str, str] = {}
+        stopped: dict[str, Result] = {}  # checks the monitor stopped (trusted)
         stray: list[str] = []
-        done = False
-        for header, blob in messages:
-            kind, check_id = header.get("type"), header.get("check")
-            if kind == "done":
-                done = True
-            elif type(kind) is not str or kind not in MESSAGE_KINDS:
-                stray.append("a message of an unknown type")
-            elif type(check_id) is not str:
-                stray.append(f"a {kind!r} message whose check is not a name")
-            elif check_id not in ids:
-                stray.append(f"a message for a check that does not exist ({check_id[:60]!r})")
-            elif kind == "start":
-                started.append(check_id)
-            elif check_id not in outcome and check_id not in malformed:
-                why = _malformed(kind, header)
-                if why:
-                    malformed[check_id] = why
-                else:
-                    outcome[check_id] = (header, blob)
+        done, broken, damaged = False, "", []
+        for data, process in runs:  # the last run's `done` and `broken` decide the rest
+            messages, broken = wire.parse(data)
+            damaged += [broken] if broken else []
+            done = False
+            for header, blob in messages:
+                kind, check_id = header.get("type"), header.get("check")
+                if kind == "done":
+                    done = True
+                elif type(kind) is not str or kind not in MESSAGE_KINDS:
+                    stray.append("a message of an unknown type")
+                elif type(check_id) is not str:
+                    stray.append(f"a {kind!r} message whose check is not a name")
+                elif check_id not in ids:
+                    stray.append(f"a message for a check that does not exist ({check_id[:60]!r})")
+                elif kind == "start":
+                    started.append(check_id)
+                elif check_id not in outcome and check_id not in malformed:
+                    why = _malformed(kind, header)
+                    if why:
+                        malformed[check_id] = why
+                    else:
+                        outcome[check_id] = (header, blob)
+            stop = process.get("stopped")
+            if isinstance(stop, dict) and stop.get("check") in ids:
+                check = next(c for c in checks if c.id == stop["check"])
+                why = "cpu" if stop.get("why") == "cpu" else "stall"
+                seconds = self.cpu_limit(check) if why == "cpu" else limits.stall_seconds()
+                stopped[check.id] = overran(check, why, seconds)
+        process = runs[-1][1]
         graded = Graded(name, [], process=process)
-        ended = _how_it_ended(process, self.limits, done)
+        stall = next((r for r in stopped.values() if r.misconception != TIMEOUT.id), None)
+        ended = None if process.get("stopped") else _how_it_ended(process, self.limits, done)
         if ended:
             graded.notes.append(ended[2])
-        if broken:
-            graded.notes.append(f"The grader's channel was damaged: {broken}.")
+        for note in damaged:
+            graded.notes.append(f"The grader's channel was damaged: {note}.")
         if stray:
             graded.notes.append(
                 f"The grader ignored {len(stray)} malformed message(s) on its channel "
@@ -415,6 +470,8 @@ class Sandbox:
             if check.module in reference_errors:
                 error = reference_errors[check.module]
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
+            elif check.id in stopped:
+                graded.results.append(stopped[check.id])
             elif check.id in malformed:
                 failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
                 graded.results.append(Result.of(check, "failed", failure))
@@ -426,6 +483,8 @@ class Sandbox:
                 )
             elif check.id in started and ended:
                 graded.results.append(Result.of(check, ended[0], ended[1]))
+            elif stall is not None:  # a blocked process blocks again: as in local grading
+                graded.results.append(overran(check, "stall", limits.stall_seconds()))
             else:
                 reason = ended[2].rstrip(".") if ended else "the grading process stopped early"
                 failure = Failure(NOT_RUN, reason=reason[0].lower() + reason[1:])
@@ -445,9 +504,6 @@ class Sandbox:
 
     def _result(self, check: Check, header: dict, blob: bytes) -> Result:
         kind = header["type"]
-        if kind == "timeout":
-            seconds = min(check.timeout, self.limits.check_timeout)
-            return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
         if kind == "result":
             status = header.get("status")
             mistake = wire.text(header.get("misconception"), 80)
@@ -464,13 +520,21 @@ class Sandbox:
         return judge(check, got, reference, make_inputs(check, seed))
 
 
-MESSAGE_KINDS = {"start", "outputs", "result", "timeout", "done"}
+MESSAGE_KINDS = {"start", "outputs", "result", "done"}
 # The fields of each kind of message and the types they must have (str: a string).
 _FIELDS = {
     "outputs": {"outputs": dict},
     "result": {"status": str, "misconception": str, "message": str, "hint": str},
-    "timeout": {},
 }
+
+
+def _finished(data: bytes) -> set[str]:
+    """The checks a run's channel gave an outcome for (well-formed or not)."""
+    return {
+        h["check"]
+        for h, _ in wire.parse(data)[0]
+        if h.get("type") in ("outputs", "result") and type(h.get("check")) is str
+    }
 
 
 def _malformed(kind: str, header: dict) -> str:

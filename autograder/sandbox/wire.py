@@ -262,3 +262,43 @@ def split(buffer: bytes | bytearray) -> tuple[list[tuple[dict, bytes]], bytes, s
         end += _FRAME.size + n_header + n_blob
     messages, broken = parse(bytes(buffer[:end]))
     return messages, bytes(buffer[end:]), broken
+
+
+class Headers:
+    """The headers of a channel read piece by piece, blobs skipped, so a watcher (the
+    sandbox's monitor) knows which check runs with bounded memory. After a malformed frame
+    it reports nothing more (`broken`)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.skip = 0  # blob bytes still to pass over
+        self.broken = False
+
+    def feed(self, data: bytes) -> list[dict]:
+        found: list[dict] = []
+        if self.broken:
+            return found
+        passed = min(self.skip, len(data))
+        self.skip -= passed
+        self.buffer += data[passed:]
+        while not self.skip and len(self.buffer) >= _FRAME.size:
+            magic, n_header, n_blob = _FRAME.unpack_from(self.buffer)
+            if magic != MAGIC or n_header > MAX_HEADER or n_blob > MAX_BLOB:
+                self.broken = True
+                break
+            end = _FRAME.size + n_header
+            if len(self.buffer) < end:
+                break
+            raw = _FRAME.pack(MAGIC, n_header, 0) + bytes(self.buffer[_FRAME.size : end])
+            messages, broken = parse(raw)
+            if broken:
+                self.broken = True
+                break
+            found.append(messages[0][0])
+            del self.buffer[:end]
+            passed = min(n_blob, len(self.buffer))
+            del self.buffer[:passed]
+            self.skip = n_blob - passed
+        if self.broken:
+            self.buffer.clear()
+        return found

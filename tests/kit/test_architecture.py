@@ -113,6 +113,8 @@ LAZY = {
     ("autograder/course.py", "nbgrader.converters.autograde"): "nbgrader_config.py calls it",
     ("autograder/course.py", "nbgrader.preprocessors"): "nbgrader_config.py calls it",
     ("autograder/cli.py", "autograder.watch"): "watch imports torch and matplotlib at once",
+    ("autograder/limits.py", "matplotlib"): "only a module whose checks draw warms it",
+    ("autograder/limits.py", "matplotlib.figure"): "only a module whose checks draw warms it",
     # Whole files, with one reason each:
     ("autograder/batch.py", "*"): "the CLI lists `batch` without importing torch or the sandbox",
     ("autograder/gradescope/__init__.py", "*"): "`make gradescope` zips files; torch only to grade",

@@ -361,16 +361,18 @@ def test_regrade_one_student_reuses_the_seed_and_leaves_the_others(cycle, tmp_pa
 
 
 def test_one_total_in_every_channel(tmp_path):
-    """nbgrader's maximum per assignment == make grade's (and batch's: no slow checks)."""
+    """nbgrader's maximum per assignment == make grade's plus make grade-train's (the slow
+    training check), and batch's == make grade's (no slow checks)."""
     proc, data = grade_cli(ROOT / "assignments", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for module in course.course_modules():
         grade_total = sum(
             t["max_score"] for t in data["tests"] if t["name"].startswith(module + ": ")
         )
+        slow_total = sum(c.points for c in registry.checks_of(module) if c.slow)
         nb = course.notebook(module)
         cells = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
-        assert sum(m["points"] for m in cells if m["grade"]) == grade_total, module
+        assert sum(m["points"] for m in cells if m["grade"]) == grade_total + slow_total, module
         batch_total = sum(c.points for c in registry.checks_of(module) if not c.slow)
         assert batch_total == grade_total, module
 
@@ -411,7 +413,35 @@ def test_each_check_is_one_locked_test_cell_with_its_points():
             assert meta["schema_version"] == 3 and meta["points"] == check.points
             source = cell(nb, f"test-{check.slug}").source
             assert f'grade("{check.id}", globals())' in source
-            assert f'grade("{check.id}", globals(), hidden=True)' in source
+            hidden = f'grade("{check.id}", globals(), hidden=True)' in source
+            assert hidden != check.slow  # a slow check: one call (test below)
+
+
+def test_the_training_check_runs_once_per_grading(tmp_path, monkeypatch, capsys):
+    """gpt's training cell has one call: in autograde's kernel it only says it is graded
+    outside (the kernel never trains), and the sandbox trains once, on the student's seed."""
+    (train,) = [c for c in registry.checks_of("gpt") if c.slow]
+    nb = course.notebook("gpt")
+    source = cell(nb, f"test-{train.slug}").source
+    assert source.count("grade(") == 1 and "HIDDEN" not in source
+    assert cell(nb, f"test-{train.slug}").metadata["nbgrader"]["points"] == train.points
+    monkeypatch.setenv(notebook.HIDDEN_VARIABLE, "outside")
+    monkeypatch.setattr(notebook, "run", lambda *a, **k: pytest.fail("trained in the kernel"))
+    notebook.grade(train.id, {})
+    assert notebook.OUTSIDE_NOTE in capsys.readouterr().out
+    # make autograde's outside judging: the source notebook (the solutions) as autograded.
+    folder = tmp_path / "course" / "autograded" / "alice" / "gpt"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "gpt.ipynb")
+    config = course_config.CourseConfig(tmp_path / "course.toml", secret="s3cret")
+    (judged,) = course_judge.judge_assignment(tmp_path / "course", config, "gpt", ["alice"])
+    ids = [r.check_id for r in judged.results]
+    assert ids.count(train.id) == 1 and sorted(ids) == sorted(
+        c.id for c in course.graded_checks("gpt")
+    )
+    assert all(r.passed for r in judged.results), [
+        (r.check_id, r.status, r.message) for r in judged.results if not r.passed
+    ]
 
 
 def test_solution_cells_carry_the_regions_of_the_py_source():

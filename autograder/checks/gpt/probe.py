@@ -21,6 +21,9 @@ from ...trusted.blocks import TransformerBlock
 from ...trusted.positional import PositionalEncoding
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus.txt"
+# Read when the probes are imported: the sandbox imports them before it confines itself, and
+# its file view holds no data/ folder.
+CORPUS_TEXT = CORPUS.read_text(encoding="utf-8") if CORPUS.is_file() else None
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -332,7 +335,7 @@ class ConvLM(nn.Module):
 
 def corpus() -> tuple[str, torch.Tensor]:
     """(the alphabet, the corpus encoded as int64 ids): the given CharVocab's encoding."""
-    text = CORPUS.read_text(encoding="utf-8")
+    text = CORPUS_TEXT if CORPUS_TEXT is not None else CORPUS.read_text(encoding="utf-8")
     chars = sorted(set(text))
     index = {c: i for i, c in enumerate(chars)}
     return "".join(chars), torch.tensor([index[c] for c in text], dtype=torch.int64)

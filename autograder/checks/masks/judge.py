@@ -11,6 +11,9 @@ from ...verdicts import assert_close, close, tensor
 from . import probe
 
 CHECKS = CheckList("masks")
+# Paid in the worker before any student code, outside every check's CPU seconds
+# (limits.warm_ups_of): the device checks call the masks with device='meta'.
+WARM_UP = ("meta",)
 
 # --------------------------------------------------------------------------- misconceptions
 

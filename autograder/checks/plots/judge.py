@@ -17,6 +17,9 @@ from ...verdicts import assert_close, tensor
 from . import probe
 
 CHECKS = CheckList("plots")
+# Paid in the worker before any student code, outside every check's CPU seconds
+# (limits.warm_ups_of): every check draws a figure (matplotlib's import, fonts).
+WARM_UP = ("matplotlib",)
 
 # --------------------------------------------------------------------------- misconceptions
 

@@ -1,0 +1,108 @@
+"""The monitor's watch over the sandboxed process (trusted side).
+
+The sandboxed process writes its messages to a pipe the monitor reads; the monitor copies
+every byte to the grader's channel and follows the headers (wire.Headers) to know which
+check runs. Time is judged as in local grading (worker.py, limits.Stopwatch): CPU seconds read
+from /proc, per check (`cpu_limits`, computed by the runner from limits.cpu_limit), a grace
+for a process that makes no progress, and the submission's wall-clock budget. An overrun
+is stopped from outside (SIGKILL to the process group; the monitor then kills the cgroup):
+nothing is ever interrupted inside the process, so a timeout cannot leave torch
+half-imported for the checks after it. The runner grades the remaining checks in a fresh
+sandboxed process.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+
+from .. import limits
+from . import wire
+
+POLL_SECONDS = 0.05
+
+
+def _forward(target: int, data: bytes) -> int:
+    """Copy to the grader's channel; -1 once the grader stopped reading (it caps what it
+    reads), after which the data is dropped but the watch goes on."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(target, view) :]
+    except OSError:
+        os.close(target)
+        return -1
+    return target
+
+
+def follow(
+    pid: int,
+    source: int,
+    target: int,
+    cpu_limits: dict[str, float],
+    stall: float,
+    timeout: float,
+) -> dict:
+    """Relay `source` (the sandboxed process's channel) to `target` until the process ends
+    or is stopped. Returns {"timed_out": True} (the wall-clock budget ran out), {"stopped":
+    {"check", "why": "cpu" | "stall", "seconds"}} (a check overran), or {}. Closes both
+    fds; the caller reaps the process."""
+    watch = limits.Stopwatch(pid, lambda c: cpu_limits[c], stall)
+    headers = wire.Headers()
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(source, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    report: dict = {}
+    exited = False
+    try:
+        while not exited:
+            if time.monotonic() > deadline:
+                report = {"timed_out": True}
+                break
+            for fd, _ in poller.poll(POLL_SECONDS * 1000):
+                if fd == pidfd:
+                    exited = True
+                    os.set_blocking(source, False)
+                try:
+                    data = os.read(source, 1 << 16) if fd == source or exited else b""
+                except BlockingIOError:
+                    data = b""
+                while data:
+                    if target >= 0:
+                        target = _forward(target, data)
+                    for header in headers.feed(data):
+                        _observe(watch, header, cpu_limits)
+                    if not exited:
+                        break
+                    try:  # the process ended: take what it left in the pipe, then stop
+                        data = os.read(source, 1 << 16)
+                    except BlockingIOError:
+                        data = b""
+                if fd == source and not data and not exited:
+                    poller.unregister(source)  # EOF: every writer is gone
+            if not exited and watch.current is not None:
+                over = watch.overran()
+                if over is not None:
+                    why, seconds = over
+                    report = {"stopped": {"check": watch.current, "why": why, "seconds": seconds}}
+                    break
+    finally:
+        if report:
+            limits.stop(pid)
+        for fd in (source, target, pidfd):
+            if fd >= 0:
+                os.close(fd)
+    return report
+
+
+def _observe(watch: limits.Stopwatch, header: dict, cpu_limits: dict[str, float]) -> None:
+    kind, check = header.get("type"), header.get("check")
+    if type(check) is not str or check not in cpu_limits:
+        return
+    if kind == "start":
+        watch.start(check)
+    elif kind in ("outputs", "result") and check == watch.current:
+        watch.finish()

@@ -1,0 +1,56 @@
+"""Time in the sandbox: as in local grading (worker.py), a check's CPU seconds are read from
+/proc by the trusted monitor and an overrun is stopped from outside the process, so one
+slow check costs that check only and the rest of the submission is still graded."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SOLUTIONS, submission_with
+from test_batch import sandbox_processes
+
+from autograder import registry
+from autograder.sandbox import wire
+from autograder.sandbox.jail import Limits
+from autograder.sandbox.runner import Sandbox
+
+ENDLESS_PADDING = (SOLUTIONS / "masks.py").read_text() + (
+    "\n\ndef padding_mask(lengths, S):  # an endless loop in this function only\n"
+    "    while True:\n"
+    "        pass\n"
+)
+
+
+@pytest.mark.fast
+def test_the_monitor_reads_headers_in_any_chunks_and_skips_blobs():
+    stream = wire.frame({"type": "start", "check": "masks.causal"})
+    stream += wire.frame({"type": "outputs", "check": "masks.causal"}, b"\x00" * 100_000)
+    stream += wire.frame({"type": "done"})
+    for size in (1, 7, 4096, len(stream)):
+        headers = wire.Headers()
+        found = [h for i in range(0, len(stream), size) for h in headers.feed(stream[i : i + size])]
+        assert [h["type"] for h in found] == ["start", "outputs", "done"]
+        assert not headers.buffer and not headers.broken
+    headers = wire.Headers()
+    assert headers.feed(b"not a grader message at all") == [] and headers.broken
+    assert headers.feed(wire.frame({"type": "done"})) == []  # nothing after garbage
+
+
+def test_an_endless_loop_in_the_sandbox_costs_that_check_only(tmp_path):
+    folder = submission_with(tmp_path, {"masks": ENDLESS_PADDING})
+    limits = Limits(timeout=120, check_timeout=2)
+    with Sandbox(["masks"], public=True, limits=limits, slots=1) as sandbox:
+        graded = sandbox.grade(folder, "loop")
+    by_slug = {r.check_id.split(".", 1)[1]: r for r in graded.results}
+    assert set(by_slug) == {c.slug for c in registry.checks_of("masks") if not c.slow}
+    padding = [slug for slug in by_slug if slug.startswith("padding")]
+    assert padding, "masks has no padding_mask check: choose another function here"
+    for slug, result in by_slug.items():
+        if slug in padding:
+            assert result.status == "timed out" and result.misconception == "timeout", result
+            assert "2 CPU seconds" in result.message
+        else:  # checks after the stopped one ran in a fresh process: all pass
+            assert result.passed, (slug, result.status, result.message)
+    assert not any("killed" in note or "ended" in note for note in graded.notes), graded.notes
+    assert not sandbox_processes()
+    kept = [c.points for c in registry.checks_of("masks") if not c.slow and c.slug not in padding]
+    assert graded.score == sum(kept)  # points, not computed floats
