@@ -28,6 +28,21 @@ from .core import (
 )
 from .submission import ImportProblem, Submission
 
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.txt"
+# Read when the probe side is first imported: the sandbox's zygote imports this module before
+# any sandboxed process confines itself, and the sandbox's file view holds no data/ folder.
+CORPUS_TEXT = CORPUS.read_text(encoding="utf-8") if CORPUS.is_file() else None
+
+
+def corpus() -> tuple[str, torch.Tensor]:
+    """(the alphabet, the corpus encoded as int64 ids): the given CharVocab's encoding (the
+    training checks of gpt and llama)."""
+    text = CORPUS_TEXT if CORPUS_TEXT is not None else CORPUS.read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    return "".join(chars), torch.tensor([index[c] for c in text], dtype=torch.int64)
+
+
 Probed = Check | ProbeSpec
 
 

@@ -11,19 +11,13 @@ half a CPU second); the probe sends the trained weights back and the judge measu
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...probing import corpus
 from ...trusted.blocks import TransformerBlock
 from ...trusted.positional import PositionalEncoding
-
-CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus.txt"
-# Read when the probes are imported: the sandbox imports them before it confines itself, and
-# its file view holds no data/ folder.
-CORPUS_TEXT = CORPUS.read_text(encoding="utf-8") if CORPUS.is_file() else None
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -331,14 +325,6 @@ class ConvLM(nn.Module):
     def forward(self, idx):
         x = F.pad(self.token_embed(idx).transpose(1, 2), (self.width - 1, 0))  # (B, d, w-1+T)
         return self.lm_head(F.gelu(self.conv(x)).transpose(1, 2))  # (B, T, V)
-
-
-def corpus() -> tuple[str, torch.Tensor]:
-    """(the alphabet, the corpus encoded as int64 ids): the given CharVocab's encoding."""
-    text = CORPUS_TEXT if CORPUS_TEXT is not None else CORPUS.read_text(encoding="utf-8")
-    chars = sorted(set(text))
-    index = {c: i for i, c in enumerate(chars)}
-    return "".join(chars), torch.tensor([index[c] for c in text], dtype=torch.int64)
 
 
 TRAIN_ARGS = {"steps": 200, "batch_size": 16, "seq_len": 32, "lr": 1e-2}

@@ -18,8 +18,7 @@ import math
 import torch
 from torch import nn
 
-from ...probing import pair, randn
-from ..gpt.probe import corpus
+from ...probing import corpus, pair, randn
 
 # --------------------------------------------------------------------------- sizes and weights
 
