@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 
-def _broadcast(*shapes):
+def broadcast_shape(*shapes):
     """torch.broadcast_shapes, without its first-call import of sympy (about a second, which
     would otherwise be charged to the time limit of whichever check first calls this)."""
     ndim = max(len(s) for s in shapes)
@@ -24,7 +24,7 @@ def _broadcast(*shapes):
 
 def attention_with_bias(q, k, v, bias, mask=None):
     L, S = q.size(-2), k.size(-2)
-    batch = _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     additive = torch.zeros(*batch, L, S, dtype=q.dtype, device=q.device)
     if bias is not None:
         additive = additive + bias

@@ -9,7 +9,7 @@ import torch
 from ...core import CheckList, Failure, misconception
 from ...diagnosis import infer_scale, name_scale
 from ...tolerances import tolerance
-from ...trusted.attention import _broadcast
+from ...trusted.attention import broadcast_shape
 from ...verdicts import assert_close, close, tensor
 from . import probe
 
@@ -319,7 +319,9 @@ def _consistent(got, x, *, out="out", weights="weights"):
     sum to 1, fully blocked rows are 0, and out = weights @ v. A property check asks this of
     the runs it judges, so a result that computes nothing (zeros, random) cannot pass it."""
     L, S = x["q"].size(-2), x["k"].size(-2)
-    batch = _broadcast(x["q"].shape[:-2], x["k"].shape[:-2], x["v"].shape[:-2])  # no sympy import
+    batch = broadcast_shape(
+        x["q"].shape[:-2], x["k"].shape[:-2], x["v"].shape[:-2]
+    )  # no sympy import
     w = tensor(got, weights, "the weights", floating=True, shape=(*batch, L, S))
     o = tensor(got, out, "the output", floating=True, shape=(*batch, L, x["v"].size(-1)))
     if not (torch.isfinite(w).all() and torch.isfinite(o).all()):
