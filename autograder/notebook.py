@@ -176,6 +176,9 @@ def _defined(check: Check, namespace: dict[str, Any]) -> bool:
     name = check.exercise
     if not name or name in namespace:
         return True
+    owner, _, method = name.rpartition(".")  # "RotaryAttention.forward": the class's own method
+    if owner:
+        return isinstance(namespace.get(owner), type) and method in vars(namespace[owner])
     return any(isinstance(v, type) and name in vars(v) for v in list(namespace.values()))
 
 

@@ -27,6 +27,7 @@ from .core import (
     Result,
 )
 from .submission import ImportProblem, Submission
+from .syllabus import MODULES
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.txt"
 # Read when the probe side is first imported: the sandbox's zygote imports this module before
@@ -110,7 +111,7 @@ def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str =
         if raised_in(e, submission.path):
             exercise = check.exercise or str(e).split(":")[0] or check.module
             origin = Path(traceback.extract_tb(e.__traceback__)[-1].filename).stem
-            if origin != check.module:  # the student's own dependency (the student copy)
+            if origin != check.module and origin in MODULES:  # own dependency (student copy)
                 name = str(e).split(":")[0]
                 exercise = f"{name} in {origin}.py, which {check.module}.py uses,"
             return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
