@@ -286,3 +286,9 @@ def title(name: str) -> str:
     if advice:
         shown += _(N_(" (advice, 0 points: measured inside your own process)"))
     return shown
+
+
+def name(full: str) -> str:
+    """A Result's name "module.slug: title" with its title in the current language."""
+    head, sep, _rest = full.partition(": ")
+    return f"{head}{sep}{title(full)}" if sep else title(full)
