@@ -78,6 +78,20 @@ def misconception_texts() -> dict[str, list[tuple[str, str]]]:
     return found
 
 
+def title_texts() -> dict[str, list[tuple[str, str]]]:
+    """{checks-<module>: [(bare title, module.slug)]}: every check's title as declared, without
+    the forgeable checks' suffix (a kit text of its own, i18n.ADVICE_SUFFIX)."""
+    from .i18n import ADVICE_SUFFIX
+
+    found: dict[str, list[tuple[str, str]]] = {}
+    for check in registry.all_checks():
+        text = check.title.removesuffix(ADVICE_SUFFIX)
+        found.setdefault(f"checks-{check.module}", []).append(
+            (text, f"{check.module}.{check.slug}")
+        )
+    return found
+
+
 def templates() -> dict[str, Catalog]:
     """One template Catalog per domain."""
     catalogs: dict[str, Catalog] = {}
@@ -93,7 +107,10 @@ def templates() -> dict[str, Catalog]:
         flags = _flags(text if isinstance(message, str) else " ".join(message))
         added = catalog(KIT_DOMAIN).add(message, locations=[(path, int(line))], flags=flags)
         added.flags.discard("python-format")
-    for domain, texts in misconception_texts().items():
+    texts_of = misconception_texts()
+    for domain, titles in title_texts().items():
+        texts_of.setdefault(domain, []).extend(titles)
+    for domain, texts in texts_of.items():
         for text, mid in texts:
             existing = catalog(domain).get(text)
             if existing is None:

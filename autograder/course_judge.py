@@ -38,6 +38,7 @@ from . import registry, report
 from .core import Result
 from .course_config import CourseConfig
 from .i18n import _, status_word
+from .i18n import name as i18n_name
 from .notebook import feedback
 from .references import References
 from .sandbox.runner import Sandbox
@@ -169,7 +170,7 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
 
 def verdict_text(result: Result, points: float) -> str:
     score = scaled(result, points)
-    head = f"{OFFICIAL}: {result.name}: {score:g} / {points:g}"
+    head = f"{OFFICIAL}: {i18n_name(result.name)}: {score:g} / {points:g}"
     if result.passed:
         return f"{head}  {_('PASS')}\n"
     word = status_word(result.status)

@@ -269,3 +269,26 @@ def status_word(status: str) -> str:
 def html_lang() -> str:
     """The page's lang attribute: 'en' or 'zh-CN'."""
     return current().replace("_", "-")
+
+
+ADVICE_SUFFIX = " (advice, 0 points: measured inside your own process)"
+
+
+def title(name: str) -> str:
+    """A check's title (a Result's name "module.slug: title", or the bare title) in the
+    current language: the bare title is looked up in the catalogs, and the forgeable checks'
+    suffix is a text of its own, so the catalogs hold the titles as declared."""
+    bare = name.split(": ", 1)[-1]
+    advice = bare.endswith(ADVICE_SUFFIX)
+    if advice:
+        bare = bare[: -len(ADVICE_SUFFIX)]
+    shown = _(bare)
+    if advice:
+        shown += _(N_(" (advice, 0 points: measured inside your own process)"))
+    return shown
+
+
+def name(full: str) -> str:
+    """A Result's name "module.slug: title" with its title in the current language."""
+    head, sep, _rest = full.partition(": ")
+    return f"{head}{sep}{title(full)}" if sep else title(full)

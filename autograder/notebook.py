@@ -48,6 +48,7 @@ from . import registry, trusted
 from .core import Check, Result
 from .engine import run_check
 from .i18n import _, hint_lines, message, status_word
+from .i18n import name as i18n_name
 from .ladder import NOTEBOOK_LEVELS
 from .paths import SOLUTIONS
 from .references import References
@@ -234,7 +235,7 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     text = feedback(result)
     if result.status == "error":
         print(result.extra.get("traceback", ""), file=sys.stdout)
-    raise CheckFailed(f"{result.name}{tier}: {status_word(result.status)}.\n{text}")
+    raise CheckFailed(f"{i18n_name(result.name)}{tier}: {status_word(result.status)}.\n{text}")
 
 
 def feedback(result: Result) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .core import Result
 from .i18n import N_, _, hint_lines, message, ngettext, status_word
+from .i18n import title as check_title
 
 TAGS = {
     "passed": N_("PASS"),
@@ -123,7 +124,7 @@ def table(
         hinted: set[str] = set()
         last_printed = ""
         for r in rs:
-            title = r.name.split(": ", 1)[-1]
+            title = check_title(r.name)
             lines.append(f"  {_(TAGS[r.status])}  {_points(r.score)}/{_points(r.points)}  {title}")
             if not r.passed:
                 key = (r.misconception, r.message)

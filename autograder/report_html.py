@@ -31,6 +31,7 @@ from pathlib import Path
 from . import fixtures, registry
 from .core import Result
 from .i18n import N_, _, html_lang, message, ngettext
+from .i18n import title as i18n_title
 from .report import TAGS, Hints, hints_of, printed_lines
 
 
@@ -474,7 +475,7 @@ def _module_html(module: str, rs: list[Result], pictures: str, hints: Hints = No
     for r in rs:
         tag = _(TAGS[r.status]).strip() if r.status in TAGS else "?"
         css = _CSS_CLASS.get(r.status, "fail")
-        title = html.escape(r.name.split(": ", 1)[-1])
+        title = html.escape(i18n_title(r.name))
         detail = ""
         if not r.passed and (r.misconception, r.message) in shown:
             same = _("(same as above: {misconception})").format(misconception=r.misconception)

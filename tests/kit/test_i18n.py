@@ -244,3 +244,19 @@ def test_a_grade_in_chinese_shows_chinese_headings_and_filled_messages(pristine_
     assert "causal_mask 还未作答" in results.read_text(encoding="utf-8")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert '<html lang="zh-CN">' in page and "还未作答" in page
+
+
+@pytest.mark.fast
+def test_check_titles_of_translated_modules_show_in_chinese():
+    from autograder import i18n as i18n_titles
+    from autograder.registry import all_checks
+
+    try:
+        i18n_titles.use("zh_CN")
+        for check in all_checks():
+            if check.module in ("attention", "masks", "positional"):
+                shown = i18n_titles.title(f"{check.module}.{check.slug}: {check.title}")
+                assert shown != check.title, check.slug
+                assert any("\u4e00" <= c <= "\u9fff" for c in shown), shown
+    finally:
+        i18n_titles.use(None)
