@@ -28,7 +28,7 @@ from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
 from . import core, registry
-from .i18n import KIT_DOMAIN, LOCALES
+from .i18n import ADVICE_SUFFIX, KIT_DOMAIN, LOCALES
 from .paths import BUILD, PACKAGE
 
 TEMPLATES = BUILD / "locale" / "templates"
@@ -81,8 +81,6 @@ def misconception_texts() -> dict[str, list[tuple[str, str]]]:
 def title_texts() -> dict[str, list[tuple[str, str]]]:
     """{checks-<module>: [(bare title, module.slug)]}: every check's title as declared, without
     the forgeable checks' suffix (a kit text of its own, i18n.ADVICE_SUFFIX)."""
-    from .i18n import ADVICE_SUFFIX
-
     found: dict[str, list[tuple[str, str]]] = {}
     for check in registry.all_checks():
         text = check.title.removesuffix(ADVICE_SUFFIX)
