@@ -37,6 +37,11 @@ from .sandbox import wire
 from .submission import Submission
 
 OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
+# Written by the worker on its output pipe after each check's prints, before the check's
+# message: the parent cuts the stream there, so a check's prints stay with that check however
+# late the parent reads (under load, the next check's prints are already in the pipe when the
+# parent reads a message). Student code could print it too: that only moves its own prints.
+CHECK_END = b"\x1e\x1f[attention-lab: end of check]\x1f\x1e"
 
 EXITED = misconception(
     "exited-early",
@@ -109,6 +114,10 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
                     stream.flush()
                 except BaseException:
                     pass
+            try:
+                os.write(1, CHECK_END)
+            except BaseException:
+                pass
             if isinstance(got, Result):
                 message = {
                     "type": "result",
@@ -176,6 +185,7 @@ class _Run:
         self.buffer = bytearray()
         self.watch = limits.Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]))
         self.printed: dict[str | None, bytearray] = {}
+        self.stream = _Segments()
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
         self.done = False
@@ -194,7 +204,8 @@ class _Run:
             return
         if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
             return
-        self._drain_output()  # the worker flushed its prints before it sent this message
+        self._drain_output()  # the worker flushed its prints and CHECK_END before this message
+        self.printed[check_id] = self.stream.next_segment()
         probed = Probed(cpu_seconds=self.watch.finish())
         if kind == "result":
             probed.result = _child_result(check, header)
@@ -217,8 +228,7 @@ class _Run:
                 return
             if not data:
                 return
-            kept = self.printed.setdefault(self.current, bytearray())
-            kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
+            self.stream.feed(data)
 
     def _read(self, fd: int) -> bool:
         try:
@@ -241,8 +251,7 @@ class _Run:
                     result=Result.of(check, "failed", Failure(CHANNEL, why=broken))
                 )
         else:
-            kept = self.printed.setdefault(self.current, bytearray())
-            kept += data[: max(0, 2 * OUTPUT_KEEP - len(kept))]
+            self.stream.feed(data)
         return True
 
     def register(self, sel: selectors.BaseSelector) -> None:
@@ -268,6 +277,8 @@ class _Run:
         self.open = set()
         limits.stop(self.pid)
         _, status = os.waitpid(self.pid, 0)
+        if self.current is not None and self.current not in self.probed:
+            self.printed[self.current] = self.stream.rest()
         if not self.done and self.current is not None and self.stopped is None:
             check = self.checks[self.current]
             how = _how(status)
@@ -283,6 +294,51 @@ class _Run:
             return False
         self.stopped = (current, overran(self.checks[current], *over))
         return True
+
+
+class _Segments:
+    """The worker's output stream cut at each CHECK_END: one segment per finished check, in
+    order, each kept to 2 * OUTPUT_KEEP bytes (a check that prints gigabytes costs no memory)."""
+
+    def __init__(self) -> None:
+        self.done: list[bytearray] = []
+        self.open = bytearray()  # the segment being written
+        self.tail = b""  # the end of the stream that may be the start of a CHECK_END
+
+    def feed(self, data: bytes) -> None:
+        data = self.tail + data
+        pieces = data.split(CHECK_END)
+        for piece in pieces[:-1]:
+            self._keep(piece)
+            self.done.append(self.open)
+            self.open = bytearray()
+        last = pieces[-1]
+        hold = next(
+            (
+                n
+                for n in range(min(len(last), len(CHECK_END) - 1), 0, -1)
+                if CHECK_END.startswith(last[-n:])
+            ),
+            0,
+        )
+        self._keep(last[: len(last) - hold])
+        self.tail = last[len(last) - hold :]
+
+    def _keep(self, piece: bytes) -> None:
+        self.open += piece[: max(0, 2 * OUTPUT_KEEP - len(self.open))]
+
+    def next_segment(self) -> bytearray:
+        """The prints of the check whose message just came (its CHECK_END is in the pipe);
+        without one (the student closed fd 1), whatever was printed since the last."""
+        if self.done:
+            return self.done.pop(0)
+        return self.rest()
+
+    def rest(self) -> bytearray:
+        """What was printed after the last CHECK_END: the check that was stopped or ended."""
+        self._keep(self.tail)
+        found, self.open, self.tail = self.open, bytearray(), b""
+        return found
 
 
 def overran(check: Check, why: str, seconds: float) -> Result:

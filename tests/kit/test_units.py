@@ -144,3 +144,25 @@ def test_worker_stops_an_overrunning_check_from_outside(tmp_path):
     assert timed_out == ["masks.padding"], [(r.check_id, r.status) for r in results]
     assert all(r.passed for r in results if r.check_id != "masks.padding")
     assert os.getpid()  # the grading process itself was never interrupted
+
+
+@pytest.mark.fast
+def test_prints_stay_with_their_check_however_the_pipe_is_read():
+    """The worker's output is cut at CHECK_END, even when the parent reads late (the next
+    check's prints already in the pipe) or a read splits the marker."""
+    from autograder.worker import CHECK_END, OUTPUT_KEEP, _Segments
+
+    stream = b"a1\na2\n" + CHECK_END + b"b1\n" + CHECK_END + b"c1 (stopped)"
+    for cut in range(len(stream) + 1):
+        seg = _Segments()
+        seg.feed(stream[:cut])
+        seg.feed(stream[cut:])
+        assert bytes(seg.next_segment()) == b"a1\na2\n", cut
+        assert bytes(seg.next_segment()) == b"b1\n", cut
+        assert bytes(seg.rest()) == b"c1 (stopped)", cut
+    seg = _Segments()
+    seg.feed(b"x" * (10 * OUTPUT_KEEP) + CHECK_END + b"y")
+    assert len(seg.next_segment()) == 2 * OUTPUT_KEEP and bytes(seg.rest()) == b"y"
+    seg = _Segments()  # no CHECK_END (the student closed fd 1): what came since the last
+    seg.feed(b"only")
+    assert bytes(seg.next_segment()) == b"only" and bytes(seg.rest()) == b""
