@@ -63,7 +63,12 @@ grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs
 	$(PY) -m autograder grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results build/results-train.json
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q -rs
+	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile
+
+# pytest-xdist workers for make test: one per core, a test file per worker at a time (a file's
+# module fixtures, such as a whole nbgrader course cycle, are built once); TEST_JOBS=0 runs
+# them all in this process.
+TEST_JOBS ?= auto
 
 .PHONY: test-fast
 test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
