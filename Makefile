@@ -11,6 +11,9 @@ VERBOSE ?=
 DEVICE ?= cpu
 RESULTS ?= build/results.json
 HINTS ?=
+# WARM=1: after a first `make grade`, a warm grader (autograder/warm.py: torch imported once)
+# waits in the background and runs the next ones; WARM=0 grades in a fresh process each time.
+WARM ?= 1
 # make grade LANG=zh_CN.UTF-8: a LANG given to make wins over LC_ALL / LANGUAGE set in the shell
 # (gettext's own order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, when LANG comes from the shell).
 LANG_ARG = $(if $(filter command line,$(origin LANG)),--lang $(LANG))
@@ -42,8 +45,8 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 .PHONY: venv-instructor
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8
-	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
+grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8, WARM=0
+	ATTENTION_LAB_WARM=$(WARM) $(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
 
 .PHONY: hint
 hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)

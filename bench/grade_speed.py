@@ -1,16 +1,23 @@
-"""Time `make grade` as a student runs it: the whole kit and each module (EX=m), side by side.
+"""Time `make grade` as a student runs it: the whole kit and each module (EX=m), side by side,
+on the warm grader and in a fresh process.
 
     make bench-grade [RUNS=3]
     .venv/bin/python bench/grade_speed.py [--runs 3] [--submission solutions] [--modules a,b]
         [--direct]
 
-Warm: one untimed run of the whole kit first (page cache, the heatmaps' cache under build/).
-Each figure is the median of `runs` runs of `make grade` (with --direct: `python -m autograder
-grade`, without make's own start-up) in a fresh process, in wall-clock seconds and in CPU
-seconds (user + sys of the process and its children). The load average is printed beside
-them: on a shared machine the wall clock says more about the neighbours than about the kit.
-The training check is not included (it runs in `make grade-train`). Targets (issue 17):
-the whole kit at most 5 s, each module at most 2.5 s, warm on 2 cores.
+Two columns per row, from one run of this script:
+- warm: `make grade` as a student's second and later runs see it: the warm grader
+  (autograder/warm.py) is up (this script starts its own, in a temporary folder, and stops it
+  at the end), and each grading is a fork of it. Wall-clock seconds only: the fork's CPU time
+  is not this script's child's.
+- fresh: `make grade WARM=0`, a new interpreter that imports torch and the kit each time
+  (the first `make grade` of a session, and what the kit's tests run). Wall-clock and CPU
+  seconds (user + sys of the process and its children).
+Each figure is the median of `runs` runs; --direct runs `python -m autograder grade` without
+make's own start-up. The load average is printed beside them: on a shared machine the wall
+clock says more about the neighbours than about the kit. The training check is not included
+(it runs in `make grade-train`). Targets (issue 17): the whole kit at most 5 s, each module
+at most 2.5 s, warm on 2 cores.
 """
 
 from __future__ import annotations
@@ -37,8 +44,12 @@ def command(submission: str, ex: str | None, results: Path, direct: bool) -> lis
     return cmd + [f"RESULTS={results}"] + ([f"EX={ex}"] if ex else [])
 
 
-def once(cmd: list[str]) -> tuple[float, float]:
+def once(cmd: list[str], warm: Path | None) -> tuple[float, float]:
+    """One grading; `warm`: the warm grader's folder (None: a fresh process, WARM=0)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["WARM"] = env["ATTENTION_LAB_WARM"] = "1" if warm else "0"
+    if warm:
+        env["ATTENTION_LAB_WARM_DIR"] = str(warm)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
@@ -60,27 +71,54 @@ def main() -> None:
 
     wanted = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:
-        results = Path(tmp) / "results.json"
-        once(command(args.submission, None, results, args.direct))  # warm, untimed
-        load = os.getloadavg()
-        print(f"cores: {os.cpu_count()}, load average before: {load[0]:.2f} {load[1]:.2f}")
-        print(f"{'what':14} {'wall s':>7} {'cpu s':>7} {'target':>7}   load")
-        rows = []
-        for ex in [None, *wanted]:
-            cmd = command(args.submission, ex, results, args.direct)
-            runs = [once(cmd) for _ in range(args.runs)]
-            wall = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            target = MODULE if ex else WHOLE
-            rows.append((ex, wall, cpu, target))
-            mark = "" if wall <= target else "  over"
-            line = f"{ex or 'whole kit':14} {wall:7.2f} {cpu:7.2f} {target:7.1f}   "
-            print(f"{line}{os.getloadavg()[0]:.1f}{mark}", flush=True)
-        modules = [r for r in rows if r[0]]
-        print(
-            f"{'sum of modules':14} {sum(r[1] for r in modules):7.2f} "
-            f"{sum(r[2] for r in modules):7.2f}   (each module graded alone)"
-        )
+        results, warm = Path(tmp) / "results.json", Path(tmp) / "warm"
+        try:
+            _measure(args, wanted, results, warm)
+        finally:
+            _stop(warm)
+
+
+def _measure(args, wanted: list[str], results: Path, warm: Path) -> None:
+    once(command(args.submission, None, results, args.direct), warm)  # untimed; starts it
+    deadline = time.monotonic() + 120
+    while not (warm / "warm-grader.sock").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    load = os.getloadavg()
+    print(f"cores: {os.cpu_count()}, load average before: {load[0]:.2f} {load[1]:.2f}")
+    print(f"{'':14} {'warm':>7}   {'fresh (WARM=0)':>15}")
+    print(f"{'what':14} {'wall s':>7}   {'wall s':>7} {'cpu s':>7} {'target':>7}   load")
+    rows = []
+    for ex in [None, *wanted]:
+        cmd = command(args.submission, ex, results, args.direct)
+        hot = statistics.median(once(cmd, warm)[0] for _ in range(args.runs))
+        runs = [once(cmd, None) for _ in range(args.runs)]
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        target = MODULE if ex else WHOLE
+        rows.append((ex, hot, wall, cpu))
+        mark = "" if hot <= target else "  over"
+        line = f"{ex or 'whole kit':14} {hot:7.2f}   {wall:7.2f} {cpu:7.2f} {target:7.1f}   "
+        print(f"{line}{os.getloadavg()[0]:.1f}{mark}", flush=True)
+    modules = [r for r in rows if r[0]]
+    print(
+        f"{'sum of modules':14} {sum(r[1] for r in modules):7.2f}   "
+        f"{sum(r[2] for r in modules):7.2f} {sum(r[3] for r in modules):7.2f}"
+        "   (each module graded alone)"
+    )
+
+
+def _stop(warm: Path) -> None:
+    """End this script's warm grader (it holds its lock file open)."""
+    for pid in os.listdir("/proc"):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"ATTENTION_LAB_WARM_DIR={warm}".encode() in environ.split(b"\0"):
+            try:
+                os.kill(int(pid), 15)
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":

@@ -22,8 +22,12 @@ SOLUTIONS = ROOT / "solutions"
 KIT = Path(__file__).resolve().parent
 
 # The kit's tests read the English texts, whatever the machine's locale (the Chinese ones are
-# asked for by name: --lang zh_CN), and keep their hint-ladder state out of build/.
+# asked for by name: --lang zh_CN), and keep their hint-ladder state out of build/. A
+# `make grade` they run grades in a fresh process (no warm grader left behind; test_warm.py
+# tests it on its own).
 os.environ["LANGUAGE"] = "en"
+os.environ["WARM"] = "0"
+os.environ.pop("ATTENTION_LAB_WARM", None)
 if "ATTENTION_LAB_HINT_STATE" not in os.environ:
     _state = Path(tempfile.mkdtemp(prefix="attention-lab-hints-"))
     os.environ["ATTENTION_LAB_HINT_STATE"] = str(_state / "hint-state.json")

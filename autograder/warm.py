@@ -1,0 +1,335 @@
+"""The warm grader behind `make grade`: torch imported once, each grading a fork of it.
+
+A fresh `python -m autograder grade` spends most of its time before it grades anything:
+importing torch and pytest, the kit's checks, and torch's lazy first uses (the meta device,
+matplotlib). After a `make grade`, a small server (`python -m autograder.warm serve`) pays all
+of that once, in the background, and waits on a Unix socket in build/. The next `make grade`
+(this module's `client`, which imports nothing but the standard library) hands it its
+arguments, working folder, environment and its own stdin, stdout and stderr; the server forks,
+and the fork runs the same `cli.main` on them as the direct run would, printing straight to
+the student's terminal, and ends with its exit status. Student code never runs in the
+server: it runs in the fork's own workers (worker.py), and the fork ends with the grading.
+
+The server serves one checkout of the kit as it is: a key made of the interpreter and the size
+and modification time of every file of the package (checks, catalogs, fixtures) and of data/
+is compared on each request; a different key (the kit changed, a `git pull`) stops the server
+and the grading runs directly. It answers only its own user (SO_PEERCRED), and exits after
+IDLE seconds without a request. `make grade WARM=0` (and the kit's tests) grade directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+FOLDER = Path(os.environ.get("ATTENTION_LAB_WARM_DIR") or ROOT / "build")  # tests set it
+SOCKET = FOLDER / "warm-grader.sock"
+LOCK = FOLDER / "warm-grader.lock"
+LOG = FOLDER / "warm-grader.log"  # one line per grading served
+IDLE = 20 * 60  # seconds without a request before the server exits
+VERBS = ("grade",)  # what the warm grader runs; everything else starts directly
+ENABLED = "ATTENTION_LAB_WARM"  # set to 1 by `make grade` (WARM=1, the default)
+_HEADER = struct.Struct("!I")
+
+
+def key() -> str:
+    """The kit as the server loaded it: the interpreter, and every package and data file's
+    size and modification time (a stat each, a few milliseconds)."""
+    digest = hashlib.sha256(sys.executable.encode())
+    for folder in (PACKAGE, ROOT / "data"):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- client
+
+
+def client(argv: list[str]) -> int | None:
+    """Run `argv` on the warm grader when one is up for this kit; None when it is not (the
+    caller then grades directly and calls `start`)."""
+    if not wanted(argv):
+        return None
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(SOCKET))
+    except OSError:
+        return None
+    with conn:
+        request = {"key": key(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+        data = json.dumps(request).encode()
+        try:
+            socket.send_fds(conn, [_HEADER.pack(len(data))], [0, 1, 2])
+            conn.sendall(data)
+            reply = _lines(conn)
+            if next(reply, "") != "started":
+                return None  # stale (the kit changed) or refused: grade directly
+        except OSError:
+            return None
+        try:
+            for line in reply:
+                if line.startswith("exit "):
+                    return int(line.split()[1])
+        except KeyboardInterrupt:
+            return 130  # closing the socket tells the server to interrupt the grading
+        except (OSError, ValueError):
+            pass
+    print(
+        "The warm grader stopped before the grading ended; `make grade WARM=0` grades without it.",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _lines(conn: socket.socket):
+    buffer = b""
+    while True:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield line.decode()
+
+
+def wanted(argv: list[str]) -> bool:
+    """`make grade` (ATTENTION_LAB_WARM=1) of a verb the warm grader runs."""
+    return os.environ.get(ENABLED) == "1" and any(a in VERBS for a in argv)
+
+
+def start(argv: list[str]) -> None:
+    """After a direct run of `argv`: start a server in the background for the next
+    `make grade`, unless one is up or starting (it holds LOCK). Quiet: a kit that cannot
+    start one grades directly."""
+    if not wanted(argv) or len(str(SOCKET)) > 100:
+        return
+    try:
+        import fcntl
+
+        LOCK.parent.mkdir(parents=True, exist_ok=True)
+        with open(LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no server holds it
+        subprocess.Popen(
+            [sys.executable, "-m", "autograder.warm", "serve"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return
+
+
+# --------------------------------------------------------------------------- server
+
+
+def serve() -> None:
+    import fcntl
+
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(LOCK, "a")  # noqa: SIM115 (held for the server's life)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another server is up or starting
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the finally below cleans up
+    mine = key()
+    threads = _warm()
+    SOCKET.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o077)
+    try:
+        listener.bind(str(SOCKET))
+    finally:
+        os.umask(old)
+    listener.listen(8)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, None)
+    running: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
+    last = time.monotonic()
+    try:
+        while running or time.monotonic() - last < IDLE:
+            for item, _ in sel.select(timeout=5):
+                if item.data is None:
+                    conn, _ = listener.accept()
+                    last = time.monotonic()
+                    if _own_user(conn) and not _answer(conn, mine, threads, sel, running):
+                        return  # stale: the kit changed under this server
+                    continue
+                kind, fd = item.data
+                if kind == "done":
+                    conn, pid = running.pop(fd)
+                    sel.unregister(fd)
+                    os.close(fd)
+                    _, status = os.waitpid(pid, 0)
+                    code = os.waitstatus_to_exitcode(status)
+                    try:
+                        conn.sendall(f"exit {code if code >= 0 else 128 - code}\n".encode())
+                    except OSError:
+                        pass
+                    _forget(sel, conn)
+                    conn.close()
+                    last = time.monotonic()
+                elif kind == "hangup":  # the student pressed Ctrl-C: interrupt the grading
+                    for conn, pid in running.values():
+                        if conn.fileno() == fd:
+                            _signal(pid, signal.SIGINT)
+                            _forget(sel, conn)
+    finally:
+        for _conn, pid in running.values():
+            _signal(pid, signal.SIGINT)
+        SOCKET.unlink(missing_ok=True)
+        listener.close()
+
+
+def _warm() -> int:
+    """Import and warm what every grading needs; returns torch's thread count, to restore in
+    each fork (the server itself stays on one thread, so that no OpenMP thread pool exists when
+    it forks: a fork of a process with one hangs at its first parallel operation)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    from . import cli, i18n, limits, registry
+
+    del cli
+    limits.warm_up(*limits.WARM_UPS)
+    registry.all_checks()
+    for lang in i18n.available():
+        i18n.translations(lang)
+    return threads
+
+
+def _own_user(conn: socket.socket) -> bool:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        conn.close()
+        return False
+    return True
+
+
+def _answer(conn, mine: str, threads: int, sel, running) -> bool:
+    """Read one request; fork its grading. False when the request is for another kit."""
+    try:
+        conn.settimeout(10)
+        head, fds, _flags, _addr = socket.recv_fds(conn, _HEADER.size, 3)
+        (size,) = _HEADER.unpack(head)
+        data = b""
+        while len(data) < size:
+            chunk = conn.recv(min(1 << 20, size - len(data)))
+            if not chunk:
+                raise OSError("short request")
+            data += chunk
+        request = json.loads(data)
+        conn.settimeout(None)
+    except (OSError, ValueError, struct.error):
+        conn.close()
+        return True
+    try:
+        if request.get("key") != mine or len(fds) != 3:
+            conn.sendall(b"stale\n")
+            conn.close()
+            return False
+        conn.sendall(b"started\n")
+        pid = os.fork()
+        if pid == 0:
+            _child(request, fds, threads)
+        with open(LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {pid}: {request['argv']}\n")
+        pidfd = os.pidfd_open(pid)
+        running[pidfd] = (conn, pid)
+        sel.register(pidfd, selectors.EVENT_READ, ("done", pidfd))
+        sel.register(conn, selectors.EVENT_READ, ("hangup", conn.fileno()))
+        return True
+    except OSError:
+        conn.close()
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _child(request: dict, fds: list[int], threads: int) -> None:
+    """The fork that grades: the student's stdin/stdout/stderr, folder and environment, then
+    the same `cli.main` a direct run calls. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import torch
+
+        from . import cli, i18n
+
+        torch.set_num_threads(threads)
+        i18n.use(None)
+        try:
+            code = int(cli.main(list(request["argv"])) or 0)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except KeyboardInterrupt:
+            code = 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _forget(sel: selectors.BaseSelector, conn: socket.socket) -> None:
+    try:
+        sel.unregister(conn)
+    except (KeyError, ValueError):
+        pass
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["serve"]:
+        serve()
+    else:
+        print("usage: python -m autograder.warm serve", file=sys.stderr)
+        sys.exit(2)
