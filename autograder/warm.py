@@ -41,6 +41,8 @@ IDLE = 20 * 60  # seconds without a request before the server exits
 VERBS = ("grade",)  # what the warm grader runs; everything else starts directly
 ENABLED = "ATTENTION_LAB_WARM"  # set to 1 by `make grade` (WARM=1, the default)
 _HEADER = struct.Struct("!I")
+# Linux: descriptors passed over the socket, the peer's uid, a pidfd per grading fork.
+SUPPORTED = sys.platform == "linux" and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
 
 
 def key() -> str:
@@ -120,7 +122,7 @@ def start(argv: list[str]) -> None:
     """After a direct run of `argv`: start a server in the background for the next
     `make grade`, unless one is up or starting (it holds LOCK). Quiet: a kit that cannot
     start one grades directly."""
-    if not wanted(argv) or len(str(SOCKET)) > 100:
+    if not wanted(argv) or not SUPPORTED or len(str(SOCKET)) > 100:
         return
     try:
         import fcntl
@@ -153,6 +155,10 @@ def serve() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another server is up or starting
+    try:
+        os.close(os.pidfd_open(os.getpid()))  # a kernel older than 5.3 has none: no server
+    except OSError:
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the finally below cleans up
     mine = key()
     threads = _warm()
@@ -248,24 +254,26 @@ def _answer(conn, mine: str, threads: int, sel, running) -> bool:
         conn.close()
         return True
     try:
-        if request.get("key") != mine or len(fds) != 3:
+        if not isinstance(request, dict) or len(fds) != 3:
+            conn.close()
+            return True
+        if request.get("key") != mine:
             conn.sendall(b"stale\n")
             conn.close()
             return False
-        conn.sendall(b"started\n")
         pid = os.fork()
         if pid == 0:
             _child(request, fds, threads)
-        with open(LOG, "a") as log:
-            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {pid}: {request['argv']}\n")
         pidfd = os.pidfd_open(pid)
         running[pidfd] = (conn, pid)
         sel.register(pidfd, selectors.EVENT_READ, ("done", pidfd))
         sel.register(conn, selectors.EVENT_READ, ("hangup", conn.fileno()))
+        with open(LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {pid}: {request['argv']}\n")
+        conn.sendall(b"started\n")  # from here on the fork grades: the client waits for it
         return True
     except OSError:
-        conn.close()
-        return True
+        return True  # the client left: its fork is reaped (and interrupted) as a hang-up
     finally:
         for fd in fds:
             os.close(fd)
