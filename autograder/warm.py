@@ -10,11 +10,13 @@ and the fork runs the same `cli.main` on them as the direct run would, printing 
 the student's terminal, and ends with its exit status. Student code never runs in the
 server: it runs in the fork's own workers (worker.py), and the fork ends with the grading.
 
-The server serves one checkout of the kit as it is: a key made of the interpreter and the size
-and modification time of every file of the package (checks, catalogs, fixtures) and of data/
-is compared on each request; a different key (the kit changed, a `git pull`) stops the server
-and the grading runs directly. It answers only its own user (SO_PEERCRED), and exits after
-IDLE seconds without a request. `make grade WARM=0` (and the kit's tests) grade directly.
+The server serves one checkout of the kit as it is: a key made of the interpreter, the lock
+files and .venv's install stamps, and the size and modification time of every file of the
+package (checks, catalogs, fixtures) and of data/ is compared on each request; a different
+key (the kit changed, a `git pull`, a new install) stops the server and the grading runs
+directly. It answers only its own user (SO_PEERCRED), and exits after IDLE seconds without a
+request. A grading on CUDA starts fresh. `make grade WARM=0` (and the kit's tests) grade
+directly.
 """
 
 from __future__ import annotations
@@ -49,6 +51,14 @@ def key() -> str:
     """The kit as the server loaded it: the interpreter, and every package and data file's
     size and modification time (a stat each, a few milliseconds)."""
     digest = hashlib.sha256(sys.executable.encode())
+    installed = [ROOT / "requirements.lock", ROOT / "requirements-instructor.lock"]
+    installed += Path(sys.prefix).glob(".attention-lab-*installed")  # make venv's stamps
+    for path in sorted(map(str, installed)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     for folder in (PACKAGE, ROOT / "data"):
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -114,8 +124,10 @@ def _lines(conn: socket.socket):
 
 
 def wanted(argv: list[str]) -> bool:
-    """`make grade` (ATTENTION_LAB_WARM=1) of a verb the warm grader runs."""
-    return os.environ.get(ENABLED) == "1" and any(a in VERBS for a in argv)
+    """`make grade` (ATTENTION_LAB_WARM=1) of a verb the warm grader runs, on the CPU (CUDA
+    cannot be used in a fork of a process that used it: a CUDA grading starts fresh)."""
+    on_cpu = not any(a.startswith("cuda") for a in argv)
+    return os.environ.get(ENABLED) == "1" and on_cpu and any(a in VERBS for a in argv)
 
 
 def start(argv: list[str]) -> None:

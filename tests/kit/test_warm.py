@@ -132,3 +132,13 @@ def test_a_changed_kit_stops_the_server_and_grades_directly(server, tmp_path, mo
     assert warm.client(["grade", "--ex", "positional"]) is None  # grade directly
     _wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 30)
     assert not (server / "warm-grader.sock").exists()
+
+
+@pytest.mark.fast
+def test_only_make_grade_on_the_cpu_is_served(monkeypatch):
+    monkeypatch.setenv(warm.ENABLED, "1")
+    assert warm.wanted(["--lang", "zh_CN", "grade", "--device", "cpu"])
+    assert not warm.wanted(["grade", "--device", "cuda"])  # CUDA: a fresh process
+    assert not warm.wanted(["batch", "--submissions", "x"])
+    monkeypatch.setenv(warm.ENABLED, "0")  # make grade WARM=0, and python -m autograder
+    assert not warm.wanted(["grade", "--device", "cpu"])
