@@ -51,7 +51,7 @@ grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one ex
 .PHONY: hint
 hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
 	@test -n "$(EX)" || { echo "usage: make hint EX=module" >&2; exit 2; }
-	@$(PY) -m autograder $(LANG_ARG) hint --submission $(SUBMISSION) --ex $(EX)
+	@ATTENTION_LAB_WARM=$(WARM) $(PY) -m autograder $(LANG_ARG) hint --submission $(SUBMISSION) --ex $(EX)
 
 .PHONY: translations
 translations: $(STAMP) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs

@@ -40,7 +40,7 @@ SOCKET = FOLDER / "warm-grader.sock"
 LOCK = FOLDER / "warm-grader.lock"
 LOG = FOLDER / "warm-grader.log"  # one line per grading served
 IDLE = 20 * 60  # seconds without a request before the server exits
-VERBS = ("grade",)  # what the warm grader runs; everything else starts directly
+VERBS = ("grade", "hint")  # what the warm grader runs; everything else starts directly
 ENABLED = "ATTENTION_LAB_WARM"  # set to 1 by `make grade` (WARM=1, the default)
 _HEADER = struct.Struct("!I")
 # Linux: descriptors passed over the socket, the peer's uid, a pidfd per grading fork.

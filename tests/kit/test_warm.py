@@ -139,6 +139,7 @@ def test_only_make_grade_on_the_cpu_is_served(monkeypatch):
     monkeypatch.setenv(warm.ENABLED, "1")
     assert warm.wanted(["--lang", "zh_CN", "grade", "--device", "cpu"])
     assert not warm.wanted(["grade", "--device", "cuda"])  # CUDA: a fresh process
+    assert warm.wanted(["hint", "--ex", "attention"])  # make hint grades the module first
     assert not warm.wanted(["batch", "--submissions", "x"])
     monkeypatch.setenv(warm.ENABLED, "0")  # make grade WARM=0, and python -m autograder
     assert not warm.wanted(["grade", "--device", "cpu"])
