@@ -48,27 +48,22 @@ SUPPORTED = sys.platform == "linux" and hasattr(os, "pidfd_open") and hasattr(so
 
 
 def key() -> str:
-    """The kit as the server loaded it: the interpreter, and every package and data file's
-    size and modification time (a stat each, a few milliseconds)."""
+    """The kit as the server loaded it: the interpreter, the lock files and .venv's install
+    stamps, and every package and data file's size and modification time (a stat each, a few
+    milliseconds)."""
+    paths = [ROOT / "requirements.lock", ROOT / "requirements-instructor.lock"]
+    paths += Path(sys.prefix).glob(".attention-lab-*installed")  # make venv's stamps
+    for folder in (PACKAGE, ROOT / "data"):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            paths += (Path(dirpath) / name for name in filenames)
     digest = hashlib.sha256(sys.executable.encode())
-    installed = [ROOT / "requirements.lock", ROOT / "requirements-instructor.lock"]
-    installed += Path(sys.prefix).glob(".attention-lab-*installed")  # make venv's stamps
-    for path in sorted(map(str, installed)):
+    for path in sorted(map(str, paths)):
         try:
             st = os.stat(path)
         except OSError:
             continue
         digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    for folder in (PACKAGE, ROOT / "data"):
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
@@ -127,14 +122,15 @@ def wanted(argv: list[str]) -> bool:
     """`make grade` (ATTENTION_LAB_WARM=1) of a verb the warm grader runs, on the CPU (CUDA
     cannot be used in a fork of a process that used it: a CUDA grading starts fresh)."""
     on_cpu = not any(a.startswith("cuda") for a in argv)
-    return os.environ.get(ENABLED) == "1" and on_cpu and any(a in VERBS for a in argv)
+    verb = any(a in VERBS for a in argv)
+    return SUPPORTED and os.environ.get(ENABLED) == "1" and on_cpu and verb
 
 
 def start(argv: list[str]) -> None:
     """After a direct run of `argv`: start a server in the background for the next
     `make grade`, unless one is up or starting (it holds LOCK). Quiet: a kit that cannot
     start one grades directly."""
-    if not wanted(argv) or not SUPPORTED or len(str(SOCKET)) > 100:
+    if not wanted(argv) or len(str(SOCKET)) > 100:
         return
     try:
         import fcntl
@@ -167,6 +163,9 @@ def serve() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another server is up or starting
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")  # for stop()
+    lock.flush()
     try:
         os.close(os.pidfd_open(os.getpid()))  # a kernel older than 5.3 has none: no server
     except OSError:
@@ -219,6 +218,17 @@ def serve() -> None:
             _signal(pid, signal.SIGINT)
         SOCKET.unlink(missing_ok=True)
         listener.close()
+
+
+def stop(folder: Path = FOLDER) -> None:
+    """End the warm grader of `folder`, if one is up (its pid is in its lock file)."""
+    try:
+        pid = int((folder / LOCK.name).read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return
+    if b"autograder.warm" in cmdline:
+        _signal(pid, signal.SIGTERM)
 
 
 def _warm() -> int:

@@ -68,6 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from autograder import registry
+    from autograder import warm as warm_grader
 
     wanted = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +76,7 @@ def main() -> None:
         try:
             _measure(args, wanted, results, warm)
         finally:
-            _stop(warm)
+            warm_grader.stop(warm)
 
 
 def _measure(args, wanted: list[str], results: Path, warm: Path) -> None:
@@ -105,20 +106,6 @@ def _measure(args, wanted: list[str], results: Path, warm: Path) -> None:
         f"{sum(r[2] for r in modules):7.2f} {sum(r[3] for r in modules):7.2f}"
         "   (each module graded alone)"
     )
-
-
-def _stop(warm: Path) -> None:
-    """End this script's warm grader (it holds its lock file open)."""
-    for pid in os.listdir("/proc"):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if f"ATTENTION_LAB_WARM_DIR={warm}".encode() in environ.split(b"\0"):
-            try:
-                os.kill(int(pid), 15)
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":

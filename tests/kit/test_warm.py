@@ -58,8 +58,7 @@ def _server_pids(folder: Path) -> list[int]:
 def server(tmp_path):
     folder = tmp_path / "warm"
     yield folder
-    for pid in _server_pids(folder):
-        os.kill(pid, signal.SIGTERM)
+    warm.stop(folder)
 
 
 def _wait_for(condition, seconds: float = 90) -> None:
