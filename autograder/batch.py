@@ -326,7 +326,7 @@ def run(
     insecure: bool = False,
 ) -> list[Graded]:
     from .sandbox.jail import SandboxUnavailable
-    from .sandbox.runner import Sandbox
+    from .sandbox.zygote import Zygote
 
     submissions, out = Path(submissions), Path(out)
     found = find_submissions(submissions, skip=[out])
@@ -356,13 +356,21 @@ def run(
             )
     modules = modules or registry.modules()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
-    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-batch-"))
+    # First: the zygote's torch import and warm-up run beside this process's own.
+    zygote = Zygote(warm_up=True)
+    try:
+        from .sandbox.runner import Sandbox  # imports torch
+
+        out.mkdir(parents=True, exist_ok=True)
+        unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-batch-"))
+    except BaseException:
+        zygote.close(kill=True)
+        raise
     hide = [submissions, out, unpacked]
     names: set[str] = set()
     graded: list[Graded] = []
-    try:
+    try:  # the Sandbox owns the zygote from here on
         sandbox = Sandbox(
             modules,
             seed=seed,
@@ -372,6 +380,7 @@ def run(
             slots=jobs,
             insecure=insecure,
             per_student=bool(secret),
+            zygote=zygote,
         )
     except SandboxUnavailable as e:
         shutil.rmtree(unpacked, ignore_errors=True)

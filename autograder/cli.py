@@ -108,6 +108,12 @@ def cmd_grade(args) -> int:
     return int(pytest.main(argv))
 
 
+def cmd_watch(args) -> int:
+    from .watch import cmd_watch as watch  # torch and matplotlib: only for this verb
+
+    return watch(args)
+
+
 def cmd_hint(args) -> int:
     """make hint EX=m: one level more of the first failing check's hint ladder (ladder.py).
 
@@ -280,9 +286,16 @@ def main(argv: list[str] | None = None) -> int:
     from .prairielearn import add_verbs as add_prairielearn_verbs  # prairielearn, ...-run
 
     add_prairielearn_verbs(verbs)
-    from .watch import add_verbs as add_watch_verbs  # watch
-
-    add_watch_verbs(verbs)
+    watch = verbs.add_parser("watch", help="re-grade a module each time it is saved")
+    add_grading_options(watch)
+    watch.add_argument(
+        "--hard-limit",
+        type=float,
+        default=120.0,
+        help="seconds one grading may take in all, whatever its checks' limits, before it is "
+        "stopped",
+    )
+    watch.set_defaults(run=cmd_watch)
     parser.add_argument(
         "--lang",
         default="",

@@ -40,7 +40,6 @@ from .course_config import CourseConfig
 from .i18n import _, status_word
 from .i18n import name as i18n_name
 from .notebook import feedback
-from .references import References
 from .sandbox.runner import Sandbox
 
 COURSE_ID = "attention-lab"
@@ -103,9 +102,10 @@ def judge_assignment(
     stage = Path(tempfile.mkdtemp(prefix="attention-lab-judge-"))
     factory = sandbox_factory or Sandbox
     try:
-        seed = config.seed("", assignment)
         # slow: gpt's training cell is judged here, once (the kernel skips it under autograde)
-        with factory([assignment], seed=seed, hide=[root, stage], slow=True) as sb:
+        # per_student: each student's references are computed for their own seed, on the
+        # trusted side (a fork of the sandbox's zygote), before their sandboxed process starts.
+        with factory([assignment], hide=[root, stage], slow=True, per_student=True) as sb:
             for student in students:
                 path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
                 item = Judged(student, assignment, config.seed(student, assignment))
@@ -115,11 +115,7 @@ def judge_assignment(
                     continue
                 nb = nbformat.read(path, as_version=4)
                 folder = write_package(nb, assignment, stage / student)
-                # One seed per student: the references are computed here (the trusted side)
-                # for that seed before the sandboxed process starts.
-                sb.seed = item.seed
-                sb.references = {assignment: References.hidden(item.seed).module(assignment)}
-                graded = sb.grade(folder, student)
+                graded = sb.grade(folder, student, seed=item.seed)
                 item.results, item.notes = graded.results, list(graded.notes)
                 judged.append(item)
                 shutil.rmtree(folder, ignore_errors=True)

@@ -39,7 +39,6 @@ from . import i18n, ladder, registry
 from .batch import feedback_text
 from .options import add_platform_verbs, modules_of
 from .paths import ROOT
-from .sandbox.runner import Sandbox
 
 ROOT_ENV = "ATTENTION_LAB_PL_ROOT"
 KIT = "attention_lab"
@@ -253,6 +252,8 @@ def run(root: Path) -> int:
         # the secret (the kit's solutions/ are hidden by the sandbox itself).
         hide = [root / "student", root / "results", root / "data", stage]
         hide.append(root / "serverFilesCourse" / KIT / "secret.json")
+        from .sandbox.runner import Sandbox  # torch: only when grading
+
         with Sandbox([module], seed=_seed(root, module), hide=hide) as sb:
             graded = sb.grade(package, "student")
         if not (package / f"{module}.py").is_file():

@@ -39,12 +39,11 @@ from .core import Result
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
-from .options import add_grading_options, modules_of
+from .options import modules_of
 from .references import References
 from .submission import Submission, trusted_modules
 
 POLL = 0.2  # seconds between two looks at the files' modification times
-HARD_LIMIT = 120.0  # seconds one child may take in all, whatever its checks' limits
 PRINTED = 20000  # characters of a check's printed output kept
 
 
@@ -287,15 +286,3 @@ def cmd_watch(args) -> int:
         watcher.stop_child()
         print("\n" + _("watch: stopped."), flush=True)
         return 0
-
-
-def add_verbs(verbs) -> None:
-    watch = verbs.add_parser("watch", help="re-grade a module each time it is saved")
-    add_grading_options(watch)
-    watch.add_argument(
-        "--hard-limit",
-        type=float,
-        default=HARD_LIMIT,
-        help="seconds one grading may take in all before it is stopped",
-    )
-    watch.set_defaults(run=cmd_watch)

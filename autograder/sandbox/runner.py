@@ -2,9 +2,10 @@
 
 `Sandbox` holds what every submission of a run shares: the isolation this machine allows,
 the zygote, the tier (hidden: a seed drawn now, reference outputs computed from solutions/
-in this process; public: the stored fixtures) and the resource limits. `Sandbox.grade(folder)`
-returns the Results of every check plus plain notes on anything unusual (a crash of the
-whole process, a timeout, megabytes of output, an early exit). A check that overruns its
+in a trusted fork of the zygote, reference_fork.py; public: the stored fixtures) and the
+resource limits. `Sandbox.grade(folder)` returns the Results of every check plus plain
+notes on anything unusual (a crash of the whole process, a timeout, megabytes of output,
+an early exit). A check that overruns its
 CPU seconds (limits.cpu_limit, capped by Limits.check_timeout) is stopped from outside by
 the monitor (relay.py) and costs that check only: the remaining checks run in a fresh
 sandboxed process, within the submission's wall-clock budget.
@@ -146,37 +147,42 @@ class Sandbox:
         need_cgroups: bool = True,
         per_student: bool = False,
         slow: bool = False,
+        zygote: Zygote | None = None,
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
         the machine (batch); Gradescope grades one per container. `per_student`: every
         grade() call brings its submission's own hidden seed (no run-wide references).
-        `slow`: grade the slow checks too (gpt's training run: nbgrader's training cell)."""
+        `slow`: grade the slow checks too (gpt's training run: nbgrader's training cell).
+        `zygote`: one the caller started early (before importing torch itself); the Sandbox
+        owns it from here on, and closes it."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
-        self.isolation: Isolation = detect(
-            [ROOT / s for s in SECRET] + list(hide), need_cgroups=need_cgroups, insecure=insecure
-        )
         self.uids: UidPool | None = None
         try:
+            self.isolation: Isolation = detect(
+                [ROOT / s for s in SECRET] + list(hide),
+                need_cgroups=need_cgroups,
+                insecure=insecure,
+            )
             if self.isolation.uses_uid:
                 self.uids = UidPool(slots)
-            # The zygote is forked before any reference output exists in this process.
-            self.zygote = Zygote(warm_up=warm_up)
+            # The zygote is started before any reference output exists in this process.
+            self.zygote = zygote or Zygote(warm_up=warm_up)
         except BaseException:
+            if zygote is not None:
+                zygote.close(kill=True)
             self._release()
             raise
         self.public = public
         self.seed = fixtures.PUBLIC_SEED if public else seed or secrets.randbelow(2**31 - 1) + 1
-        # The one References API (public fixtures, or the hidden tier computed here, on the
-        # trusted side); the dict keeps what each module's verdicts compare with.
+        # The one References API (public fixtures, or the hidden tier computed in a trusted
+        # fork of the zygote); the dict keeps what each module's verdicts compare with.
         self.per_student = per_student and not public
-        refs = References.public() if public else References.hidden(self.seed)
         self.references, self.reference_errors = (
-            ({}, {}) if self.per_student else self._compute(refs)
+            ({}, {}) if self.per_student else self._compute(self.seed)
         )
         self._own = threading.local()  # a per-student seed's references (grade(seed=...))
-        self._refs_lock = threading.Lock()
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
         self.checks: list[Check] = [
             c for m in self.modules for c in registry.checks_of(m) if slow or not c.slow
@@ -190,16 +196,15 @@ class Sandbox:
             self.slots.put(slot)
         self.count = itertools.count()
 
-    def _compute(self, refs: References) -> tuple[dict[str, dict], dict[str, str]]:
-        """{module: what its verdicts compare with}, {module: why it could not be had}."""
-        found: dict[str, dict] = {}
-        errors: dict[str, str] = {}
-        for module in self.modules:
-            try:
-                found[module] = refs.module(module)
-            except Exception as e:
-                errors[module] = f"{type(e).__name__}: {e}"
-        return found, errors
+    def _compute(self, seed: int) -> tuple[dict[str, dict], dict[str, str]]:
+        """{module: what its verdicts compare with}, {module: why it could not be had}.
+        Public tier: the stored fixtures. Hidden tier: computed from solutions/ on `seed` in
+        a trusted fork of the zygote (Zygote.references), where torch is warm, so that
+        several submissions' references are computed at once, beside their sandboxes,
+        and this process stays free for verdicts."""
+        if self.public:
+            return References.public().modules(self.modules)
+        return References.hidden(seed, compute=self.zygote.references).modules(self.modules)
 
     def _state(self) -> tuple[int, dict[str, dict], dict[str, str]]:
         """(seed, references, reference errors) of the submission this thread grades."""
@@ -211,7 +216,8 @@ class Sandbox:
             for uid in self.uids.uids:
                 sweep(uid)
             self.uids.close()
-        remove_cgroups(self.isolation.cgroup.get("dirs", {}))
+        if hasattr(self, "isolation"):
+            remove_cgroups(self.isolation.cgroup.get("dirs", {}))
 
     def close(self) -> None:
         """Stop the zygote, kill whatever runs under this run's uids, remove its cgroups and
@@ -241,8 +247,7 @@ class Sandbox:
         if seed is not None:
             if self.public:
                 raise ValueError("a per-student seed is for the hidden tier only")
-            with self._refs_lock:  # solutions/ imported and run here: one at a time
-                self._own.state = (seed, *self._compute(References.hidden(seed)))
+            self._own.state = (seed, *self._compute(seed))
         slot = self.slots.get()
         try:
             return self._grade(Path(folder), name or Path(folder).name, slot)

@@ -62,9 +62,15 @@ def _dotted(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[Path]:
+def _imports(path: Path) -> frozenset[Path]:
     """The kit files `path` imports (any depth, lazy imports included), with the packages
-    on the way (their __init__.py)."""
+    on the way (their __init__.py). Parsed once per version of the file."""
+    st = path.stat()
+    return _parsed_imports(path, st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _parsed_imports(path: Path, _mtime_ns: int, _size: int) -> frozenset[Path]:
     here = _dotted(path)
     package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
     found: set[Path] = set()
@@ -86,7 +92,7 @@ def _imports(path: Path) -> set[Path]:
                 file = _module_file(".".join(parts[:i]))
                 if file:
                     found.add(file)
-    return found
+    return frozenset(found)
 
 
 def _closure(start: set[Path]) -> set[Path]:
@@ -128,8 +134,8 @@ def _relative_imports(path: Path) -> set[str]:
     }
 
 
-def base_files() -> set[Path]:
-    return _closure({PACKAGE / p for p in BASE})
+def base_files() -> frozenset[Path]:
+    return frozenset(_closure({PACKAGE / p for p in BASE}))
 
 
 @cache

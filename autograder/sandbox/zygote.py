@@ -4,11 +4,15 @@ The grader starts the zygote as a fresh interpreter (never a fork of itself: the
 memory holds judges, references and seeds) that imports torch and the base of the probe side
 (view.BASE) only: no probe file, no stand-in, so that no fork of it holds anything the view
 of the module it grades leaves out (view.py); the sandboxed process imports those from its
-view. For each
+view. Importing this module does not import torch: a grader starts its Zygote first, so
+that the zygote's torch import and warm-up overlap the grader's own. For each
 submission the zygote forks a *monitor* (trusted) that forks the *sandboxed process*
 (child.py), waits for it with a wall-clock limit, kills it (and anything it spawned) when
 time is up, and reports the exit status on a status pipe. A fork costs milliseconds; a fresh
 interpreter would pay torch's import (about 1.4 s) per submission.
+
+The zygote also computes the hidden tier's reference outputs, in a trusted fork that is
+never confined and never forks a sandboxed process (reference_fork.py, Zygote.references).
 
 Requests travel over a Unix socket pair with the pipe ends attached (SCM_RIGHTS); the
 sandboxed process closes the socket before it runs any student code.
@@ -17,8 +21,10 @@ sandboxed process closes the socket before it runs any student code.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -26,8 +32,8 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 
-from . import child, relay
 from .jail import (
     PR_SET_CHILD_SUBREAPER,
     SAFE_ENV,
@@ -43,6 +49,11 @@ from .jail import (
     sweep_files,
     unshare_pid,
 )
+
+# The hidden tier's reference outputs are computed in a fork of the zygote (warm torch),
+# never confined, running reference_fork.main. That module imports fixtures and solutions/,
+# so no view may hold it: the zygote imports it by name, in that fork only.
+REFERENCE_FORK = "autograder.sandbox.reference_fork"
 
 
 class Zygote:
@@ -73,9 +84,68 @@ class Zygote:
                 os.close(w)
         return ends[0][0], ends[1][0], ends[2][0]
 
-    def close(self) -> None:
+    def references(
+        self, modules: list[str], seed: int, solutions: Path, timeout: float = 600.0
+    ) -> tuple[dict[str, dict], dict[str, dict[str, float]], dict[str, str]]:
+        """The hidden tier's reference outputs of `modules` on `seed`, computed from
+        `solutions` in a trusted fork of the zygote (_references): ({module: {slug:
+        outputs}}, {module: {slug: CPU seconds}}, {module: why it could not be had})."""
+        read, write = os.pipe()
+        data = json.dumps(
+            {
+                "verb": "references",
+                "modules": modules,
+                "seed": seed,
+                "solutions": str(solutions),
+                "timeout": timeout,
+            }
+        ).encode()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [data], [write])
+        finally:
+            os.close(write)
+        stream = bytearray()
+        deadline = time.monotonic() + timeout
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(read, selectors.EVENT_READ)
+                while time.monotonic() < deadline:
+                    if sel.select(timeout=1.0):
+                        chunk = os.read(read, 1 << 20)
+                        if not chunk:
+                            break
+                        stream += chunk
+        finally:
+            os.close(read)
+        found: dict[str, dict] = {m: {} for m in modules}
+        cpu: dict[str, dict[str, float]] = {m: {} for m in modules}
+        errors: dict[str, str] = {}
+        from . import wire  # torch: this process has it by now (the Zygote was started first)
+
+        messages, _rest, broken = wire.split(stream)
+        done = False
+        for header, blob in messages:
+            module = header.get("module")
+            if header.get("type") == "reference" and module in found:
+                found[module][header["check"]] = wire.decode_outputs(header["outputs"], blob)
+                cpu[module][header["check"]] = float(header["cpu"])
+            elif header.get("type") == "reference-error" and module in found:
+                errors[module] = str(header.get("error"))
+            done = done or header.get("type") == "done"
+        if not done:  # the fork died or ran past `timeout`: what is missing is an error
+            why = broken or "the process computing them stopped before it finished"
+            for module in modules:
+                errors.setdefault(module, f"reference outputs not computed ({why})")
+        return {m: r for m, r in found.items() if m not in errors}, cpu, errors
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the zygote: it ends when it reads the closed socket (after its start-up);
+        `kill`: now (a grader that gives up before grading anything)."""
         if self.sock.fileno() >= 0:
             self.sock.close()
+            if kill:
+                self.process.kill()
             self.process.wait()
 
     def __enter__(self):
@@ -97,6 +167,7 @@ def main(fd: int, warm_up: bool) -> None:
     import torch
 
     from .. import probing, submission  # noqa: F401  (what the sandboxed process runs from)
+    from . import child, relay, wire  # noqa: F401  (what its forks run)
 
     torch.set_num_threads(1)
     seccomp_module()  # load libseccomp now: the sandbox's file view has no ldconfig
@@ -138,8 +209,11 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
             sock.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             code = 0
+            request = json.loads(data)
+            if request.get("verb") == "references":  # trusted, never confined
+                importlib.import_module(REFERENCE_FORK).main(request, fds[0])
             try:
-                _monitor(json.loads(data), *fds)
+                _monitor(request, *fds)
             except BaseException:
                 code = 1
                 try:  # the parent marks the student "not graded", never blames them
@@ -183,6 +257,8 @@ def _monitor(request: dict, channel: int, output: int, status: int) -> None:
         os.close(watched)
         os.read(go_read, 1)  # wait until the monitor has put this process in its cgroup
         os.close(go_read)
+        from . import child
+
         child.main(request, relayed, output, setup_write)  # never returns
     for fd in (relayed, output, go_read, setup_write):
         os.close(fd)
@@ -196,6 +272,8 @@ def _monitor(request: dict, channel: int, output: int, status: int) -> None:
     os.close(go_write)
     # CPU seconds per check, stopped from outside (relay.py); the wall clock for the whole.
     cpu_limits = {str(k): float(v) for k, v in request["cpu_limits"].items()}
+    from . import relay
+
     report.update(relay.follow(pid, watched, channel, cpu_limits, request["stall"], limits.timeout))
     timed_out = bool(report.pop("timed_out", False))
     _, wstatus, usage = os.wait4(pid, 0)

@@ -115,7 +115,10 @@ LAZY = {
     ("autograder/class_report.py", "matplotlib.pyplot"): "plots load matplotlib only when drawn",
     ("autograder/course.py", "nbgrader.converters.autograde"): "nbgrader_config.py calls it",
     ("autograder/course.py", "nbgrader.preprocessors"): "nbgrader_config.py calls it",
-    ("autograder/cli.py", "autograder.watch"): "watch imports torch and matplotlib at once",
+    ("autograder/cli.py", "autograder.watch"): "watch imports torch and matplotlib: its verb only",
+    ("autograder/prairielearn.py", "autograder.sandbox.runner"): (
+        "the CLI builds its verbs (prairielearn's too) without importing torch"
+    ),
     ("autograder/limits.py", "matplotlib"): "only a module whose checks draw warms it",
     ("autograder/limits.py", "matplotlib.figure"): "only a module whose checks draw warms it",
     # Whole files, with one reason each:
@@ -201,3 +204,25 @@ def test_module_lists_are_validated_once():
         syllabus.parse_modules("atention")
     with pytest.raises(syllabus.UnknownModule, match="expected a comma-separated"):
         syllabus.parse_modules(3)  # type: ignore[arg-type]
+
+
+def test_the_cli_and_a_batch_start_without_torch(tmp_path):
+    """`make batch` starts its zygote before the grader imports torch, so that the two
+    imports run side by side: building the CLI's verbs and reading course.toml (the hidden
+    secret) must not import torch."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from autograder import cli, course_config, registry\n"
+        "try:\n"
+        "    cli.main(['batch', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"course_config.write(Path({str(tmp_path)!r}), registry.modules())\n"
+        f"course_config.load(Path({str(tmp_path)!r}))\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "[]", out[-2000:]

@@ -550,3 +550,48 @@ def test_each_module_view_holds_its_probe_side_and_its_dependencies_stand_ins_on
             if "checks/" in str(f) or "trusted/" in str(f) and not str(f).endswith("__init__.py")
         ]
     assert view.depends_on("gpt") == ["masks", "multihead", "positional", "blocks"]
+
+
+def test_hidden_references_come_from_a_trusted_fork_of_the_zygote(tmp_path):
+    """The sandbox computes each student's hidden references in a fork of its warm zygote
+    (reference_fork.py): the same outputs as computing them here, every fast check of every
+    module, CPU seconds recorded; a module whose solution cannot be imported is an error for
+    that module only, and the grader's own process never imports solutions/."""
+    from autograder.references import References
+    from autograder.sandbox.zygote import Zygote
+
+    seed = 4242
+    modules = ["attention", "masks", "multihead", "diagnostics"]
+    broken = tmp_path / "solutions"
+    shutil.copytree(SOLUTIONS, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    (broken / "masks.py").write_text("raise ImportError('no masks here')\n")
+    with Zygote(warm_up=False) as zygote:
+        found, cpu, errors = zygote.references(modules, seed, SOLUTIONS)
+        _, _, broken_errors = zygote.references(modules, seed, broken)
+    assert errors == {} and set(found) == set(modules)
+    assert set(broken_errors) == {"masks"} and "no masks here" in broken_errors["masks"]
+    here = References.hidden(seed)
+    for module in modules:
+        expected = here.module(module)
+        assert set(found[module]) == set(expected) == set(cpu[module]), module
+        for slug, outputs in expected.items():
+            got = found[module][slug]
+            assert set(got) == set(outputs), f"{module}.{slug}"
+            for key, value in outputs.items():
+                if isinstance(value, torch.Tensor):
+                    assert got[key].dtype == value.dtype and got[key].shape == value.shape
+                    torch.testing.assert_close(got[key], value)  # thread counts differ
+                else:
+                    assert got[key] == value, f"{module}.{slug}.{key}"
+    probe = (
+        "import sys; from pathlib import Path\n"
+        "from autograder.sandbox.zygote import Zygote\n"
+        "with Zygote(warm_up=False) as z:\n"
+        "    found, _, errors = z.references(['attention'], 7, Path('solutions').resolve())\n"
+        "assert found['attention'] and not errors\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'solutions'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
