@@ -65,3 +65,36 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == data["max_score"], [t for t in data["tests"] if t["score"] == 0]
+
+    # Mistakes still cost their points in the copy, which has no MiniGPT or blocks to replay
+    # them on: the references decide (gpt's weight tying from the reference logits).
+    shutil.copytree(ROOT / "solutions", copy / "wrong")
+    gpt = (copy / "wrong" / "gpt.py").read_text()
+    (copy / "wrong" / "gpt.py").write_text(
+        gpt
+        + "\n\n_Tied = MiniGPT\n\n\nclass MiniGPT(_Tied):\n"
+        + "    def __init__(self, *args, **kwargs):\n"
+        + "        super().__init__(*args, **kwargs)\n"
+        + "        self.lm_head.weight = nn.Parameter(self.token_embed.weight.detach().clone())\n"
+    )
+    diagnostics = (copy / "wrong" / "diagnostics.py").read_text()
+    (copy / "wrong" / "diagnostics.py").write_text(
+        diagnostics
+        + "\n\n_norms = layer_gradient_norms\n\n\n"
+        + "def layer_gradient_norms(blocks, x, target, final_norm=None):\n"
+        + "    return _norms(blocks, x, target, final_norm) ** 2\n"
+    )
+    proc = subprocess.run(
+        ["make", "grade", "SUBMISSION=wrong", "EX=gpt,diagnostics", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "graded with your own blocks.py" in proc.stdout, proc.stdout
+    data = json.loads((copy / "build" / "results.json").read_text())
+    lost = {
+        (t["name"].split(":")[0], *t["tags"]) for t in data["tests"] if t["score"] < t["max_score"]
+    }
+    assert lost == {("gpt", "gpt-no-weight-tying"), ("diagnostics", "ln-grad-squared-norm")}, lost

@@ -11,6 +11,11 @@ from ...tolerances import tolerance
 from ...verdicts import assert_close, tensor
 from . import probe_ln as probe
 
+try:  # the stand-in replays the named mistakes; the student copy has none (fewer are named)
+    from ...trusted import blocks as trusted_blocks
+except ImportError:
+    trusted_blocks = None
+
 CHECKS = CheckList("diagnostics")
 
 GRAD_ACCUMULATED = misconception(
@@ -144,7 +149,7 @@ FINAL_NORM_SETUP = misconception(
 
 def _trusted_norms(x, norm_first, final_norm, combine="l2"):
     """The norms, or the sum of per-parameter norms, of the grader's stack (float64)."""
-    blocks = probe.stack(x["weights"], norm_first)
+    blocks = probe.stack(x["weights"], norm_first, trusted_blocks)
     h = x["x"]
     for block in blocks:
         h, _ = block(h)
@@ -183,11 +188,16 @@ def verdict_norms(got, want, x):
         what = f"layer_gradient_norms on a {n}-block {label} stack"
         norms, tol = _norms(got, key, what, n)
         norm_first, final = key == "pre", probe.final_norm() if key == "pre" else None
-        candidates = [
-            (GRAD_SQUARED, lambda k=key: want[k].pow(2), {}),
-            (GRAD_SUM_OF_NORMS, lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"), {}),
-        ]
-        if key == "pre":
+        candidates = [(GRAD_SQUARED, lambda k=key: want[k].pow(2), {})]
+        if trusted_blocks is not None:
+            candidates.append(
+                (
+                    GRAD_SUM_OF_NORMS,
+                    lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"),
+                    {},
+                )
+            )
+        if key == "pre" and trusted_blocks is not None:
             candidates.append((FINAL_NORM_IGNORED, lambda: _trusted_norms(x, True, None), {}))
         assert_close(norms, want[key], what, candidates, tol=tol)
     again, tol = _norms(got, "post_again", "the second call's result", n)

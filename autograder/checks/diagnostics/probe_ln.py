@@ -13,8 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...probing import randn
-from ...trusted.blocks import TransformerBlock
+from ...probing import dependency, randn
 
 # The blocks checks' weight builders (probe side, public helpers of their probe).
 from ..blocks.probe import block_shapes, random_weights
@@ -38,10 +37,12 @@ def inputs_norms(gen):
     }
 
 
-def stack(weights, norm_first):
-    """Trusted blocks holding the grader's weights, in float64 (exact enough to compare)."""
+def stack(weights, norm_first, blocks_module):
+    """TransformerBlocks of `blocks_module` holding the grader's weights, in float64 (exact
+    enough to compare). The probe uses the blocks diagnostics.py itself gets (the trusted
+    stand-in in official grading); the judge, the stand-in."""
     blocks = nn.ModuleList(
-        TransformerBlock(D, H, D_FF, norm_first=norm_first) for _ in weights
+        blocks_module.TransformerBlock(D, H, D_FF, norm_first=norm_first) for _ in weights
     ).double()
     for block, sd in zip(blocks, weights, strict=True):
         block.load_state_dict(sd)
@@ -56,11 +57,12 @@ def final_norm():
 
 
 def probe_norms(mod, x):
-    post = stack(x["weights"], norm_first=False)
+    blocks = dependency(mod, "blocks")
+    post = stack(x["weights"], False, blocks)
     first = mod.layer_gradient_norms(post, x["x"], x["target"])
     again = mod.layer_gradient_norms(post, x["x"], x["target"])
     pre = mod.layer_gradient_norms(
-        stack(x["weights"], True), x["x"], x["target"], final_norm=final_norm()
+        stack(x["weights"], True, blocks), x["x"], x["target"], final_norm=final_norm()
     )
     return {"post": first, "post_again": again, "pre": pre}
 

@@ -1,12 +1,14 @@
 """Probe side of gpt.py's checks: the inputs they draw and the calls they make.
 
 Imported by the process that runs student code: nothing here judges or computes an answer.
-MiniGPT runs on top of the trusted blocks, positional encoding and mask (the modules gpt.py
-imports), with the grader's weights loaded and in eval mode. generate runs on ScriptedLM, a
-tiny language model whose logits are a fixed function of its context, so a bug in MiniGPT
-never costs points in generate. train runs on ConvLM, a small causal convolution language
-model (not a MiniGPT: a broken MiniGPT costs no training points, and training it takes about
-half a CPU second); the probe sends the trained weights back and the judge measures them.
+MiniGPT runs on top of the modules gpt.py imports (in official grading, their trusted
+stand-ins), with the grader's weights loaded and in eval mode; the weights are drawn without
+any stand-in (the student copy has none of blocks.py, positional.py or gpt.py). generate
+runs on ScriptedLM, a tiny language model whose logits are a fixed function of its
+context, so a bug in MiniGPT never costs points in generate. train runs on ConvLM, a small
+causal convolution language model (not a MiniGPT: a broken MiniGPT costs no training
+points, and training it takes about half a CPU second); the probe sends the trained weights
+back and the judge measures them.
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...probing import corpus
-from ...trusted.blocks import TransformerBlock
-from ...trusted.positional import PositionalEncoding
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -40,21 +40,42 @@ def config_of(gen) -> dict:
     }
 
 
+def _linears(**shapes) -> nn.Module:
+    m = nn.Module()
+    for name, (fan_in, fan_out, bias) in shapes.items():
+        setattr(m, name, nn.Linear(fan_in, fan_out, bias=bias))
+    return m
+
+
 def _skeleton(config) -> nn.Module:
-    """A module with MiniGPT's parameter names and shapes, to draw a state_dict from; it has
-    no forward (the weights, not a model)."""
-    D, V = config["d_model"], config["vocab_size"]
+    """A module with MiniGPT's parameter names and shapes, to draw a state_dict from, built
+    from nn built-ins in the order MiniGPT builds its own (so the draws are MiniGPT's): no
+    stand-in of positional.py or blocks.py, no forward (the weights, not a model). The
+    positional table is a buffer, not a weight: the grader draws none (load_weights)."""
+    D, V, d_ff = config["d_model"], config["vocab_size"], config["d_ff"]
     m = nn.Module()
     m.token_embed = nn.Embedding(V, D)
-    m.pos_encoding = PositionalEncoding(D, max_len=config["max_len"])
-    m.blocks = nn.ModuleList(
-        TransformerBlock(D, config["num_heads"], config["d_ff"], norm_first=True)
-        for _ in range(config["num_layers"])
-    )
+    m.blocks = nn.ModuleList()
+    for _ in range(config["num_layers"]):
+        block = nn.Module()
+        block.attn = _linears(**{f"w_{n}": (D, D, False) for n in "qkvo"})
+        block.ffn = _linears(linear1=(D, d_ff, True), linear2=(d_ff, D, True))
+        block.norm1, block.norm2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        m.blocks.append(block)
     m.final_norm = nn.LayerNorm(D)
     m.lm_head = nn.Linear(D, V, bias=False)
     m.lm_head.weight = m.token_embed.weight
     return m
+
+
+def load_weights(model: nn.Module, state: dict) -> nn.Module:
+    """Load the grader's weights into `model`. Its buffers the grader draws none of (the
+    positional table) stay the model's own; any other missing or unexpected name fails as
+    a strict load_state_dict would, with PyTorch's message."""
+    buffers = {name for name, _ in model.named_buffers()}
+    kept = {k: v for k, v in model.state_dict().items() if k in buffers and k not in state}
+    model.load_state_dict({**kept, **state})
+    return model
 
 
 def _state(gen, config) -> dict:
@@ -111,8 +132,7 @@ def inputs_tying(gen):
 
 
 def load(mod, x, state=None):
-    model = mod.MiniGPT(**x["config"])
-    model.load_state_dict(x["state"] if state is None else state)
+    model = load_weights(mod.MiniGPT(**x["config"]), x["state"] if state is None else state)
     return model.to(x["idx"].device).eval()
 
 
@@ -127,17 +147,19 @@ def probe_logits(mod, x):
 
 def probe_tying(mod, x):
     """The logits after loading token_embed.weight = E and lm_head.weight = W (different):
-    a tied model holds one of them in both places, an untied one uses both. Plus the
-    parameter names and count."""
+    a tied model holds one of them in both places, an untied one uses both. Then, as a
+    yardstick, the logits with E in both places (what any MiniGPT computes from x's state).
+    Plus the parameter names and count."""
     model = mod.MiniGPT(**x["config"])
     params = list(model.named_parameters())
     state = {**x["state"], "lm_head.weight": x["head"].clone()}
-    model.load_state_dict(state)
-    model.to(x["idx"].device).eval()
+    load_weights(model, state).to(x["idx"].device).eval()
     with torch.no_grad():
         logits = model(x["idx"])
+        same = load(mod, x)(x["idx"])
     return {
         "logits": logits,
+        "logits_embed": same,
         "names": "|".join(name for name, _ in params),
         "n_params": sum(p.numel() for _, p in params),
     }
