@@ -12,6 +12,17 @@ from autograder import registry
 from autograder.trusted import NOT_IN_STUDENT_COPY
 
 
+def _grade(copy, *args):
+    """`make grade ARGS` in the student copy, with the kit's .venv."""
+    return subprocess.run(
+        ["make", "grade", *args, f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+
+
 def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     out = tmp_path / "student.tar.gz"
     subprocess.run(
@@ -34,13 +45,7 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     for module in registry.modules():
         assert f"attention-lab/autograder/fixtures/{module}.npz" in names
     copy = tmp_path / "attention-lab"
-    proc = subprocess.run(
-        ["make", "grade", f"VENV={ROOT / '.venv'}"],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MAKEFLAGS": ""},
-    )
+    proc = _grade(copy)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == 0 and data["tests"]
@@ -55,13 +60,7 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     # A correct submission graded in the student copy gets full marks, with the student's
     # own modules standing in where the copy has no stand-in (and the output says so).
     shutil.copytree(ROOT / "solutions", copy / "mine")
-    proc = subprocess.run(
-        ["make", "grade", "SUBMISSION=mine", f"VENV={ROOT / '.venv'}"],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MAKEFLAGS": ""},
-    )
+    proc = _grade(copy, "SUBMISSION=mine")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == data["max_score"], [t for t in data["tests"] if t["score"] == 0]
@@ -69,28 +68,19 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     # Mistakes still cost their points in the copy, which has no MiniGPT or blocks to replay
     # them on: the references decide (gpt's weight tying from the reference logits).
     shutil.copytree(ROOT / "solutions", copy / "wrong")
-    gpt = (copy / "wrong" / "gpt.py").read_text()
-    (copy / "wrong" / "gpt.py").write_text(
-        gpt
-        + "\n\n_Tied = MiniGPT\n\n\nclass MiniGPT(_Tied):\n"
-        + "    def __init__(self, *args, **kwargs):\n"
-        + "        super().__init__(*args, **kwargs)\n"
-        + "        self.lm_head.weight = nn.Parameter(self.token_embed.weight.detach().clone())\n"
-    )
-    diagnostics = (copy / "wrong" / "diagnostics.py").read_text()
-    (copy / "wrong" / "diagnostics.py").write_text(
-        diagnostics
-        + "\n\n_norms = layer_gradient_norms\n\n\n"
-        + "def layer_gradient_norms(blocks, x, target, final_norm=None):\n"
-        + "    return _norms(blocks, x, target, final_norm) ** 2\n"
-    )
-    proc = subprocess.run(
-        ["make", "grade", "SUBMISSION=wrong", "EX=gpt,diagnostics", f"VENV={ROOT / '.venv'}"],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MAKEFLAGS": ""},
-    )
+    mistakes = {
+        "gpt": "_Tied = MiniGPT\n\n\nclass MiniGPT(_Tied):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n"
+        "        self.lm_head.weight = nn.Parameter(self.token_embed.weight.detach().clone())\n",
+        "diagnostics": "_norms = layer_gradient_norms\n\n\n"
+        "def layer_gradient_norms(blocks, x, target, final_norm=None):\n"
+        "    return _norms(blocks, x, target, final_norm) ** 2\n",
+    }
+    for module, code in mistakes.items():
+        path = copy / "wrong" / f"{module}.py"
+        path.write_text(path.read_text() + "\n\n" + code)
+    proc = _grade(copy, "SUBMISSION=wrong", "EX=gpt,diagnostics")
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert "graded with your own blocks.py" in proc.stdout, proc.stdout
     data = json.loads((copy / "build" / "results.json").read_text())
