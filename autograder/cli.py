@@ -17,13 +17,14 @@ Everything it is given is validated here, with errors that say what was expected
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
-from . import i18n, scaffold, stubgen, syllabus
+from . import i18n, scaffold, stubgen, student_copy, syllabus
 from .batch import add_verbs as add_batch_verbs
 from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
@@ -232,10 +233,13 @@ def cmd_dist(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out, "w:gz") as tar:
         for name in dist_files():
-            tar.add(ROOT / name, arcname=f"attention-lab/{name}")
+            data = student_copy.copied(name, (ROOT / name).read_bytes())
+            info = tar.gettarinfo(ROOT / name, arcname=f"attention-lab/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     print(
         f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
-        f"{', '.join(NOT_IN_STUDENT_COPY)})"
+        f"{', '.join(NOT_IN_STUDENT_COPY)}, no judge models)"
     )
     return 0
 

@@ -204,6 +204,18 @@ GRADER_ERROR = misconception(
     ),
 )
 
+UNNAMED = misconception(
+    "not-named-in-this-copy",
+    "Your result is not the reference's, and this copy of the kit cannot tell which mistake "
+    "it is: naming it needs the grader's models of the computation, which the student copy "
+    "leaves out. Official grading names it.",
+    (
+        "The check compares your result with the reference and found a difference.",
+        "Reread the docstring's formula and compare it, step by step, with your code.",
+        "Test your function on a tiny input you can work out by hand.",
+    ),
+)
+
 
 class Failure(Exception):
     """Raised by a verdict: the student's result shows `misconception`."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import traceback
 
 from . import limits, registry, worker
-from .core import GRADER_ERROR, Check, Failure, Inputs, Outputs, Result
+from .core import GRADER_ERROR, UNNAMED, Check, Failure, Inputs, Outputs, Result
 from .probing import attempt, make_inputs
 from .references import References
 from .submission import Submission
+from .verdicts import ModelUnavailable
 
 
 def run_check(
@@ -33,6 +34,8 @@ def judge(check: Check, got: Outputs, reference: Outputs | None, inputs: Inputs)
         check.verdict(got, reference, inputs)
     except Failure as f:
         return Result.of(check, "failed", f)
+    except ModelUnavailable:  # the student copy: a verdict that needs a model to decide
+        return Result.of(check, "failed", Failure(UNNAMED))
     except Exception as e:
         result = Result.of(check, "error", Failure(GRADER_ERROR, error=f"{type(e).__name__}: {e}"))
         result.extra["traceback"] = traceback.format_exc()

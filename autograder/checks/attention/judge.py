@@ -10,7 +10,7 @@ from ...core import CheckList, Failure, misconception
 from ...diagnosis import infer_scale, name_scale
 from ...tolerances import tolerance
 from ...trusted.attention import broadcast_shape
-from ...verdicts import assert_close, close, tensor
+from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("attention")
@@ -226,6 +226,7 @@ BIAS_IGNORED = misconception(
 # What attention with a given mistake computes, in float64, to recognise that mistake.
 
 
+@model
 def _attend(x, *, scale=None, dim=-1, mask_mode="before", bias_mode="scores", invert=False):
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
     mask, bias = x.get("mask"), x.get("bias")

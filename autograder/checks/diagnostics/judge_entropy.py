@@ -8,7 +8,7 @@ import math
 import torch
 
 from ...core import WRONG_TYPE, CheckList, Failure, misconception
-from ...verdicts import assert_close, tensor
+from ...verdicts import assert_close, model, tensor
 from . import probe_entropy as probe
 
 CHECKS = CheckList("diagnostics")
@@ -132,6 +132,7 @@ CLASSIFY_WRONG = misconception(
 # What head_entropy computes with a given mistake, in float64, to recognise that mistake.
 
 
+@model
 def _entropy(w, *, log=torch.log, keep_blocked=False, dim=-1, reduce="mean"):
     w = w.double()
     plogp = torch.where(w > 0, w * log(w.clamp_min(1e-300)), 0.0)
@@ -154,6 +155,7 @@ def _candidates(w, like):
     ]
 
 
+@model
 def _labels(w, mask, *, relative_to_s=False, collapsed=0.1, uniform=0.9):
     B, H, L, S = w.shape
     allowed = torch.ones(B, H, L, S, dtype=torch.bool) if mask is None else ~mask.expand_as(w)

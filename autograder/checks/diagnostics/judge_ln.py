@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, misconception
 from ...tolerances import tolerance
-from ...verdicts import assert_close, tensor
+from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
 
 try:  # the stand-in replays the named mistakes; the student copy has none (fewer are named)
@@ -147,6 +147,7 @@ FINAL_NORM_SETUP = misconception(
 # --------------------------------------------------------------------------- layer_gradient_norms
 
 
+@model
 def _trusted_norms(x, norm_first, final_norm, combine="l2"):
     """The norms, or the sum of per-parameter norms, of the grader's stack (float64)."""
     blocks = probe.stack(x["weights"], norm_first, trusted_blocks)

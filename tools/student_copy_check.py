@@ -1,0 +1,127 @@
+"""Does the student copy grade like the instructor's? (`python tools/student_copy_check.py`)
+
+The student copy (`make dist`) leaves out the stand-ins that implement exercises and the
+bodies of the judges' models (autograder/student_copy.py), so it names fewer mistakes. It
+must still charge exactly the same checks: this grades the solutions, every alternative and
+every mutant of the given modules (public tier, in-process, the engine of `make grade`) once
+with the instructor's kit and once with a freshly built student copy, and prints each
+variant whose lost checks differ. Exit status 1 if any does.
+
+    python tools/student_copy_check.py [--modules gpt,blocks] [--sample N] [--copy DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KIT = ROOT / "tests" / "kit"
+
+# Run in the kit being checked (its autograder/ first on sys.path; solutions/ from ROOT, for
+# the mutants' `from solutions.x import ...`).
+GRADE = r"""
+import json, shutil, sys, tempfile, warnings
+from pathlib import Path
+warnings.filterwarnings("ignore")
+from autograder.engine import grade
+from autograder.submission import Submission
+solutions, module, variants = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+found = {}
+for name, path in variants.items():
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "submission"
+        shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        if path:
+            (folder / f"{module}.py").write_text(Path(path).read_text())
+        results = grade(Submission(folder), [module])
+    found[name] = sorted(
+        (r.check_id.split(".", 1)[1], r.misconception or "") for r in results if not r.passed
+    )
+print("RESULT " + json.dumps(found))
+"""
+
+
+def variants_of(module: str, sample: int) -> dict[str, str]:
+    found = {"solution": ""}
+    for kind in ("alternatives", "mutants"):
+        paths = sorted((KIT / kind / module).glob("*.py"))
+        if sample:
+            paths = paths[:sample]
+        found.update({f"{kind[:-1]} {p.stem}": str(p) for p in paths})
+    return found
+
+
+def graded(kit: Path, module: str, variants: dict[str, str]) -> dict[str, list]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(kit), str(ROOT)]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANGUAGE": "en",
+        "ATTENTION_LAB_HINT_STATE": str(Path(tempfile.mkdtemp()) / "hints.json"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", GRADE, str(ROOT / "solutions"), module, json.dumps(variants)],
+        cwd=kit,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise SystemExit(
+            f"grading {module} in {kit} failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def build_copy(target: Path) -> Path:
+    archive = target / "student.tar.gz"
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "dist", "--out", str(archive)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    return target / "attention-lab"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modules", default="", help="comma-separated (default: all)")
+    parser.add_argument("--sample", type=int, default=0, help="the first N variants of a kind")
+    parser.add_argument("--copy", default="", help="an extracted student copy to use")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from autograder import registry
+
+    modules = [m for m in args.modules.split(",") if m] or registry.modules()
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(args.copy) if args.copy else build_copy(Path(tmp))
+        differ = 0
+        for module in modules:
+            variants = variants_of(module, args.sample)
+            here, there = graded(ROOT, module, variants), graded(copy, module, variants)
+            for name in variants:
+                lost_here = {slug for slug, _ in here[name]}
+                lost_there = {slug for slug, _ in there[name]}
+                if lost_here != lost_there:
+                    differ += 1
+                    print(
+                        f"{module} {name}: instructor: {here[name]}; student copy: {there[name]}"
+                    )
+            print(f"{module}: {len(variants)} variants graded in both", flush=True)
+    print("the student copy charges the same checks" if not differ else f"{differ} differ")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
