@@ -317,6 +317,11 @@ class Check:
     # student code could forge it, so the check is advice, worth no points in any channel
     # (docs/principles.md, principle 9), and says so in its title.
     forgeable: bool = False
+    # replays(inputs) -> {name: tensor}: what the judge's models (verdicts.model) give on
+    # these inputs, computed on the trusted side with the reference and kept in it as
+    # "replay/<name>", so that the verdict compares with them and calls no model itself:
+    # the student copy, which has no model code, then judges exactly as the instructor's.
+    replays: Callable[[Inputs], dict[str, Any]] | None = None
 
     @property
     def id(self) -> str:
@@ -403,6 +408,7 @@ class CheckList(list):
         slow: bool = False,
         forgeable: bool = False,
         verdict: VerdictFn | None = None,
+        replays: Callable[[Inputs], dict[str, Any]] | None = None,
     ):
         if any(c.slug == slug for c in self):
             raise ValueError(f"check {self.module}.{slug} is declared twice")
@@ -428,6 +434,7 @@ class CheckList(list):
                     timeout,
                     slow,
                     forgeable,
+                    replays,
                 )
             )
             return fn

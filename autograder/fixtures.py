@@ -35,7 +35,10 @@ def sha256(data: bytes) -> str:
 
 
 def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
-    probe_side = registry.probe_files_of(module) or registry.files_of(module)
+    """What the stored outputs come from: the solution and the probe side; the whole checks
+    package where a check keeps its judge's replays with the reference (core.Check.replays)."""
+    replays = any(c.replays for c in registry.checks_of(module))
+    probe_side = (not replays and registry.probe_files_of(module)) or registry.files_of(module)
     checks_text = b"".join(f.read_bytes() for f in probe_side)
     return {
         "solution_sha256": sha256((solutions / f"{module}.py").read_bytes()),
@@ -62,6 +65,9 @@ def compute_timed(
         start = time.process_time()
         refs[c.slug] = run_probe(c, mod, inputs)
         cpu[c.slug] = round(time.process_time() - start, 4)
+        if c.replays is not None:  # the judge's models on these inputs (trusted side only)
+            replayed = c.replays(inputs)
+            refs[c.slug] = {**refs[c.slug], **{f"replay/{k}": v for k, v in replayed.items()}}
     return refs, cpu
 
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ...core import CRASH, WRONG_TYPE, CheckList, Failure, misconception
 from ...trusted.masks import causal_mask
-from ...verdicts import assert_causal, assert_close, close, tensor
+from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from . import probe
 
 try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
@@ -357,6 +357,7 @@ TRAIN_LOSS_HIGH = misconception(
 # What MiniGPT and generate compute with a given mistake, to recognise it by its output.
 
 
+@model
 def _logits(
     x, idx, *, scale=True, causal=True, final_norm=True, log_softmax=False, embed=None, head=None
 ):
@@ -377,21 +378,62 @@ def _logits(
     return logits.log_softmax(dim=-1) if log_softmax else logits
 
 
-def _logits_candidates(x):
-    if trusted is None:
-        return []
+# The mistakes the logits check names, as _logits flags.
+_LOGITS_MISTAKES = {
+    "no-embed-scale": {"scale": False},
+    "no-causal": {"causal": False},
+    "no-final-norm": {"final_norm": False},
+    "log-softmax": {"log_softmax": True},
+}
 
-    def lazy(**kw):
-        return lambda: _logits(x, x["idx"], **kw)
 
+def _name(flags: dict) -> str:
+    return ",".join(f"{k}={int(v)}" for k, v in sorted(flags.items())) or "correct"
+
+
+def _variants():
+    """The correct model first, then every combination of the mistakes named elsewhere."""
     return [
-        (NO_EMBED_SCALE, lazy(scale=False), {}),
-        (NO_CAUSAL, lazy(causal=False), {}),
-        (NO_FINAL_NORM, lazy(final_norm=False), {}),
-        (LOG_SOFTMAX, lazy(log_softmax=True), {}),
+        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
+        for s in (True, False)
+        for f in (True, False)
+        for ls in (False, True)
+        for c in (True, False)
     ]
 
 
+def _logits_replays(x):
+    return {n: _logits(x, x["idx"], **kw) for n, kw in _LOGITS_MISTAKES.items()}
+
+
+def _tying_replays(x):
+    """MiniGPT's logits with E and W (untied), E and E, W and W (tied), each with every
+    combination of the mistakes the logits check charges."""
+    E, W = x["state"]["token_embed.weight"], x["head"]
+    found = {}
+    for flags in _variants():
+        for label, (embed, head) in {"untied": (E, W), "E": (E, E), "W": (W, W)}.items():
+            found[f"{_name(flags)}/{label}"] = _logits(x, x["idx"], embed=embed, head=head, **flags)
+    return found
+
+
+def _scale_variants():
+    return [
+        {"final_norm": final_norm, "log_softmax": log_softmax}
+        for final_norm in (True, False)
+        for log_softmax in (False, True)
+    ]
+
+
+def _scale_replays(x):
+    found = {}
+    for flags in _scale_variants():
+        found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], **flags)
+        found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, **flags)
+    return found
+
+
+@model
 def _generate(x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0):
     model = probe.scripted(x).eval()
     gen = torch.Generator().manual_seed(x["seed"])
@@ -429,10 +471,14 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
     "MiniGPT's logits match the reference (grader's weights, eval mode)",
     3,
     inputs=probe.inputs_model,
+    replays=_logits_replays,
 )
 def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    assert_close(logits, want["logits"], "the logits", _logits_candidates(x))
+    named = (NO_EMBED_SCALE, NO_CAUSAL, NO_FINAL_NORM, LOG_SOFTMAX)
+    mistakes = dict(zip(_LOGITS_MISTAKES, named, strict=True))
+    candidates = [(m, want.get(f"replay/{n}"), {}) for n, m in mistakes.items()]
+    assert_close(logits, want["logits"], "the logits", candidates)
 
 
 @MINI_GPT.check(
@@ -441,68 +487,33 @@ def verdict_logits(got, want, x):
     2,
     inputs=probe.inputs_tying,
     probe=probe.probe_tying,
+    replays=_tying_replays,
 )
 def verdict_tying(got, want, x):
     """Decided from logits, which need the real computation: after loading
     token_embed.weight = E and lm_head.weight = W, a tied model holds one matrix (E or W,
     whichever loaded last) in both places; an untied one reads with E and scores with W.
-    Its logits are compared with those of MiniGPT with one matrix and with two, each also
-    with the known mistakes the logits check names (so a mistake there costs nothing here).
-    Where the kit has no MiniGPT to replay (the student copy), the reference logits decide.
-    """
+    Its logits are compared with those of MiniGPT with one matrix and with two (replayed
+    with the reference), each also with the known mistakes the logits check names (so a
+    mistake there costs nothing here)."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    if trusted is None:
-        _tying_from_references(got, want, x, logits)
-    else:
-        _tying_from_replays(x, logits)
-    _tying_counted(got, want)
-
-
-TWO_MATRICES = (
-    "they are two separate matrices (loaded with different values, your logits read tokens "
-    "with one and scored them with the other)"
-)
-
-
-def _tying_from_replays(x, logits):
-    E, W = x["state"]["token_embed.weight"], x["head"]
-    for mistakes in _variants():
-        if close(logits, _logits(x, x["idx"], embed=E, head=W, **mistakes)):
+    for flags in _variants():
+        name = _name(flags)
+        if close(logits, want[f"replay/{name}/untied"]):
             raise Failure(
                 NO_TYING,
-                detail=TWO_MATRICES,
+                detail="they are two separate matrices (loaded with different values, your "
+                "logits read tokens with one and scored them with the other)",
             )
-        if any(close(logits, _logits(x, x["idx"], embed=M, head=M, **mistakes)) for M in (E, W)):
-            return
-    raise Failure(
-        NO_TYING,
-        detail="with different token_embed and lm_head weights loaded, your logits match "
-        "no MiniGPT, tied or untied, so the tying cannot be confirmed; make the logits "
-        "check pass first",
-    )
-
-
-def _tying_from_references(got, want, x, logits):
-    """Where the kit has no MiniGPT to replay (the student copy): tied if the logits are
-    the reference's with W or with E in both places, untied if the student's own yardstick
-    (E in both places) is right but the logits are neither; else undecided."""
-    if close(logits, want["logits"]) or close(logits, want["logits_embed"]):
-        return
-    same = tensor(got, "logits_embed", "the logits", shape=_shape(x))
-    if close(same, want["logits_embed"]):
+        if close(logits, want[f"replay/{name}/E"]) or close(logits, want[f"replay/{name}/W"]):
+            break
+    else:
         raise Failure(
             NO_TYING,
-            detail=TWO_MATRICES,
+            detail="with different token_embed and lm_head weights loaded, your logits match "
+            "no MiniGPT, tied or untied, so the tying cannot be confirmed; make the logits "
+            "check pass first",
         )
-    raise Failure(
-        NO_TYING,
-        detail="your logits match no MiniGPT, so the tying cannot be confirmed; make the "
-        "logits check pass first",
-    )
-
-
-def _tying_counted(got, want):
-    """One Parameter, counted once in parameters()."""
     names = str(got.get("names", "")).split("|")
     n_params = got.get("n_params")
     if ("token_embed.weight" in names and "lm_head.weight" in names) or n_params != want[
@@ -515,37 +526,22 @@ def _tying_counted(got, want):
         )
 
 
-def _variants():
-    """The correct model first, then every combination of the mistakes named elsewhere."""
-    return [
-        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
-        for s in (True, False)
-        for f in (True, False)
-        for ls in (False, True)
-        for c in (True, False)
-    ]
-
-
 @MINI_GPT.check(
     "embed-scale",
     "token embeddings are multiplied by √D (a model with no blocks)",
     1,
     inputs=probe.inputs_scale,
+    replays=_scale_replays,
 )
 def verdict_embed_scale(got, want, x):
     """Only the scale: the logits may be those of the √D model with another difference
     (no final norm, a log_softmax output), which the logits check charges."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    variants = [
-        {"final_norm": final_norm, "log_softmax": log_softmax}
-        for final_norm in (True, False)
-        for log_softmax in (False, True)
-    ]
-    if trusted is not None:
-        if any(close(logits, _logits(x, x["idx"], **v)) for v in variants):
-            return
-        if any(close(logits, _logits(x, x["idx"], scale=False, **v)) for v in variants):
-            raise Failure(NO_EMBED_SCALE)
+    names = [_name(flags) for flags in _scale_variants()]
+    if any(close(logits, want[f"replay/scaled/{n}"]) for n in names):
+        return
+    if any(close(logits, want[f"replay/unscaled/{n}"]) for n in names):
+        raise Failure(NO_EMBED_SCALE)
     assert_close(logits, want["logits"], "the logits")
 
 
@@ -723,7 +719,11 @@ def _tokens_verdict(check):
             if torch.equal(ids, reference):
                 continue
             for mistake, kwargs, details in _mistakes(temperature, top_k):
-                if torch.equal(ids, _generate(x, n, temperature, top_k, **kwargs)):
+                try:
+                    replayed = _generate(x, n, temperature, top_k, **kwargs)
+                except ModelUnavailable:  # the student copy: these mistakes go unnamed
+                    break
+                if torch.equal(ids, replayed):
                     raise Failure(mistake, what=what, **details)
             if top_k is not None:
                 _check_top_k(ids, x, top_k, n)
