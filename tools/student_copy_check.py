@@ -35,18 +35,19 @@ from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.engine import grade
 from autograder.submission import Submission
-solutions, module, variants = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+solutions, todo = Path(sys.argv[1]), json.loads(sys.argv[2])
 found = {}
-for name, path in variants.items():
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "submission"
-        shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
-        if path:
-            (folder / f"{module}.py").write_text(Path(path).read_text())
-        results = grade(Submission(folder), [module])
-    found[name] = sorted(
-        (r.check_id.split(".", 1)[1], r.misconception or "") for r in results if not r.passed
-    )
+for module, variants in todo.items():
+    for name, path in variants.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "submission"
+            shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
+            if path:
+                (folder / f"{module}.py").write_text(Path(path).read_text())
+            results = grade(Submission(folder), [module])
+        found[f"{module} {name}"] = sorted(
+            (r.check_id.split(".", 1)[1], r.misconception or "") for r in results if not r.passed
+        )
 print("RESULT " + json.dumps(found))
 """
 
@@ -61,16 +62,18 @@ def variants_of(module: str, sample: int) -> dict[str, str]:
     return found
 
 
-def graded(kit: Path, module: str, variants: dict[str, str]) -> dict[str, list]:
+def graded(kit: Path, todo: dict[str, dict[str, str]]) -> dict[str, list]:
+    """{"<module> <variant>": [(check slug lost, misconception)]}, graded with `kit`."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(kit), str(ROOT)]),
         "PYTHONDONTWRITEBYTECODE": "1",
         "LANGUAGE": "en",
+        "WARM": "0",
         "ATTENTION_LAB_HINT_STATE": str(Path(tempfile.mkdtemp()) / "hints.json"),
     }
     proc = subprocess.run(
-        [sys.executable, "-c", GRADE, str(ROOT / "solutions"), module, json.dumps(variants)],
+        [sys.executable, "-c", GRADE, str(ROOT / "solutions"), json.dumps(todo)],
         cwd=kit,
         env=env,
         capture_output=True,
@@ -78,9 +81,7 @@ def graded(kit: Path, module: str, variants: dict[str, str]) -> dict[str, list]:
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
-        raise SystemExit(
-            f"grading {module} in {kit} failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
-        )
+        raise SystemExit(f"grading in {kit} failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     return json.loads(lines[-1][len("RESULT ") :])
 
 
@@ -110,24 +111,22 @@ def main(argv: list[str] | None = None) -> int:
     modules = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(args.copy) if args.copy else build_copy(Path(tmp))
-        worse = more = 0
-        for module in modules:
-            variants = variants_of(module, args.sample)
-            here, there = graded(ROOT, module, variants), graded(copy, module, variants)
-            for name in variants:
-                lost_here = {slug for slug, _ in here[name]}
-                lost_there = {slug for slug, _ in there[name]}
-                if lost_here == lost_there:
-                    continue
-                # A correct variant losing a check, or a mistake going uncharged, is wrong;
-                # a mistake charged in more checks (one no model can exempt) is reported.
-                bad = not name.startswith("mutant") or bool(lost_here - lost_there)
-                worse, more = worse + bad, more + (not bad)
-                print(
-                    f"{'WRONG' if bad else 'MORE '} {module} {name}: instructor: {here[name]}; "
-                    f"student copy: {there[name]}"
-                )
-            print(f"{module}: {len(variants)} variants graded in both", flush=True)
+        todo = {module: variants_of(module, args.sample) for module in modules}
+        here, there = graded(ROOT, todo), graded(copy, todo)
+    worse = more = 0
+    for name in here:
+        lost_here = {slug for slug, _ in here[name]}
+        lost_there = {slug for slug, _ in there[name]}
+        if lost_here == lost_there:
+            continue
+        # A correct variant losing a check, or a mistake going uncharged, is wrong; a
+        # mistake charged in more checks (one that only a model could exempt) is reported.
+        bad = " mutant " not in name or bool(lost_here - lost_there)
+        worse, more = worse + bad, more + (not bad)
+        print(
+            f"{'WRONG' if bad else 'MORE '} {name}: instructor: {here[name]}; copy: {there[name]}"
+        )
+    print(f"{len(here)} variants of {len(modules)} modules graded in both kits")
     print(
         f"the student copy charges the same checks, except {more} mutant(s) charged more, "
         f"{worse} wrong"

@@ -98,3 +98,29 @@ def test_sqrt_dk_replay_with_k_first_is_the_other_draw_order():
     ref = diagnostics.sqrt_dk_experiment(d_ks=x["d_ks"], seed=x["seed"])
     other = judge_sqrt_dk._run_k_first(x)
     assert not torch.allclose(other["entropy_scaled"], ref["entropy_scaled"], atol=1e-4)
+
+
+def test_sqrt_dk_k_first_run_is_accepted_without_the_model(monkeypatch):
+    # The student copy has no model to replay the k-first run: it takes the one the
+    # reference's probe measured (probe_sqrt_dk.k_first), which must be the judge's replay.
+    from autograder.checks.diagnostics import probe_sqrt_dk
+    from autograder.verdicts import ModelUnavailable
+    from solutions import diagnostics
+
+    check = next(c for c in checks_of("diagnostics") if c.slug == "sqrtdk-experiment")
+    x = make_inputs(check, 5)
+    want = probe_sqrt_dk.probe_experiment(diagnostics, x)
+    replay = judge_sqrt_dk._run_k_first(x)
+    for key in probe_sqrt_dk.QUANTITIES:
+        torch.testing.assert_close(want[f"k_first/{key}"], replay[key], **judge_sqrt_dk.RUN_TOL)
+    got = {"d_k": want["d_k"], **replay}
+    check.verdict(got, want, x)  # no Failure
+
+    def unavailable(x):
+        raise ModelUnavailable("_run_k_first")
+
+    monkeypatch.setattr(judge_sqrt_dk, "_run_k_first", unavailable)
+    check.verdict(got, want, x)  # no Failure: decided from the reference's k-first run
+    got["entropy_scaled"] = got["entropy_scaled"] + 0.01
+    with pytest.raises(Failure):
+        check.verdict(got, want, x)

@@ -1,14 +1,17 @@
 """The student copy: no solutions, nothing that reveals them, and `make grade` works in it."""
 
+import ast
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 
+import pytest
 from conftest import ROOT
 
-from autograder import registry
+from autograder import registry, student_copy
 from autograder.trusted import NOT_IN_STUDENT_COPY
 
 
@@ -88,3 +91,59 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
         (t["name"].split(":")[0], *t["tags"]) for t in data["tests"] if t["score"] < t["max_score"]
     }
     assert lost == {("gpt", "gpt-no-weight-tying"), ("diagnostics", "ln-grad-squared-norm")}, lost
+
+    # No judge model's body ships (autograder/student_copy.py); the copy grades the
+    # solutions, an alternative and a mutant of every module as the instructor's kit does.
+    for judge in sorted((ROOT / "autograder" / "checks").glob("*/judge*.py")):
+        ours = _models(judge.read_text())
+        theirs = _models((copy / judge.relative_to(ROOT)).read_text())
+        assert set(theirs) == set(ours), judge
+        assert all(body == ["..."] for body in theirs.values()), (judge, theirs)
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "student_copy_check.py"), "--copy", str(copy)]
+        + ["--sample", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "0 wrong" in check.stdout, check.stdout
+
+
+def _models(source: str) -> dict[str, list[str]]:
+    """{name: its body's statements, unparsed} of every top-level function marked @model
+    (or @model.left_out, as the student copy has them)."""
+    found = {}
+    for node in ast.parse(source).body:
+        marks = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
+        if isinstance(node, ast.FunctionDef) and {"model", "model.left_out"} & set(marks):
+            found[node.name] = [ast.unparse(n) for n in node.body]
+    return found
+
+
+def test_strip_models_cuts_bodies_and_keeps_everything_else():
+    source = (
+        "from x import model\n\n\n"
+        "@model\n"
+        "def _attend(q, k):\n"
+        '    """The answer."""\n'
+        "    # a comment\n"
+        "    return (q @ k).softmax(-1)\n\n\n"
+        "def helper(x):\n"
+        "    return x + 1\n\n\n"
+        "@model\n"
+        "def _other(x, *, flag=True):\n"
+        "    if flag:\n"
+        "        return -x\n"
+        "    return x\n"
+    )
+    out = student_copy.strip_models(source)
+    assert "softmax" not in out and "The answer" not in out and "return -x" not in out
+    assert "def helper(x):\n    return x + 1\n" in out
+    assert out.count("@model.left_out\n") == 2 and "@model\n" not in out
+    assert _models(out) == {"_attend": ["..."], "_other": ["..."]}
+    compile(out, "judge.py", "exec")
+    with pytest.raises(ValueError):
+        student_copy.strip_models("@model\ndef f(x): return x\n")
+    assert student_copy.copied("autograder/report.py", b"@model\ndef f():\n    pass\n") == (
+        b"@model\ndef f():\n    pass\n"
+    )

@@ -16,6 +16,7 @@ from ...probing import pair, randn
 SIZES = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 FACTORS = (1.0, 1.25, 1.5)
 QUANTITIES = ("entropy_scaled", "entropy_unscaled", "max_weight_scaled", "max_weight_unscaled")
+BATCH, LENGTH = 8, 32  # the experiment's batch and L
 
 
 def _int(gen, low, high):
@@ -54,12 +55,34 @@ def probe_saturation(mod, x):
     return got
 
 
+def k_first(mod, x):
+    """The experiment's curves with k drawn before q (the other draw order the judge accepts),
+    measured with the submission's softmax_saturation: the reference's are what a run in that
+    order gives, for the student copy, which cannot replay it. Empty if it fails."""
+    curves = {key: [] for key in QUANTITIES}
+    try:
+        for d_k in x["d_ks"]:
+            gen = torch.Generator().manual_seed(x["seed"])
+            k = torch.randn(BATCH, LENGTH, d_k, generator=gen)
+            q = torch.randn(BATCH, LENGTH, d_k, generator=gen)
+            for scaled, tag in ((True, "scaled"), (False, "unscaled")):
+                entropy, largest = mod.softmax_saturation(q, k, scaled=scaled)
+                curves[f"entropy_{tag}"].append(entropy)
+                curves[f"max_weight_{tag}"].append(largest)
+        return {f"k_first/{key}": torch.stack(v).detach().float() for key, v in curves.items()}
+    except Exception:  # noqa: BLE001 (only the reference's are read: the judge's fallback)
+        return {}
+
+
 def probe_experiment(mod, x):
-    result = mod.sqrt_dk_experiment(d_ks=x["d_ks"], batch=8, L=32, seed=x["seed"])
+    result = mod.sqrt_dk_experiment(d_ks=x["d_ks"], batch=BATCH, L=LENGTH, seed=x["seed"])
     if not isinstance(result, dict):
         return {"type": type(result).__name__}
     return {
-        k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
-        for k, v in result.items()
-        if k in ("d_k", *QUANTITIES)
+        **{
+            k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
+            for k, v in result.items()
+            if k in ("d_k", *QUANTITIES)
+        },
+        **k_first(mod, x),
     }

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
 from ...tolerances import tolerance
-from ...verdicts import assert_close, close, tensor
+from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("efficient")
@@ -461,6 +461,7 @@ def _positions(T):
     return torch.arange(T)[:, None], torch.arange(T)[None, :]  # i (T, 1), j (1, T)
 
 
+@model
 def _attend(q, k, v, blocked=None, scale=None):
     """(out, weights) of softmax attention in float64; fully blocked rows give NaN."""
     q, k, v = q.double(), k.double(), v.double()
@@ -471,16 +472,51 @@ def _attend(q, k, v, blocked=None, scale=None):
     return w @ v, w
 
 
+@model
 def _masked(x, blocked):
     """(out, weights) under `blocked` (True = blocked), fully blocked rows zero."""
     out, w = _attend(x["q"], x["k"], x["v"], blocked)
     return torch.nan_to_num(out).to(_dtype(x)), torch.nan_to_num(w).to(_dtype(x))
 
 
+@model
+def _local_blocked(T, window, mistake):
+    """The (T, T) mask (True = blocked) of local attention with a named mistake: a window one
+    key too wide or too narrow, a band centred on the query, a band without the causal part."""
+    i, j = _positions(T)
+    if mistake == "one more":
+        return (j > i) | (i - j > window)
+    if mistake == "one fewer":
+        return (j > i) | (i - j >= window - 1)
+    if mistake == "centred":
+        return (i - j).abs() >= window
+    return i - j >= window  # "future": the future is let through
+
+
+@model
+def _strided_blocked(T, s, mistake):
+    """The (T, T) mask (True = blocked) of strided attention with a named mistake."""
+    i, j = _positions(T)
+    dist = i - j
+    past = dist >= 0
+    kept = {
+        "no band": lambda: past & (dist % s == 0),
+        "no columns": lambda: past & (dist < s),
+        "centred": lambda: (dist.abs() < s) | (dist.abs() % s == 0),
+        "future": lambda: (dist < s) | (dist % s == 0),
+        # (dist <= s is no mistake: dist == s is a multiple of s anyway.)
+        "stride + 1": lambda: past & ((dist < s + 1) | (dist % (s + 1) == 0)),
+        "band - 1": lambda: past & ((dist < s - 1) | (dist % s == 0)),
+        "absolute": lambda: past & ((dist < s) | (j % s == 0)),
+    }[mistake]()
+    return ~kept
+
+
 def _pattern_candidates(x, which, wrong):
-    """[(misconception, lazy output, details)] for each (misconception, blocked mask, details)."""
+    """[(misconception, lazy output, details)] for each (misconception, lazy blocked mask,
+    details)."""
     index = 0 if which == "out" else 1
-    return [(m, (lambda b=b: _masked(x, b)[index]), details) for m, b, details in wrong]
+    return [(m, (lambda b=b: _masked(x, b())[index]), details) for m, b, details in wrong]
 
 
 PHI = {
@@ -494,6 +530,7 @@ PHI = {
 }
 
 
+@model
 def _linear(x, *, phi="elu(x) + 1", causal=False, norm="keys", diagonal=0, q_div=1, k_div=1):
     """Linear attention in its quadratic form, A = phi(q) phi(k)ᵀ, in float64."""
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
@@ -541,6 +578,7 @@ def _linear_candidates(x, causal):
     return found
 
 
+@model
 def _exact(x, causal, *, keys=None, strict=False, scale=None):
     """Exact softmax attention (optionally over the first `keys` keys only), float64, cast to
     the inputs' dtype. strict: the causal mask blocks the diagonal too."""
@@ -554,6 +592,7 @@ def _exact(x, causal, *, keys=None, strict=False, scale=None):
     return _attend(x["q"], x["k"], x["v"], blocked, scale)[0].to(_dtype(x))
 
 
+@model
 def _online(x, causal, chunk, *, rescale_l=True, rescale_acc=True, per_chunk=None):
     """The chunked loop with a chosen mistake, in float64 (the mistake, not the rounding)."""
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
@@ -629,9 +668,22 @@ def _chunked_candidates(x, causal, chunk):
 
 def _blocks_diagonal(out, x):
     """Whether a causal output is exact attention under a mask that also blocks j = i (the
-    rows after the first; the first row sees nothing then, whatever it gives)."""
-    strict = _exact(x, True, strict=True)
+    rows after the first; the first row sees nothing then, whatever it gives). Never in the
+    student copy, which has no model to tell."""
+    try:
+        strict = _exact(x, True, strict=True)
+    except ModelUnavailable:
+        return False
     return close(out[..., 1:, :], strict[..., 1:, :])
+
+
+def _oracle(compute, reference):
+    """compute(): a model's output, an oracle independent of the reference; in the student
+    copy, which has no models, the reference output itself (the verdict rests on it alone)."""
+    try:
+        return compute()
+    except ModelUnavailable:
+        return reference
 
 
 def _same(a, b, tol=None):
@@ -709,16 +761,18 @@ LOCAL_ATTENTION = CHECKS.exercise("local_attention", probe=probe.probe_local)
 )
 def verdict_local(got, want, x):
     T = x["q"].size(-2)
-    i, j = _positions(T)
     for n, w in enumerate(x["windows"]):
         wrong = [
-            (LOCAL_OFF_BY_ONE, (j > i) | (i - j > w), {"seen": w + 1}),
-            (LOCAL_NOT_CAUSAL, (i - j).abs() >= w, {}),
-            (LOCAL_NOT_CAUSAL, i - j >= w, {}),
+            (LOCAL_OFF_BY_ONE, "one more", {"seen": w + 1}),
+            (LOCAL_NOT_CAUSAL, "centred", {}),
+            (LOCAL_NOT_CAUSAL, "future", {}),
         ]
         if w > 1:
-            wrong.append((LOCAL_OFF_BY_ONE, (j > i) | (i - j >= w - 1), {"seen": w - 1}))
-        wrong = [(m, b, {"window": w, "before": w - 1, **d}) for m, b, d in wrong]
+            wrong.append((LOCAL_OFF_BY_ONE, "one fewer", {"seen": w - 1}))
+        wrong = [
+            (m, lambda k=k, w=w: _local_blocked(T, w, k), {"window": w, "before": w - 1, **d})
+            for m, k, d in wrong
+        ]
         _compare_pair(got, want, f"w{n}", f"local_attention(window={w})", x, wrong)
 
 
@@ -734,23 +788,22 @@ STRIDED_ATTENTION = CHECKS.exercise("strided_attention", probe=probe.probe_strid
 )
 def verdict_strided(got, want, x):
     T = x["q"].size(-2)
-    i, j = _positions(T)
-    dist = i - j
-    past = dist >= 0
     # Largest stride first: with stride 2, a band one key too narrow is no band at all, and
     # the larger strides tell those two mistakes apart.
     for n, s in sorted(enumerate(x["strides"]), key=lambda ns: -ns[1]):
         wrong = [
-            (STRIDED_NO_BAND, ~(past & (dist % s == 0)), {}),
-            (STRIDED_NO_COLUMNS, ~(past & (dist < s)), {}),
-            (STRIDED_NOT_CAUSAL, ~((dist.abs() < s) | (dist.abs() % s == 0)), {}),
-            (STRIDED_NOT_CAUSAL, ~((dist < s) | (dist % s == 0)), {}),
-            # (dist <= s is no mistake: dist == s is a multiple of s anyway.)
-            (STRIDE_OFF_BY_ONE, ~(past & ((dist < s + 1) | (dist % (s + 1) == 0))), {}),
-            (STRIDE_OFF_BY_ONE, ~(past & ((dist < s - 1) | (dist % s == 0))), {}),
-            (STRIDED_ABSOLUTE, ~(past & ((dist < s) | (j % s == 0))), {}),
+            (STRIDED_NO_BAND, "no band"),
+            (STRIDED_NO_COLUMNS, "no columns"),
+            (STRIDED_NOT_CAUSAL, "centred"),
+            (STRIDED_NOT_CAUSAL, "future"),
+            (STRIDE_OFF_BY_ONE, "stride + 1"),
+            (STRIDE_OFF_BY_ONE, "band - 1"),
+            (STRIDED_ABSOLUTE, "absolute"),
         ]
-        wrong = [(m, b, {"stride": s, "before": s - 1, **d}) for m, b, d in wrong]
+        wrong = [
+            (m, lambda k=k, s=s: _strided_blocked(T, s, k), {"stride": s, "before": s - 1})
+            for m, k in wrong
+        ]
         _compare_pair(got, want, f"s{n}", f"strided_attention(stride={s})", x, wrong)
     if got.get("stride0") != "ValueError":
         raise Failure(STRIDE_NOT_VALIDATED, got=got.get("stride0"))
@@ -760,13 +813,17 @@ def _linear_verdict(got, want, x, causal):
     what = f"linear_attention(causal={causal})"
     out = _floating(got, "out", what, want["out"].shape)
     # The quadratic form of the same kernel, computed here: an oracle independent of want.
-    quadratic = _linear(x, causal=causal)
+    quadratic = _oracle(lambda: _linear(x, causal=causal), want["out"])
     if not close(out, quadratic):
         # A map that is not positive makes some normalisers nearly 0, where float32 rounding
         # is amplified: to *name* that mistake (never to pass), compare with a loose tolerance.
         loose = {"atol": 1e-3, "rtol": 1e-2}
         for phi in ("elu(x)", "relu(x)", "x (no map)"):
-            if close(out, _linear(x, phi=phi, causal=causal), loose):
+            try:
+                mapped = _linear(x, phi=phi, causal=causal)
+            except ModelUnavailable:  # the student copy: not named there
+                break
+            if close(out, mapped, loose):
                 raise Failure(LINEAR_FEATURE_MAP, measured=f" (it behaves like phi(x) = {phi})")
     assert_close(out, quadratic, what, _linear_candidates(x, causal))
     assert_close(out, want["out"], what)
@@ -882,7 +939,7 @@ def verdict_chunked(got, want, x):
         key = f"case{n}"
         what = f"chunked_attention(causal={causal}, chunk_size={chunk})"
         out = _floating(got, key, what, want[key].shape)
-        exact = _exact(x, causal)
+        exact = _oracle(lambda c=causal: _exact(x, c), want[key])
         if causal and not close(out, exact) and _blocks_diagonal(out, x):
             raise Failure(CHUNKED_CAUSAL_DIAGONAL)
         assert_close(out, exact, what, _chunked_candidates(x, causal, chunk))
@@ -926,8 +983,12 @@ def verdict_chunked_rescale(got, want, x):
         chunks = _floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
         if _same(chunks, whole):
             continue
-        for mistake, model, details in _mistaken_loops(x, causal, 4):
-            if close(chunks, model()):
+        for mistake, replay, details in _mistaken_loops(x, causal, 4):
+            try:
+                replayed = replay()
+            except ModelUnavailable:  # the student copy: these mistakes go unnamed
+                break
+            if close(chunks, replayed):
                 raise Failure(mistake, **details)
         raise Failure(CHUNKED_CHUNK_DEPENDENT, causal=causal, T=T, err=_worst(chunks, whole))
 

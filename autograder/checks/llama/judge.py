@@ -4,20 +4,24 @@ The model of MiniLlama below is written from PyTorch operations in float64 (rota
 "rotate half", RMSNorm, SwiGLU, grouped heads by index), with flags for the known mistakes,
 so a mistake is recognised by the output it gives. Each check charges its own exercise's
 mistakes: an output that is the right block or model built on a wrong attention (charged by
-the attention check) passes the block and model checks, and so on. The property checks
+the attention check) passes the block and model checks, and so on: those outputs are
+replayed with the reference (core.Check.replays), so the student copy, which has no models,
+exempts exactly the same ones (it names no mistake). The property checks
 (causality, shapes, n_kv_heads) judge the student's own runs. The training check trains the
-student's model on the probe side and measures the held-out loss of the trained weights here.
+student's model on the probe side and measures the held-out loss of the trained weights here
+(the student copy: the loss of the student's own trained model, from its held-out logits).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 
 from ...core import WRONG_TYPE, CheckList, Failure, misconception
-from ...verdicts import assert_causal, assert_close, close, tensor
+from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from ..gqa.judge import REPEAT_TILED, kv_map
 from . import probe
 
@@ -240,10 +244,12 @@ def _lin(h, w):
     return h @ w.double().T
 
 
+@model
 def _rms(h, weight, eps):
     return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.double()
 
 
+@model
 def _turn(t, positions, base):
     """Rotary embeddings as "rotate half": t·cos(a) + (-t₂, t₁)·sin(a), pairs (i, i + d/2)."""
     half = t.size(-1) // 2
@@ -253,6 +259,7 @@ def _turn(t, positions, base):
     return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
 
 
+@model
 def _attend(sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=False, pairing="ok"):
     """RotaryAttention's (out, weights); state entries under the prefix p."""
     H, H_kv = c["num_heads"], c["num_kv_heads"]
@@ -277,6 +284,7 @@ def _attend(sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=Fals
     return _lin(out, sd[f"{p}w_o.weight"]), weights
 
 
+@model
 def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
     if norm == "swapped":
@@ -297,6 +305,7 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     return x + ffn(_rms(x, n2, eps))
 
 
+@model
 def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, **block):
     """MiniLlama's logits (B, T, V) in float64 for the state sd and config c."""
     T = idx.size(1)
@@ -343,21 +352,35 @@ def _flags(mistakes):
     return [{}] + [flags for _, flags, _ in mistakes]
 
 
-def _judge(out, want, what, compute, own, elsewhere):
-    """Pass when out matches the reference, or the correct computation with only a mistake
-    that another check charges (`elsewhere`: flag sets, the correct one first). Otherwise
-    name the first of this check's mistakes (`own`) that explains it, alone or on top of one
-    charged elsewhere; else the largest difference."""
-    if close(out, want):
+def _key(flags: dict) -> str:
+    """A flag set's name among a check's replays ("base-10000.0+norm-post")."""
+    return "+".join(f"{k}-{v}" for k, v in sorted(flags.items()))
+
+
+def _exempt(compute, elsewhere):
+    """Replays: the correct computation with each mistake that another check charges
+    (`elsewhere`: flag sets, the correct one first), by _key."""
+    return {_key(flags): compute(**flags) for flags in elsewhere[1:]}
+
+
+def _judge(out, want, reference, what, compute, own, elsewhere):
+    """Pass when out matches the reference (want[reference]), or the correct computation with
+    only a mistake that another check charges (`elsewhere`: flag sets, the correct one first;
+    their outputs replayed with the reference, by _exempt). Otherwise name the first of this
+    check's mistakes (`own`) that explains it, alone or on top of one charged elsewhere; else
+    the largest difference. The student copy, which has no models, names no mistake."""
+    if close(out, want[reference]):
         return
-    for flags in elsewhere[1:]:
-        if close(out, compute(**flags)):
-            return
-    for mistake, flags, details in own:
-        for other in elsewhere:
-            if close(out, compute(**flags, **other)):
-                raise Failure(mistake, what=what, **details)
-    assert_close(out, want, what)
+    if any(close(out, want[f"replay/{_key(flags)}"]) for flags in elsewhere[1:]):
+        return
+    try:
+        for mistake, flags, details in own:
+            for other in elsewhere:
+                if close(out, compute(**flags, **other)):
+                    raise Failure(mistake, what=what, **details)
+    except ModelUnavailable:  # the student copy: the mistake is not named there
+        pass
+    assert_close(out, want[reference], what)
 
 
 def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
@@ -395,6 +418,12 @@ def _loaded_or_fail(got, expected, what, c):
 # --------------------------------------------------------------------------- RotaryAttention
 
 
+def _attention_out(x, **flags):
+    """RotaryAttention's output on the check's inputs, float32, with the mistakes flagged."""
+    h = x["x"].double()
+    return _attend(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags)[0].float()
+
+
 ROTARY_ATTENTION_FORWARD = CHECKS.exercise("RotaryAttention.forward", probe=probe.probe_attention)
 
 
@@ -411,16 +440,23 @@ def verdict_attention(got, want, x):
     B, T, D = x["x"].shape
     out = tensor(got, "out", "the output", shape=(B, T, D), floating=True)
     weights = tensor(got, "weights", "the weights", shape=(B, 4, T, T), floating=True)
-    sd = x["state"]
-
-    def compute(**flags):
-        return _attend(sd, "", x["x"].double(), x["positions"], x["mask"], c, **flags)[0].float()
-
-    _judge(out, want["out"], "the output", compute, _attention_mistakes(x), [{}])
+    compute = functools.partial(_attention_out, x)
+    _judge(out, want, "out", "the output", compute, _attention_mistakes(x), [{}])
     assert_close(weights, want["weights"], "the attention weights")
 
 
 # --------------------------------------------------------------------------- LlamaBlock
+
+
+def _block_out(x, **flags):
+    """LlamaBlock's output on the check's inputs, float32, with the mistakes flagged."""
+    h = x["x"].double()
+    return _block(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags).float()
+
+
+def _block_replays(x):
+    """The right block on each of the attention check's mistakes."""
+    return _exempt(functools.partial(_block_out, x), _flags(_attention_mistakes(x)))
 
 
 LLAMA_BLOCK_FORWARD = CHECKS.exercise("LlamaBlock.forward", probe=probe.probe_block)
@@ -431,18 +467,15 @@ LLAMA_BLOCK_FORWARD = CHECKS.exercise("LlamaBlock.forward", probe=probe.probe_bl
     "LlamaBlock matches the reference (pre-norm: x + attn(attn_norm(x)), x + ffn(ffn_norm(x)))",
     3,
     inputs=probe.inputs_block,
+    replays=_block_replays,
 )
 def verdict_block(got, want, x):
     c = x["config"]
     _loaded_or_fail(got, probe.block_shapes(c), "LlamaBlock", c)
     out = tensor(got, "out", "the block's output", shape=x["x"].shape, floating=True)
-
-    def compute(**flags):
-        h = x["x"].double()
-        return _block(x["state"], "", h, x["positions"], x["mask"], c, **flags).float()
-
     elsewhere = _flags(_attention_mistakes(x))
-    _judge(out, want["out"], "the block's output", compute, _block_mistakes(), elsewhere)
+    compute = functools.partial(_block_out, x)
+    _judge(out, want, "out", "the block's output", compute, _block_mistakes(), elsewhere)
 
 
 # --------------------------------------------------------------------------- MiniLlama
@@ -465,6 +498,16 @@ def _elsewhere(x):
     ]
 
 
+def _model_logits(x, **flags):
+    """MiniLlama's logits on the check's inputs, float32, with the mistakes flagged."""
+    return llama_logits(x["state"], x["config"], x["idx"], **flags).float()
+
+
+def _logits_replays(x):
+    """The right model on each mistake of the attention and block checks (and pairs)."""
+    return _exempt(functools.partial(_model_logits, x), _elsewhere(x))
+
+
 MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logits)
 
 
@@ -473,14 +516,12 @@ MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logi
     "MiniLlama's logits match the reference (grader's weights; untied head, final norm)",
     3,
     inputs=probe.inputs_model,
+    replays=_logits_replays,
 )
 def verdict_logits(got, want, x):
     logits = _logits(got, x)
-
-    def compute(**flags):
-        return llama_logits(x["state"], x["config"], x["idx"], **flags).float()
-
-    _judge(logits, want["logits"], "the logits", compute, _model_mistakes(), _elsewhere(x))
+    compute = functools.partial(_model_logits, x)
+    _judge(logits, want, "logits", "the logits", compute, _model_mistakes(), _elsewhere(x))
 
 
 @MINI_LLAMA_FORWARD.check(
@@ -552,6 +593,21 @@ def held_out_loss(got, x, flags=None) -> float:
     return F.cross_entropy(logits.flatten(0, 1), yb.flatten()).item()
 
 
+def own_held_out_loss(got, x) -> float:
+    """The mean next-token loss of the student's trained model as it ran (its own logits on
+    the check's held-out windows): what the student copy measures, having no model."""
+    alphabet, data = probe.corpus()
+    _, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
+    logits = tensor(
+        got,
+        "held_out/logits",
+        "the trained model's logits on the held-out windows",
+        shape=(*yb.shape, len(alphabet)),
+        floating=True,
+    )
+    return F.cross_entropy(logits.double().flatten(0, 1), yb.flatten()).item()
+
+
 def trained_flags(got, x) -> dict:
     """The flags of the computation the student's model performs: the correct one, or the
     first mistake charged by another check (or combination) whose logits on four held-out
@@ -597,6 +653,9 @@ def verdict_train(got, want, x):
         )
     if all(close(state[k].float(), v) for k, v in x["state"].items()):
         raise Failure(NOT_TRAINABLE, detail="its weights did not change in 200 optimiser steps")
-    loss = held_out_loss(got, x, trained_flags(got, x))
+    try:
+        loss = held_out_loss(got, x, trained_flags(got, x))
+    except ModelUnavailable:  # the student copy: the loss of the student's own model
+        loss = own_held_out_loss(got, x)
     if not math.isfinite(loss) or not torch.isfinite(losses).all() or loss >= TRAIN_THRESHOLD:
         raise Failure(LOSS_HIGH, loss=loss, solution=TRAIN_SOLUTION_LOSS, threshold=TRAIN_THRESHOLD)

@@ -318,8 +318,10 @@ def _step(model, optimizer, x, y) -> float:
 
 def probe_train(mod, x):
     """Train the student's MiniLlama (the grader's initial weights, the grader's loop); send
-    back its trained weights and its logits on four held-out windows (the judge measures the
-    held-out loss itself, in the grading process)."""
+    back its trained weights, its logits on four held-out windows (the judge measures the
+    held-out loss itself, in the grading process, with its model of the computation these
+    logits show) and its logits on every held-out window (the student copy, which has no
+    model, measures the loss on these)."""
     alphabet, data = corpus()
     model, shapes = _loaded(mod.MiniLlama(len(alphabet), **TRAIN_CONFIG), x["state"])
     if model is None:
@@ -348,5 +350,6 @@ def probe_train(mod, x):
     got["losses"] = torch.tensor(got["losses"], dtype=torch.float64)
     with torch.no_grad():
         got["logits"] = model.eval()(windows(data, x["eval_starts"][:4].cpu(), T)[0])
+        got["held_out/logits"] = model(windows(data, x["eval_starts"].cpu(), T)[0])
     got.update({f"state/{k}": v.detach() for k, v in model.state_dict().items()})
     return got

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, misconception
-from ...verdicts import assert_close, close, tensor
+from ...trusted.attention import scaled_dot_product_attention
+from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("masks")
@@ -165,6 +164,39 @@ WINDOW_NO_ERROR = misconception(
         "f'window must be at least 1, got {{window}}'.",
     ),
 )
+# --------------------------------------------------------------------------- models
+# What a mask with a given mistake holds, to recognise that mistake (left out of the student
+# copy: student_copy.py).
+
+
+@model
+def _upper(L, diagonal):
+    return torch.ones(L, L, dtype=torch.bool).triu(diagonal)
+
+
+@model
+def _padding(lengths, S, how):
+    """padding_mask with a mistake: `how` is "after" (p > length), "from-last" (p >= length
+    - 1) or "inverted" (p < length)."""
+    pos, ends = torch.arange(S), lengths[:, None]
+    mask = {"after": pos > ends, "from-last": pos >= ends - 1, "inverted": pos < ends}[how]
+    return mask[:, None, None]
+
+
+@model
+def _window(L, w, how):
+    """sliding_window_mask with a mistake: `how` is "wider" (i - j > w), "narrower" (i - j
+    >= w - 1), "two-sided" (|i - j| >= w) or "future" (i - j >= w, the future let in)."""
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    if how == "wider":
+        return (j > i) | (i - j > w)
+    if how == "narrower":
+        return (j > i) | (i - j >= w - 1)
+    if how == "two-sided":
+        return (i - j).abs() >= w
+    return i - j >= w
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -177,17 +209,11 @@ def _bool_mask(got, key, what, shape):
     return value
 
 
-def _upper(L, diagonal):
-    return torch.ones(L, L, dtype=torch.bool).triu(diagonal)
-
-
 def _attend(q, k, v, mask):
-    """Attention in float64 under a bool mask (fully blocked rows give 0): the judge runs it
-    itself, so only the student's mask decides the outputs."""
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.size(-1))
-    weights = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
-    weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
-    return weights @ v.double()
+    """Attention in float64 under a bool mask (fully blocked rows give 0), the trusted one
+    (kept in the student copy): the judge runs it itself, so only the student's mask decides
+    the outputs."""
+    return scaled_dot_product_attention(q.double(), k.double(), v.double(), mask)[0]
 
 
 def _device_verdict(got, call):
@@ -219,10 +245,10 @@ def verdict_causal(got, want, x):
             want[f"m{n}"],
             f"causal_mask({L})",
             [
-                (CAUSAL_DIAGONAL, _upper(L, 0), {}),
-                (CAUSAL_TRANSPOSED, _upper(L, 1).T, {}),
-                (CAUSAL_TRANSPOSED, _upper(L, 0).T, {}),
-                (CAUSAL_INVERTED, ~_upper(L, 1), {}),
+                (CAUSAL_DIAGONAL, lambda L=L: _upper(L, 0), {}),
+                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 1).T, {}),
+                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 0).T, {}),
+                (CAUSAL_INVERTED, lambda L=L: ~_upper(L, 1), {}),
             ],
         )
 
@@ -285,15 +311,14 @@ def verdict_padding(got, want, x):
         if value.dim() != 4 and value.numel() == lengths.numel() * S:
             raise Failure(PADDING_AXES, got=tuple(value.shape))
         mask = _bool_mask(got, name, what, (len(lengths), 1, 1, S))
-        pos = torch.arange(S)
         assert_close(
             mask,
             want[name],
             what,
             [
-                (PADDING_OFF_BY_ONE, (pos > lengths[:, None])[:, None, None], {}),
-                (PADDING_OFF_BY_ONE, (pos >= lengths[:, None] - 1)[:, None, None], {}),
-                (PADDING_INVERTED, (pos < lengths[:, None])[:, None, None], {}),
+                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "after"), {}),
+                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "from-last"), {}),
+                (PADDING_INVERTED, lambda n=lengths, S=S: _padding(n, S, "inverted"), {}),
             ],
         )
 
@@ -312,7 +337,6 @@ SLIDING_WINDOW_MASK = CHECKS.exercise("sliding_window_mask", probe=probe.probe_w
 )
 def verdict_window(got, want, x):
     L = x["L"]
-    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
     for n, w in enumerate(x["windows"]):
         what = f"sliding_window_mask({L}, window={w})"
         mask = _bool_mask(got, f"w{n}", what, (L, L))
@@ -321,10 +345,10 @@ def verdict_window(got, want, x):
             want[f"w{n}"],
             what,
             [
-                (WINDOW_OFF_BY_ONE, (j > i) | (i - j > w), {}),
-                (WINDOW_OFF_BY_ONE, (j > i) | (i - j >= w - 1), {}),
-                (WINDOW_NOT_CAUSAL, (i - j).abs() >= w, {}),
-                (WINDOW_NOT_CAUSAL, i - j >= w, {}),
+                (WINDOW_OFF_BY_ONE, lambda w=w: _window(L, w, "wider"), {}),
+                (WINDOW_OFF_BY_ONE, lambda w=w: _window(L, w, "narrower"), {}),
+                (WINDOW_NOT_CAUSAL, lambda w=w: _window(L, w, "two-sided"), {}),
+                (WINDOW_NOT_CAUSAL, lambda w=w: _window(L, w, "future"), {}),
             ],
         )
 

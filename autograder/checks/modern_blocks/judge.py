@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core import CheckList, misconception
-from ...verdicts import assert_close, close, tensor
+from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")
@@ -206,6 +206,7 @@ SWIGLU_SILU_AFTER = misconception(
 # --------------------------------------------------------------------------- rms_norm
 
 
+@model
 def _rms(
     x,
     weight=None,
@@ -274,6 +275,28 @@ def _model(case, **kw):
     return lambda: _rms(case["x"], **args).to(case["x"].dtype)
 
 
+def _is_one_of(y, case, mistakes):
+    """Whether y is rms_norm with one of these mistakes (keyword sets of _rms), or None in
+    the student copy, which has no models."""
+    try:
+        return any(close(y, _model(case, **kw)()) for kw in mistakes)
+    except ModelUnavailable:
+        return None
+
+
+def _right_when_eps_is_negligible(got, want, name):
+    """Whether the student's rms_norm gave the reference's result on the case's x times
+    probe.LARGE, where eps no longer matters: their mistake, if any, is one of eps."""
+    large, reference = got.get(f"{name}/large"), want.get(f"{name}/large")
+    return (
+        type(large) is torch.Tensor
+        and type(reference) is torch.Tensor
+        and large.shape == reference.shape
+        and large.dtype == reference.dtype
+        and close(large, reference)
+    )
+
+
 def _rms_what(case):
     args = "x" + ("" if case.get("weight") is None else ", weight")
     args += "" if "eps" not in case else f", eps={case['eps']:g}"
@@ -298,7 +321,9 @@ def verdict_rms_norm(got, want, x):
     used passes here, as the rms-norm-eps check charges it (each difference is charged once)."""
     for name, case in x.items():
         y = _rms_output(got, name, case)
-        if any(close(y, _model(case, **kw)()) for _, kw, _ in _eps_mistakes(case)):
+        # In the student copy (no models) nothing is excused here: at these mean squares an
+        # eps mistake stays within the tolerance of the reference.
+        if _is_one_of(y, case, [kw for _, kw, _ in _eps_mistakes(case)]):
             continue
         structure = _structure_mistakes(case)
         candidates = [(m, _model(case, **kw), {}) for m, kw in structure]
@@ -315,14 +340,20 @@ def verdict_rms_norm(got, want, x):
     "rms_norm puts the given eps inside the square root (tiny mean squares)",
     1,
     inputs=probe.inputs_rms_norm_eps,
+    probe=probe.probe_rms_norm_eps,
 )
 def verdict_rms_norm_eps(got, want, x):
     """Where eps goes and which eps is used. A result that is right about eps but has a
-    mistake the rms-norm check charges passes here (each difference is charged once)."""
+    mistake the rms-norm check charges passes here (each difference is charged once). The
+    student copy, which has no models to name that mistake, excuses a result that is wrong
+    even where eps does not matter (x times probe.LARGE): the rms-norm check charges it."""
     for name, case in x.items():
         y = _rms_output(got, name, case)
         structure = _structure_mistakes(case)
-        if any(close(y, _model(case, **kw)()) for _, kw in structure):
+        excused = _is_one_of(y, case, [kw for _, kw in structure])
+        if excused is None:
+            excused = not _right_when_eps_is_negligible(got, want, name)
+        if excused:
             continue
         eps = _eps_mistakes(case)
         candidates = [(m, _model(case, **e), d) for m, e, d in eps]
@@ -346,7 +377,9 @@ def verdict_rms_module(got, want, x):
     """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
     when that is one of rms_norm's named mistakes: the rms_norm checks charge it (each
     difference is charged once). Only a named mistake: what the student's process says its
-    rms_norm returns is not trusted to excuse any output."""
+    rms_norm returns is not trusted to excuse any output. The student copy, which has no
+    models to name it, excuses any mistake of the student's own rms_norm there (the student
+    grades their own work with it: a forged result would only deceive them)."""
     for name, case in x.items():
         D, eps = case["x"].size(-1), case.get("eps", 1e-6)
         what = f"RMSNorm({D}" + ("" if "eps" not in case else f", eps={eps:g}") + ")"
@@ -356,7 +389,11 @@ def verdict_rms_module(got, want, x):
             continue
         own = got.get(f"{name}/own")
         if type(own) is torch.Tensor and close(out, own):
-            if any(close(own, model()) for _, model, _ in _rms_norm_mistakes(case)):
+            try:
+                named = any(close(own, output()) for _, output, _ in _rms_norm_mistakes(case))
+            except ModelUnavailable:  # the student copy: own differs from the reference
+                named = True
+            if named:
                 continue
         case = {"eps": eps, **case}
         candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
@@ -382,6 +419,7 @@ _ACTS = {
 }
 
 
+@model
 def _swiglu(x, sd, variant="ref", act="silu"):
     """What SwiGLU with a given mistake computes, in float64."""
     x = x.double()
@@ -399,19 +437,19 @@ def _swiglu(x, sd, variant="ref", act="silu"):
 
 
 def _swiglu_candidates(x, sd):
-    def model(variant="ref", act="silu"):
+    def lazy(variant="ref", act="silu"):
         return lambda: _swiglu(x, sd, variant, act)
 
     return [
-        (SWIGLU_GATE_SWAPPED, model("swapped"), {}),
-        (SWIGLU_GELU, model(act="gelu"), {}),
-        (SWIGLU_GELU, model(act="gelu-tanh"), {}),
-        (SWIGLU_SIGMOID, model(act="sigmoid"), {}),
-        (SWIGLU_RELU, model(act="relu"), {}),
-        (SWIGLU_NO_GATE, model("up-only"), {"branch": "w_up"}),
-        (SWIGLU_NO_GATE, model("gate-only"), {"branch": "w_gate"}),
-        (SWIGLU_NO_ACT, model(act="none"), {}),
-        (SWIGLU_SILU_AFTER, model("after-product"), {}),
+        (SWIGLU_GATE_SWAPPED, lazy("swapped"), {}),
+        (SWIGLU_GELU, lazy(act="gelu"), {}),
+        (SWIGLU_GELU, lazy(act="gelu-tanh"), {}),
+        (SWIGLU_SIGMOID, lazy(act="sigmoid"), {}),
+        (SWIGLU_RELU, lazy(act="relu"), {}),
+        (SWIGLU_NO_GATE, lazy("up-only"), {"branch": "w_up"}),
+        (SWIGLU_NO_GATE, lazy("gate-only"), {"branch": "w_gate"}),
+        (SWIGLU_NO_ACT, lazy(act="none"), {}),
+        (SWIGLU_SILU_AFTER, lazy("after-product"), {}),
     ]
 
 

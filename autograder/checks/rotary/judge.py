@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import torch
 
 from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, misconception
 from ...tolerances import tolerance
-from ...verdicts import assert_close, close, tensor
+from ...trusted.attention import scaled_dot_product_attention as trusted_attention
+from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("rotary")
@@ -296,11 +296,13 @@ NOT_ATTENTION = misconception(
 SLOPE = 4 * torch.finfo(torch.float32).eps
 
 
+@model
 def _theta(d, base, exponent="2i"):
     i = torch.arange(d // 2, dtype=torch.float64)
     return base ** (-(2 * i if exponent == "2i" else i) / d)
 
 
+@model
 def _rope(
     x,
     positions,
@@ -341,10 +343,19 @@ def _allowed(x, positions, want, scale=1.0):
 
 
 def _fits(got, model, x, positions, scale=1.0):
-    if got.shape != model.shape:
+    if model is None or got.shape != model.shape:
         return False
     diff = (got.double() - model.double()).abs()
     return bool((diff <= _allowed(x, positions, model, scale)).all())
+
+
+def _output(model):
+    """model(), or None in the student copy, which holds no models (that mistake is then
+    neither let pass nor named)."""
+    try:
+        return model()
+    except ModelUnavailable:
+        return None
 
 
 def _candidates(case):
@@ -376,27 +387,28 @@ def _candidates(case):
     return found
 
 
-def _rotation(got, key, case, what, want=None, *, named=None, charged=(), scale=1.0):
+def _rotation(got, key, case, what, want, *, named=None, charged=(), scale=1.0):
     """got[key] is apply_rotary(case): the shape and dtype of x, values within the position-
-    dependent float32 allowance of `want` (default: the float64 closed form). Mistakes in
-    `charged` pass here (another check charges them); `named` (default: all) are named."""
+    dependent float32 allowance of `want`. Mistakes in `charged` pass here (another check
+    charges them; not in the student copy, which has no models: there they fail here too);
+    `named` (default: all) are named."""
     x, positions = case["x"], case["positions"]
     out = tensor(got, key, what, floating=True, shape=x.shape)
     if out.dtype != x.dtype:
         raise Failure(DTYPE_NOT_KEPT, what=what, got=out.dtype, expected=x.dtype)
-    exact = _rope(x, positions, case.get("base", 10000.0)) if want is None else want
+    exact = want
     if _fits(out, exact, x, positions, scale):
         return
     candidates = _candidates(case)
-    for mistake, model, _ in candidates:
+    for mistake, output, _ in candidates:
         if (
             mistake in charged
             and mistake not in (named or ())
-            and _fits(out, model(), x, positions, scale)
+            and _fits(out, _output(output), x, positions, scale)
         ):
             return
-    for mistake, model, details in candidates:
-        if (named is None or mistake in named) and _fits(out, model(), x, positions, scale):
+    for mistake, output, details in candidates:
+        if (named is None or mistake in named) and _fits(out, _output(output), x, positions, scale):
             raise Failure(mistake, what=what, **details)
     if not torch.isfinite(out).all():
         raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(out)).sum()))
@@ -503,13 +515,18 @@ def verdict_far(got, want, x):
     case = x["far"]
     what = _what(case)
     out = tensor(got, "far", what, floating=True, shape=case["x"].shape)
+    try:
+        exact, scale = _rope(case["x"], case["positions"]), 1.0
+    except ModelUnavailable:  # the student copy: the float32 reference, itself in the allowance
+        exact, scale = want["far"], 2.0
     rounded = [
-        _rope(case["x"], case["positions"].to(dt).double()) for dt in (torch.bfloat16, torch.half)
+        _output(lambda dt=dt: _rope(case["x"], case["positions"].to(dt).double()))
+        for dt in (torch.bfloat16, torch.half)
     ]
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
-        if not _fits(out, _rope(case["x"], case["positions"]), case["x"], case["positions"]):
+        if not _fits(out, exact, case["x"], case["positions"]):
             raise Failure(POSITIONS_ROUNDED, what=what)
-    _rotation(got, "far", case, what, named=(), charged=_EVERYWHERE)
+    _rotation(got, "far", case, what, exact, named=(), charged=_EVERYWHERE, scale=scale)
 
 
 @APPLY_ROTARY.check(
@@ -612,10 +629,9 @@ def verdict_odd(got, want, x):
 
 
 def _attention(q, k, v, mask):
-    """softmax(q kᵀ / √d) v in float64, True = blocked (the mask here never blocks a row)."""
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.size(-1))
-    weights = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
-    return weights @ v.double(), weights
+    """softmax(q kᵀ / √d) v in float64, True = blocked (the mask here never blocks a row): the
+    trusted attention (which the student copy keeps), not this exercise's computation."""
+    return trusted_attention(q.double(), k.double(), v.double(), mask)
 
 
 def _own(got, x):
@@ -651,26 +667,31 @@ def verdict_attention(got, want, x):
     q, k, v, mask = x["q"], x["k"], x["v"], x["mask"]
     own = _own(got, x)
     if own is None:
-        rq, rk = (_rope(t, x["positions"]) for t in (q, k))
-        rv = _rope(v, x["positions"])
+        rotated = [_output(lambda t=t: _rope(x[t], x["positions"])) for t in "qkv"]
     else:
-        rq, rk, rv = own["q"], own["k"], own["v"]
-    expected_out, expected_w = _attention(rq, rk, v, mask)
+        rotated = [own[t] for t in "qkv"]
+    rq, rk, rv = rotated
+    if rq is None:  # the student copy, with no model of the rotation: the reference's result
+        expected_out, expected_w = want["out"].double(), want["weights"].double()
+    else:
+        expected_out, expected_w = _attention(rq, rk, v, mask)
     tol = {"atol": 1e-5, "rtol": 1e-5}  # float32 student run against a float64 computation
     if close(weights, expected_w.float(), tol) and close(out, expected_out.float(), tol):
         return
     if own is not None and close(weights, want["weights"], tol) and close(out, want["out"], tol):
         return  # their rotary_attention is right but does not use their apply_rotary
 
-    def model(index, *args):
+    def attended(index, *args):
+        if any(a is None for a in args):  # a rotation the student copy cannot model
+            return None
         return lambda: _attention(*args, mask)[index].float()
 
     for index, name, value in ((1, "weights", weights), (0, "output", out)):
         candidates = [
-            (ROTATES_V, model(index, rq, rk, rv), {}),
-            (NOT_ROTATED, model(index, q, k, v), {}),
-            (ROTATES_ONE, model(index, rq, k, v), {"which": "queries"}),
-            (ROTATES_ONE, model(index, q, rk, v), {"which": "keys"}),
+            (ROTATES_V, attended(index, rq, rk, rv), {}),
+            (NOT_ROTATED, attended(index, q, k, v), {}),
+            (ROTATES_ONE, attended(index, rq, k, v), {"which": "queries"}),
+            (ROTATES_ONE, attended(index, q, rk, v), {"which": "keys"}),
         ]
         if index == 1 and close(value, expected_w.float(), tol):
             continue
@@ -718,6 +739,7 @@ def _is_attention(out, w, x, what, positions):
         raise Failure(NOT_ATTENTION, what=what, why="the weights of a row do not sum to 1")
     tol = {"atol": 1e-5, "rtol": 1e-5}
     if not close(out.double(), w.double() @ x["v"].double(), tol):
-        if close(out.double(), w.double() @ _rope(x["v"], positions), tol):
+        rotated = _output(lambda: _rope(x["v"], positions))  # None in the student copy
+        if rotated is not None and close(out.double(), w.double() @ rotated, tol):
             raise Failure(ROTATES_V, what=what)
         raise Failure(NOT_ATTENTION, what=what, why="the output is not weights @ v")
