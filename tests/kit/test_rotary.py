@@ -154,3 +154,31 @@ def test_half_precision_positions_are_far_outside_the_allowance():
     x, positions = torch.randn(5, 32), torch.tensor([0, 300, 1025, 4097, 8191])
     rounded = judge._rope(x, positions.to(torch.bfloat16).double())
     assert not judge._fits(rounded, oracle(x, positions), x, positions)
+
+
+def test_exemptions_and_the_closed_form_need_no_model(monkeypatch):
+    """The student copy has no models: what the value checks let pass (a mistake the
+    reference check charges), the far check's closed form and the attention check's reference
+    rotation are replayed with the reference, so the verdicts decide with models unavailable."""
+    from autograder import fixtures, registry
+    from autograder.probing import make_inputs
+    from autograder.verdicts import ModelUnavailable, model
+
+    monkeypatch.setattr(judge, "_rope", model.left_out(judge._rope))
+    refs = fixtures.load("rotary")
+    checks = {c.slug: c for c in registry.checks_of("rotary")}
+    exempted = 0
+    for slug in ("positions", "base", "closed-form", "float64"):
+        c, want = checks[slug], refs[slug]
+        x = make_inputs(c, fixtures.PUBLIC_SEED)
+        for name, case in x.items():
+            for key in [k for k in want if k.startswith(f"replay/{name}/")]:
+                got = {**{n: want[n] for n in x}, name: want[key].to(case["x"].dtype)}
+                c.verdict(got, want, x)
+                exempted += 1
+    assert exempted >= 30
+    with pytest.raises(ModelUnavailable):
+        judge._rope(torch.zeros(1, 2), torch.zeros(1))
+    c, want = checks["attention"], refs["attention"]
+    x = make_inputs(c, fixtures.PUBLIC_SEED)
+    c.verdict({"out": want["out"], "weights": want["weights"]}, want, x)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core import CheckList, misconception
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")
@@ -236,37 +236,44 @@ def _rms(
 
 
 def _structure_mistakes(case):
-    """Mistakes in what is normalised and how (charged by the rms-norm check)."""
+    """Mistakes in what is normalised and how (charged by the rms-norm check):
+    (label, id, keywords of _rms)."""
     x = case["x"]
     found = [
-        (RMS_SUBTRACTS_MEAN, {"center": True}),
-        (RMS_ROOT_OF_SUM, {"reduce": "sum"}),
-        (RMS_NO_ROOT, {"root": False}),
-        (RMS_WRONG_DIM, {"dims": tuple(range(x.dim()))}),
+        ("centred", RMS_SUBTRACTS_MEAN, {"center": True}),
+        ("sum", RMS_ROOT_OF_SUM, {"reduce": "sum"}),
+        ("no-root", RMS_NO_ROOT, {"root": False}),
+        ("all-dims", RMS_WRONG_DIM, {"dims": tuple(range(x.dim()))}),
     ]
     if x.dim() > 1:
-        found.append((RMS_WRONG_DIM, {"dims": (0,)}))
+        found.append(("dim-0", RMS_WRONG_DIM, {"dims": (0,)}))
     if case.get("weight") is not None:
-        found.append((RMS_WEIGHT_IGNORED, {"use_weight": False}))
+        found.append(("no-weight", RMS_WEIGHT_IGNORED, {"use_weight": False}))
     return found
 
 
 def _eps_mistakes(case):
-    """Mistakes in where eps goes and which eps is used (charged by the rms-norm-eps check)."""
+    """Mistakes in where eps goes and which eps is used (charged by the rms-norm-eps check):
+    (label, id, keywords of _rms, details)."""
     eps = case.get("eps", 1e-6)
-    found = [(RMS_EPS_OUTSIDE, {"eps_mode": "outside"}, {})]
+    found = [("eps-outside", RMS_EPS_OUTSIDE, {"eps_mode": "outside"}, {})]
     for other in (0.0, 1e-6, 1e-5):
         if other != eps:
-            found.append((RMS_EPS_IGNORED, {"eps": other}, {"eps": eps}))
+            found.append((f"eps-{other:g}", RMS_EPS_IGNORED, {"eps": other}, {"eps": eps}))
     return found
 
 
 def _rms_norm_mistakes(case):
-    """Every named mistake of rms_norm, alone and with an eps mistake: (id, model, details)."""
+    """Every named mistake of rms_norm, alone and with an eps mistake:
+    (label, id, keywords of _rms, details)."""
     structure, eps = _structure_mistakes(case), _eps_mistakes(case)
-    found = [(m, _model(case, **kw), {}) for m, kw in structure]
-    found += [(m, _model(case, **e), d) for m, e, d in eps]
-    found += [(m, _model(case, **kw, **e), {}) for m, kw in structure for _, e, _ in eps]
+    found = [(label, m, kw, {}) for label, m, kw in structure]
+    found += [(label, m, e, d) for label, m, e, d in eps]
+    found += [
+        (f"{label}+{e_label}", m, {**kw, **e}, {})
+        for label, m, kw in structure
+        for e_label, _, e, _ in eps
+    ]
     return found
 
 
@@ -275,26 +282,31 @@ def _model(case, **kw):
     return lambda: _rms(case["x"], **args).to(case["x"].dtype)
 
 
-def _is_one_of(y, case, mistakes):
-    """Whether y is rms_norm with one of these mistakes (keyword sets of _rms), or None in
-    the student copy, which has no models."""
-    try:
-        return any(close(y, _model(case, **kw)()) for kw in mistakes)
-    except ModelUnavailable:
-        return None
+def _replays(x, mistakes):
+    """rms_norm with each of mistakes(case) on each case, replayed with the reference
+    (core.Check.replays): "<case>/<label>"."""
+    return {
+        f"{name}/{label}": _model(case, **kw)()
+        for name, case in x.items()
+        for label, _, kw, *_ in mistakes(case)
+    }
 
 
-def _right_when_eps_is_negligible(got, want, name):
-    """Whether the student's rms_norm gave the reference's result on the case's x times
-    probe.LARGE, where eps no longer matters: their mistake, if any, is one of eps."""
-    large, reference = got.get(f"{name}/large"), want.get(f"{name}/large")
-    return (
-        type(large) is torch.Tensor
-        and type(reference) is torch.Tensor
-        and large.shape == reference.shape
-        and large.dtype == reference.dtype
-        and close(large, reference)
-    )
+def _is_one_of(y, want, name, labels):
+    """Whether y is the replayed output of one of these mistakes on case `name`."""
+    return any(close(y, want[f"replay/{name}/{label}"]) for label in labels)
+
+
+def _eps_replays(x):
+    return _replays(x, _eps_mistakes)
+
+
+def _structure_replays(x):
+    return _replays(x, _structure_mistakes)
+
+
+def _rms_norm_replays(x):
+    return _replays(x, _rms_norm_mistakes)
 
 
 def _rms_what(case):
@@ -315,22 +327,22 @@ RMS_NORM = CHECKS.exercise("rms_norm", probe=probe.probe_rms_norm)
     "rms_norm matches the reference (with and without weight)",
     2,
     inputs=probe.inputs_rms_norm,
+    replays=_eps_replays,
 )
 def verdict_rms_norm(got, want, x):
     """Everything but eps: a result that is right but for where eps goes or which eps is
-    used passes here, as the rms-norm-eps check charges it (each difference is charged once)."""
+    used (replayed with the reference) passes here, as the rms-norm-eps check charges it
+    (each difference is charged once)."""
     for name, case in x.items():
         y = _rms_output(got, name, case)
-        # In the student copy (no models) nothing is excused here: at these mean squares an
-        # eps mistake stays within the tolerance of the reference.
-        if _is_one_of(y, case, [kw for _, kw, _ in _eps_mistakes(case)]):
+        if _is_one_of(y, want, name, [label for label, *_ in _eps_mistakes(case)]):
             continue
         structure = _structure_mistakes(case)
-        candidates = [(m, _model(case, **kw), {}) for m, kw in structure]
+        candidates = [(m, _model(case, **kw), {}) for _, m, kw in structure]
         candidates += [
             (m, _model(case, **kw, **e), {})
-            for m, kw in structure
-            for _, e, _ in _eps_mistakes(case)
+            for _, m, kw in structure
+            for _, _, e, _ in _eps_mistakes(case)
         ]
         assert_close(y, want[name], _rms_what(case), candidates)
 
@@ -340,24 +352,22 @@ def verdict_rms_norm(got, want, x):
     "rms_norm puts the given eps inside the square root (tiny mean squares)",
     1,
     inputs=probe.inputs_rms_norm_eps,
-    probe=probe.probe_rms_norm_eps,
+    replays=_structure_replays,
 )
 def verdict_rms_norm_eps(got, want, x):
     """Where eps goes and which eps is used. A result that is right about eps but has a
-    mistake the rms-norm check charges passes here (each difference is charged once). The
-    student copy, which has no models to name that mistake, excuses a result that is wrong
-    even where eps does not matter (x times probe.LARGE): the rms-norm check charges it."""
+    mistake the rms-norm check charges (replayed with the reference) passes here (each
+    difference is charged once)."""
     for name, case in x.items():
         y = _rms_output(got, name, case)
         structure = _structure_mistakes(case)
-        excused = _is_one_of(y, case, [kw for _, kw in structure])
-        if excused is None:
-            excused = not _right_when_eps_is_negligible(got, want, name)
-        if excused:
+        if _is_one_of(y, want, name, [label for label, *_ in structure]):
             continue
         eps = _eps_mistakes(case)
-        candidates = [(m, _model(case, **e), d) for m, e, d in eps]
-        candidates += [(m, _model(case, **kw, **e), d) for m, e, d in eps for _, kw in structure]
+        candidates = [(m, _model(case, **e), d) for _, m, e, d in eps]
+        candidates += [
+            (m, _model(case, **kw, **e), d) for _, m, e, d in eps for _, _, kw in structure
+        ]
         assert_close(y, want[name], _rms_what(case), candidates)
 
 
@@ -372,14 +382,13 @@ RMSNORM = CHECKS.exercise("RMSNorm", probe=probe.probe_rms_module)
     "RMSNorm matches the reference (its own weight and eps applied)",
     1,
     inputs=probe.inputs_rms_module,
+    replays=_rms_norm_replays,
 )
 def verdict_rms_module(got, want, x):
     """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
-    when that is one of rms_norm's named mistakes: the rms_norm checks charge it (each
-    difference is charged once). Only a named mistake: what the student's process says its
-    rms_norm returns is not trusted to excuse any output. The student copy, which has no
-    models to name it, excuses any mistake of the student's own rms_norm there (the student
-    grades their own work with it: a forged result would only deceive them)."""
+    when that is one of rms_norm's named mistakes (replayed with the reference): the rms_norm
+    checks charge it (each difference is charged once). Only a named mistake: what the
+    student's process says its rms_norm returns is not trusted to excuse any output."""
     for name, case in x.items():
         D, eps = case["x"].size(-1), case.get("eps", 1e-6)
         what = f"RMSNorm({D}" + ("" if "eps" not in case else f", eps={eps:g}") + ")"
@@ -388,13 +397,13 @@ def verdict_rms_module(got, want, x):
         if close(out, want[name]):
             continue
         own = got.get(f"{name}/own")
-        if type(own) is torch.Tensor and close(out, own):
-            try:
-                named = any(close(own, output()) for _, output, _ in _rms_norm_mistakes(case))
-            except ModelUnavailable:  # the student copy: own differs from the reference
-                named = True
-            if named:
-                continue
+        mistakes = _rms_norm_mistakes(case)
+        if (
+            type(own) is torch.Tensor
+            and close(out, own)
+            and _is_one_of(own, want, name, [label for label, *_ in mistakes])
+        ):
+            continue
         case = {"eps": eps, **case}
         candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
         for other in (1e-6, 1e-5, 0.0):
@@ -403,7 +412,7 @@ def verdict_rms_module(got, want, x):
                     (RMSNORM_EPS_IGNORED, _model(case, eps=other), {"eps": eps, "used": other})
                 )
         # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
-        candidates += _rms_norm_mistakes(case)
+        candidates += [(m, _model(case, **kw), d) for _, m, kw, d in mistakes]
         assert_close(out, want[name], what, candidates)
 
 

@@ -59,23 +59,6 @@ def probe_rms_norm(mod, x):
     return got
 
 
-# x times LARGE (a power of 2, exact): mean squares so large that eps no longer matters.
-LARGE = 2.0**20
-
-
-def probe_rms_norm_eps(mod, x):
-    got = probe_rms_norm(mod, x)
-    for name, case in x.items():
-        kwargs = {k: case[k] for k in ("weight", "eps") if k in case}
-        # Whether rms_norm is right where eps does not matter: the student copy, which has no
-        # models of rms_norm's mistakes, leaves a mistake there to the rms-norm check.
-        try:
-            got[f"{name}/large"] = mod.rms_norm(case["x"] * LARGE, **kwargs)
-        except Exception:  # charged, if at all, by the calls above
-            got[f"{name}/large"] = None
-    return got
-
-
 # --------------------------------------------------------------------------- RMSNorm
 
 

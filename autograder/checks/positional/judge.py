@@ -303,7 +303,7 @@ def _within(got, want, positions, scale=1.0):
 
 def _matches(got, output, positions, scale):
     """got ≈ output() within the allowance; False where the model is not in this copy (the
-    student copy: the mistake is then neither let pass nor named)."""
+    student copy: the mistake is then not named, and the check charges it unnamed)."""
     try:
         value = output()
     except ModelUnavailable:
@@ -313,14 +313,13 @@ def _matches(got, output, positions, scale):
 
 def assert_table(got, want, positions, what, candidates=(), scale=1.0, charged=()):
     """got ≈ want row by row, with a tolerance that grows with each row's position. A table
-    that matches one of the `charged` models passes: that mistake is charged by another check
-    (not in the student copy, which has no models: there it fails here too)."""
+    that matches one of the `charged` tables (the outputs of mistakes another check charges,
+    replayed with the reference) passes."""
     ratio = _within(got, want, positions, scale)
     if bool((ratio <= 1).all()):
         return
-    for _, output, _ in charged:
-        if _matches(got, output, positions, scale):
-            return
+    if any(bool((_within(got, t, positions, scale) <= 1).all()) for t in charged):
+        return
     for mistake, output, details in candidates:
         if _matches(got, output, positions, scale):
             raise Failure(mistake, what=what, **details)
@@ -349,33 +348,56 @@ def table(got, key, what, shape, *, strict=True):
     return value
 
 
-def _split_mistakes(positions, D, first):
-    """(candidates to name, models to let pass). The mistakes that every D shows are charged
-    by the "encoding" check (even D) alone; the later table checks name only their own."""
+def _named(positions, D, first):
+    """The mistakes a table check names. Those that every D shows are named (and charged) by
+    the "encoding" check (even D) alone; the later table checks name only their own, and let
+    the others pass (_charged)."""
     found = _mistakes(positions, D)
-    if first:
-        return found, ()
-    own = [c for c in found if c[0] is ODD_PLUS_ONE]
-    return own, [c for c in found if c[0] is not ODD_PLUS_ONE]
+    return found if first else [c for c in found if c[0] is ODD_PLUS_ONE]
 
 
-def _exact(positions, D, reference):
-    """(the table to compare with, how many allowances it may itself be off by): the float64
-    closed form at `positions` (0), or, in the student copy, which has no models, the float32
-    reference table (1: it is itself within one allowance of the closed form)."""
-    try:
-        return _table(positions, D), 0.0
-    except ModelUnavailable:
-        return reference, 1.0
+def _charged(positions, D):
+    """{mistake id: its table}: the mistakes that every D shows, charged by "encoding"."""
+    return {m.id: output() for m, output, _ in _mistakes(positions, D) if m is not ODD_PLUS_ONE}
+
+
+def _replay_table(name, positions, D, first):
+    """The float64 closed form at `positions` ("<name>/exact") and, for the checks after
+    "encoding", the tables of the mistakes it charges ("<name>/<mistake id>")."""
+    found = {f"{name}/exact": _table(positions, D)}
+    if not first:
+        found.update({f"{name}/{k}": v for k, v in _charged(positions, D).items()})
+    return found
+
+
+def _replayed(want, name, first):
+    """(the exact table, the charged tables) that _replay_table kept with the reference."""
+    exact = f"replay/{name}/exact"
+    charged = [v for k, v in want.items() if k.startswith(f"replay/{name}/") and k != exact]
+    return want[exact], () if first else charged
+
+
+def _replays_even(x):
+    return _replay_table("pe", range(x["max_len"]), x["d_model"], first=True)
+
+
+def _replays_odd(x):
+    found = {}
+    for name, case in x.items():
+        found.update(_replay_table(name, range(case["max_len"]), case["d_model"], first=False))
+    return found
+
+
+def _replays_far(x):
+    return _replay_table("rows", x["positions"], x["d_model"], first=False)
 
 
 def _compare_table(got, want, key, max_len, D, first):
     what = f"sinusoidal_encoding({max_len}, {D})"
     pe = table(got, key, what, (max_len, D), strict=first)
-    named, charged = _split_mistakes(range(max_len), D, first)
-    exact, off = _exact(range(max_len), D, want[key])
+    exact, charged = _replayed(want, key, first)
     # Two float32 computations of the same closed form: each may be off by the allowance.
-    assert_table(pe, exact, range(max_len), what, named, 2.0 + off, charged)
+    assert_table(pe, exact, range(max_len), what, _named(range(max_len), D, first), 2.0, charged)
 
 
 # --------------------------------------------------------------------------- sinusoidal_encoding
@@ -385,7 +407,11 @@ SINUSOIDAL_ENCODING = CHECKS.exercise("sinusoidal_encoding", probe=probe.probe_t
 
 
 @SINUSOIDAL_ENCODING.check(
-    "encoding", "sinusoidal_encoding matches the reference (even D)", 2, inputs=probe.inputs_even
+    "encoding",
+    "sinusoidal_encoding matches the reference (even D)",
+    2,
+    inputs=probe.inputs_even,
+    replays=_replays_even,
 )
 def verdict_even(got, want, x):
     _compare_table(got, want, "pe", x["max_len"], x["d_model"], first=True)
@@ -397,6 +423,7 @@ def verdict_even(got, want, x):
     1,
     inputs=probe.inputs_odd,
     probe=probe.probe_odd,
+    replays=_replays_odd,
 )
 def verdict_odd(got, want, x):
     for name, case in x.items():
@@ -409,6 +436,7 @@ def verdict_odd(got, want, x):
     1,
     inputs=probe.inputs_far,
     probe=probe.probe_far,
+    replays=_replays_far,
 )
 def verdict_far(got, want, x):
     max_len, D, positions = x["max_len"], x["d_model"], x["positions"]
@@ -418,9 +446,8 @@ def verdict_far(got, want, x):
         raise Failure(WRONG_SHAPE, what=what, got=tuple(rows.shape), expected=(max_len, D))
     rows = table(got, "rows", what, (len(positions), D), strict=False)
     what += " at positions " + ", ".join(map(str, positions))
-    exact, off = _exact(positions, D, want["rows"])
-    named, charged = _split_mistakes(positions, D, first=False)
-    assert_table(rows, exact, positions, what, named, 1.0 + off, charged)
+    exact, charged = _replayed(want, "rows", first=False)
+    assert_table(rows, exact, positions, what, _named(positions, D, False), 1.0, charged)
 
 
 @SINUSOIDAL_ENCODING.check(

@@ -335,23 +335,23 @@ def _rope(
     return out + sign * partner * angles.sin() if sin_term else out
 
 
-def _allowed(x, positions, want, scale=1.0):
+def _allowed(x, positions, want):
     tol = tolerance(torch.float32)
     p = positions.double().abs()[:, None]
     size = x.double().abs().amax(dim=-1, keepdim=True)
-    return tol["atol"] + tol["rtol"] * want.double().abs() + scale * SLOPE * p * size
+    return tol["atol"] + tol["rtol"] * want.double().abs() + SLOPE * p * size
 
 
-def _fits(got, model, x, positions, scale=1.0):
+def _fits(got, model, x, positions):
     if model is None or got.shape != model.shape:
         return False
     diff = (got.double() - model.double()).abs()
-    return bool((diff <= _allowed(x, positions, model, scale)).all())
+    return bool((diff <= _allowed(x, positions, model)).all())
 
 
 def _output(model):
-    """model(), or None in the student copy, which holds no models (that mistake is then
-    neither let pass nor named)."""
+    """model(), or None in the student copy, which holds no models (that mistake is then not
+    named; what a verdict decides with is replayed with the reference instead)."""
     try:
         return model()
     except ModelUnavailable:
@@ -367,52 +367,82 @@ def _candidates(case):
 
     shown = ", ".join(str(int(p)) for p in positions[:4]) + (", ..." if T > 4 else "")
     found = [
-        (INTERLEAVED, m(pairs="interleaved"), {}),
-        (DIRECTION, m(sign=-1.0), {}),
-        (EXPONENT_I, m(exponent="i"), {}),
-        (PAIR_FREQUENCY, m(layout="columns"), {}),
-        (LAYOUT_MISMATCH, m(layout="repeat"), {}),
-        (NO_SIN, m(sin_term=False), {}),
-        (INTERLEAVED, m(pairs="interleaved", sign=-1.0), {}),
+        ("interleaved", INTERLEAVED, m(pairs="interleaved"), {}),
+        ("backwards", DIRECTION, m(sign=-1.0), {}),
+        ("exponent-i", EXPONENT_I, m(exponent="i"), {}),
+        ("per-column", PAIR_FREQUENCY, m(layout="columns"), {}),
+        ("repeat-interleave", LAYOUT_MISMATCH, m(layout="repeat"), {}),
+        ("cos-only", NO_SIN, m(sin_term=False), {}),
+        ("interleaved-backwards", INTERLEAVED, m(pairs="interleaved", sign=-1.0), {}),
     ]
     if base != 10000.0:
-        found.append((BASE_IGNORED, m(base=10000.0), {"base": base}))
+        found.append(("base-10000", BASE_IGNORED, m(base=10000.0), {"base": base}))
     how = "every row is turned by θ_i, as if at position 1: the positions were never multiplied in"
-    found.append((POSITIONS_IGNORED, m(positions=torch.ones(T)), {"shown": shown, "how": how}))
+    found.append(
+        ("at-one", POSITIONS_IGNORED, m(positions=torch.ones(T)), {"shown": shown, "how": how})
+    )
     if not torch.equal(positions, torch.arange(T)):
         how = "you rotated the rows by 0, 1, ..., T-1"
         found.append(
-            (POSITIONS_IGNORED, m(positions=torch.arange(T)), {"shown": shown, "how": how})
+            (
+                "at-rows",
+                POSITIONS_IGNORED,
+                m(positions=torch.arange(T)),
+                {"shown": shown, "how": how},
+            )
         )
     return found
 
 
-def _rotation(got, key, case, what, want, *, named=None, charged=(), scale=1.0):
+def _exempt(case, named, charged):
+    """The candidates that pass a check: mistakes another check charges (`charged`) and this
+    one does not name, as (label, model)."""
+    return [
+        (label, output)
+        for label, mistake, output, _ in _candidates(case)
+        if mistake in charged and mistake not in named
+    ]
+
+
+def _exempt_replays(named, charged, exact=()):
+    """replays= of an apply_rotary check: the outputs of its exempt mistakes on each case,
+    kept with the reference as "<case>/<label>" (and the float64 closed form of the cases in
+    `exact` as "<case>/exact"), so that both kits let exactly the same outputs pass."""
+
+    def replays(x):
+        found = {}
+        for name, case in x.items():
+            for label, output in _exempt(case, named, charged):
+                found[f"{name}/{label}"] = output()
+            if name in exact:
+                found[f"{name}/exact"] = _rope(case["x"], case["positions"])
+        return found
+
+    return replays
+
+
+def _rotation(got, key, case, what, want, *, named, charged=(), exact=None):
     """got[key] is apply_rotary(case): the shape and dtype of x, values within the position-
-    dependent float32 allowance of `want`. Mistakes in `charged` pass here (another check
-    charges them; not in the student copy, which has no models: there they fail here too);
-    `named` (default: all) are named."""
+    dependent float32 allowance of `exact` (default: the reference, want[key]). Mistakes in
+    `charged` and not in `named` pass here (another check charges them): their outputs are
+    replayed with the reference (_exempt_replays), so both kits decide alike; those in `named`
+    are named, where the judge's models are at hand (not in the student copy)."""
     x, positions = case["x"], case["positions"]
     out = tensor(got, key, what, floating=True, shape=x.shape)
     if out.dtype != x.dtype:
         raise Failure(DTYPE_NOT_KEPT, what=what, got=out.dtype, expected=x.dtype)
-    exact = want
-    if _fits(out, exact, x, positions, scale):
+    exact = want[key] if exact is None else exact
+    if _fits(out, exact, x, positions):
         return
-    candidates = _candidates(case)
-    for mistake, output, _ in candidates:
-        if (
-            mistake in charged
-            and mistake not in (named or ())
-            and _fits(out, _output(output), x, positions, scale)
-        ):
+    for label, _ in _exempt(case, named, charged):
+        if _fits(out, want[f"replay/{key}/{label}"], x, positions):
             return
-    for mistake, output, details in candidates:
-        if (named is None or mistake in named) and _fits(out, _output(output), x, positions, scale):
+    for _, mistake, output, details in _candidates(case):
+        if mistake in named and _fits(out, _output(output), x, positions):
             raise Failure(mistake, what=what, **details)
     if not torch.isfinite(out).all():
         raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(out)).sum()))
-    ratio = (out.double() - exact.double()).abs() / _allowed(x, positions, exact, scale)
+    ratio = (out.double() - exact.double()).abs() / _allowed(x, positions, exact)
     flat = int(torch.nan_to_num(ratio, nan=float("inf")).argmax())
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out.shape))
     raise Failure(
@@ -468,7 +498,7 @@ APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
 )
 def verdict_reference(got, want, x):
     for name, case in x.items():
-        _rotation(got, name, case, _what(case), want[name], named=_EVERYWHERE)
+        _rotation(got, name, case, _what(case), want, named=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
@@ -476,17 +506,12 @@ def verdict_reference(got, want, x):
     "apply_rotary uses the positions passed: a cache's p0 .. p0 + T - 1, or any order",
     2,
     inputs=probe.inputs_positions,
+    replays=_exempt_replays((POSITIONS_IGNORED,), _EVERYWHERE),
 )
 def verdict_positions(got, want, x):
     for name, case in x.items():
         _rotation(
-            got,
-            name,
-            case,
-            _what(case),
-            want[name],
-            named=(POSITIONS_IGNORED,),
-            charged=_EVERYWHERE,
+            got, name, case, _what(case), want, named=(POSITIONS_IGNORED,), charged=_EVERYWHERE
         )
 
 
@@ -495,12 +520,11 @@ def verdict_positions(got, want, x):
     "apply_rotary uses the base passed (θ_i = base^(-2i/d), base ≠ 10000)",
     1,
     inputs=probe.inputs_base,
+    replays=_exempt_replays((BASE_IGNORED,), _EVERYWHERE),
 )
 def verdict_base(got, want, x):
     for name, case in x.items():
-        _rotation(
-            got, name, case, _what(case), want[name], named=(BASE_IGNORED,), charged=_EVERYWHERE
-        )
+        _rotation(got, name, case, _what(case), want, named=(BASE_IGNORED,), charged=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
@@ -508,17 +532,16 @@ def verdict_base(got, want, x):
     "apply_rotary at far positions (up to 8191) against the float64 closed form",
     1,
     inputs=probe.inputs_far,
+    replays=_exempt_replays((), _EVERYWHERE, exact=("far",)),
 )
 def verdict_far(got, want, x):
-    """Against the exact formula, not the reference: |error| ≤ 1e-5 + 1.3e-6·|exact| +
-    4·eps32·p·max|x_row| (SLOPE above: float32 angles lose precision as p grows)."""
+    """Against the exact formula (replayed with the reference), not the reference: |error| ≤
+    1e-5 + 1.3e-6·|exact| + 4·eps32·p·max|x_row| (SLOPE above: float32 angles lose precision
+    as p grows)."""
     case = x["far"]
     what = _what(case)
     out = tensor(got, "far", what, floating=True, shape=case["x"].shape)
-    try:
-        exact, scale = _rope(case["x"], case["positions"]), 1.0
-    except ModelUnavailable:  # the student copy: the float32 reference, itself in the allowance
-        exact, scale = want["far"], 2.0
+    exact = want["replay/far/exact"]
     rounded = [
         _output(lambda dt=dt: _rope(case["x"], case["positions"].to(dt).double()))
         for dt in (torch.bfloat16, torch.half)
@@ -526,7 +549,7 @@ def verdict_far(got, want, x):
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
         if not _fits(out, exact, case["x"], case["positions"]):
             raise Failure(POSITIONS_ROUNDED, what=what)
-    _rotation(got, "far", case, what, exact, named=(), charged=_EVERYWHERE, scale=scale)
+    _rotation(got, "far", case, what, want, named=(), charged=_EVERYWHERE, exact=exact)
 
 
 @APPLY_ROTARY.check(
@@ -534,13 +557,14 @@ def verdict_far(got, want, x):
     "apply_rotary keeps float64 (float64 in, float64 out)",
     1,
     inputs=probe.inputs_float64,
+    replays=_exempt_replays((), _EVERYWHERE),
 )
 def verdict_float64(got, want, x):
     """The dtype is what this check grades; the values are held to the float32 allowance,
     since computing the angles in float32 (as LLaMA's code does) is a precision choice, not a
     mistake. Value mistakes are charged by the reference check."""
     case = x["float64"]
-    _rotation(got, "float64", case, _what(case), want["float64"], named=(), charged=_EVERYWHERE)
+    _rotation(got, "float64", case, _what(case), want, named=(), charged=_EVERYWHERE)
 
 
 def _rows(got, key, shape, what):
@@ -647,6 +671,12 @@ def _own(got, x):
     return own
 
 
+def _rotated_replays(x):
+    """The reference's rotations of q, k and v (float64), for a student whose own apply_rotary
+    gives none that is usable."""
+    return {f"rotated/{t}": _rope(x[t], x["positions"]) for t in "qkv"}
+
+
 ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attention)
 
 
@@ -655,10 +685,12 @@ ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attenti
     "rotary_attention rotates q and k (not v) and attends, with a causal mask",
     2,
     inputs=probe.inputs_attention,
+    replays=_rotated_replays,
 )
 def verdict_attention(got, want, x):
     """Judged against attention over the student's own apply_rotary (so a mistake there is
-    not charged again), or over the reference's rotation when theirs is not usable."""
+    not charged again), or over the reference's rotation (replayed with the reference) when
+    theirs is not usable."""
     what = "rotary_attention(q, k, v, positions, mask)"
     out = tensor(got, "out", what + "'s output", floating=True, shape=want["out"].shape)
     weights = tensor(
@@ -667,14 +699,10 @@ def verdict_attention(got, want, x):
     q, k, v, mask = x["q"], x["k"], x["v"], x["mask"]
     own = _own(got, x)
     if own is None:
-        rotated = [_output(lambda t=t: _rope(x[t], x["positions"])) for t in "qkv"]
+        rq, rk, rv = (want[f"replay/rotated/{t}"] for t in "qkv")
     else:
-        rotated = [own[t] for t in "qkv"]
-    rq, rk, rv = rotated
-    if rq is None:  # the student copy, with no model of the rotation: the reference's result
-        expected_out, expected_w = want["out"].double(), want["weights"].double()
-    else:
-        expected_out, expected_w = _attention(rq, rk, v, mask)
+        rq, rk, rv = (own[t] for t in "qkv")
+    expected_out, expected_w = _attention(rq, rk, v, mask)
     tol = {"atol": 1e-5, "rtol": 1e-5}  # float32 student run against a float64 computation
     if close(weights, expected_w.float(), tol) and close(out, expected_out.float(), tol):
         return
@@ -682,8 +710,6 @@ def verdict_attention(got, want, x):
         return  # their rotary_attention is right but does not use their apply_rotary
 
     def attended(index, *args):
-        if any(a is None for a in args):  # a rotation the student copy cannot model
-            return None
         return lambda: _attention(*args, mask)[index].float()
 
     for index, name, value in ((1, "weights", weights), (0, "output", out)):
