@@ -9,7 +9,7 @@ import sys
 import tarfile
 
 import pytest
-from conftest import ROOT
+from conftest import KIT, ROOT
 
 from autograder import registry, student_copy
 from autograder.trusted import NOT_IN_STUDENT_COPY
@@ -107,6 +107,22 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "0 wrong" in check.stdout, check.stdout
+
+    # Re-exporting what the copy holds earns nothing beyond the built-in stand-ins: every
+    # module a re-export of its stand-in, attention and masks built on the judges' models.
+    reexport = copy / "reexport"
+    shutil.copytree(copy / "assignments", reexport)
+    for module in registry.modules():
+        (reexport / f"{module}.py").write_text(f"from autograder.trusted.{module} import *\n")
+    for path in (KIT / "attacks" / "reexport_judge").glob("*.py"):
+        shutil.copyfile(path, copy / "wrong" / path.name)
+    proc = _grade(copy, "SUBMISSION=reexport")
+    data = json.loads((copy / "build" / "results.json").read_text())
+    earned = {t["name"].split(":")[0] for t in data["tests"] if t["score"] > 0}
+    assert earned <= {"attention", "masks", "multihead"}, earned
+    proc = _grade(copy, "SUBMISSION=wrong", "EX=attention,masks")
+    data = json.loads((copy / "build" / "results.json").read_text())
+    assert data["score"] == 0, proc.stdout
 
 
 def _models(source: str) -> dict[str, list[str]]:

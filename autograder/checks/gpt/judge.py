@@ -358,12 +358,28 @@ TRAIN_LOSS_HIGH = misconception(
 
 
 @model
+def _built(x):
+    """The trusted MiniGPT with x's weights, in eval mode."""
+    return probe.load_weights(trusted.MiniGPT(**x["config"]), x["state"]).eval()
+
+
+@model
 def _logits(
-    x, idx, *, scale=True, causal=True, final_norm=True, log_softmax=False, embed=None, head=None
+    x,
+    idx,
+    *,
+    scale=True,
+    causal=True,
+    final_norm=True,
+    log_softmax=False,
+    embed=None,
+    head=None,
+    built=None,
 ):
     """MiniGPT's logits on x's weights, with the mistakes named by the flags; embed and head
-    replace token_embed's and lm_head's matrices (two matrices: an untied model)."""
-    model = probe.load_weights(trusted.MiniGPT(**x["config"]), x["state"]).eval()
+    replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
+    _built(x), when the caller replays many mistakes on the same weights."""
+    model = built if built is not None else _built(x)
     idx = idx.cpu()
     T = idx.size(1)
     embed = model.token_embed.weight if embed is None else embed
@@ -403,17 +419,20 @@ def _variants():
 
 
 def _logits_replays(x):
-    return {n: _logits(x, x["idx"], **kw) for n, kw in _LOGITS_MISTAKES.items()}
+    built = _built(x)
+    return {n: _logits(x, x["idx"], built=built, **kw) for n, kw in _LOGITS_MISTAKES.items()}
 
 
 def _tying_replays(x):
     """MiniGPT's logits with E and W (untied), E and E, W and W (tied), each with every
     combination of the mistakes the logits check charges."""
     E, W = x["state"]["token_embed.weight"], x["head"]
-    found = {}
+    built, found = _built(x), {}
     for flags in _variants():
         for label, (embed, head) in {"untied": (E, W), "E": (E, E), "W": (W, W)}.items():
-            found[f"{_name(flags)}/{label}"] = _logits(x, x["idx"], embed=embed, head=head, **flags)
+            found[f"{_name(flags)}/{label}"] = _logits(
+                x, x["idx"], embed=embed, head=head, built=built, **flags
+            )
     return found
 
 
@@ -426,10 +445,10 @@ def _scale_variants():
 
 
 def _scale_replays(x):
-    found = {}
+    built, found = _built(x), {}
     for flags in _scale_variants():
-        found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], **flags)
-        found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, **flags)
+        found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], built=built, **flags)
+        found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, built=built, **flags)
     return found
 
 
