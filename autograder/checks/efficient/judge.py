@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
 from ...tolerances import tolerance
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ..masks.judge import window_with_mistake
 from . import probe
 
 CHECKS = CheckList("efficient")
@@ -480,20 +481,6 @@ def _masked(x, blocked):
 
 
 @model
-def _local_blocked(T, window, mistake):
-    """The (T, T) mask (True = blocked) of local attention with a named mistake: a window one
-    key too wide or too narrow, a band centred on the query, a band without the causal part."""
-    i, j = _positions(T)
-    if mistake == "one more":
-        return (j > i) | (i - j > window)
-    if mistake == "one fewer":
-        return (j > i) | (i - j >= window - 1)
-    if mistake == "centred":
-        return (i - j).abs() >= window
-    return i - j >= window  # "future": the future is let through
-
-
-@model
 def _strided_blocked(T, s, mistake):
     """The (T, T) mask (True = blocked) of strided attention with a named mistake."""
     i, j = _positions(T)
@@ -762,15 +749,16 @@ LOCAL_ATTENTION = CHECKS.exercise("local_attention", probe=probe.probe_local)
 def verdict_local(got, want, x):
     T = x["q"].size(-2)
     for n, w in enumerate(x["windows"]):
+        # The mistaken masks are sliding_window_mask's (masks' judge names them too).
         wrong = [
-            (LOCAL_OFF_BY_ONE, "one more", {"seen": w + 1}),
-            (LOCAL_NOT_CAUSAL, "centred", {}),
+            (LOCAL_OFF_BY_ONE, "wider", {"seen": w + 1}),
+            (LOCAL_NOT_CAUSAL, "two-sided", {}),
             (LOCAL_NOT_CAUSAL, "future", {}),
         ]
         if w > 1:
-            wrong.append((LOCAL_OFF_BY_ONE, "one fewer", {"seen": w - 1}))
+            wrong.append((LOCAL_OFF_BY_ONE, "narrower", {"seen": w - 1}))
         wrong = [
-            (m, lambda k=k, w=w: _local_blocked(T, w, k), {"window": w, "before": w - 1, **d})
+            (m, lambda k=k, w=w: window_with_mistake(T, w, k), {"window": w, "before": w - 1, **d})
             for m, k, d in wrong
         ]
         _compare_pair(got, want, f"w{n}", f"local_attention(window={w})", x, wrong)

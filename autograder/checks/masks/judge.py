@@ -184,9 +184,10 @@ def _padding(lengths, S, how):
 
 
 @model
-def _window(L, w, how):
+def window_with_mistake(L, w, how):
     """sliding_window_mask with a mistake: `how` is "wider" (i - j > w), "narrower" (i - j
-    >= w - 1), "two-sided" (|i - j| >= w) or "future" (i - j >= w, the future let in)."""
+    >= w - 1), "two-sided" (|i - j| >= w) or "future" (i - j >= w, the future let in).
+    efficient's local_attention judge names the same mistakes with it."""
     i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
     if how == "wider":
         return (j > i) | (i - j > w)
@@ -345,10 +346,10 @@ def verdict_window(got, want, x):
             want[f"w{n}"],
             what,
             [
-                (WINDOW_OFF_BY_ONE, lambda w=w: _window(L, w, "wider"), {}),
-                (WINDOW_OFF_BY_ONE, lambda w=w: _window(L, w, "narrower"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: _window(L, w, "two-sided"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: _window(L, w, "future"), {}),
+                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "wider"), {}),
+                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "narrower"), {}),
+                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "two-sided"), {}),
+                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "future"), {}),
             ],
         )
 
