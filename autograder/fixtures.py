@@ -52,11 +52,15 @@ def compute(module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED) -
 
 
 def compute_timed(
-    module: str, solutions: Path = SOLUTIONS, seed: int = PUBLIC_SEED
+    module: str,
+    solutions: Path = SOLUTIONS,
+    seed: int = PUBLIC_SEED,
+    loaded: Submission | None = None,
 ) -> tuple[dict[str, Outputs], dict[str, float]]:
     """The reference outputs, and the CPU seconds the solution's probe took per check (what
-    time limits are calibrated against: limits.py)."""
-    mod = Submission(solutions).load(module)
+    time limits are calibrated against: limits.py). `loaded`: `solutions` already loaded
+    (a process that computes many seeds' references imports each solution once)."""
+    mod = (loaded or Submission(solutions)).load(module)
     refs, cpu = {}, {}
     for c in registry.checks_of(module):
         if c.slow:  # judged against thresholds, no stored reference (core.Check.slow)

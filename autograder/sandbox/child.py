@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import traceback
+import types
 
 from ..core import Result
 from . import wire
@@ -31,6 +32,102 @@ def _result_message(check_id: str, result: Result) -> dict:
         "hint": result.hint,
         "details": result.details,
     }
+
+
+class _State:
+    """What a module's code could change for the modules graded after it in the same process
+    (a group, view.groups): torch's global switches, the namespaces the probes run on,
+    threads, child processes, memory. Taken before any student code; clean() says whether
+    the process is still as it was, so that the next module is graded as in a process of
+    its own (else the child stops and the runner grades the rest in a fresh one); restore()
+    resets the global random state the next module starts from."""
+
+    NAMESPACES = ("builtins", "math", "torch", "torch.nn", "torch.nn.functional", "numpy")
+    MEMORY_SLACK = 256 << 20  # bytes of resident memory a module may leave behind
+
+    def __init__(self):
+        import torch
+
+        self.rng = torch.random.get_rng_state()
+        self.taken = self._take()
+        self.rss = (_status("VmRSS") or 0) * 1024
+
+    def _take(self) -> dict:
+        import gc
+        import warnings
+
+        import torch
+
+        taken = {
+            "switches": (
+                torch.get_default_dtype(),
+                str(torch.get_default_device()),
+                torch.is_grad_enabled(),
+                torch.is_inference_mode_enabled(),
+                torch.is_anomaly_enabled(),
+                torch.are_deterministic_algorithms_enabled(),
+                torch.get_num_threads(),
+                torch.get_float32_matmul_precision(),
+                sys.gettrace(),
+                sys.getprofile(),
+                sys.getrecursionlimit(),
+                gc.isenabled(),
+                tuple(map(id, warnings.filters)),
+                tuple(signal.getsignal(s) for s in (signal.SIGALRM, signal.SIGTERM)),
+            ),
+            "threads": _status("Threads"),
+            "children": _children(),
+        }
+        for name in self.NAMESPACES:
+            module = sys.modules.get(name)
+            if module is not None:
+                taken[name] = {k: id(v) for k, v in vars(module).items()}
+        for cls in (torch.Tensor, torch.nn.Module):
+            taken[cls.__qualname__] = {k: id(v) for k, v in vars(cls).items()}
+        return taken
+
+    def clean(self) -> bool:
+        """Whether nothing above changed (a submodule imported since is no change)."""
+        now = self._take()
+        for key, before in self.taken.items():
+            after = now.get(key)
+            if isinstance(before, dict):
+                module = sys.modules.get(key)
+                added = set(after) - set(before)
+                if any(after.get(k) != v for k, v in before.items()) or any(
+                    not isinstance(getattr(module, k, None), types.ModuleType) for k in added
+                ):
+                    return False
+            elif after != before:
+                return False
+        memory = _status("VmRSS")
+        return memory is not None and memory * 1024 < self.rss + self.MEMORY_SLACK
+
+    def restore(self) -> None:
+        import torch
+
+        torch.random.set_rng_state(self.rng)
+
+
+def _status(field: str) -> int | None:
+    """A number of /proc/self/status (kB for sizes)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _children() -> tuple[str, ...]:
+    try:
+        return tuple(
+            open(f"/proc/self/task/{t}/children").read() for t in os.listdir("/proc/self/task")
+        )
+    except OSError:
+        return ("unknown",)
 
 
 def _close_fds(keep: set[int]) -> None:
@@ -102,7 +199,14 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
     del request["seed"]  # student code could read it from this frame: it has no use for it
     submission = Submission(request["submission"])
+    state = _State()  # before any student code: what a fresh process would start from
+    module = todo[0].module if todo else None
     for check in todo:
+        if check.module != module:  # the next module of a group (view.groups)
+            module = check.module
+            if not state.clean():  # the runner grades it in a fresh process
+                break
+            state.restore()
         wire.send(channel, {"type": "start", "check": check.id})
         try:
             got = attempt(check, submission, inputs[check.id])

@@ -1,45 +1,71 @@
-"""The hidden tier's reference outputs, computed in a trusted fork of the zygote.
+"""The hidden tier's reference outputs, computed in trusted forks of the zygote.
 
-Zygote.references sends the zygote a "references" request; the zygote forks, and the fork
-(never confined, never a parent of a sandboxed process) runs main() here: it imports
-solutions/ and computes probe(solution) on the student's seed (fixtures.compute_timed),
-writing the outputs back as wire messages. The fork starts with torch imported and warmed
-up, so a student's references cost their computation only, several students' references
-are computed at once beside their sandboxes, and the grader's own process stays free for
-verdicts. No view holds this file: it imports fixtures (view.NEVER).
+Zygote.references hands a student's request to a *reference server*: a fork of the zygote
+(never confined, never a parent of a sandboxed process) running serve() here, started on
+first need, one per student graded at once. It imports solutions/ once and then computes
+probe(solution) on each request's seed (fixtures.compute_timed), writing the outputs back as
+wire messages. It starts with torch imported and warmed up and keeps what its first
+requests paid for (the solutions' import, lazy first uses), so a student's references cost
+their computation only; several students' references are computed at once beside their
+sandboxes, and the grader's own process stays free for verdicts. Each request starts from
+the same global random state, as a fresh fork would. No view holds this file: it imports
+fixtures (view.NEVER).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import signal
+import socket
 from pathlib import Path
 
 from ..fixtures import compute_timed
+from ..submission import Submission
 from . import wire
 
 
-def main(request: dict, out: int) -> None:
-    """Compute the reference outputs of `request["modules"]` on `request["seed"]` from
-    `request["solutions"]` and write one wire message per check ({"type": "reference",
-    module, check, outputs, cpu}) or per module that failed ({"type": "reference-error",
-    module, error}), then {"type": "done"}, to `out`. Never returns."""
+def serve(fd: int) -> None:
+    """Answer requests arriving on the socket `fd` ({"modules", "seed", "solutions"} with
+    the write end of a pipe attached) until the grader closes it; first sends this
+    process's pid (the grader kills a server that overruns). Never returns."""
+    import torch
+
+    sock = socket.socket(fileno=fd)
+    start = torch.random.get_rng_state()
+    loaded: dict[str, Submission] = {}
     code = 0
-    signal.alarm(max(1, int(request["timeout"])))  # never outlives the parent's wait
     try:
-        solutions, seed = Path(request["solutions"]), int(request["seed"])
-        for module in request["modules"]:
+        sock.send(str(os.getpid()).encode())
+        while True:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 1)
+            if not data or not fds:
+                break
             try:
-                refs, cpu = compute_timed(module, solutions, seed)
-            except Exception as e:
-                error = f"{type(e).__name__}: {e}"[:1000]
-                wire.send(out, {"type": "reference-error", "module": module, "error": error})
-                continue
-            for slug, outputs in refs.items():
-                described, blob = wire.encode_outputs(outputs)
-                header = {"type": "reference", "module": module, "check": slug}
-                wire.send(out, {**header, "outputs": described, "cpu": cpu[slug]}, blob)
-        wire.send(out, {"type": "done"})
+                torch.random.set_rng_state(start)
+                answer(json.loads(data), fds[0], loaded)
+            finally:
+                os.close(fds[0])
     except BaseException:
         code = 1
     os._exit(code)
+
+
+def answer(request: dict, out: int, loaded: dict[str, Submission]) -> None:
+    """Compute the reference outputs of `request["modules"]` on `request["seed"]` from
+    `request["solutions"]` and write one wire message per check ({"type": "reference",
+    module, check, outputs, cpu}) or per module that failed ({"type": "reference-error",
+    module, error}), then {"type": "done"}, to `out`."""
+    solutions, seed = Path(request["solutions"]), int(request["seed"])
+    submission = loaded.setdefault(str(solutions), Submission(solutions))
+    for module in request["modules"]:
+        try:
+            refs, cpu = compute_timed(module, solutions, seed, loaded=submission)
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"[:1000]
+            wire.send(out, {"type": "reference-error", "module": module, "error": error})
+            continue
+        for slug, outputs in refs.items():
+            described, blob = wire.encode_outputs(outputs)
+            header = {"type": "reference", "module": module, "check": slug}
+            wire.send(out, {**header, "outputs": described, "cpu": cpu[slug]}, blob)
+    wire.send(out, {"type": "done"})

@@ -189,8 +189,10 @@ class Sandbox:
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
-        # Each module's view of the kit (view.py), staged once for the whole run.
-        self.views = view.stage(self.stage / "views", self.modules)
+        # The modules whose checks share one sandboxed process (view.groups), and each
+        # group's view of the kit (view.py), staged once for the whole run.
+        self.groups = view.groups(self.modules)
+        self.views = view.stage(self.stage / "views", self.groups)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
             self.slots.put(slot)
@@ -256,43 +258,63 @@ class Sandbox:
             self._own.state = None
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
-        """One sandboxed process per module, each seeing that module's view of the kit; they
-        share the submission's time budget (limits.timeout)."""
+        """One sandboxed process per group of modules (view.groups), seeing that group's view
+        of the kit; they share the submission's time budget (limits.timeout). A module the
+        process did not reach (an earlier module's code crashed it, or changed what the
+        modules after it would run on: child._State) is graded again in a fresh process, so
+        each module is graded as if in a process of its own."""
         graded = Graded(name, [])
         deadline = time.monotonic() + self.limits.timeout
-        for module in self.modules:
-            checks = [c for c in self.checks if c.module == module]
-            if not checks:
-                continue
-            left = deadline - time.monotonic()
-            if left < 0.5:  # an earlier module used up the submission's time
-                reason = f"the submission used up its {self.limits.timeout:g} s before {module}"
-                failure = Failure(NOT_RUN, reason=reason)
-                graded.results += [Result.of(c, "failed", failure) for c in checks]
-                continue
-            part = self._grade_module(folder, name, slot, module, checks, left)
-            if part.not_graded:
-                return part
-            graded.results += part.results
-            graded.notes += [n for n in part.notes if n not in graded.notes]
-            graded.output_bytes += part.output_bytes
-            if part.output:
-                graded.output += (
-                    part.output
-                    if graded.output.endswith("\n") or not graded.output
-                    else "\n" + part.output
-                )
-            graded.process.setdefault("modules", {})[module] = part.process
+        for group in self.groups:
+            todo = [m for m in group if any(c.module == m for c in self.checks)]
+            while todo:
+                checks = [c for c in self.checks if c.module in todo]
+                left = deadline - time.monotonic()
+                if left < 0.5:  # an earlier module used up the submission's time
+                    spent = f"the submission used up its {self.limits.timeout:g} s before"
+                    graded.results += [
+                        Result.of(c, "failed", Failure(NOT_RUN, reason=f"{spent} {c.module}"))
+                        for c in checks
+                    ]
+                    break
+                part, reached = self._grade_module(folder, name, slot, group, todo, checks, left)
+                if part.not_graded:
+                    return part
+                if not reached:  # nothing ran at all: a fresh process would not do better
+                    reached = set(todo)
+                graded.results += [r for r in part.results if r.module in reached]
+                graded.notes += [n for n in part.notes if n not in graded.notes]
+                graded.output_bytes += part.output_bytes
+                if part.output:
+                    graded.output += (
+                        part.output
+                        if graded.output.endswith("\n") or not graded.output
+                        else "\n" + part.output
+                    )
+                for module in reached:
+                    graded.process.setdefault("modules", {})[module] = part.process
+                todo = [m for m in todo if m not in reached]
+        order = {c.id: i for i, c in enumerate(self.checks)}
+        graded.results.sort(key=lambda r: order.get(r.check_id, len(order)))
         if graded.output_bytes > self.limits.output:
             graded.notes.append(
                 f"Your code printed {graded.output_bytes:,} bytes; the feedback keeps the first "
-                f"and last {self.limits.output // 2:,} of each module's."
+                f"and last {self.limits.output // 2:,} of each process's."
             )
         return graded
 
     def _grade_module(
-        self, folder: Path, name: str, slot: int, module: str, checks: list[Check], left: float
-    ) -> Graded:
+        self,
+        folder: Path,
+        name: str,
+        slot: int,
+        group: tuple[str, ...],
+        modules: list[str],
+        checks: list[Check],
+        left: float,
+    ) -> tuple[Graded, set[str]]:
+        """`checks` (of `modules`, some or all of `group`) in one sandboxed process with the
+        group's view: (what it gave, the modules it reached: a check of theirs started)."""
         uid = self.uids.uids[slot] if self.uids else None
         work = Path(tempfile.mkdtemp(dir=self.stage))
         work.chmod(0o711)
@@ -309,8 +331,8 @@ class Sandbox:
                 "submission_source": str(work / "submission"),
                 "scratch": str(work / "scratch"),
                 "root": str(work / "root"),
-                "kit": self.views[module],
-                "modules": [module],
+                "kit": self.views[group],
+                "modules": modules,
                 "seed": self._state()[0],
                 "uid": uid,
                 "stall": limits.stall_seconds(),
@@ -322,18 +344,20 @@ class Sandbox:
         for _, status in runs:
             if status.get("setup_error"):  # fail closed: no student code ran
                 reason = wire.text(status["setup_error"], 300)
-                return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+                failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+                return failed, set()
             if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
                 error = wire.text(status.get("monitor_error"), 1500) or "no report"
                 print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
                 last = error.strip().splitlines()[-1]
                 reason = f"grader error (the sandbox monitor failed: {last})"
-                return Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-        graded = self._judge(name, runs, checks)
+                failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
+                return failed, set()
+        graded, reached = self._judge(name, runs, checks)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
-        return graded
+        return graded, reached
 
     def _runs(
         self, request: dict, slot: int, checks: list[Check], left: float
@@ -419,9 +443,14 @@ class Sandbox:
 
     # ------------------------------------------------------------------ verdicts (trusted)
 
-    def _judge(self, name: str, runs: list[tuple[bytes, dict]], checks: list[Check]) -> Graded:
-        """Verdicts on what the sandbox sent. Every byte of it is hostile: a message that is
-        malformed costs the check it names (or, naming none, adds a note), nothing more."""
+    def _judge(
+        self, name: str, runs: list[tuple[bytes, dict]], checks: list[Check]
+    ) -> tuple[Graded, set[str]]:
+        """Verdicts on what the sandbox sent, and the modules it reached (a check of theirs
+        started or has an outcome, or the monitor stopped one). Every byte of it is hostile: a
+        message that is malformed costs the check it names (or, naming none, adds a note),
+        nothing more. A message can only make a module reached, which costs its student a
+        fresh process for it (where the checks without an outcome run again), nothing more."""
         ids = {c.id for c in checks}
         started: list[str] = []
         outcome: dict[str, tuple[dict, bytes]] = {}
@@ -460,6 +489,8 @@ class Sandbox:
         process = runs[-1][1]
         graded = Graded(name, [], process=process)
         stall = next((r for r in stopped.values() if r.misconception != TIMEOUT.id), None)
+        module_of = {c.id: c.module for c in checks}
+        reached = {module_of[i] for i in [*started, *outcome, *malformed, *stopped]}
         ended = None if process.get("stopped") else _how_it_ended(process, self.limits, done)
         if ended:
             graded.notes.append(ended[2])
@@ -488,13 +519,14 @@ class Sandbox:
                 )
             elif check.id in started and ended:
                 graded.results.append(Result.of(check, ended[0], ended[1]))
-            elif stall is not None:  # a blocked process blocks again: as in local grading
+            elif stall is not None and stall.module == check.module:
+                # a blocked process blocks again: as in local grading
                 graded.results.append(overran(check, "stall", limits.stall_seconds()))
             else:
                 reason = ended[2].rstrip(".") if ended else "the grading process stopped early"
                 failure = Failure(NOT_RUN, reason=reason[0].lower() + reason[1:])
                 graded.results.append(Result.of(check, "failed", failure))
-        return graded
+        return graded, reached
 
     def _result_or_error(self, check: Check, header: dict, blob: bytes) -> Result:
         """The verdict on one check; a failure of the verdict itself (decoding, a grader

@@ -3,9 +3,11 @@
 An allow-list, per module: the probe side of the kit (the modules the sandboxed process runs
 from: core, probing, submission, the sandbox's own child side, and everything they import),
 m's probe files and what they import, and the trusted stand-ins of the modules m depends on.
-Never m's own stand-in, no judge*.py, no solutions/, no fixtures (public ones included).
+Never m's own stand-in, no judge*.py, no solutions/, no fixtures (public ones included). A
+group of modules graded in one process (groups()) sees the union of its modules' views,
+which never holds one of its own modules' stand-ins.
 
-`stage(folder, modules)` copies those files, once per run, into folder/<m>/autograder/; the
+`stage(folder, groups)` copies those files, once per run, into folder/<group>/autograder/; the
 jail binds that tree read-only where the kit's autograder/ package is (namespace modes), or
 the sandboxed process imports from it (uid mode, where the real package is root-only). The
 zygote imports only the base part (BASE and its imports), so no fork of it holds more.
@@ -138,41 +140,66 @@ def base_files() -> frozenset[Path]:
     return frozenset(_closure({PACKAGE / p for p in BASE}))
 
 
+def groups(modules: list[str]) -> list[tuple[str, ...]]:
+    """`modules` in the groups whose checks can share one sandboxed process: by level (0: no
+    dependency; otherwise one more than its deepest dependency's), so that no module of a
+    group is a dependency of another and the group's view, the union of its modules'
+    views, never holds one of its own modules' stand-ins (allowed checks it). Registry
+    order within a group. attention, masks, positional, plots, modern_blocks | multihead,
+    efficient, rotary, gqa | blocks, kvcache, llama | diagnostics, gpt."""
+    level: dict[str, int] = {}
+
+    def of(module: str) -> int:
+        if module not in level:
+            level[module] = 1 + max((of(d) for d in depends_on(module)), default=-1)
+        return level[module]
+
+    found: dict[int, list[str]] = {}
+    for module in modules:
+        found.setdefault(of(module), []).append(module)
+    return [tuple(found[k]) for k in sorted(found)]
+
+
 @cache
-def allowed(module: str) -> tuple[Path, ...]:
-    """Every file of autograder/ the sandboxed process grading `module` may see."""
-    probes = {_module_file(f"autograder.checks.{module}")} | set(registry.probe_files_of(module))
-    for check in registry.checks_of(module):
-        for ref in (check.spec()["inputs"], check.spec()["probe"]):
-            probes.add(_module_file(ref.split(":")[0]))
-    stand_ins = {paths.TRUSTED / f"{m}.py" for m in depends_on(module)}
+def allowed(modules: str | tuple[str, ...]) -> tuple[Path, ...]:
+    """Every file of autograder/ the sandboxed process grading `modules` (one module or a
+    group of them: groups()) may see."""
+    group = (modules,) if isinstance(modules, str) else tuple(modules)
+    probes, stand_ins = set(), set()
+    for module in group:
+        probes |= {_module_file(f"autograder.checks.{module}")}
+        probes |= set(registry.probe_files_of(module))
+        for check in registry.checks_of(module):
+            for ref in (check.spec()["inputs"], check.spec()["probe"]):
+                probes.add(_module_file(ref.split(":")[0]))
+        stand_ins |= {paths.TRUSTED / f"{m}.py" for m in depends_on(module)}
     files = _closure(base_files() | {p for p in probes if p} | stand_ins)
-    own = paths.TRUSTED / f"{module}.py"
+    own = {paths.TRUSTED / f"{module}.py" for module in group}
     for path in files:
         rel = path.relative_to(PACKAGE)
-        if path == own or any(word in part for part in rel.parts for word in NEVER):
+        if path in own or any(word in part for part in rel.parts for word in NEVER):
             raise ViewError(
-                f"the view for {module} would hold autograder/{rel.as_posix()} (imported by the "
-                "probe side): keep judge-side code, fixtures and the graded module's stand-in "
-                "out of probe*.py"
+                f"the view for {'+'.join(group)} would hold autograder/{rel.as_posix()} "
+                "(imported by the probe side, or a stand-in of a module graded in it): keep "
+                "judge-side code, fixtures and the graded modules' stand-ins out of probe*.py"
             )
     return tuple(sorted(files))
 
 
-def stage(folder: Path, modules: list[str]) -> dict[str, str]:
-    """Copy each module's allowed files into folder/<module>/autograder/ (read-only for
-    everyone, traversable): {module: that autograder/ folder}."""
+def stage(folder: Path, groups: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Copy each group's allowed files into folder/<its first module>/autograder/ (read-only
+    for everyone, traversable): {group: that autograder/ folder}."""
     staged = {}
-    for module in modules:
-        target = folder / module / "autograder"
-        for path in allowed(module):
+    for group in groups:
+        target = folder / group[0] / "autograder"
+        for path in allowed(group):
             dest = target / path.relative_to(PACKAGE)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dest)
             dest.chmod(0o444)
-        for dirpath, _dirs, _files in os.walk(folder / module):
+        for dirpath, _dirs, _files in os.walk(folder / group[0]):
             os.chmod(dirpath, 0o555)
-        staged[module] = str(target)
+        staged[group] = str(target)
     return staged
 
 

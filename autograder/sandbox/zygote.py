@@ -11,8 +11,9 @@ submission the zygote forks a *monitor* (trusted) that forks the *sandboxed proc
 time is up, and reports the exit status on a status pipe. A fork costs milliseconds; a fresh
 interpreter would pay torch's import (about 1.4 s) per submission.
 
-The zygote also computes the hidden tier's reference outputs, in a trusted fork that is
-never confined and never forks a sandboxed process (reference_fork.py, Zygote.references).
+The zygote also forks the reference servers that compute the hidden tier's reference
+outputs: trusted, never confined, never the parent of a sandboxed process (reference_fork.py,
+Zygote.references).
 
 Requests travel over a Unix socket pair with the pipe ends attached (SCM_RIGHTS); the
 sandboxed process closes the socket before it runs any student code.
@@ -24,6 +25,7 @@ import gc
 import importlib
 import json
 import os
+import queue
 import selectors
 import signal
 import socket
@@ -50,9 +52,9 @@ from .jail import (
     unshare_pid,
 )
 
-# The hidden tier's reference outputs are computed in a fork of the zygote (warm torch),
-# never confined, running reference_fork.main. That module imports fixtures and solutions/,
-# so no view may hold it: the zygote imports it by name, in that fork only.
+# The hidden tier's reference outputs are computed in forks of the zygote (warm torch),
+# never confined, running reference_fork.serve. That module imports fixtures and solutions/,
+# so no view may hold it: the zygote imports it by name, in those forks only.
 REFERENCE_FORK = "autograder.sandbox.reference_fork"
 
 
@@ -70,6 +72,8 @@ class Zygote:
         finally:
             theirs.close()
         self.pid, self.sock, self.lock = self.process.pid, ours, threading.Lock()
+        self._idle: queue.SimpleQueue[tuple[socket.socket, int]] = queue.SimpleQueue()
+        self._servers: dict[int, socket.socket] = {}  # pid: socket, every live server
 
     def start(self, request: dict) -> tuple[int, int, int]:
         """Start the sandboxed run of one submission; returns the read ends of its
@@ -84,29 +88,48 @@ class Zygote:
                 os.close(w)
         return ends[0][0], ends[1][0], ends[2][0]
 
+    def _server(self) -> tuple[socket.socket, int]:
+        """An idle reference server (reference_fork.serve), or a new one: (socket, pid)."""
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [b'{"verb": "reference-server"}'], [theirs.fileno()])
+        finally:
+            theirs.close()
+        ours.settimeout(600)
+        pid = int(ours.recv(64))
+        ours.settimeout(None)
+        self._servers[pid] = ours
+        return ours, pid
+
     def references(
         self, modules: list[str], seed: int, solutions: Path, timeout: float = 600.0
     ) -> tuple[dict[str, dict], dict[str, dict[str, float]], dict[str, str]]:
         """The hidden tier's reference outputs of `modules` on `seed`, computed from
-        `solutions` in a trusted fork of the zygote (_references): ({module: {slug:
-        outputs}}, {module: {slug: CPU seconds}}, {module: why it could not be had})."""
+        `solutions` by a reference server, a trusted fork of the zygote (reference_fork.py):
+        ({module: {slug: outputs}}, {module: {slug: CPU seconds}}, {module: why it could not
+        be had}). Several threads may ask at once: each gets a server of its own."""
         read, write = os.pipe()
-        data = json.dumps(
-            {
-                "verb": "references",
-                "modules": modules,
-                "seed": seed,
-                "solutions": str(solutions),
-                "timeout": timeout,
-            }
-        ).encode()
+        data = json.dumps({"modules": modules, "seed": seed, "solutions": str(solutions)})
         try:
-            with self.lock:
-                socket.send_fds(self.sock, [data], [write])
+            for attempt in range(2):  # an idle server that died is replaced, once
+                server, pid = self._server()
+                try:
+                    socket.send_fds(server, [data.encode()], [write])
+                    break
+                except OSError:
+                    self._stop_server(pid)
+                    if attempt:
+                        raise
         finally:
             os.close(write)
         stream = bytearray()
         deadline = time.monotonic() + timeout
+        ended = False  # the server closed the pipe: it answered, or it died
         try:
             with selectors.DefaultSelector() as sel:
                 sel.register(read, selectors.EVENT_READ)
@@ -114,6 +137,7 @@ class Zygote:
                     if sel.select(timeout=1.0):
                         chunk = os.read(read, 1 << 20)
                         if not chunk:
+                            ended = True
                             break
                         stream += chunk
         finally:
@@ -133,15 +157,29 @@ class Zygote:
             elif header.get("type") == "reference-error" and module in found:
                 errors[module] = str(header.get("error"))
             done = done or header.get("type") == "done"
-        if not done:  # the fork died or ran past `timeout`: what is missing is an error
+        if done and ended:
+            self._idle.put((server, pid))
+        else:  # the server died or ran past `timeout`: what is missing is an error
+            self._stop_server(pid)
             why = broken or "the process computing them stopped before it finished"
             for module in modules:
                 errors.setdefault(module, f"reference outputs not computed ({why})")
         return {m: r for m, r in found.items() if m not in errors}, cpu, errors
 
+    def _stop_server(self, pid: int) -> None:
+        server = self._servers.pop(pid, None)
+        if server is not None:
+            server.close()
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
     def close(self, kill: bool = False) -> None:
         """Stop the zygote: it ends when it reads the closed socket (after its start-up);
         `kill`: now (a grader that gives up before grading anything)."""
+        for pid in list(self._servers):  # a server ends when its socket closes; killed here
+            self._stop_server(pid)
         if self.sock.fileno() >= 0:
             self.sock.close()
             if kill:
@@ -210,8 +248,8 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             code = 0
             request = json.loads(data)
-            if request.get("verb") == "references":  # trusted, never confined
-                importlib.import_module(REFERENCE_FORK).main(request, fds[0])
+            if request.get("verb") == "reference-server":  # trusted, never confined
+                importlib.import_module(REFERENCE_FORK).serve(fds[0])  # never returns
             try:
                 _monitor(request, *fds)
             except BaseException:

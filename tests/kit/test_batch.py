@@ -552,11 +552,79 @@ def test_each_module_view_holds_its_probe_side_and_its_dependencies_stand_ins_on
     assert view.depends_on("gpt") == ["masks", "multihead", "positional", "blocks"]
 
 
+@pytest.mark.fast
+def test_groups_share_a_process_only_where_no_module_is_another_ones_dependency():
+    """view.groups: every module once, in registry order within a group; no module of a
+    group is a dependency of another, so the group's view holds none of its modules'
+    stand-ins; fewer processes than modules."""
+    from autograder.sandbox import view
+
+    modules = _registry.modules()
+    groups = view.groups(modules)
+    assert sorted(m for g in groups for m in g) == sorted(modules)
+    assert len(groups) < len(modules)
+    for group in groups:
+        assert list(group) == [m for m in modules if m in group]
+        for module in group:
+            assert not set(view.depends_on(module)) & set(group), (module, group)
+        files = {p.relative_to(view.PACKAGE).as_posix() for p in view.allowed(group)}
+        assert not {f"trusted/{m}.py" for m in group} & files, group
+        assert set().union(*(view.allowed(m) for m in group)) == set(view.allowed(group))
+    assert view.groups(["gpt", "attention"]) == [("attention",), ("gpt",)]
+
+
+# What attention.py may do to the process it is graded in; the modules graded after it in
+# the same group must not notice (child._State, runner._grade: a fresh process for the
+# rest). Without child._State, "dtype" costs positional and modern_blocks points, "patch"
+# and "thread" cost masks points.
+POISONS = {
+    "dtype": "torch.set_default_dtype(torch.float64)",
+    "patch": "torch.Tensor.triu = lambda self, *a, **k: self\ntorch.ones = torch.zeros",
+    "thread": (  # waits until masks is imported, then patches torch under it
+        "import sys, threading, time\n"
+        "def later():\n"
+        "    while not any(m.endswith('.masks') for m in list(sys.modules)):\n"
+        "        time.sleep(0.001)\n"
+        "    torch.ones = torch.zeros\n"
+        "threading.Thread(target=later, daemon=True).start()"
+    ),
+    "exit": "import os\nos._exit(0)",
+}
+GROUP_0 = ["attention", "masks", "positional", "modern_blocks"]
+
+
+def test_a_module_that_changes_its_process_costs_no_other_module_a_point(tmp_path):
+    """Modules of a group share a process (view.groups) only while nothing of the process
+    changed: whatever attention.py does to it at import (torch's switches, a patched torch,
+    a thread left running, ending the process), the modules graded after it keep every
+    point, and attention scores what it scores graded alone."""
+    subs = tmp_path / "subs"
+    shutil.copytree(SOLUTIONS, subs / "control", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, code in POISONS.items():
+        folder = subs / name
+        shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        source = (folder / "attention.py").read_text()
+        (folder / "attention.py").write_text(f"{source}\nimport torch\n{code}\n")
+    together, alone = tmp_path / "together", tmp_path / "alone"
+    batch(subs, together, "--seed", "5", "--ex", ",".join(GROUP_0))
+    batch(subs, alone, "--seed", "5", "--ex", "attention")
+    full = {m: f"{sum(c.points for c in _registry.checks_of(m) if not c.slow):g}" for m in GROUP_0}
+    rows, alone_rows = grades(together), grades(alone)
+    control = rows.pop("control")
+    assert {m: control[m] for m in GROUP_0} == full
+    for name, row in rows.items():
+        assert {m: row[m] for m in GROUP_0[1:]} == {m: full[m] for m in GROUP_0[1:]}, name
+        assert row["attention"] == alone_rows[name]["attention"], (name, row, alone_rows[name])
+    assert rows["exit"]["attention"] == "0"
+    assert not sandbox_processes()
+
+
 def test_hidden_references_come_from_a_trusted_fork_of_the_zygote(tmp_path):
-    """The sandbox computes each student's hidden references in a fork of its warm zygote
-    (reference_fork.py): the same outputs as computing them here, every fast check of every
-    module, CPU seconds recorded; a module whose solution cannot be imported is an error for
-    that module only, and the grader's own process never imports solutions/."""
+    """The sandbox computes each student's hidden references in a reference server, a fork of
+    its warm zygote (reference_fork.py): the same outputs as computing them here, every fast
+    check of every module, CPU seconds recorded; a module whose solution cannot be imported
+    is an error for that module only, and the grader's own process never imports
+    solutions/."""
     from autograder.references import References
     from autograder.sandbox.zygote import Zygote
 
@@ -568,6 +636,25 @@ def test_hidden_references_come_from_a_trusted_fork_of_the_zygote(tmp_path):
     with Zygote(warm_up=False) as zygote:
         found, cpu, errors = zygote.references(modules, seed, SOLUTIONS)
         _, _, broken_errors = zygote.references(modules, seed, broken)
+        # The server that answered is kept (solutions/ imported once) and answers the same
+        # request with the same outputs; one that died while idle is replaced.
+        servers = set(zygote._servers)
+        assert len(servers) == 1
+        again, _, again_errors = zygote.references(modules, seed, SOLUTIONS)
+        assert set(zygote._servers) == servers and again_errors == {}
+        os.kill(servers.pop(), 9)
+        time.sleep(0.2)
+        replaced, _, replaced_errors = zygote.references(["attention"], seed, SOLUTIONS)
+        assert replaced_errors == {} and set(zygote._servers).isdisjoint(servers)
+    for module in modules:
+        for slug, outputs in found[module].items():
+            for key, value in outputs.items():
+                same = again[module][slug][key]
+                if isinstance(value, torch.Tensor):
+                    torch.testing.assert_close(same, value)
+                else:
+                    assert same == value, f"{module}.{slug}.{key}"
+    assert replaced["attention"].keys() == found["attention"].keys()
     assert errors == {} and set(found) == set(modules)
     assert set(broken_errors) == {"masks"} and "no masks here" in broken_errors["masks"]
     here = References.hidden(seed)
