@@ -36,11 +36,11 @@ def _result_message(check_id: str, result: Result) -> dict:
 
 class _State:
     """What a module's code could change for the modules graded after it in the same process
-    (a group, view.groups): torch's global switches, the namespaces the probes run on,
-    threads, child processes, memory. Taken before any student code; clean() says whether
-    the process is still as it was, so that the next module is graded as in a process of
-    its own (else the child stops and the runner grades the rest in a fresh one); restore()
-    resets the global random state the next module starts from."""
+    (a group, view.groups): torch's global switches, the namespaces the probes run on
+    (torch's and the kit's own), threads, child processes, memory. Taken before any student
+    code; clean() says whether the process is still as it was, so that the next module is
+    graded as in a process of its own (else the child stops and the runner grades the rest
+    in a fresh one); restore() resets the global random state the next module starts from."""
 
     NAMESPACES = ("builtins", "math", "torch", "torch.nn", "torch.nn.functional", "numpy")
     MEMORY_SLACK = 256 << 20  # bytes of resident memory a module may leave behind
@@ -78,7 +78,8 @@ class _State:
             "threads": _status("Threads"),
             "children": _children(),
         }
-        for name in self.NAMESPACES:
+        kit = [n for n in sys.modules if n == "autograder" or n.startswith("autograder.")]
+        for name in (*self.NAMESPACES, *kit):  # the kit's own: its probes, probing, engine
             module = sys.modules.get(name)
             if module is not None:
                 taken[name] = {k: id(v) for k, v in vars(module).items()}
