@@ -355,7 +355,9 @@ def run(
                 file=sys.stderr,
             )
     modules = modules or registry.modules()
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(found)))
+    # One submission more than cores: each slot leaves a core idle while it judges and sets
+    # up its next sandbox; a third slot on two cores fills those gaps.
+    jobs = max(1, min(jobs or (os.cpu_count() or 1) + 1, len(found)))
     started = time.monotonic()
     # First: the zygote's torch import and warm-up run beside this process's own.
     zygote = Zygote(warm_up=True)
@@ -513,7 +515,9 @@ def add_verbs(verbs) -> None:
     p.add_argument("--submissions", required=True, help="folder of package folders / .zips")
     p.add_argument("--out", default="build/batch")
     p.add_argument("--ex", default="", help="comma-separated modules (default: all)")
-    p.add_argument("--jobs", type=int, default=None, help="parallel sandboxes (default: cores)")
+    p.add_argument(
+        "--jobs", type=int, default=None, help="submissions graded at once (default: cores + 1)"
+    )
     p.add_argument(
         "--seed",
         type=int,

@@ -39,6 +39,13 @@ MATMUL_OPS = (
 )
 
 
+def tensors(out) -> list[torch.Tensor]:
+    """The tensors of an op's output: a tensor, or those in a tuple or list of values."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
 class OpCounter(TorchDispatchMode):
     """Records each aten op called inside the `with` block: calls per op, output numels."""
 
@@ -58,10 +65,13 @@ class OpCounter(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         self.calls[name] += 1
-        self.numels[name].append(
-            sum(t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
-        )
+        outs = tensors(out)
+        self.numels[name].append(sum(t.numel() for t in outs))
+        self.saw(func, outs)
         return out
+
+    def saw(self, func, outs: list[torch.Tensor]) -> None:
+        """More about each op's output tensors, for subclasses (nothing here)."""
 
     def count(self, *names: str) -> int:
         """Calls of the given ops (all ops when none are given)."""

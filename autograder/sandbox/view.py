@@ -16,8 +16,11 @@ zygote imports only the base part (BASE and its imports), so no fork of it holds
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
+import py_compile
 import shutil
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -188,18 +191,29 @@ def allowed(modules: str | tuple[str, ...]) -> tuple[Path, ...]:
 
 def stage(folder: Path, groups: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
     """Copy each group's allowed files into folder/<its first module>/autograder/ (read-only
-    for everyone, traversable): {group: that autograder/ folder}."""
+    for everyone, traversable), each with its bytecode (compiled once here, not in every
+    sandboxed process): {group: that autograder/ folder}."""
     staged = {}
-    for group in groups:
-        target = folder / group[0] / "autograder"
-        for path in allowed(group):
-            dest = target / path.relative_to(PACKAGE)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, dest)
-            dest.chmod(0o444)
-        for dirpath, _dirs, _files in os.walk(folder / group[0]):
-            os.chmod(dirpath, 0o555)
-        staged[group] = str(target)
+    compiled: dict[Path, bytes] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for group in groups:
+            target = folder / group[0] / "autograder"
+            for path in allowed(group):
+                dest = target / path.relative_to(PACKAGE)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)  # the mtime the bytecode was compiled against
+                dest.chmod(0o444)
+                if path not in compiled:
+                    cfile = os.path.join(scratch, f"{len(compiled)}.pyc")
+                    py_compile.compile(str(path), cfile=cfile, doraise=True)
+                    compiled[path] = Path(cfile).read_bytes()
+                pyc = Path(importlib.util.cache_from_source(str(dest)))
+                pyc.parent.mkdir(exist_ok=True)
+                pyc.write_bytes(compiled[path])
+                pyc.chmod(0o444)
+            for dirpath, _dirs, _files in os.walk(folder / group[0]):
+                os.chmod(dirpath, 0o555)
+            staged[group] = str(target)
     return staged
 
 

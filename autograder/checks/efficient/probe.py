@@ -21,7 +21,6 @@ from collections import Counter
 
 import torch
 from torch._C import _autograd, _profiler
-from torch.utils._pytree import tree_leaves
 
 from ...dispatch import OpCounter
 from ...probing import pair, randn
@@ -43,19 +42,16 @@ class Recorder(OpCounter):
         self.produced = 0  # elements of every output, views included
         self.storages: set[int] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                storage = t.untyped_storage()
-                self.storages.add(storage.data_ptr())
-                self.produced += t.numel()
-                n = storage.nbytes() // max(t.element_size(), 1)
-                if n > self.biggest:
-                    self.biggest = n
-                    self.biggest_op = f"aten.{func.overloadpacket.__name__}"
-                    self.biggest_shape = tuple(t.shape)
-        return out
+    def saw(self, func, outs):
+        for t in outs:
+            storage = t.untyped_storage()
+            self.storages.add(storage.data_ptr())
+            self.produced += t.numel()
+            n = storage.nbytes() // max(t.element_size(), 1)
+            if n > self.biggest:
+                self.biggest = n
+                self.biggest_op = f"aten.{func.overloadpacket.__name__}"
+                self.biggest_shape = tuple(t.shape)
 
     def made(self, t) -> bool:
         """Whether tensor `t`'s storage was produced by an op this recorder saw."""
@@ -99,15 +95,20 @@ class AllocationPeak:
         except RuntimeError:
             self.tampered = True
             return False
-        events = sorted((e for th in threads for e in th), key=lambda e: e.start_us())
         names: Counter[str] = Counter()
+        changes = []  # (when, bytes allocated or freed): the allocator's events, in time order
+        for th in threads:
+            for e in th:
+                kind = e.kind()
+                if kind == "memory_alloc":
+                    changes.append((e.start_us(), e.cpu_memory_usage()))
+                elif kind == "push":
+                    names[e.name()] += 1
+        changes.sort(key=lambda c: c[0])  # stable: simultaneous events keep their order
         current = 0
-        for e in events:
-            if e.kind() == "memory_alloc":
-                current += e.cpu_memory_usage()
-                self.peak = max(self.peak, current)
-            elif e.kind() == "push":
-                names[e.name()] += 1
+        for _, change in changes:
+            current += change
+            self.peak = max(self.peak, current)
         self.matmuls = sum(names[n] for n in MATMUL)
         self.fused = ", ".join(sorted(n for n in names if "scaled_dot_product" in n))
         return False
