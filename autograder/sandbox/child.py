@@ -88,11 +88,20 @@ class _State:
         return taken
 
     def clean(self) -> bool:
-        """Whether nothing above changed (a submodule imported since is no change)."""
+        """Whether nothing above changed (a submodule imported since is no change); False
+        when it cannot even be told (student code replaced a module with something else)."""
+        try:
+            return self._unchanged()
+        except Exception:
+            return False
+
+    def _unchanged(self) -> bool:
         now = self._take()
         for key, before in self.taken.items():
             after = now.get(key)
             if isinstance(before, dict):
+                if after is None:
+                    return False
                 module = sys.modules.get(key)
                 added = set(after) - set(before)
                 if any(after.get(k) != v for k, v in before.items()) or any(

@@ -19,6 +19,8 @@ import os
 import socket
 from pathlib import Path
 
+import torch
+
 from ..fixtures import compute_timed
 from ..submission import Submission
 from . import wire
@@ -28,8 +30,6 @@ def serve(fd: int) -> None:
     """Answer requests arriving on the socket `fd` ({"modules", "seed", "solutions"} with
     the write end of a pipe attached) until the grader closes it; first sends this
     process's pid (the grader kills a server that overruns). Never returns."""
-    import torch
-
     sock = socket.socket(fileno=fd)
     start = torch.random.get_rng_state()
     loaded: dict[str, Submission] = {}

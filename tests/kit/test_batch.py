@@ -589,6 +589,7 @@ POISONS = {
         "threading.Thread(target=later, daemon=True).start()"
     ),
     "exit": "import os\nos._exit(0)",
+    "modules": "import sys\nsys.modules['autograder.probing'] = 0",  # not even a module
 }
 GROUP_0 = ["attention", "masks", "positional", "modern_blocks"]
 
@@ -616,6 +617,7 @@ def test_a_module_that_changes_its_process_costs_no_other_module_a_point(tmp_pat
         assert {m: row[m] for m in GROUP_0[1:]} == {m: full[m] for m in GROUP_0[1:]}, name
         assert row["attention"] == alone_rows[name]["attention"], (name, row, alone_rows[name])
     assert rows["exit"]["attention"] == "0"
+    assert [n for n, row in rows.items() if row["notes"]] == ["exit"]  # no one else's note
     assert not sandbox_processes()
 
 
