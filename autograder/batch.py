@@ -359,8 +359,9 @@ def run(
     # up its next sandbox; a third slot on two cores fills those gaps.
     jobs = max(1, min(jobs or (os.cpu_count() or 1) + 1, len(found)))
     started = time.monotonic()
-    # First: the zygote's torch import and warm-up run beside this process's own.
-    zygote = Zygote(warm_up=True)
+    # First: the zygote's torch import and warm-up run beside this process's own; the hidden
+    # tier's reference servers (one per slot) start as soon as its torch is warm.
+    zygote = Zygote(warm_up=True, servers=0 if public else jobs)
     try:
         from .sandbox.runner import Sandbox  # imports torch
 

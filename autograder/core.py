@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dis
 import importlib
+import inspect
 import re
 import sys
+import types
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 # --------------------------------------------------------------------------- misconceptions
@@ -284,6 +288,31 @@ def resolve(ref: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+# What lets a function read its arguments other than by name: conservatively, a verdict
+# that calls any of these is taken to read `want`.
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "_getframe", "currentframe"})
+
+
+@cache
+def _reads_second_argument(fn: Callable) -> bool:
+    """Whether `fn` may read its second positional argument: False only when `fn` is a plain
+    function whose bytecode never names it (no load, store or delete of it, no inner
+    function closing over it, no introspection), never for *args, wrappers or callables."""
+    code = getattr(fn, "__code__", None)
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or code is None:
+        return True
+    if code.co_argcount < 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return True
+    name = code.co_varnames[1]
+    if name in code.co_cellvars or _INTROSPECTION & set(code.co_names):
+        return True
+    for ins in dis.get_instructions(code):
+        arg = ins.argval
+        if arg == name or (isinstance(arg, tuple) and name in arg):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Check:
     """One graded check = inputs + probe + verdict.
@@ -330,6 +359,14 @@ class Check:
     @property
     def name(self) -> str:
         return f"{self.module}: {self.title}"
+
+    @property
+    def compares(self) -> bool:
+        """Whether the verdict may read the reference outputs (`want`). False only for a
+        verdict whose code never loads its `want` argument (it judges the outputs against
+        properties and thresholds): the hidden tier's reference servers skip computing its
+        reference (reference_fork.py). Anything unclear counts as True."""
+        return self.replays is not None or _reads_second_argument(self.verdict)
 
     def seed(self, base_seed: int) -> int:
         """Each check draws its inputs from its own seed, so adding a check moves no other."""

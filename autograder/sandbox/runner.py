@@ -168,7 +168,7 @@ class Sandbox:
             if self.isolation.uses_uid:
                 self.uids = UidPool(slots)
             # The zygote is started before any reference output exists in this process.
-            self.zygote = zygote or Zygote(warm_up=warm_up)
+            self.zygote = zygote or Zygote(warm_up=warm_up, servers=0 if public else slots)
         except BaseException:
             if zygote is not None:
                 zygote.close(kill=True)

@@ -59,20 +59,30 @@ REFERENCE_FORK = "autograder.sandbox.reference_fork"
 
 
 class Zygote:
-    def __init__(self, warm_up: bool = True):
+    def __init__(self, warm_up: bool = True, servers: int = 0):
+        """`servers`: reference servers to fork as soon as torch is warm, before the zygote
+        warms up matplotlib (no verdict of plots reads a reference, so no server draws),
+        so that the first students' references are computed while the zygote finishes."""
         from .. import paths
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        code = f"from autograder.sandbox.zygote import main; main({theirs.fileno()}, {warm_up})"
+        early = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(servers)]
+        fds = [theirs.fileno(), *(t.fileno() for _, t in early)]
+        code = f"from autograder.sandbox.zygote import main; main({fds[0]}, {warm_up}, {fds[1:]})"
         env = dict(SAFE_ENV, PYTHONPATH=str(paths.ROOT))
         try:  # -P: no script folder or cwd on sys.path
             self.process = subprocess.Popen(
-                [sys.executable, "-P", "-c", code], pass_fds=[theirs.fileno()], env=env
+                [sys.executable, "-P", "-c", code], pass_fds=fds, env=env
             )
         finally:
             theirs.close()
+            for _, t in early:
+                t.close()
         self.pid, self.sock, self.lock = self.process.pid, ours, threading.Lock()
         self._idle: queue.SimpleQueue[tuple[socket.socket, int]] = queue.SimpleQueue()
+        self._early: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
+        for o, _ in early:
+            self._early.put(o)
         self._servers: dict[int, socket.socket] = {}  # pid: socket, every live server
 
     def start(self, request: dict) -> tuple[int, int, int]:
@@ -94,14 +104,22 @@ class Zygote:
             return self._idle.get_nowait()
         except queue.Empty:
             pass
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            with self.lock:
-                socket.send_fds(self.sock, [b'{"verb": "reference-server"}'], [theirs.fileno()])
-        finally:
-            theirs.close()
+            ours = self._early.get_nowait()  # forked at the zygote's start
+        except queue.Empty:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                with self.lock:
+                    verb = b'{"verb": "reference-server"}'
+                    socket.send_fds(self.sock, [verb], [theirs.fileno()])
+            finally:
+                theirs.close()
         ours.settimeout(600)
-        pid = int(ours.recv(64))
+        try:
+            pid = int(ours.recv(64))
+        except (OSError, ValueError):
+            ours.close()
+            raise OSError("a reference server did not start") from None
         ours.settimeout(None)
         self._servers[pid] = ours
         return ours, pid
@@ -116,13 +134,15 @@ class Zygote:
         read, write = os.pipe()
         data = json.dumps({"modules": modules, "seed": seed, "solutions": str(solutions)})
         try:
-            for attempt in range(2):  # an idle server that died is replaced, once
-                server, pid = self._server()
+            for attempt in range(2):  # a server that died before its request is replaced, once
+                pid = None
                 try:
+                    server, pid = self._server()
                     socket.send_fds(server, [data.encode()], [write])
                     break
                 except OSError:
-                    self._stop_server(pid)
+                    if pid is not None:
+                        self._stop_server(pid)
                     if attempt:
                         raise
         finally:
@@ -154,6 +174,8 @@ class Zygote:
             if header.get("type") == "reference" and module in found:
                 found[module][header["check"]] = wire.decode_outputs(header["outputs"], blob)
                 cpu[module][header["check"]] = float(header["cpu"])
+            elif header.get("type") == "reference-cpu" and module in found:
+                cpu[module][header["check"]] = float(header["cpu"])  # its verdict reads none
             elif header.get("type") == "reference-error" and module in found:
                 errors[module] = str(header.get("error"))
             done = done or header.get("type") == "done"
@@ -180,6 +202,8 @@ class Zygote:
         `kill`: now (a grader that gives up before grading anything)."""
         for pid in list(self._servers):  # a server ends when its socket closes; killed here
             self._stop_server(pid)
+        while not self._early.empty():  # never asked for: it ends when its socket closes
+            self._early.get_nowait().close()
         if self.sock.fileno() >= 0:
             self.sock.close()
             if kill:
@@ -193,15 +217,9 @@ class Zygote:
         self.close()
 
 
-def _warm_up() -> None:
-    """Pay torch's lazy first-use work once, in the zygote, not per submission."""
-    from .. import limits
-
-    limits.warm_up(*limits.WARM_UPS)  # every kind: the zygote serves every module
-
-
-def main(fd: int, warm_up: bool) -> None:
-    """The zygote's interpreter: torch and the base of the probe side, then serve."""
+def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
+    """The zygote's interpreter: torch and the base of the probe side, then serve;
+    `servers`: sockets to fork a reference server on, once torch is warm (Zygote)."""
     import torch
 
     from .. import probing, submission  # noqa: F401  (what the sandboxed process runs from)
@@ -212,17 +230,19 @@ def main(fd: int, warm_up: bool) -> None:
     sock = socket.socket(fileno=fd)
     code = 0
     try:
-        _serve(sock, warm_up)
+        _serve(sock, warm_up, servers)
     except BaseException:
         code = 1
     os._exit(code)
 
 
-def _serve(sock: socket.socket, warm_up: bool) -> None:
+def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
+    from .. import limits
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped automatically
     for fd in map(int, os.listdir("/proc/self/fd")):
-        if fd > 2 and fd != sock.fileno():
+        if fd > 2 and fd != sock.fileno() and fd not in servers:
             try:
                 os.close(fd)
             except OSError:
@@ -231,8 +251,20 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
     scrub_process_memory()
     os.environ.clear()
     os.environ.update(SAFE_ENV)
+    # Pay torch's lazy first-use work once, here, not per submission (every kind: the
+    # zygote serves every module). The reference servers asked for early are forked before
+    # matplotlib's: only plots' probes draw, and no verdict of plots reads a reference. (The
+    # meta device's first use imports torch's compiler stack, as torch.optim's first does:
+    # the servers' training runs need it.)
     if warm_up:
-        _warm_up()
+        limits.warm_up(*[kind for kind in limits.WARM_UPS if kind != "matplotlib"])
+    for i, fd in enumerate(servers):
+        if os.fork() == 0:
+            sock.close()
+            _reference_server(fd, servers[i + 1 :])  # never returns
+        os.close(fd)
+    if warm_up:
+        limits.warm_up(*limits.WARM_UPS)
     gc.collect()
     gc.freeze()  # fewer copy-on-write pages in every fork
     while True:
@@ -249,7 +281,7 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
             code = 0
             request = json.loads(data)
             if request.get("verb") == "reference-server":  # trusted, never confined
-                importlib.import_module(REFERENCE_FORK).serve(fds[0])  # never returns
+                _reference_server(fds[0], [])  # never returns
             try:
                 _monitor(request, *fds)
             except BaseException:
@@ -262,6 +294,15 @@ def _serve(sock: socket.socket, warm_up: bool) -> None:
             os._exit(code)
         for fd in fds:
             os.close(fd)
+
+
+def _reference_server(fd: int, others: list[int]) -> None:
+    """In a fresh fork of the zygote (its socket closed): serve references on `fd`; `others`:
+    the zygote's descriptors of the servers not forked yet, closed here."""
+    for other in others:
+        os.close(other)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    importlib.import_module(REFERENCE_FORK).serve(fd)  # never returns
 
 
 def _monitor(request: dict, channel: int, output: int, status: int) -> None:

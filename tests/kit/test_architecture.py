@@ -226,3 +226,66 @@ def test_the_cli_and_a_batch_start_without_torch(tmp_path):
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().splitlines()[-1] == "[]", out[-2000:]
+
+
+def test_a_verdict_said_to_read_no_reference_judges_without_one():
+    """core.Check.compares decides which checks' references the hidden tier's servers skip
+    (reference_fork.py). Every check said to read none passes on the solution's own outputs
+    with no reference at all; every way a verdict could reach `want` counts as reading it."""
+    import functools
+
+    import torch
+
+    from autograder import limits
+    from autograder.core import Check, _reads_second_argument
+    from autograder.engine import judge
+    from autograder.probing import make_inputs, run_probe
+    from autograder.submission import Submission
+
+    def ignores(got, want, x):  # (no assert: pytest rewrites asserts with locals())
+        if got != x:
+            raise ValueError(got)
+
+    def returns(got, want, x):
+        return want
+
+    def closes_over(got, want, x):
+        return (lambda: want)()
+
+    def introspects(got, want, x):
+        return locals()
+
+    def rebinds(got, want, x):
+        want = got
+        return want is got
+
+    def star(got, *rest):
+        return rest
+
+    def keywords(got, want, x, **more):
+        return more
+
+    assert not _reads_second_argument(ignores)
+    assert not _reads_second_argument(lambda got, want, x: got)
+    for reads in (returns, closes_over, introspects, rebinds, star, keywords, len):
+        assert _reads_second_argument(reads), reads
+    assert _reads_second_argument(functools.wraps(ignores)(lambda *a: ignores(*a)))
+    assert _reads_second_argument(functools.partial(ignores, 1))
+    replayed = Check("m", "s", "t", 1, ignores, ignores, ignores, replays=lambda x: {})
+    assert replayed.compares  # the replays travel inside the reference
+
+    limits.warm_up(*limits.WARM_UPS)
+    solution = Submission(paths.SOLUTIONS)
+    skipped = 0
+    for module in syllabus.MODULES:
+        loaded = solution.load(module)
+        for check in registry.checks_of(module):
+            if check.compares or check.slow:
+                continue
+            skipped += 1
+            torch.manual_seed(0)
+            inputs = make_inputs(check, 20261202)
+            got = run_probe(check, loaded, inputs)
+            result = judge(check, got, None, make_inputs(check, 20261202))
+            assert result.passed, (check.id, result.message)
+    assert skipped >= 20  # the property tests, the errors, plots, the memory recorders

@@ -166,3 +166,22 @@ def test_prints_stay_with_their_check_however_the_pipe_is_read():
     seg = _Segments()  # no CHECK_END (the student closed fd 1): what came since the last
     seg.feed(b"only")
     assert bytes(seg.next_segment()) == b"only" and bytes(seg.rest()) == b""
+
+
+def test_skipped_checks_cpu_is_the_fixtures_figure_scaled_to_this_machine_never_down():
+    """The hidden tier's reference servers skip the checks whose verdicts read no reference
+    (Check.compares); their time limits are calibrated on the public fixtures' CPU seconds,
+    scaled by how much slower this machine ran the checks it did run."""
+    from autograder import fixtures
+
+    stored = fixtures.manifest("efficient")["cpu_seconds"]
+    ran = {"chunked": stored["chunked"], "linear": stored["linear"]}
+    slower = {slug: 3 * seconds for slug, seconds in ran.items()}
+    faster = {slug: seconds / 3 for slug, seconds in ran.items()}
+    skipped = {"chunked-memory", "no-such-check"}
+    want = stored["chunked-memory"]
+    assert fixtures.estimated_cpu("efficient", slower, skipped) == {
+        "chunked-memory": round(3 * want, 4)
+    }
+    assert fixtures.estimated_cpu("efficient", faster, skipped) == {"chunked-memory": want}
+    assert fixtures.estimated_cpu("no-such-module", slower, skipped) == {}
