@@ -107,12 +107,16 @@ def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_pat
     [(*POST_NORM, "llama-post-norm"), (*NO_ROTARY, "llama-no-rotary")],
     ids=["post-norm", "no-rotary"],
 )
-def test_a_mistake_charged_elsewhere_costs_no_training_points(tmp_path, old, new, named):
+def test_a_mistake_charged_elsewhere_costs_no_training_points(
+    tmp_path, monkeypatch, old, new, named
+):
     """The whole model built with the mistake still learns; the judge measures its weights as
-    that model, against the looser bar for a named mistake (docs/llama.md)."""
+    that model, against the looser bar for a named mistake (docs/llama.md): with the bar for
+    the correct model out of reach, it still passes."""
     folder = _mutated(tmp_path, old, new)
     lost = {r.misconception for r in grade_folder(folder, ["llama"]) if not r.passed}
     assert lost == {named}, lost
+    monkeypatch.setattr(judge, "TRAIN_THRESHOLD", 0.5)
     result = _train(folder)
     assert result.passed, result.message
 
