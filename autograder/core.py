@@ -298,9 +298,9 @@ def _reads_second_argument(fn: Callable) -> bool:
     """Whether `fn` may read its second positional argument: False only when `fn` is a plain
     function whose bytecode never names it (no load, store or delete of it, no inner
     function closing over it, no introspection), never for *args, wrappers or callables."""
-    code = getattr(fn, "__code__", None)
-    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or code is None:
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
         return True
+    code = fn.__code__
     if code.co_argcount < 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return True
     name = code.co_varnames[1]

@@ -1,15 +1,16 @@
 """The hidden tier's reference outputs, computed in trusted forks of the zygote.
 
 Zygote.references hands a student's request to a *reference server*: a fork of the zygote
-(never confined, never a parent of a sandboxed process) running serve() here, started on
-first need, one per student graded at once. It imports solutions/ once and then computes
-probe(solution) on each request's seed (fixtures.compute_timed), writing the outputs back as
-wire messages. It starts with torch imported and warmed up and keeps what its first
-requests paid for (the solutions' import, lazy first uses), so a student's references cost
-their computation only; several students' references are computed at once beside their
-sandboxes, and the grader's own process stays free for verdicts. Each request starts from
-the same global random state, as a fresh fork would. No view holds this file: it imports
-fixtures (view.NEVER).
+(never confined, never a parent of a sandboxed process) running serve() here, one per
+student graded at once, forked at the zygote's start (Zygote(servers=n)) or on first need.
+It imports solutions/ once and then computes probe(solution) on each request's seed
+(fixtures.compute_timed), writing the outputs back as wire messages, for the checks whose
+verdicts read them only (Check.compares). It starts with torch imported and warmed up and
+keeps what its first requests paid for (the solutions' import, lazy first uses), so a
+student's references cost their computation only; several students' references are computed
+at once beside their sandboxes, and the grader's own process stays free for verdicts. Each
+request starts from the same global random state, as a fresh fork would. No view holds this
+file: it imports fixtures (view.NEVER).
 """
 
 from __future__ import annotations
