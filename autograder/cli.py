@@ -24,7 +24,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from . import i18n, scaffold, stubgen, student_copy, syllabus
+from . import i18n, paths, scaffold, stubgen, student_copy, syllabus
 from .batch import add_verbs as add_batch_verbs
 from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
@@ -237,6 +237,15 @@ def cmd_dist(args) -> int:
             info = tar.gettarinfo(ROOT / name, arcname=f"attention-lab/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+        # What the left-out models answer in the copy: recorded here, on the trusted side,
+        # by grading every variant on the public tier (model_replays.py; cached in build/).
+        from . import model_replays
+
+        answers = model_replays.compute(_modules(), paths.BUILD / "model-replays")
+        for path in sorted(p for files in answers.values() for p in files):
+            info = tar.gettarinfo(path, arcname=f"attention-lab/autograder/fixtures/{path.name}")
+            with path.open("rb") as f:
+                tar.addfile(info, f)
     print(
         f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
         f"{', '.join(NOT_IN_STUDENT_COPY)}, no judge models)"

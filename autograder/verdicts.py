@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from . import model_replays
 from .core import (
     NOT_FINITE,
     WRONG_DTYPE,
@@ -37,15 +38,23 @@ class ModelUnavailable(Exception):
 def model(fn: Callable) -> Callable:
     """Marks a judge function that computes the exercise's computation (correctly, or with
     a named mistake): the student copy (`make dist`, student_copy.py) ships its signature
-    with the body left out, decorated `@model.left_out` instead."""
-    return fn
+    with the body left out, decorated `@model.left_out` instead, and answers from what the
+    kit recorded on the public tier (model_replays.py, which records through this)."""
+    return model_replays.recorded(fn)
 
 
 def _left_out(fn: Callable) -> Callable:
-    def unavailable(*args: Any, **kwargs: Any) -> Any:
-        raise ModelUnavailable(fn.__name__)
+    """The student copy's model: the answer the instructor's kit recorded for these
+    arguments on the public tier, else unavailable (the mistake is not named)."""
 
-    unavailable.__name__ = unavailable.__qualname__ = fn.__name__
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return model_replays.answer(fn, args, kwargs)
+        except KeyError:
+            raise ModelUnavailable(fn.__name__) from None
+
+    unavailable.__name__, unavailable.__qualname__ = fn.__name__, fn.__qualname__
+    unavailable.__module__ = fn.__module__
     return unavailable
 
 

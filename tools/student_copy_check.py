@@ -5,10 +5,11 @@ bodies of the judges' models (autograder/student_copy.py), so it names fewer mis
 must still charge exactly the same checks: this grades the solutions, every alternative and
 every mutant of the given modules (public tier, in-process, the engine of `make grade`) once
 with the instructor's kit and once with a freshly built student copy, and prints each
-variant whose lost checks differ: WRONG where a correct variant loses a check there or a
-mutant loses fewer checks there (exit status 1), MORE where a mutant is charged in more
-checks there (a check that exempts a mistake charged elsewhere may need a model to see it;
-exit status 1 with --strict).
+variant whose lost checks or mistake ids differ: WRONG where a correct variant loses a
+check there or a mutant loses fewer checks there (exit status 1), MORE where a mutant is
+charged in more checks there, NAMES where the same checks are lost under other mistake ids
+(the copy's models answer only what the kit recorded on the public tier: model_replays.py);
+MORE and NAMES give exit status 1 with --strict.
 
     python tools/student_copy_check.py [--modules gpt,blocks] [--sample N] [--copy DIR] [--strict]
 """
@@ -103,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", default="", help="comma-separated (default: all)")
     parser.add_argument("--sample", type=int, default=0, help="the first N variants of a kind")
     parser.add_argument("--copy", default="", help="an extracted student copy to use")
-    parser.add_argument("--strict", action="store_true", help="a mutant charged more fails too")
+    parser.add_argument(
+        "--strict", action="store_true", help="a mutant charged more or named differently fails"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from autograder import registry
@@ -113,25 +116,28 @@ def main(argv: list[str] | None = None) -> int:
         copy = Path(args.copy) if args.copy else build_copy(Path(tmp))
         todo = {module: variants_of(module, args.sample) for module in modules}
         here, there = graded(ROOT, todo), graded(copy, todo)
-    worse = more = 0
+    worse = more = unnamed = 0
     for name in here:
+        if here[name] == there[name]:
+            continue
         lost_here = {slug for slug, _ in here[name]}
         lost_there = {slug for slug, _ in there[name]}
-        if lost_here == lost_there:
-            continue
         # A correct variant losing a check, or a mistake going uncharged, is wrong; a
-        # mistake charged in more checks (one that only a model could exempt) is reported.
-        bad = " mutant " not in name or bool(lost_here - lost_there)
-        worse, more = worse + bad, more + (not bad)
-        print(
-            f"{'WRONG' if bad else 'MORE '} {name}: instructor: {here[name]}; copy: {there[name]}"
-        )
+        # mistake charged in more checks (one that only a model could exempt) is MORE; the
+        # same checks lost under other names (a mistake the copy cannot name) is NAMES.
+        if lost_here == lost_there:
+            unnamed, kind = unnamed + 1, "NAMES"
+        elif " mutant " not in name or lost_here - lost_there:
+            worse, kind = worse + 1, "WRONG"
+        else:
+            more, kind = more + 1, "MORE "
+        print(f"{kind} {name}: instructor: {here[name]}; copy: {there[name]}")
     print(f"{len(here)} variants of {len(modules)} modules graded in both kits")
     print(
-        f"the student copy charges the same checks, except {more} mutant(s) charged more, "
-        f"{worse} wrong"
+        f"the student copy charges the same checks with the same mistake ids, except "
+        f"{more} mutant(s) charged more, {unnamed} named differently, {worse} wrong"
     )
-    differ = worse + (more if args.strict else 0)
+    differ = worse + (more + unnamed if args.strict else 0)
     return 1 if differ else 0
 
 

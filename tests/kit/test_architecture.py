@@ -109,6 +109,7 @@ LAZY = {
     ("autograder/course_cli.py", "autograder.course"): "course needs nbgrader: an instructor extra",
     ("autograder/class_report.py", "autograder.course_collect"): "FROM=course: needs nbgrader",
     ("autograder/cli.py", "autograder.fixtures"): "torch (seconds) only for make fixtures",
+    ("autograder/cli.py", "autograder.model_replays"): "torch only for make dist's recording",
     ("autograder/notebook.py", "ipykernel.compiler"): "only inside a Jupyter kernel",
     ("autograder/class_report.py", "autograder.course_export"): "FROM=course: needs nbgrader",
     ("autograder/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",

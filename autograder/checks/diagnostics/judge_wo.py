@@ -173,6 +173,14 @@ def fresh(seed=0, identity=False, frozen=False):
     return net
 
 
+@model
+def _curve(seed, steps, *, identity=False, **mistake):
+    """The losses of `steps` steps of the loop (with `mistake`) from a fresh model: one
+    answer, so the student copy can replay it (a model returned by fresh() cannot be)."""
+    with one_thread():
+        return train(fresh(seed, identity=identity), steps, seed=seed, **mistake)
+
+
 # --------------------------------------------------------------------------- verdicts
 
 
@@ -208,11 +216,7 @@ def verdict_train(got, want, x):
     losses = _as_curve(got, "losses", "train_recall's loss curve", x["steps"])
 
     def variant(**kw):
-        def run():
-            with one_thread():
-                return train(fresh(x["seed"]), x["steps"], seed=x["seed"], **kw)
-
-        return run
+        return lambda: _curve(x["seed"], x["steps"], **kw)
 
     assert_close(
         losses,
@@ -247,8 +251,6 @@ def verdict_experiment(got, want, x):
     if not close(learned, want["learned"], tol):
         raise Failure(DIFFERENT_START, which="'learned'")
     if not close(identity, want["identity"], tol):
-        with one_thread():
-            trained = train(fresh(x["seed"], identity=True), steps, seed=x["seed"])
-        if close(identity, trained, tol):
+        if close(identity, _curve(x["seed"], steps, identity=True), tol):
             raise Failure(WO_NOT_FROZEN)
         raise Failure(DIFFERENT_START, which="'identity'")
