@@ -42,6 +42,9 @@ from . import paths
 from .core import Misconception
 
 SUFFIX = ".models"
+# Beside the cached answers (never shipped): what each variant lost while they were recorded,
+# the instructor's side of tools/student_copy_check.py.
+GRADED = ".graded.json"
 # Two fingerprints of a tensor match when each projection differs by at most RTOL times the
 # tensor's L1 norm: float32 inputs drawn or computed on another CPU differ in the last bits
 # (about 1e-7 relative), a different tensor of the same shape by far more.
@@ -99,6 +102,8 @@ def _key(value: Any, sig: list[str], proj: list[list[float]]) -> None:
         sig.append("f" if math.isfinite(value) else f"f{value!r}")
         if math.isfinite(value):
             proj.append([abs(value), value])
+    elif isinstance(value, range):
+        sig.append(repr(value))
     elif isinstance(value, (tuple, list, torch.Size)):
         sig.append(f"{type(value).__name__}[{len(value)}")
         for v in value:
@@ -123,6 +128,9 @@ def _key(value: Any, sig: list[str], proj: list[list[float]]) -> None:
     elif callable(value) and getattr(value, "__qualname__", "<").find("<") < 0:
         # a named function (torch.log, F.gelu): its name; never a closure
         sig.append(f"fn:{getattr(value, '__module__', '')}.{value.__qualname__}")
+    elif _is_holder(value):  # a judge's plain data holder: its class and attributes
+        sig.append(f"object:{type(value).__qualname__}")
+        _key(dict(vars(value)), sig, proj)
     else:
         raise Unkeyable(type(value).__name__)
 
@@ -218,18 +226,26 @@ class Recorder:
         self.skipped: dict[str, int] = {}
         self.depth = 0
 
-    def add(self, fn: Callable, args: tuple, kwargs: dict, value: Any) -> None:
+    def add(self, fn: Callable, key: tuple | str, value: Any, after: dict[str, Any]) -> None:
+        """Record `value` for the call fingerprinted as `key` ((sig, proj), or why it has no
+        fingerprint), with `after`: the arguments (by position or name) that are judge data
+        holders, as the call left them (kvcache's _Cache, filled in place)."""
         module, name = module_of(fn), model_name(fn)
         if not module:
             return
         try:
-            sig, proj = fingerprint(args, kwargs)
+            if isinstance(key, str):
+                raise Unkeyable(key)
+            sig, proj = key
             arrays = self.arrays.setdefault(module, {})
             rounded = (name, sig, tuple(f"{p:.5g}" for group in proj for p in group))
             if rounded in self.seen.setdefault(module, set()):
                 return
             added: dict[str, np.ndarray] = {}
             spec = _encode(value, added, first=len(arrays))
+            if after:
+                mutated = {k: _encode(v, added, first=len(arrays)) for k, v in after.items()}
+                spec = {"result": spec, "after": mutated}
         except (Unkeyable, Unstorable) as e:
             self.skipped[f"{name} ({e})"] = self.skipped.get(f"{name} ({e})", 0) + 1
             return
@@ -274,19 +290,34 @@ def recorded(fn: Callable) -> Callable:
         rec = _recorder
         if rec is None or rec.depth:
             return fn(*args, **kwargs)
+        try:  # before the call: a model may fill an argument in place
+            key: tuple | str = fingerprint(args, kwargs)
+        except Unkeyable as e:
+            key = str(e)
         try:
-            key_args = (args, kwargs)
             rec.depth += 1
             value = fn(*args, **kwargs)
         finally:
             rec.depth -= 1
-        rec.add(fn, *key_args, value)
+        rec.add(fn, key, value, _holders(args, kwargs))
         return value
 
     call.__name__, call.__qualname__ = fn.__name__, fn.__qualname__
     call.__module__, call.__doc__ = fn.__module__, fn.__doc__
     call.__wrapped__ = fn  # type: ignore[attr-defined]
     return call
+
+
+def _is_holder(value: Any) -> bool:
+    """A judge's plain data holder (kvcache's _Cache): a model may fill it in place."""
+    return type(value).__module__.startswith("autograder.checks.") and hasattr(value, "__dict__")
+
+
+def _holders(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """{position or name: the holder's attributes}: what the call left in its holders."""
+    found = {str(i): a for i, a in enumerate(args) if _is_holder(a)}
+    found.update({k: a for k, a in kwargs.items() if _is_holder(a)})
+    return {k: dict(vars(a)) for k, a in found.items()}
 
 
 @contextmanager
@@ -340,7 +371,14 @@ def answer(fn: Callable, args: tuple, kwargs: dict) -> Any:
         raise KeyError(model_name(fn)) from None
     for call in calls:
         if call["sig"] == sig and _matches(proj, call["proj"]):
-            return _decode(call["answer"], arrays)
+            spec = call["answer"]
+            if "after" not in spec:
+                return _decode(spec, arrays)
+            for k, state in spec["after"].items():  # fill the holders as the model did
+                holder = args[int(k)] if k.isdigit() else kwargs[k]
+                for attr, v in _decode(state, arrays).items():
+                    setattr(holder, attr, v)
+            return _decode(spec["result"], arrays)
     raise KeyError(model_name(fn))
 
 
@@ -358,14 +396,16 @@ def variants(module: str, root: Path = paths.ROOT) -> dict[str, Path | None]:
 
 
 def sources_sha256(module: str, root: Path = paths.ROOT) -> str:
-    """What a module's recorded answers depend on: its judge package, the solutions, its
-    variants, the public fixtures, the trusted stand-ins and torch's version."""
+    """What a module's recorded answers (and grades) depend on: its judge package, the
+    engine, the solutions, its variants, the public fixtures, the trusted stand-ins and
+    torch's version."""
     h = hashlib.sha256(f"{FORMAT} {torch.__version__}".encode())
     files = sorted((root / "autograder" / "checks" / module).rglob("*.py"))
+    files += sorted((root / "autograder").glob("*.py"))
     files += sorted((root / "solutions").glob("*.py"))
     files += sorted((root / "autograder" / "trusted").glob("*.py"))
     files += [p for p in variants(module, root).values() if p is not None]
-    files += [root / "autograder" / "fixtures" / f"{module}.npz", Path(__file__)]
+    files += [root / "autograder" / "fixtures" / f"{module}.npz"]
     for f in files:
         if f.is_file():
             h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
@@ -381,16 +421,25 @@ from autograder.engine import grade
 from autograder.submission import Submission
 modules, out, sources = json.loads(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
 solutions = Path("solutions").resolve()
+graded = {}
 with model_replays.recording() as rec:
     for module in modules:
+        found = graded.setdefault(module, {})
         for name, path in model_replays.variants(module).items():
             with tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp) / "submission"
                 shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
                 if path is not None:
                     shutil.copyfile(path, folder / f"{module}.py")
-                grade(Submission(folder), [module])
+                results = grade(Submission(folder), [module])
+            found[name] = sorted(
+                [r.check_id.split(".", 1)[1], r.misconception or ""]
+                for r in results if not r.passed
+            )
 rec.write(out, sources)
+for module, found in graded.items():
+    meta = {"sources_sha256": sources[module], "graded": found}
+    (out / f"{module}{model_replays.GRADED}").write_text(json.dumps(meta, indent=1) + "\n")
 print("SKIPPED " + json.dumps(rec.skipped))
 """
 
@@ -401,9 +450,9 @@ def compute(modules: list[str], cache: Path, root: Path = paths.ROOT) -> dict[st
     on its path, as the student copy check grades."""
     sources = {m: sources_sha256(m, root) for m in modules}
 
-    def fresh(module: str) -> bool:
+    def fresh(module: str) -> bool:  # every recorded module has its graded file
         try:
-            meta = json.loads((cache / f"{module}{SUFFIX}.json").read_text())
+            meta = json.loads((cache / f"{module}{GRADED}").read_text())
         except (OSError, ValueError):
             return False
         return meta.get("sources_sha256") == sources[module]
@@ -432,14 +481,24 @@ def compute(modules: list[str], cache: Path, root: Path = paths.ROOT) -> dict[st
                 )
             cache.mkdir(parents=True, exist_ok=True)
             for module in todo:
-                for ext in (".json", ".npz"):
-                    src = Path(tmp) / f"{module}{SUFFIX}{ext}"
-                    dst = cache / f"{module}{SUFFIX}{ext}"
-                    if src.is_file():
-                        shutil.copyfile(src, dst)
-                    else:  # a module whose judges have no model: nothing to ship
-                        dst.unlink(missing_ok=True)
+                for name in (f"{module}{SUFFIX}.json", f"{module}{SUFFIX}.npz", module + GRADED):
+                    if (Path(tmp) / name).is_file():
+                        shutil.copyfile(Path(tmp) / name, cache / name)
+                    else:  # a module whose verdicts called no model: nothing to ship
+                        (cache / name).unlink(missing_ok=True)
     return {
         m: [p for p in (cache / f"{m}{SUFFIX}.json", cache / f"{m}{SUFFIX}.npz") if p.is_file()]
         for m in modules
     }
+
+
+def recorded_grades(module: str, cache: Path, root: Path = paths.ROOT) -> dict[str, list] | None:
+    """{variant: [[check slug, mistake id], ...] it lost} as the instructor's kit graded it
+    while recording (compute), or None when that record is missing or stale."""
+    try:
+        meta = json.loads((cache / f"{module}{GRADED}").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("sources_sha256") != sources_sha256(module, root):
+        return None
+    return meta.get("graded")

@@ -101,6 +101,13 @@ def test_a_tampered_answer_file_is_not_read(answers):
         left_out(_inputs(), scale=4.0)
 
 
+def _plus(n):
+    def plus(q):
+        return q + n
+
+    return plus
+
+
 def test_only_the_outermost_call_is_recorded_and_unstorable_answers_are_skipped():
     inner = model(_fake("_inner"))
 
@@ -121,7 +128,7 @@ def test_only_the_outermost_call_is_recorded_and_unstorable_answers_are_skipped(
         outer(_inputs())
         outer(_inputs())  # the same call again: one answer
         model(module_fn)(_inputs())  # an answer that is no plain data
-        model(apply_fn)(_inputs(), lambda q: q + 1)  # an argument that has no fingerprint
+        model(apply_fn)(_inputs(), _plus(1))  # a closure has no fingerprint
     names = [c["model"].rsplit(".", 1)[1] for c in rec.entries["fake"]]
     assert names == ["outer_fn"]
     assert {k.split(" ", 1)[1] for k in rec.skipped} == {"(Linear)", "(function)"}
@@ -131,3 +138,30 @@ def test_recording_is_off_outside_a_recording():
     fn = model(_fake("_attend"))
     fn(_inputs())
     assert model_replays._recorder is None
+
+
+class _Holder:  # stands for a judge's plain data holder (kvcache's _Cache)
+    def __init__(self, n):
+        self.k = [None] * n
+
+
+_Holder.__module__ = "autograder.checks.fake.judge"
+
+
+def test_a_holder_filled_in_place_is_keyed_as_given_and_filled_again(tmp_path, monkeypatch):
+    def fill(x, cache):
+        cache.k = [x["q"].sum(-1) for _ in cache.k]
+        return len(cache.k)
+
+    fill.__module__ = "autograder.checks.fake.judge"
+    with model_replays.recording() as rec:
+        assert model(fill)(_inputs(), _Holder(2)) == 2
+    rec.write(tmp_path, {"fake": "x"})
+    monkeypatch.setattr(paths, "FIXTURES", tmp_path)
+    monkeypatch.setattr(model_replays, "_loaded", {})
+    left_out = model.left_out(fill)
+    cache = _Holder(2)
+    assert left_out(_inputs(), cache) == 2  # found with the empty holder it was called with
+    assert torch.equal(cache.k[1], _inputs()["q"].sum(-1))  # and filled as the model did
+    with pytest.raises(ModelUnavailable):
+        left_out(_inputs(), _Holder(3))

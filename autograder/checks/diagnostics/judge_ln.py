@@ -11,7 +11,8 @@ from ...tolerances import tolerance
 from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
 
-try:  # the stand-in replays the named mistakes; the student copy has none (fewer are named)
+try:  # the stand-in the models replay the named mistakes on; the student copy has none and
+    # answers from what make dist recorded (model_replays.py)
     from ...trusted import blocks as trusted_blocks
 except ImportError:
     trusted_blocks = None
@@ -189,16 +190,11 @@ def verdict_norms(got, want, x):
         what = f"layer_gradient_norms on a {n}-block {label} stack"
         norms, tol = _norms(got, key, what, n)
         norm_first, final = key == "pre", probe.final_norm() if key == "pre" else None
-        candidates = [(GRAD_SQUARED, lambda k=key: want[k].pow(2), {})]
-        if trusted_blocks is not None:
-            candidates.append(
-                (
-                    GRAD_SUM_OF_NORMS,
-                    lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"),
-                    {},
-                )
-            )
-        if key == "pre" and trusted_blocks is not None:
+        candidates = [
+            (GRAD_SQUARED, lambda k=key: want[k].pow(2), {}),
+            (GRAD_SUM_OF_NORMS, lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"), {}),
+        ]
+        if key == "pre":
             candidates.append((FINAL_NORM_IGNORED, lambda: _trusted_norms(x, True, None), {}))
         assert_close(norms, want[key], what, candidates, tol=tol)
     again, tol = _norms(got, "post_again", "the second call's result", n)
