@@ -13,6 +13,7 @@ Layout (one concern per file, named after it):
     plugin.py       the pytest plugin behind `make grade` (points, table, results.json)
     report.py       renders the table and Gradescope's results.json
     report_html.py  build/report.html: the table, hints, and pictures of the student's outputs
+    publish.py      merges each grading into build/results.json and report.html (every module)
     watch.py        `make watch`: a warm grader that re-grades a module when it is saved
     notebook.py     what nbgrader test cells call (the same checks)
     course.py       generates the nbgrader course and wraps nbgrader's verbs

@@ -4,7 +4,8 @@ Used as `pytest -p autograder.plugin tests/graded --submission DIR`. The plugin 
 (GradingPlugin, registered in pytest_configure) grades each selected module once through the
 engine (probes in a forked worker with CPU-time limits, verdicts in this process), hands
 each graded test its Result, prints the per-exercise table at the end instead of tracebacks,
-writes Gradescope's results.json, and exits 0 whenever grading completed.
+merges the modules graded into Gradescope's results.json and the HTML report (publish.py:
+each module graded so far, at its latest), and exits 0 whenever grading completed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import ladder, limits, registry, report, report_html, worker
+from . import ladder, limits, publish, registry, report, report_html, worker
 from .core import Check, Result, Status
 from .engine import grade_module
 from .i18n import _
@@ -54,7 +55,7 @@ def pytest_addoption(parser):
 class GradingPlugin:
     """Registered when pytest runs with --submission: grades each module once (probes in a
     forked worker, verdicts here; engine.grade_module), hands each graded test its Result,
-    prints the table last and writes results.json."""
+    prints the table last and merges them into results.json and report.html."""
 
     def __init__(self, config: pytest.Config):
         self.submission = Submission(config.getoption("submission"))
@@ -126,7 +127,6 @@ class GradingPlugin:
         # The hint ladder: one level more per failing attempt (ladder.py, build/hint-state.json)
         levels = ladder.advance(results, self.submission.path)
         hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else levels
-        report.write_json(results, self.results_path, hints)
         title = _("Attention Lab: grading {folder} on {device} (torch {version})").format(
             folder=self.submission.path, device=self.device, version=torch.__version__
         )
@@ -134,19 +134,43 @@ class GradingPlugin:
         table = report.table(
             results, title, show_printed=self.show_printed, left_out=left_out, hints=hints
         )
-        print(f"\n{table}\n" + _("Results for Gradescope: {path}").format(path=self.results_path))
-        try:  # the HTML report, beside results.json, with pictures; it never fails the grading
+        print(f"\n{table}", flush=True)
+        graded_at = publish.now()
+        sections = None
+        try:  # the HTML report's sections, with pictures; they never fail the grading
             modules = dict.fromkeys(r.module for r in results)
             refs = {m: self.references.module(m) for m in modules}
             sections = report_html.sections(
-                results, self.submission, refs, probed=self.outputs, hints=hints
+                results,
+                self.submission,
+                refs,
+                probed=self.outputs,
+                hints=hints,
+                graded_at=publish.shown(graded_at),
             )
-            path = report_html.write(
-                self.results_path.parent / "report.html", results, sections, title
-            )
-            print(_("Report with pictures (open it in a browser): {path}").format(path=path))
         except Exception as e:
-            print(_("Report: not written ({error})").format(error=f"{type(e).__name__}: {e}"))
+            error = f"{type(e).__name__}: {e}"
+            print(_("Report: pictures not drawn ({error})").format(error=error))
+        # results.json and report.html: merged with the modules graded earlier (publish.py)
+        published = publish.publish(
+            results,
+            submission=self.submission.path,
+            results_path=self.results_path,
+            hints=hints,
+            sections=sections,
+            graded_at=graded_at,
+            title=title,
+            full=not self.modules,
+        )
+        lines = publish.summary_lines(published)  # the other modules results.json holds
+        if lines:
+            print("\n" + "\n".join(lines))
+        print(_("Results for Gradescope: {path}").format(path=self.results_path))
+        if published.report is not None:
+            path = published.report
+            print(_("Report with pictures (open it in a browser): {path}").format(path=path))
+        else:
+            print(_("Report: not written ({error})").format(error=published.report_error))
         for module in dict.fromkeys(r.module for r in results):
             own = self.submission.own_dependencies(module)
             if own:

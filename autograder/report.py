@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 import unicodedata
 from collections.abc import Mapping
@@ -199,6 +200,10 @@ def gradescope(results: list[Result], hints: Hints = None) -> dict:
 
 
 def write_json(results: list[Result], path: Path, hints: Hints = None) -> None:
+    """`results` alone in Gradescope's format at `path` (written to a temporary file, then
+    renamed). make grade and make watch merge instead (publish.py)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(gradescope(results, hints), indent=2, ensure_ascii=False)
-    path.write_text(text + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(path)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import os
 import struct
 import time
 import zlib
@@ -430,10 +431,12 @@ def sections(
     refs: dict | None = None,
     probed: dict | None = None,
     hints: Hints = None,
+    graded_at: str = "",
 ) -> dict[str, str]:
-    """{module: its HTML section}, for the modules in `results` (runs the student's code).
-    `refs`: {module: reference outputs} already loaded (fixtures.load), to load them once;
-    `hints`: the hint levels to show (report.Hints: the ladder's state, or every level)."""
+    """{module: its HTML section}, for the modules in `results` (draws what the student's
+    code returned, `probed`). `refs`: {module: reference outputs} already loaded
+    (fixtures.load), to load them once; `hints`: the hint levels to show (report.Hints: the
+    ladder's state, or every level); `graded_at`: the time shown beside each heading."""
     by_module: dict[str, list[Result]] = {}
     for r in results:
         by_module.setdefault(r.module, []).append(r)
@@ -456,7 +459,7 @@ def sections(
                 continue
             result = by_slug.get(picture.slug)
             pictures.append(picture_html(picture, check, result, submission, stored, probed))
-        out[module] = _module_html(module, rs, "".join(pictures), hints)
+        out[module] = section(module, rs, "".join(pictures), hints, graded_at)
     return out
 
 
@@ -467,7 +470,11 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def _module_html(module: str, rs: list[Result], pictures: str, hints: Hints = None) -> str:
+def section(
+    module: str, rs: list[Result], pictures: str, hints: Hints = None, graded_at: str = ""
+) -> str:
+    """One module's section: its heading (points, and when it was graded), its checks with
+    their messages and hints, then `pictures` (HTML)."""
     score, total = sum(r.score for r in rs), sum(r.points for r in rs)
     rows = []
     shown: set[tuple[str, str]] = set()
@@ -497,8 +504,12 @@ def _module_html(module: str, rs: list[Result], pictures: str, hints: Hints = No
             f'<tr class="{css}"><td class="tag">{tag}</td>'
             f"<td>{_points(r.score)}/{_points(r.points)}</td><td>{title}{detail}</td></tr>"
         )
+    when = ""
+    if graded_at:
+        when = html.escape(_("graded {time}").format(time=graded_at))
+        when = f' <span class="when">{when}</span>'
     return (
-        f'<section id="{module}"><h2>{module}.py <span class="score">{_points(score)} / '
+        f'<section id="{module}"><h2>{module}.py{when} <span class="score">{_points(score)} / '
         f'{_points(total)}</span></h2><table class="checks">{"".join(rows)}</table>'
         f"{pictures}</section>"
     )
@@ -510,6 +521,7 @@ max-width:1100px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;
 margin-top:32px}h4{margin:16px 0 6px;font-size:14px}
 .score{float:right;font-weight:normal}
+.when{font-size:12px;font-weight:normal;color:#666;margin-left:8px}
 table.checks{border-collapse:collapse;width:100%}
 table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
 td.tag{font-weight:bold;width:44px}
@@ -545,15 +557,29 @@ def _state(rs: list[Result]) -> str:
     return _(", ").join(p for p in parts if p)
 
 
-def page(results: list[Result], module_sections: dict[str, str], title: str) -> str:
+def page(
+    results: list[Result],
+    module_sections: dict[str, str],
+    title: str,
+    graded: dict[str, str] | None = None,
+) -> str:
+    """The whole page: a summary row per module (with the time it was graded, from `graded`:
+    {module: time shown}), then each module's section."""
     modules: dict[str, list[Result]] = {}
     for r in results:
         modules.setdefault(r.module, []).append(r)
     score, total = sum(r.score for r in results), sum(r.points for r in results)
+    graded = graded or {}
     summary = "".join(
         f'<tr><td><a href="#{m}">{m}.py</a></td><td>{_points(sum(r.score for r in rs))} / '
         f"{_points(sum(r.points for r in rs))}</td>"
-        f"<td>{_state(rs)}</td></tr>"
+        f"<td>{_state(rs)}</td>"
+        + (
+            f'<td class="when">{html.escape(_("graded {time}").format(time=graded[m]))}</td>'
+            if m in graded
+            else ""
+        )
+        + "</tr>"
         for m, rs in modules.items()
     )
     body = "".join(module_sections.get(m, "") for m in modules)
@@ -577,10 +603,16 @@ def page(results: list[Result], module_sections: dict[str, str], title: str) -> 
     )
 
 
-def write(path: Path, results: list[Result], module_sections: dict[str, str], title: str) -> Path:
+def write(
+    path: Path,
+    results: list[Result],
+    module_sections: dict[str, str],
+    title: str,
+    graded: dict[str, str] | None = None,
+) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(page(results, module_sections, title), encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(page(results, module_sections, title, graded), encoding="utf-8")
     tmp.replace(path)  # a browser reloading the page never sees half a file
     return path

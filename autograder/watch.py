@@ -5,7 +5,8 @@ stand-ins and the reference outputs once. It polls the modification times of the
 submission's module files (every POLL seconds: no file-watching dependency, and it works on
 every file system). When a file changes, a forked child grades that module from the warm
 state, prints the table, and sends its results and its section of the HTML report back on a
-pipe; the parent rewrites build/results.json and build/report.html.
+pipe; the parent merges them into build/results.json and build/report.html as `make grade
+EX=m` does (publish.py: every module graded so far, at its latest).
 
 Student code runs only in the child, so nothing it does reaches the watcher: a syntax error
 or an exception is a failed check as in `make grade`; a check that runs past its time limit
@@ -34,8 +35,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import engine, ladder, limits, registry, report, report_html
-from .core import Result
+from . import engine, ladder, limits, publish, registry, report, report_html
+from .core import Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
@@ -92,10 +93,19 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
             )
         stored = {m: refs_by_module.module(m) for m in modules}
         levels = ladder.advance(results, submission.path)  # each save is an attempt
-        sections = report_html.sections(results, submission, stored, probed=outputs, hints=levels)
+        graded_at = publish.now()
+        sections = report_html.sections(
+            results,
+            submission,
+            stored,
+            probed=outputs,
+            hints=levels,
+            graded_at=publish.shown(graded_at),
+        )
         payload = {
             "results": [dataclasses.asdict(r) for r in results],
             "sections": sections,
+            "graded_at": graded_at,
         }
         title = _("Attention Lab watch: {modules}").format(
             modules=", ".join(m + ".py" for m in modules)
@@ -150,8 +160,6 @@ class Watcher:
         for m in self.modules:  # load (and check) the fixtures once, before any fork
             self.refs.module(m)
         _warm_up()
-        self.results: dict[str, list[Result]] = {}
-        self.sections: dict[str, str] = {}
         self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
         self.buffer = b""
 
@@ -222,30 +230,26 @@ class Watcher:
             ).format(modules=", ".join(modules), code=code)
             print("\n" + text, flush=True)
             return
-        graded = [Result(**r) for r in payload["results"]]
-        for m in modules:
-            self.results[m] = [r for r in graded if r.module == m]
-        self.sections.update(payload["sections"])
-        everything = [r for m in self.modules for r in self.results.get(m, [])]
-        report.write_json(everything, self.results_path, ladder.levels_of(everything, self.folder))
-        self.write_report(everything)
+        graded = [Result(**{**r, "status": Status(r["status"])}) for r in payload["results"]]
+        # results.json and report.html: merged with every module graded earlier (publish.py)
+        published = publish.publish(
+            graded,
+            submission=self.folder,
+            results_path=self.results_path,
+            hints=ladder.levels_of(graded, self.folder),
+            sections=payload["sections"],
+            graded_at=payload["graded_at"],
+            title=f"Attention Lab: {self.folder.name}",
+            full=False,
+        )
+        if published.report is None:  # the report never stops the watcher
+            error = published.report_error
+            print(_("watch: report not written ({error})").format(error=error), flush=True)
         text = _(
             "graded in {seconds} s; report: {report}. Watching {folder} for changes "
             "(Ctrl-C to stop)."
         ).format(seconds=f"{seconds:.1f}", report=self.report_path, folder=self.folder)
         print(text, flush=True)
-
-    def write_report(self, results: list[Result]) -> None:
-        try:
-            report_html.write(
-                self.report_path,
-                results,
-                self.sections,
-                title=f"Attention Lab: {self.folder.name}",
-            )
-        except Exception as e:  # the report never stops the watcher
-            error = f"{type(e).__name__}: {e}"
-            print(_("watch: report not written ({error})").format(error=error), flush=True)
 
     def run(self) -> int:
         seen = self.mtimes()

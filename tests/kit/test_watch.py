@@ -19,7 +19,8 @@ import time
 import pytest
 from conftest import ROOT, SOLUTIONS, submission_with
 
-from autograder import registry, stubgen
+from autograder import publish, registry, stubgen
+from autograder.core import Result
 
 MASKS_POINTS = sum(c.points for c in registry.checks_of("masks") if not c.slow)
 
@@ -79,6 +80,18 @@ def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
     stub = stubgen.generate(SOLUTIONS)["masks.py"]
     folder = submission_with(tmp_path, {"masks": stub})
     masks, results = folder / "masks.py", tmp_path / "build" / "results.json"
+    # attention, graded earlier (as make grade EX=attention leaves it): the watcher merges
+    attention = [Result.of(c, "passed") for c in registry.checks_of("attention") if not c.slow]
+    earlier = publish.publish(
+        attention,
+        submission=folder,
+        results_path=results,
+        hints=None,
+        sections=None,
+        graded_at="2026-01-02T03:04:05+00:00",
+        title="T",
+        full=False,
+    )
     watch = Watch(folder, results)
     try:
         watch.until("masks.py", "[not-attempted]", f"Total: 0 / {MASKS_POINTS:g}", "Watching")
@@ -91,8 +104,16 @@ def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
             f"Total: {MASKS_POINTS:g} / {MASKS_POINTS:g} points (all checks passed)",
             "Watching",
         )
-        scores = {t["name"]: t["score"] for t in json.loads(results.read_text())["tests"]}
-        assert sum(scores.values()) == MASKS_POINTS and all(n.startswith("masks: ") for n in scores)
+        data = json.loads(results.read_text())
+        scores = {t["name"]: t["score"] for t in data["tests"] if t["name"].startswith("masks: ")}
+        assert sum(scores.values()) == MASKS_POINTS
+        kept = [t for t in data["tests"] if t["name"].startswith("attention: ")]
+        kept = [{k: v for k, v in t.items() if k != "extra_data"} for t in kept]
+        assert kept == earlier.parts[0].tests  # kept as graded, with its time
+        assert data["score"] == MASKS_POINTS + earlier.score
+        assert data["extra_data"]["modules"]["attention"]["graded_at"].startswith("2026-01-02")
+        page = (tmp_path / "build" / "report.html").read_text()
+        assert '<section id="attention">' in page and "graded 2026-01-02 03:04:05" in page
 
         _save(masks, solution + "\ndef broken(:\n")
         watch.until("masks.py changed", "[import-error]", "SyntaxError", "Watching")
