@@ -32,9 +32,6 @@ from .options import add_grading_options, modules_of
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 from .trusted import NOT_IN_STUDENT_COPY
 
-# What the student copy leaves out: the solutions and everything derived from them by hand.
-DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
-
 
 def _modules() -> list[str]:
     return list(syllabus.MODULES)
@@ -216,29 +213,44 @@ def cmd_new_module(args) -> int:
     return 0
 
 
-def dist_files() -> list[str]:
+def kit_files() -> list[str]:
+    """Every file of the kit: git's, and the new ones git does not ignore."""
     listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"],
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    exclude = DIST_EXCLUDE + tuple(f"autograder/trusted/{m}.py" for m in NOT_IN_STUDENT_COPY)
-    return sorted(f for f in listed if not f.startswith(exclude) and (ROOT / f).is_file())
+    ).stdout.split("\0")
+    return sorted(f for f in listed if f and (ROOT / f).is_file())
+
+
+def dist_files() -> list[str]:
+    """The student copy's files: the kit's files on student_copy.SHIPS. Raises UsageError
+    when a file is on neither SHIPS nor STAYS (someone must decide where it goes)."""
+    shipped, unlisted = student_copy.classify(kit_files())
+    if unlisted:
+        raise UsageError(
+            f"{len(unlisted)} file(s) of the kit are on neither list of autograder/"
+            "student_copy.py: SHIPS (in the student copy) or STAYS (with the instructor). "
+            "Add each to the one it belongs to:\n  " + "\n  ".join(unlisted)
+        )
+    return shipped
 
 
 def cmd_dist(args) -> int:
+    files = dist_files()  # before anything is written: it refuses unlisted files
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out, "w:gz") as tar:
-        for name in dist_files():
+        for name in files:
             data = student_copy.copied(name, (ROOT / name).read_bytes())
             info = tar.gettarinfo(ROOT / name, arcname=f"attention-lab/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     print(
-        f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
+        f"wrote {out} (student copy: the files on autograder/student_copy.py's SHIPS; no "
+        f"solutions/, no kit tests, no stand-ins that implement "
         f"{', '.join(NOT_IN_STUDENT_COPY)}, no judge models)"
     )
     return 0
