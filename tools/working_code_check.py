@@ -152,14 +152,15 @@ class StandInCalled(Exception):
 
 @contextlib.contextmanager
 def without_stand_ins(candidate: Any, stand_ins: set[str]):
-    """While it lasts, the names in `candidate`'s module that are the shipped stand-ins (or
-    their modules) raise when called: a function that only hands the work to a stand-in
-    (rotary's judge computes attention with trusted attention) is that stand-in, not code of
-    its own."""
+    """While it lasts, the names in `candidate`'s module that are `stand_ins` (the shipped
+    stand-in of the exercise's own module, or its functions) raise when called: a function
+    that only hands the work to that stand-in (rotary's judge computes attention with trusted
+    attention) is that stand-in, not code of its own. Other stand-ins stay: code that builds
+    multi-head attention on trusted masks is still a working multi-head attention."""
     namespace = getattr(candidate, "__globals__", None)
     if namespace is None:
         namespace = vars(sys.modules[candidate.__module__])
-    if candidate.__module__ in stand_ins:
+    if candidate.__module__.startswith("autograder.trusted."):  # a stand-in itself
         yield
         return
 
@@ -264,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                 for c in graded:
                     if c.slug not in references:
                         references[c.slug] = run_probe(c, solution, make_inputs(c, PUBLIC_SEED))
-                found = verdict(obj, exercise, solution, graded, references, stand_ins)
+                own = stand_ins & {f"autograder.trusted.{module}"}
+                found = verdict(obj, exercise, solution, graded, references, own)
                 if found:
                     report[found].append(label)
     print(json.dumps(report, indent=1))

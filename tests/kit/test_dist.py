@@ -77,7 +77,7 @@ def test_student_copy_grades_stubs_as_not_attempted(archive, tmp_path):
         ["make", "stubs", f"VENV={ROOT / '.venv'}"], cwd=copy, capture_output=True, text=True
     )
     assert proc.returncode != 0 and "this is the student copy" in proc.stderr
-    # The hint ladder works there too.
+    # The hint ladder works there too (make grade showed the first level: this is the next).
     proc = subprocess.run(
         ["make", "-s", "hint", "EX=masks", f"VENV={ROOT / '.venv'}"],
         cwd=copy,
@@ -85,7 +85,7 @@ def test_student_copy_grades_stubs_as_not_attempted(archive, tmp_path):
         text=True,
         env={**os.environ, "MAKEFLAGS": ""},
     )
-    assert proc.returncode == 0 and "Hint 1/3" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Hint 2/3" in proc.stdout, proc.stdout + proc.stderr
 
     # A correct submission graded in the student copy gets full marks, with the student's
     # own modules standing in where the copy has no stand-in (and the output says so).
