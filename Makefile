@@ -23,9 +23,25 @@ export PYTHONDONTWRITEBYTECODE := 1
 .DEFAULT_GOAL := help
 .PHONY: help grade test lint format stubs fixtures dist clean venv course release collect autograde feedback export
 
+# The instructors' verbs: they need the full kit (solutions/, the kit's tests, the instructor
+# extras). The student copy (`make dist`) has no solutions/: there `make help` leaves these out,
+# and each of them stops at once, before installing anything, saying why. A new verb with a
+# `## ` help text is a student's verb unless it is listed here (tests/kit/test_dist.py).
+INSTRUCTOR_VERBS := test test-fast lint format stubs fixtures new-module dist translations \
+  venv-instructor bench bench-kv bench-grade bench-batch batch gradescope prairielearn \
+  class-report sandbox-deps ci-deps course release collect autograde regrade feedback export
+STUDENT_COPY := $(if $(wildcard $(CURDIR)/solutions/__init__.py),,yes)
+ifeq ($(STUDENT_COPY),yes)
+ifneq ($(filter $(INSTRUCTOR_VERBS),$(MAKECMDGOALS)),)
+$(error make $(firstword $(filter $(INSTRUCTOR_VERBS),$(MAKECMDGOALS))) is an instructor's verb: it needs the full instructor kit (solutions/ and the instructor extras), and this is the student copy. `make help` lists your verbs)
+endif
+endif
+
 help: ## list the verbs
-	@echo "Attention Lab — make targets"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo "Attention Lab — make targets$(if $(STUDENT_COPY), (the student copy))"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' \
+	  $(if $(STUDENT_COPY),| awk -F'\t' -v hide=" $(INSTRUCTOR_VERBS) " 'index(hide, " " $$1 " ") == 0') \
+	  | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "Variables: SUBMISSION=dir (default assignments), EX=module, DEVICE=cpu|cuda, VENV=path"
 
 $(STAMP): requirements.lock

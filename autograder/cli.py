@@ -32,9 +32,6 @@ from .options import add_grading_options, modules_of
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
 from .trusted import NOT_IN_STUDENT_COPY
 
-# What the student copy leaves out: the solutions and everything derived from them by hand.
-DIST_EXCLUDE = ("solutions/", "tests/kit/", ".ci/", "course/", "tools/")
-
 
 def _modules() -> list[str]:
     return list(syllabus.MODULES)
@@ -216,39 +213,61 @@ def cmd_new_module(args) -> int:
     return 0
 
 
-def dist_files() -> list[str]:
+def kit_files() -> list[str]:
+    """Every file of the kit: git's, and the new ones git does not ignore."""
     listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"],
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    exclude = DIST_EXCLUDE + tuple(f"autograder/trusted/{m}.py" for m in NOT_IN_STUDENT_COPY)
-    return sorted(f for f in listed if not f.startswith(exclude) and (ROOT / f).is_file())
+    ).stdout.split("\0")
+    return sorted(f for f in listed if f and (ROOT / f).is_file())
+
+
+def dist_files() -> list[str]:
+    """The student copy's files: the kit's files on student_copy.SHIPS. Raises UsageError
+    when a file is on neither SHIPS nor STAYS (someone must decide where it goes)."""
+    shipped, unlisted = student_copy.classify(kit_files())
+    if unlisted:
+        raise UsageError(
+            f"{len(unlisted)} file(s) of the kit are on neither list of autograder/"
+            "student_copy.py: SHIPS (in the student copy) or STAYS (with the instructor). "
+            "Add each to the one it belongs to:\n  " + "\n  ".join(unlisted)
+        )
+    return shipped
 
 
 def cmd_dist(args) -> int:
+    files = dist_files()  # before anything is written: it refuses unlisted files
+    # What the left-out models answer in the copy: recorded on the trusted side by grading
+    # every variant on the public tier (model_replays.py; cached in build/model-replays/).
+    from . import model_replays
+
+    print("recording what the judges' models answer on the public tier (cached once done)...")
+    record = set(args.record.split(",")) if args.record is not None else None
+    answers = model_replays.compute(_modules(), paths.BUILD / "model-replays", record=record)
+    if record is not None and set(answers) != set(_modules()):
+        missing = ", ".join(sorted(set(_modules()) - set(answers)))
+        print(f"note: no recorded model answers ship for {missing} (not recorded now: --record)")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out, "w:gz") as tar:
-        for name in dist_files():
+    partial = out.with_name(out.name + ".partial")
+    with tarfile.open(partial, "w:gz") as tar:
+        for name in files:
             data = student_copy.copied(name, (ROOT / name).read_bytes())
             info = tar.gettarinfo(ROOT / name, arcname=f"attention-lab/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-        # What the left-out models answer in the copy: recorded here, on the trusted side,
-        # by grading every variant on the public tier (model_replays.py; cached in build/).
-        from . import model_replays
-
-        answers = model_replays.compute(_modules(), paths.BUILD / "model-replays")
-        for path in sorted(p for files in answers.values() for p in files):
+        for path in sorted(p for recorded in answers.values() for p in recorded):
             info = tar.gettarinfo(path, arcname=f"attention-lab/autograder/fixtures/{path.name}")
             with path.open("rb") as f:
                 tar.addfile(info, f)
+    partial.replace(out)
     print(
-        f"wrote {out} (student copy: no solutions/, no kit tests, no stand-ins that implement "
-        f"{', '.join(NOT_IN_STUDENT_COPY)}, no judge models)"
+        f"wrote {out} (student copy: the files on autograder/student_copy.py's SHIPS; no "
+        f"solutions/, no kit tests, no stand-ins that implement "
+        f"{', '.join(NOT_IN_STUDENT_COPY)}; the judges' models as the answers they gave)"
     )
     return 0
 
@@ -290,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     new.set_defaults(run=cmd_new_module)
     dist = verbs.add_parser("dist", help="build the student copy")
     dist.add_argument("--out", default="build/attention-lab-student.tar.gz")
+    dist.add_argument(
+        "--record",
+        metavar="MODULES",
+        help="record the judges' model answers of these modules only (comma-separated; "
+        "default: every module whose cached answers are stale); the others ship theirs if "
+        "fresh, else none",
+    )
     dist.set_defaults(run=cmd_dist)
     from .class_report import add_verbs as add_report_verbs  # class-report
     from .course_cli import add_verbs  # course, release, collect, autograde, regrade, ...

@@ -333,6 +333,17 @@ def recording() -> Iterator[Recorder]:
 # --------------------------------------------------------------------------- the copy's side
 
 _loaded: dict[str, tuple[dict[str, list[dict]], Any]] = {}
+_sealed = False
+
+
+def seal() -> None:
+    """No answer from here on: called where student code is about to run (the forked
+    worker), so a student module that imports a judge's model gets nothing from it. (Any
+    code in the copy can read the public fixtures; the seal keeps the copy's grade from
+    rewarding a re-export of the judge.)"""
+    global _sealed
+    _sealed = True
+    _loaded.clear()
 
 
 def _answers(module: str) -> tuple[dict[str, list[dict]], Any]:
@@ -360,6 +371,8 @@ def _answers(module: str) -> tuple[dict[str, list[dict]], Any]:
 def answer(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """What model `fn` gave on these arguments when the kit recorded it; KeyError if it
     never saw them."""
+    if _sealed:
+        raise KeyError(model_name(fn))
     module = module_of(fn)
     by_model, arrays = _answers(module)
     calls = by_model.get(model_name(fn), [])
@@ -444,10 +457,13 @@ print("SKIPPED " + json.dumps(rec.skipped))
 """
 
 
-def compute(modules: list[str], cache: Path, root: Path = paths.ROOT) -> dict[str, list[Path]]:
+def compute(
+    modules: list[str], cache: Path, root: Path = paths.ROOT, record: set[str] | None = None
+) -> dict[str, list[Path]]:
     """{module: its answer files}, recorded by grading every variant of the modules whose
     cached answers (under `cache`) are missing or stale; in a separate process with the kit
-    on its path, as the student copy check grades."""
+    on its path, as the student copy check grades. `record`: only these modules may be
+    recorded now; a module left stale ships no answers (never another version's)."""
     sources = {m: sources_sha256(m, root) for m in modules}
 
     def fresh(module: str) -> bool:  # every recorded module has its graded file
@@ -457,7 +473,7 @@ def compute(modules: list[str], cache: Path, root: Path = paths.ROOT) -> dict[st
             return False
         return meta.get("sources_sha256") == sources[module]
 
-    todo = [m for m in modules if not fresh(m)]
+    todo = [m for m in modules if not fresh(m) and (record is None or m in record)]
     if todo:
         with tempfile.TemporaryDirectory() as tmp:
             env = {
@@ -489,6 +505,7 @@ def compute(modules: list[str], cache: Path, root: Path = paths.ROOT) -> dict[st
     return {
         m: [p for p in (cache / f"{m}{SUFFIX}.json", cache / f"{m}{SUFFIX}.npz") if p.is_file()]
         for m in modules
+        if fresh(m)
     }
 
 

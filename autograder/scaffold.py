@@ -98,6 +98,8 @@ def verdict_reference(got, want, x):
         f"autograder/trusted/{name}.py": f'''"""Trusted {name}, used when another module that imports it is graded.
 
 Built from PyTorch built-ins where one exists; a kit test proves it equal to the solution.
+It stays out of the student copy (trusted.IN_STUDENT_COPY does not list it): a working
+implementation of the exercise must not reach students.
 """
 
 import torch

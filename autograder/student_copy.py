@@ -6,12 +6,21 @@ The student copy keeps their signatures, decorated `@model.left_out`, with the b
 docstrings) left out: there, a candidate mistake that needs a model is not named, and a
 verdict that needs one says the mistake is not named in this copy (core.UNNAMED). The
 instructor's copy, and every official grading, has them all.
+
+What ships at all is an allow-list: SHIPS names every path (or glob) of the kit that students
+need, and nothing else goes in. Every other file of the kit must match STAYS, the files that
+stay with the instructor on purpose; `make dist` refuses while a file matches neither, so a
+new file ships only after someone decided that it should (`unlisted`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
+
+from . import syllabus
+from .trusted import IN_STUDENT_COPY
 
 # The files whose @model functions lose their bodies (relative to the kit's root).
 JUDGES = re.compile(r"^autograder/checks/[a-z_]+/judge[a-z_]*\.py$")
@@ -52,3 +61,140 @@ def copied(relative: str, data: bytes) -> bytes:
     if JUDGES.match(relative):
         return strip_models(data.decode()).encode()
     return data
+
+
+# What the student copy holds: these paths and globs, and nothing else (a glob's `*` stays
+# within one folder, `**` crosses folders; `{module}` is each module of syllabus.MODULES, so
+# a module's graded files ship once it is on the syllabus). A file ships when it matches one.
+SHIPS = (
+    # what students read and run
+    "README.md",
+    "Makefile",
+    ".gitignore",
+    "pyproject.toml",
+    "requirements.lock",  # the student set (requirements-instructor.lock stays)
+    "assignments/__init__.py",
+    "assignments/{module}.py",  # the stubs: the student's own files
+    "data/*",
+    "docs/{module}.md",  # each exercise's page
+    "docs/principles.md",
+    "docs/report-half-done.png",  # README's picture of the report
+    # the graded suites and the grading engine behind make grade / watch / hint / grade-train
+    # and the report (and the nbgrader notebooks' test cells: notebook.py)
+    "tests/graded/test_{module}.py",
+    "autograder/__init__.py",
+    "autograder/__main__.py",
+    "autograder/core.py",
+    "autograder/diagnosis.py",
+    "autograder/dispatch.py",
+    "autograder/engine.py",
+    "autograder/errors.py",
+    "autograder/fixtures.py",
+    "autograder/i18n.py",
+    "autograder/ladder.py",
+    "autograder/limits.py",
+    "autograder/model_replays.py",  # the left-out models answer what make dist recorded
+    "autograder/notebook.py",
+    "autograder/options.py",
+    "autograder/paths.py",
+    "autograder/plugin.py",
+    "autograder/probing.py",
+    "autograder/publish.py",  # results.json and report.html, merged across EX= runs
+    "autograder/references.py",
+    "autograder/registry.py",
+    "autograder/report.py",
+    "autograder/report_html.py",
+    "autograder/seeds.py",
+    "autograder/submission.py",
+    "autograder/syllabus.py",
+    "autograder/tolerances.py",
+    "autograder/unicode_math.py",
+    "autograder/verdicts.py",
+    "autograder/warm.py",
+    "autograder/watch.py",
+    "autograder/worker.py",
+    "autograder/sandbox/__init__.py",
+    "autograder/sandbox/wire.py",  # the worker's wire format
+    # the command line imports these to list every verb; the instructors' verbs refuse in the
+    # copy (the Makefile, before installing anything; cli._need_solutions)
+    "autograder/cli.py",
+    "autograder/batch.py",
+    "autograder/class_report.py",
+    "autograder/course_cli.py",
+    "autograder/course_config.py",  # seeds.py reads the course's settings
+    "autograder/gradescope/__init__.py",
+    "autograder/prairielearn.py",
+    "autograder/sandbox/jail.py",  # batch.py's limits
+    "autograder/scaffold.py",
+    "autograder/stubgen.py",
+    "autograder/student_copy.py",
+    # the checks (judges' models left out: copied), public fixtures (and whatever else
+    # `make fixtures` stores there), translations
+    "autograder/checks/__init__.py",
+    "autograder/checks/{module}/*.py",
+    "autograder/fixtures/*",
+    "autograder/locale/*/LC_MESSAGES/kit.po",
+    "autograder/locale/*/LC_MESSAGES/checks-{module}.po",
+    # the stand-ins that are PyTorch built-ins under the exercises' names (trusted/__init__.py)
+    "autograder/trusted/__init__.py",
+    *(f"autograder/trusted/{m}.py" for m in IN_STUDENT_COPY),
+)
+
+# What stays with the instructor on purpose: every file of the kit that SHIPS leaves out
+# must match one of these (the solutions and what is derived from them by hand, working
+# stand-ins, the kit's own tests, the nbgrader, batch and platform machinery's files).
+STAYS = (
+    "solutions/**",
+    "tests/kit/**",
+    "course/**",
+    "tools/**",
+    "bench/**",
+    ".ci/**",
+    "CHANGELOG.md",
+    "requirements-instructor.lock",
+    "docs/*.md",  # the instructors' pages (batch, nbgrader, course, extending)
+    "autograder/trusted/*.py",  # implementations of exercises (trusted.NOT_IN_STUDENT_COPY)
+    "autograder/course.py",
+    "autograder/course_collect.py",
+    "autograder/course_export.py",
+    "autograder/course_judge.py",
+    "autograder/catalogs.py",  # make translations
+    "autograder/feedback_template/**",
+    "autograder/gradescope/*",
+    "autograder/sandbox/*.py",  # the official graders' sandbox
+)
+
+
+def _pattern(glob: str) -> re.Pattern[str]:
+    out = ""
+    for part in re.split(r"(\*\*|\*|\?)", glob):
+        out += {"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
+    return re.compile(out)
+
+
+def _patterns(globs: Iterable[str], modules: Iterable[str]) -> list[re.Pattern[str]]:
+    found = []
+    for glob in globs:
+        for one in [glob.replace("{module}", m) for m in modules] if "{module}" in glob else [glob]:
+            found.append(_pattern(one))
+    return found
+
+
+def ships(relative: str, modules: Iterable[str] = syllabus.MODULES) -> bool:
+    """Whether kit file `relative` (a path from the kit's root, with /) is in the student copy."""
+    return any(p.fullmatch(relative) for p in _patterns(SHIPS, modules))
+
+
+def classify(
+    files: Iterable[str], modules: Iterable[str] = syllabus.MODULES
+) -> tuple[list[str], list[str]]:
+    """(the files that ship, the files that match neither SHIPS nor STAYS), each sorted."""
+    modules = list(modules)
+    shipped, stays = _patterns(SHIPS, modules), _patterns(STAYS, modules)
+    found, unlisted = [], []
+    for f in sorted(files):
+        if any(p.fullmatch(f) for p in shipped):
+            found.append(f)
+        elif not any(p.fullmatch(f) for p in stays):
+            unlisted.append(f)
+    return found, unlisted

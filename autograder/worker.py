@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from . import limits
+from . import limits, model_replays
 from .core import TIMEOUT, Check, Failure, Result, Status, misconception
 from .probing import attempt, crash, make_inputs
 from .registry import all_misconceptions
@@ -102,6 +102,7 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
         # student code and outside every check's CPU seconds; the parent warmed the rest.
         limits.warm_up(*limits.warm_ups_of(probes))
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
+        model_replays.seal()  # student code here: the copy's models answer verdicts only
         sub = Submission(submission)
         for p in probes:
             wire.send(channel, {"type": "start", "check": p.id})

@@ -5,23 +5,28 @@ from PyTorch built-ins where one exists (so it reveals no more than PyTorch's do
 kit's tests prove each one equal to solutions/.
 
 The student copy (make dist) holds only the stand-ins that are PyTorch built-ins under the
-exercise's names. The others are working implementations of exercises students must write,
-so they stay on the instructor's side; local grading then uses the student's own module for
-that dependency and says so. Official grading (batch, Gradescope, nbgrader) keeps them all.
+exercise's names (IN_STUDENT_COPY). The others are working implementations of exercises
+students must write, so they stay on the instructor's side; local grading then uses the
+student's own module for that dependency and says so. Official grading (batch, Gradescope,
+nbgrader) keeps them all.
 """
 
-# Stand-ins that are implementations of their own, not calls to PyTorch built-ins. Where the
-# student copy lacks one, the probes use the student's own module (probing.dependency) and
-# the judges name fewer mistakes (they replay them on these stand-ins where the kit has them).
-# attention (F.scaled_dot_product_attention), masks (Tensor.triu) and multihead
-# (F.multi_head_attention_forward, heads split and merged by a reshape) are PyTorch built-ins.
-NOT_IN_STUDENT_COPY = (
-    "positional",
-    "blocks",
-    "gpt",
-    "plots",
-    "rotary",
-    "modern_blocks",
-    "gqa",
-    "kvcache",
+from pathlib import Path
+
+from ..syllabus import MODULES
+
+# The stand-ins that ship in the student copy (autograder/student_copy.py's SHIPS): PyTorch
+# built-ins under the exercises' names. attention (F.scaled_dot_product_attention), masks
+# (Tensor.triu) and multihead (F.multi_head_attention_forward, heads split and merged by a
+# reshape). A stand-in joins this list only when it is such a wrapper: the student copy's
+# test (tests/kit/test_dist.py) fails when a shipped function or class computes an exercise
+# that is not in it.
+IN_STUDENT_COPY = ("attention", "masks", "multihead")
+
+# Every other stand-in (a new module's too, from `make new-module`): implementations of their
+# own, not calls to PyTorch built-ins. Where the student copy lacks one, the probes use the
+# student's own module (probing.dependency) and the judges name fewer mistakes (they replay
+# them on these stand-ins where the kit has them).
+NOT_IN_STUDENT_COPY = tuple(
+    m for m in MODULES if m not in IN_STUDENT_COPY and (Path(__file__).parent / f"{m}.py").is_file()
 )

@@ -3,16 +3,25 @@
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 from conftest import KIT, ROOT
 
-from autograder import registry, student_copy
-from autograder.trusted import NOT_IN_STUDENT_COPY
+from autograder import cli, registry, student_copy
+from autograder.errors import UsageError
+from autograder.trusted import IN_STUDENT_COPY, NOT_IN_STUDENT_COPY
+
+# The stand-ins the README documents in the student copy ("Student copy"): PyTorch built-ins
+# under the exercises' names. Shipping another one is a decision to make here, on purpose.
+DOCUMENTED_STAND_INS = ("attention", "masks", "multihead")
+# What a student types (the copy's `make help`); every other verb is an instructor's.
+STUDENT_VERBS = {"help", "venv", "grade", "hint", "watch", "grade-train", "clean"}
 
 
 def _grade(copy, *args):
@@ -26,8 +35,9 @@ def _grade(copy, *args):
     )
 
 
-def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
-    out = tmp_path / "student.tar.gz"
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """The student copy as `make dist` builds it (one build for this file's tests)."""
     subprocess.run(
         ["make", "-s", "dist", f"VENV={ROOT / '.venv'}"],
         cwd=ROOT,
@@ -35,11 +45,20 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
         env={**os.environ, "MAKEFLAGS": ""},
         capture_output=True,
     )
-    built = ROOT / "build" / "attention-lab-student.tar.gz"
-    out.write_bytes(built.read_bytes())
-    with tarfile.open(out) as tar:
+    out = tmp_path_factory.mktemp("dist") / "student.tar.gz"
+    out.write_bytes((ROOT / "build" / "attention-lab-student.tar.gz").read_bytes())
+    return out
+
+
+def _unpack(archive, where):
+    with tarfile.open(archive) as tar:
         names = tar.getnames()
-        tar.extractall(tmp_path, filter="data")
+        tar.extractall(where, filter="data")
+    return names, where / "attention-lab"
+
+
+def test_student_copy_grades_stubs_as_not_attempted(archive, tmp_path):
+    names, copy = _unpack(archive, tmp_path)
     assert not [n for n in names if "/solutions/" in n or "/tests/kit/" in n], names
     assert "attention-lab/assignments/attention.py" in names
     assert "attention-lab/Makefile" in names
@@ -47,7 +66,6 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
         assert f"attention-lab/autograder/trusted/{module}.py" not in names
     for module in registry.modules():
         assert f"attention-lab/autograder/fixtures/{module}.npz" in names
-    copy = tmp_path / "attention-lab"
     proc = _grade(copy)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
@@ -59,6 +77,15 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
         ["make", "stubs", f"VENV={ROOT / '.venv'}"], cwd=copy, capture_output=True, text=True
     )
     assert proc.returncode != 0 and "this is the student copy" in proc.stderr
+    # The hint ladder works there too (make grade showed the first level: this is the next).
+    proc = subprocess.run(
+        ["make", "-s", "hint", "EX=masks", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert proc.returncode == 0 and "Hint 2/3" in proc.stdout, proc.stdout + proc.stderr
 
     # A correct submission graded in the student copy gets full marks, with the student's
     # own modules standing in where the copy has no stand-in (and the output says so).
@@ -67,6 +94,18 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == data["max_score"], [t for t in data["tests"] if t["score"] == 0]
+    assert (copy / "build" / "report.html").is_file()
+    # The slow training runs too (make grade-train), on the student's own stand-ins.
+    proc = subprocess.run(
+        ["make", "-s", "grade-train", "SUBMISSION=mine", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((copy / "build" / "results-train.json").read_text())
+    assert data["tests"] and data["score"] == data["max_score"], data
 
     # Mistakes still cost their points in the copy, which has no MiniGPT or blocks to replay
     # them on: the references decide (gpt's weight tying from the reference logits).
@@ -92,21 +131,12 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     }
     assert lost == {("gpt", "gpt-no-weight-tying"), ("diagnostics", "ln-grad-squared-norm")}, lost
 
-    # No judge model's body ships (autograder/student_copy.py); the copy grades the
-    # solutions, an alternative and a mutant of every module as the instructor's kit does.
+    # No judge model's body ships (autograder/student_copy.py).
     for judge in sorted((ROOT / "autograder" / "checks").glob("*/judge*.py")):
         ours = _models(judge.read_text())
         theirs = _models((copy / judge.relative_to(ROOT)).read_text())
         assert set(theirs) == set(ours), judge
         assert all(body == ["..."] for body in theirs.values()), (judge, theirs)
-    check = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "student_copy_check.py"), "--copy", str(copy)]
-        + ["--sample", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert "0 wrong" in check.stdout, check.stdout
 
     # Re-exporting what the copy holds earns nothing beyond the built-in stand-ins: every
     # module a re-export of its stand-in, attention and masks built on the judges' models.
@@ -123,6 +153,23 @@ def test_student_copy_grades_stubs_as_not_attempted(tmp_path):
     proc = _grade(copy, "SUBMISSION=wrong", "EX=attention,masks")
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == 0, proc.stdout
+
+
+def test_student_copy_names_every_mistake_the_kit_names(archive, tmp_path):
+    """Every solution, alternative and mutant graded in both kits: the same checks lost with
+    the same mistake ids (the copy's models answer what make dist recorded on the public
+    tier: autograder/model_replays.py)."""
+    names, copy = _unpack(archive, tmp_path)
+    shipped = {n.removeprefix("attention-lab/autograder/fixtures/") for n in names}
+    assert {"attention.models.json", "attention.models.npz", "kvcache.models.npz"} <= shipped
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "student_copy_check.py"), "--copy", str(copy)]
+        + ["--strict"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout[-6000:] + check.stderr[-3000:]
+    assert "0 mutant(s) charged more, 0 named differently, 0 wrong" in check.stdout, check.stdout
 
 
 def _models(source: str) -> dict[str, list[str]]:
@@ -163,3 +210,149 @@ def test_strip_models_cuts_bodies_and_keeps_everything_else():
     assert student_copy.copied("autograder/report.py", b"@model\ndef f():\n    pass\n") == (
         b"@model\ndef f():\n    pass\n"
     )
+
+
+def _scan(kit, solutions, *args):
+    """tools/working_code_check.py run on `kit`'s autograder package (its JSON report)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "working_code_check.py"), "--solutions"]
+        + [str(solutions), *args],
+        cwd=kit,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(kit), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["autograder"] == str((kit / "autograder").resolve()), report["autograder"]
+    # Every module was imported, but the one that runs the command line when imported.
+    assert set(report["skipped"]) == {"autograder.__main__"}, report["skipped"]
+    return report
+
+
+def test_student_copy_holds_no_working_exercise(archive, tmp_path):
+    """Every function and class of the copy's autograder package that shares a name or a
+    signature with an exercise, put in the exercise's place and probed on the public inputs,
+    computes something else than the solution: but the documented stand-ins."""
+    _, copy = _unpack(archive, tmp_path)
+    assert IN_STUDENT_COPY == DOCUMENTED_STAND_INS
+    report = _scan(copy, ROOT / "solutions", "--stand-ins", ",".join(DOCUMENTED_STAND_INS))
+    found = report["working"] + report["partial"]
+    allowed = tuple(f"autograder.trusted.{m}:" for m in DOCUMENTED_STAND_INS)
+    assert [f for f in found if not f.startswith(allowed)] == [], report
+    # The scan sees working code where there is some: each shipped stand-in computes its
+    # module's exercises (and the judges' models are candidates that compute nothing there).
+    for module in DOCUMENTED_STAND_INS:
+        assert any(f.startswith(f"autograder.trusted.{module}:") for f in report["working"]), (
+            module,
+            report,
+        )
+    assert any(".judge:" in c for c in report["candidates"]), report["candidates"]
+
+
+def test_student_copy_lists_and_runs_only_the_students_verbs(archive, tmp_path):
+    _, copy = _unpack(archive, tmp_path)
+    env = {**os.environ, "MAKEFLAGS": ""}
+    makefile = (copy / "Makefile").read_text()
+    declared = set(re.findall(r"^([a-z-]+):.*## ", makefile, flags=re.M))
+    instructor = set(
+        re.search(r"^INSTRUCTOR_VERBS := (.*?[^\\])$", makefile, flags=re.M | re.S)
+        .group(1)
+        .replace("\\", " ")
+        .split()
+    )
+    assert instructor <= declared, instructor - declared
+    # Every verb with a help text is the students' or the instructors', on purpose.
+    assert declared - instructor == STUDENT_VERBS, declared - instructor
+    named = {"course", "release", "collect", "autograde", "feedback", "export", "batch"}
+    named |= {"stubs", "fixtures", "dist", "new-module", "test", "translations"}
+    named |= {v for v in declared if v.startswith("bench")}
+    assert named <= instructor, named - instructor
+
+    help_text = subprocess.run(
+        ["make", "help"], cwd=copy, capture_output=True, text=True, env=env, check=True
+    ).stdout
+    listed = set(re.findall(r"^  make (\S+)", help_text, flags=re.M))
+    assert listed == STUDENT_VERBS, help_text
+    full = subprocess.run(
+        ["make", "help"], cwd=ROOT, capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert set(re.findall(r"^  make (\S+)", full, flags=re.M)) == declared, full
+
+    # An instructor's verb says at once that it needs the full kit, and installs nothing
+    # (VENV points nowhere: it must not be created).
+    venv = tmp_path / "no-venv"
+    for verb in sorted(instructor):
+        start = time.monotonic()
+        proc = subprocess.run(
+            ["make", verb, f"VENV={venv}"], cwd=copy, capture_output=True, text=True, env=env
+        )
+        took = time.monotonic() - start
+        assert proc.returncode != 0, (verb, proc.stdout)
+        assert "needs the full instructor kit" in proc.stderr, (verb, proc.stderr)
+        assert "this is the student copy" in proc.stderr, (verb, proc.stderr)
+        assert took < 2.0 and not venv.exists(), (verb, took)
+        assert "pip" not in proc.stdout + proc.stderr, (verb, proc.stdout)
+
+
+def test_every_kit_file_ships_or_stays_on_purpose(monkeypatch):
+    """Each file of the kit is on student_copy.SHIPS or STAYS; `make dist` refuses one that
+    is on neither, naming it, before it writes anything."""
+    files = cli.kit_files()
+    shipped, unlisted = student_copy.classify(files)
+    assert unlisted == [], unlisted
+    assert shipped == cli.dist_files()
+    for kept in ("solutions/attention.py", "tests/kit/conftest.py", "autograder/course.py"):
+        assert kept in files and kept not in shipped
+    for module in NOT_IN_STUDENT_COPY:
+        assert f"autograder/trusted/{module}.py" not in shipped
+    for module in registry.modules():
+        assert f"assignments/{module}.py" in shipped
+        assert f"tests/graded/test_{module}.py" in shipped
+    # a module's graded files ship once it is on the syllabus; a stranger's do not
+    assert student_copy.ships("autograder/checks/newmod/probe.py", ["newmod"])
+    assert not student_copy.ships("autograder/checks/newmod/probe.py")
+    assert student_copy.ships("autograder/fixtures/gpt.models.npz")  # any stored fixture
+    assert not student_copy.ships("autograder/trusted/newmod.py", ["newmod"])
+
+    monkeypatch.setattr(cli, "kit_files", lambda: [*files, "autograder/newthing.py"])
+    with pytest.raises(UsageError, match="newthing.py") as e:
+        cli.dist_files()
+    assert "SHIPS" in str(e.value) and "STAYS" in str(e.value)
+
+
+def test_new_module_ships_no_working_code(tmp_path):
+    """`make new-module` in a copy of the kit: its stand-in (a working implementation) and
+    the instructor's files stay out of the student copy; the new stub ships."""
+    kit = tmp_path / "kit"
+    for name in cli.kit_files():
+        (kit / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, kit / name)
+    subprocess.run(["git", "init", "-q"], cwd=kit, check=True)
+    env = {**os.environ, "PYTHONPATH": str(kit), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*args):
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", *args],
+            cwd=kit,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    run("new-module", "--name", "doubling")
+    run("stubs", "--module", "doubling")
+    run("dist", "--out", str(tmp_path / "student.tar.gz"), "--record", "doubling")
+    names, copy = _unpack(tmp_path / "student.tar.gz", tmp_path / "unpacked")
+    new = {n.removeprefix("attention-lab/") for n in names if "doubling" in n}
+    assert "assignments/doubling.py" in new
+    assert "autograder/trusted/doubling.py" not in new
+    assert not [n for n in new if n.startswith(("solutions/", "tests/kit/", "course/"))], new
+    # The scan finds the stand-in's working `double` in the kit, and nothing in the copy.
+    report = _scan(kit, kit / "solutions", "--modules", "doubling")
+    assert "autograder.trusted.doubling:double -> doubling.double" in report["working"], report
+    report = _scan(copy, kit / "solutions", "--modules", "doubling")
+    assert report["working"] == report["partial"] == [], report
+    assert report["candidates"], report  # the judge's checks were looked at

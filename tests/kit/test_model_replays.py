@@ -165,3 +165,12 @@ def test_a_holder_filled_in_place_is_keyed_as_given_and_filled_again(tmp_path, m
     assert torch.equal(cache.k[1], _inputs()["q"].sum(-1))  # and filled as the model did
     with pytest.raises(ModelUnavailable):
         left_out(_inputs(), _Holder(3))
+
+
+def test_a_sealed_process_gets_no_answer(answers, monkeypatch):
+    _, left_out = answers
+    monkeypatch.setattr(model_replays, "_sealed", False)
+    assert left_out(_inputs(), scale=4.0) is not None
+    model_replays.seal()  # the worker, before it imports student code
+    with pytest.raises(ModelUnavailable):
+        left_out(_inputs(), scale=4.0)
