@@ -10,7 +10,8 @@
 Each notebook is built from solutions/<module>.py (the single source) and the optional
 teaching text course/text/<module>.md:
 
-    setup cell (locked)      makes the kit importable (autograder/ on sys.path)
+    setup cell (locked)      finds the kit (ATTENTION_LAB_ROOT, the notebook's folders, the
+                             kernel's sys.path) and imports it, or says what to do
     markdown                 the module docstring and the teaching text
     imports                  the module's imports; `from .attention import x` becomes
                              `from autograder.trusted.attention import x`
