@@ -10,7 +10,8 @@
 Each notebook is built from solutions/<module>.py (the single source) and the optional
 teaching text course/text/<module>.md:
 
-    setup cell (locked)      makes the kit importable (autograder/ on sys.path)
+    setup cell (locked)      finds the kit (ATTENTION_LAB_ROOT, the notebook's folders, the
+                             kernel's sys.path) and imports it, or says what to do
     markdown                 the module docstring and the teaching text
     imports                  the module's imports; `from .attention import x` becomes
                              `from autograder.trusted.attention import x`
@@ -57,27 +58,64 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
 
 SETUP = """\
-# Setup (locked): make the Attention Lab kit importable. It is looked for in
-# $ATTENTION_LAB_ROOT, then in this notebook's folder and the folders above it.
+# Setup (locked): make the Attention Lab kit importable: the folder holding autograder/ and
+# assignments/ (the student copy of the kit, `make dist`, or the instructor's). It is looked
+# for in $ATTENTION_LAB_ROOT, then in this notebook's folder and the folders above it, then
+# where this kernel's Python finds it (PYTHONPATH).
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-try:
-    import autograder  # noqa: F401
-except ImportError:
-    _here = Path.cwd()
-    for _folder in [os.environ.get("ATTENTION_LAB_ROOT", ""), _here, *_here.parents]:
-        if _folder and (Path(_folder) / "autograder" / "__init__.py").is_file():
-            sys.path.insert(0, str(_folder))
-            break
-    else:
-        raise ImportError(
-            "Attention Lab's autograder/ was not found: set ATTENTION_LAB_ROOT to the kit's "
-            "folder (the one holding autograder/ and Makefile)"
+
+def _find_attention_lab():
+    \"\"\"(the kit's folder, None) or (None, what to do).\"\"\"
+
+    def kit(folder):
+        return (Path(folder) / "autograder" / "notebook.py").is_file()
+
+    given = os.environ.get("ATTENTION_LAB_ROOT", "").strip()
+    if given:
+        if kit(given):
+            return Path(given).resolve(), None
+        return None, (
+            f"ATTENTION_LAB_ROOT is {given!r}, which holds no autograder/notebook.py: set it to "
+            "the kit's folder (the one holding autograder/ and Makefile) and restart the kernel"
         )
+    here = [Path.cwd()]  # Jupyter starts the kernel in the notebook's folder
+    for where in (globals().get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
+        if where and Path(where).is_absolute() and Path(where).is_file():
+            here.insert(0, Path(where).parent)  # VS Code, Jupyter Server: the notebook's path
+    for start in here:
+        for folder in (start, *start.resolve().parents):
+            if kit(folder):
+                return folder.resolve(), None
+    spec = importlib.util.find_spec("autograder")
+    if spec and spec.origin and kit(Path(spec.origin).parents[1]):
+        return Path(spec.origin).resolve().parents[1], None
+    return None, (
+        "Attention Lab's kit was not found: put this notebook inside the kit's folder (the "
+        "student copy, attention-lab/, or a folder below it) or set ATTENTION_LAB_ROOT to "
+        "the kit's folder, then restart the kernel"
+    )
+
+
+_kit, _problem = _find_attention_lab()
+del _find_attention_lab
+if _problem:
+    raise ModuleNotFoundError(_problem)
+if str(_kit) in sys.path:  # the kit first, once: no other copy shadows it
+    sys.path.remove(str(_kit))
+sys.path.insert(0, str(_kit))
+import autograder
+
+if Path(autograder.__file__).resolve().parent != _kit / "autograder":
+    raise ImportError(
+        f"this kernel already imported the kit from {Path(autograder.__file__).parents[1]}: "
+        f"restart the kernel (Kernel -> Restart) to use the one in {_kit}"
+    )
 # As in the .py exercise, __file__ is the kit's assignments/{module}.py (relative paths work).
-__file__ = str(Path(sys.modules["autograder"].__file__).parents[1] / "assignments" / "{module}.py")
+__file__ = str(_kit / "assignments" / "{module}.py")
 """
 
 GRADING = """\
@@ -442,10 +480,12 @@ def _chosen(known: list[str], wanted: list[str] | None, what: str) -> list[str]:
 
 
 def kernel_env(root: Path) -> dict[str, str]:
-    """The environment of nbgrader and its kernels: the kit importable, this Python first, and
-    no hidden seed (the hidden tier is judged outside the kernel)."""
+    """The environment of nbgrader and its kernels: the kit importable (and the notebooks'
+    setup cell pointed at it, whatever ATTENTION_LAB_ROOT the shell had), this Python first,
+    and no hidden seed (the hidden tier is judged outside the kernel)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["ATTENTION_LAB_ROOT"] = str(ROOT)
     env["PATH"] = os.pathsep.join(
         p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p
     )

@@ -151,5 +151,17 @@ def dependency(mod, name: str):
     """The module that `mod` (a student's module, as Submission loaded it) gets for
     `from .<name> import ...`: the trusted stand-in where the kit has one (official grading
     always has it), else the student's own <name>.py (the student copy leaves out the
-    stand-ins that implement an exercise; local grading then says so)."""
-    return importlib.import_module(f"{mod.__package__}.{name}")
+    stand-ins that implement an exercise; local grading then says so).
+
+    A notebook's namespace (autograder/notebook.py) belongs to no package: it gets what the
+    notebook's own imports give (autograder/course.py), the stand-in, else assignments/<name>.py.
+    """
+    if mod.__package__:
+        return importlib.import_module(f"{mod.__package__}.{name}")
+    trusted = f"{__package__}.trusted.{name}"
+    try:
+        return importlib.import_module(trusted)
+    except ModuleNotFoundError as e:
+        if e.name != trusted:
+            raise
+        return importlib.import_module(f"assignments.{name}")
