@@ -10,6 +10,14 @@ mutant loses fewer checks there (exit status 1), MORE where a mutant is charged 
 checks there (a check that exempts a mistake charged elsewhere may need a model to see it;
 exit status 1 with --strict).
 
+Each variant is graded as `make grade` grades it, checks that wait on an own dependency
+included (autograder/waiting.py: in the copy, a module runs the student's own blocks.py,
+rotary.py, ...; its checks that do not pass WAIT while such a dependency fails its own checks).
+A check that waits is neither lost nor passed, so it is listed apart, and any is WRONG: every
+dependency here is the solution, which must pass its own checks in both kits, so a check that
+waits means the copy failed a correct dependency (and the instructor's kit, which has every
+stand-in, never holds a check).
+
     python tools/student_copy_check.py [--modules gpt,blocks] [--sample N] [--copy DIR] [--strict]
 """
 
@@ -35,6 +43,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.engine import grade
 from autograder.submission import Submission
+from autograder.waiting import hold, on
 solutions, todo = Path(sys.argv[1]), json.loads(sys.argv[2])
 found = {}
 for module, variants in todo.items():
@@ -44,10 +53,19 @@ for module, variants in todo.items():
             shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
             if path:
                 (folder / f"{module}.py").write_text(Path(path).read_text())
-            results = grade(Submission(folder), [module])
-        found[f"{module} {name}"] = sorted(
-            (r.check_id.split(".", 1)[1], r.misconception or "") for r in results if not r.passed
-        )
+            sub = Submission(folder)
+            results = hold(grade(sub, [module]), sub, lambda more: grade(sub, more))
+        held = [r for r in results if r.status == "waiting"]
+        found[f"{module} {name}"] = {
+            "lost": sorted(
+                (r.check_id.split(".", 1)[1], r.misconception or "")
+                for r in results
+                if not r.passed and r.status != "waiting"
+            ),
+            "waiting": sorted(
+                (r.check_id.split(".", 1)[1], ",".join(f for f, _ in on(r))) for r in held
+            ),
+        }
 print("RESULT " + json.dumps(found))
 """
 
@@ -63,7 +81,8 @@ def variants_of(module: str, sample: int) -> dict[str, str]:
 
 
 def graded(kit: Path, todo: dict[str, dict[str, str]]) -> dict[str, list]:
-    """{"<module> <variant>": [(check slug lost, misconception)]}, graded with `kit`."""
+    """{"<module> <variant>": {"lost": [(check slug, misconception)], "waiting": [(check
+    slug, files it waits on)]}}, graded with `kit`."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(kit), str(ROOT)]),
@@ -115,8 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         here, there = graded(ROOT, todo), graded(copy, todo)
     worse = more = 0
     for name in here:
-        lost_here = {slug for slug, _ in here[name]}
-        lost_there = {slug for slug, _ in there[name]}
+        held = here[name]["waiting"] + there[name]["waiting"]
+        if held:  # every dependency is the solution here: nothing may wait on it
+            worse += 1
+            print(
+                f"WAIT  {name}: checks wait on a dependency (the solution): instructor: "
+                f"{here[name]['waiting']}; copy: {there[name]['waiting']}"
+            )
+            continue
+        lost_here = {slug for slug, _ in here[name]["lost"]}
+        lost_there = {slug for slug, _ in there[name]["lost"]}
         if lost_here == lost_there:
             continue
         # A correct variant losing a check, or a mistake going uncharged, is wrong; a
@@ -124,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         bad = " mutant " not in name or bool(lost_here - lost_there)
         worse, more = worse + bad, more + (not bad)
         print(
-            f"{'WRONG' if bad else 'MORE '} {name}: instructor: {here[name]}; copy: {there[name]}"
+            f"{'WRONG' if bad else 'MORE '} {name}: instructor: {here[name]['lost']}; "
+            f"copy: {there[name]['lost']}"
         )
     print(f"{len(here)} variants of {len(modules)} modules graded in both kits")
     print(
