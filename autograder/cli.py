@@ -123,7 +123,6 @@ def cmd_hint(args) -> int:
     module first (its fast checks, as make grade does), so the hint is about the code as it is.
     """
     from . import engine, ladder, registry, waiting
-    from .core import Status
     from .i18n import _
     from .submission import Submission
 
@@ -147,7 +146,7 @@ def cmd_hint(args) -> int:
         results = waiting.hold(results, submission, lambda ms: engine.grade(submission, ms))
         ladder.advance([r for r in results if r.check_id in ids], folder)
         found = ladder.first_failing(folder, ids)
-        held = [r for r in results if r.status == Status.WAITING]
+        held = waiting.held(results)
         if found is None and held:
             files = waiting.files(held)
             print(f"{held[0].name}\n  {waiting.text(held[0])}")

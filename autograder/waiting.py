@@ -141,6 +141,11 @@ def on(r: Result) -> list[tuple[str, str]]:
     return [(str(p[0]), str(p[1])) for p in pairs if isinstance(p, (list, tuple)) and len(p) == 2]
 
 
+def held(results: Iterable[Result]) -> list[Result]:
+    """The WAITING results among `results`."""
+    return [r for r in results if r.status == Status.WAITING]
+
+
 def files(results: Iterable[Result]) -> list[str]:
     """The files the WAITING results among `results` wait on, first seen first."""
     return list(dict.fromkeys(f for r in results for f, _why in on(r)))
