@@ -130,12 +130,15 @@ def table(
         shown: set[tuple[str, str]] = set()
         hinted: set[str] = set()
         last_printed = ""
-        held = [r for r in rs if r.status == Status.WAITING]
+        held = waiting.held(rs)
+        said = ""
         for r in rs:
             title = check_title(r.name)
             lines.append(f"  {_(TAGS[r.status])}  {_points(r.score)}/{_points(r.points)}  {title}")
-            if r.status == Status.WAITING:  # the reason, then once per module what it means
-                texts = [waiting.text(r)]
+            said = said if r.status == Status.WAITING else ""
+            if r.status == Status.WAITING:  # the reason (once in a row), then what it means
+                texts = [waiting.text(r)] if waiting.text(r) != said else []
+                said = waiting.text(r)
                 if r is held[-1]:
                     texts.append(waiting.why(module, waiting.files(held), modules))
                 for text in texts:

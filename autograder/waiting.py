@@ -101,13 +101,20 @@ def hold(results: list[Result], submission: Submission, grade: Grade | None = No
         if module in held:
             return held[module]
         rs = known.get(module, [])
-        blocking = []
+        whys = {}
         for dep in deps.get(module, []):
             if dep in known and dep not in visiting:
-                why = state(resolved(dep, visiting | {module}))
-                if why:
-                    blocking.append((f"{dep}.py", why))
-        out = [waiting(r, blocking) if blocking and _waits(r, deps[module]) else r for r in rs]
+                whys[dep] = state(resolved(dep, visiting | {module}))
+        blocking = [(f"{dep}.py", why) for dep, why in whys.items() if why]
+        out = []
+        for r in rs:
+            stub = r.details.get("dependency") if r.status == Status.NOT_ATTEMPTED else None
+            if stub in whys:  # it ran into that file's NotImplementedError: that one is missing
+                out.append(waiting(r, [(f"{stub}.py", whys[stub] or UNFINISHED)]))
+            elif blocking and r.status in _HELD:
+                out.append(waiting(r, blocking))
+            else:
+                out.append(r)
         held[module] = out
         return out
 

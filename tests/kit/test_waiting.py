@@ -80,6 +80,7 @@ def test_failing_checks_wait_on_a_failing_own_dependency_and_passing_ones_stay(c
         _r("gpt", "errs", "error"),  # the grader's own failure stays one
         _r("gpt", "todo", "not attempted", exercise="generate"),  # gpt's own TODO stays
         _r("gpt", "dep-todo", "not attempted", exercise="x", dependency="blocks"),
+        _r("gpt", "pos-todo", "not attempted", exercise="x", dependency="positional"),
     ]
     held = _by_id(waiting.hold(results, sub))
     assert [r.check_id for r in waiting.hold(results, sub)] == [r.check_id for r in results]
@@ -90,6 +91,9 @@ def test_failing_checks_wait_on_a_failing_own_dependency_and_passing_ones_stay(c
         assert r.message == "waiting on blocks.py: fix its failing checks first"
         assert r.misconception == "" and r.extra["waiting"]["was"]["status"] != "waiting"
     assert held["gpt.logits"].extra["waiting"]["was"]["misconception"] == "wrong-values"
+    # a check that ran into positional's NotImplementedError waits on positional only (its
+    # own checks pass: the part gpt uses is not written)
+    assert waiting.on(held["gpt.pos-todo"]) == [("positional.py", waiting.UNFINISHED)]
     assert held["gpt.causal"].passed
     assert held["gpt.errs"].status == Status.ERROR
     assert held["gpt.todo"].status == Status.NOT_ATTEMPTED
@@ -166,7 +170,8 @@ def test_the_table_shows_wait_and_the_total_says_which_points_wait(copy_like, fo
     text = report.table(results, "T")
     lines = text.splitlines()
     assert "  WAIT  0/3  logits works" in lines and "  WAIT  0/2  tied works" in lines
-    assert text.count("waiting on blocks.py: fix its failing checks first") == 2
+    # the reason under the first of a run of checks that wait for the same reason
+    assert text.count("waiting on blocks.py: fix its failing checks first") == 1
     assert text.count("these checks cannot be judged") == 1  # once per module
     gpt = next(line for line in lines if line.startswith("gpt.py"))
     assert gpt.endswith("(5 waiting)  2 / 7") and len(gpt) == 92
