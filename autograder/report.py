@@ -159,7 +159,7 @@ def table(
                         if text:
                             lines += wrap(text, width, " " * 14, " " * 16)
             printed = r.extra.get("printed", "")
-            if printed and (show_printed or not r.passed):
+            if printed and (show_printed or not (r.passed or r.status == Status.WAITING)):
                 if printed == last_printed:
                     lines.append(" " * 14 + _("Your code printed the same as above."))
                 else:

@@ -94,12 +94,12 @@ def hold(results: list[Result], submission: Submission, grade: Grade | None = No
     for m in missing:  # the closure of a quietly graded module is needed to decide it too
         deps.setdefault(m, closure(submission, m))
 
-    held: dict[str, list[Result]] = {}
+    done: dict[str, list[Result]] = {}
 
     def resolved(module: str, visiting: frozenset[str]) -> list[Result]:
         """The module's results with its own waits applied (cycles: as graded)."""
-        if module in held:
-            return held[module]
+        if module in done:
+            return done[module]
         rs = known.get(module, [])
         whys = {}
         for dep in deps.get(module, []):
@@ -115,20 +115,20 @@ def hold(results: list[Result], submission: Submission, grade: Grade | None = No
                 out.append(waiting(r, blocking))
             else:
                 out.append(r)
-        held[module] = out
+        done[module] = out
         return out
 
     return [r for m in by_module for r in resolved(m, frozenset())]
 
 
-def waiting(r: Result, on: list[tuple[str, str]]) -> Result:
-    """`r` as a check that waits on the files `on` ([(file, why)]): no points won or lost,
-    the result it had kept in extra["waiting"]["was"] (for the record, not shown)."""
+def waiting(r: Result, blocking: list[tuple[str, str]]) -> Result:
+    """`r` as a check that waits on the files `blocking` ([(file, why)]): no points won or
+    lost, the result it had kept in extra["waiting"]["was"] (for the record, not shown)."""
     record = {
-        "on": [list(pair) for pair in on],
+        "on": [list(pair) for pair in blocking],
         "was": {"status": str(r.status), "misconception": r.misconception, "message": r.message},
     }
-    held = dataclasses.replace(
+    result = dataclasses.replace(
         r,
         status=Status.WAITING,
         score=0.0,
@@ -137,8 +137,8 @@ def waiting(r: Result, on: list[tuple[str, str]]) -> Result:
         details={},
         extra={**r.extra, "waiting": record},
     )
-    held.message = text(held, lang="en")
-    return held
+    result.message = text(result, lang="en")
+    return result
 
 
 def on(r: Result) -> list[tuple[str, str]]:
