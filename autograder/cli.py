@@ -119,7 +119,7 @@ def cmd_hint(args) -> int:
     is not about the module's current file (never graded, or edited since), it grades the
     module first (its fast checks, as make grade does), so the hint is about the code as it is.
     """
-    from . import engine, ladder, registry
+    from . import engine, ladder, registry, waiting
     from .i18n import _
     from .submission import Submission
 
@@ -137,9 +137,22 @@ def cmd_hint(args) -> int:
     found = ladder.first_failing(folder, ids)
     if found is None or found[1].get("source") != ladder.source_hash(folder, module):
         print(_("Grading {module}.py first ...").format(module=module), flush=True)
-        results = engine.grade(Submission(folder), [module])
+        submission = Submission(folder)
+        results = engine.grade(submission, [module])
+        # the student copy: checks that wait on an own dependency get no hint here (waiting.py)
+        results = waiting.hold(results, submission, lambda ms: engine.grade(submission, ms))
         ladder.advance([r for r in results if r.check_id in ids], folder)
         found = ladder.first_failing(folder, ids)
+        held = waiting.held(results)
+        if found is None and held:
+            files = waiting.files(held)
+            print(f"{held[0].name}\n  {waiting.text(held[0])}")
+            text = _(
+                "No hint for {module}.py now: its checks that do not pass wait on {files}. "
+                "`make hint EX={first}` gives the next hint there."
+            ).format(module=module, files=", ".join(files), first=files[0].removesuffix(".py"))
+            print(text)
+            return 0
         if found is None:
             print(_("Every check of {module}.py passes: no hint needed.").format(module=module))
             return 0

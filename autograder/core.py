@@ -517,6 +517,10 @@ class Status(StrEnum):
     NOT_ATTEMPTED = "not attempted"
     TIMED_OUT = "timed out"
     ERROR = "error"  # the grader's own failure, never the student's
+    # Local grading with the student's own dependency (the student copy has no stand-in for
+    # it) while that dependency fails its own checks: the check is not judged, counted
+    # neither as won nor as lost (waiting.py). Never in official grading.
+    WAITING = "waiting"
 
 
 @dataclass

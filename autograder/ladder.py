@@ -5,7 +5,9 @@ nearly the code). A check that fails shows level 1; each later failing attempt o
 check with the same misconception shows one level more (2, then 3, then 3 again). An attempt
 is a grading of changed code: grading a module whose file is unchanged shows the same level
 again (grading the whole kit while working on one module climbs no other module's ladder).
-A check that passes, or fails with another misconception, starts again at level 1.
+A check that passes, or fails with another misconception, starts again at level 1. A check
+that waits on an own dependency (waiting.py: the student copy, while that file fails its own
+checks) is no attempt: its level stays as it was, and `make hint` passes it by.
 `make hint EX=m` climbs one level by hand.
 
 The state lives in build/hint-state.json, one entry per submission folder and failing check:
@@ -27,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .core import HINT_LEVELS, Result
+from .core import HINT_LEVELS, Result, Status
 from .paths import BUILD
 
 STATE = BUILD / "hint-state.json"
@@ -107,6 +109,10 @@ def advance(results: Iterable[Result], folder: Path, path: Path | None = None) -
     hashes: dict[str, str] = {}
     levels: dict[str, int] = {}
     for r in results:
+        if r.status == Status.WAITING:  # not judged: no attempt, the level stays
+            if r.check_id in mine:
+                mine[r.check_id]["waiting"] = True
+            continue
         if r.passed or not r.misconception:
             mine.pop(r.check_id, None)
             continue
@@ -149,9 +155,10 @@ def levels_of(results: Iterable[Result], folder: Path, path: Path | None = None)
 def first_failing(
     folder: Path, checks: list[str], path: Path | None = None
 ) -> tuple[str, dict] | None:
-    """The first of `checks` (ids, in course order) with a recorded failure."""
+    """The first of `checks` (ids, in course order) with a recorded failure (not one that
+    waits on another file now)."""
     mine = load(path).get(key(folder), {})
-    return next(((c, mine[c]) for c in checks if c in mine), None)
+    return next(((c, mine[c]) for c in checks if c in mine and not mine[c].get("waiting")), None)
 
 
 def climb(folder: Path, check_id: str, path: Path | None = None) -> int:

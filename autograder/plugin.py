@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import ladder, limits, publish, registry, report, report_html, worker
+from . import ladder, limits, publish, registry, report, report_html, waiting, worker
 from .core import Check, Result, Status
 from .engine import grade_module
-from .i18n import _
+from .i18n import _, ngettext
 from .references import References
 from .submission import Submission
 
@@ -116,6 +116,15 @@ class GradingPlugin:
                 self.results[result.check_id] = result
         return self.results[check.id]
 
+    def grade_quietly(self, modules: list[str]) -> list[Result]:
+        """The fast checks of `modules`, not shown: the own dependencies that decide whether
+        a selected module's checks wait (make grade EX=gpt with the student's own blocks)."""
+        results = []
+        for module in modules:
+            checks = [c for c in registry.checks_of(module) if not c.slow]
+            results += grade_module(checks, self.submission, self.references, self.device)
+        return results
+
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """After pytest's own last line: the table is the last thing the student reads."""
@@ -123,7 +132,8 @@ class GradingPlugin:
             self.pool.close()
         if not self.results:
             return
-        results = ordered_results(self)
+        # Checks that wait on an own dependency failing its checks (student copy: waiting.py)
+        results = waiting.hold(ordered_results(self), self.submission, self.grade_quietly)
         # The hint ladder: one level more per failing attempt (ladder.py, build/hint-state.json)
         levels = ladder.advance(results, self.submission.path)
         hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else levels
@@ -175,10 +185,16 @@ class GradingPlugin:
             own = self.submission.own_dependencies(module)
             if own:
                 files = ", ".join(f"{m}.py" for m in own)
-                note = _(
+                note = ngettext(
                     "Note: {module}.py was graded with your own {files} (this copy of the kit "
-                    "has no trusted stand-in for it), so a bug there can cost points in "
-                    "{module} too. Official grading uses trusted stand-ins."
+                    "has no trusted stand-in for it): while it fails its own checks, the "
+                    "checks of {module} that do not pass wait (WAIT) instead of costing points. "
+                    "Official grading uses trusted stand-ins.",
+                    "Note: {module}.py was graded with your own {files} (this copy of the kit "
+                    "has no trusted stand-ins for them): while one of them fails its own "
+                    "checks, the checks of {module} that do not pass wait (WAIT) instead of "
+                    "costing points. Official grading uses trusted stand-ins.",
+                    len(own),
                 )
                 print(note.format(module=module, files=files))
 

@@ -115,6 +115,9 @@ def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str =
             if origin != check.module and origin in MODULES:  # own dependency (student copy)
                 name = str(e).split(":")[0]
                 exercise = f"{name} in {origin}.py, which {check.module}.py uses,"
+                # waiting.hold: the check waits on that file rather than counting as a TODO
+                failure = Failure(NOT_ATTEMPTED, exercise=exercise, dependency=origin)
+                return Result.of(check, "not attempted", failure)
             return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
         return Result.of(check, "failed", crash(e, submission.path))
     except Failure as f:

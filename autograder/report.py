@@ -9,7 +9,8 @@ import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
-from .core import Result
+from . import waiting
+from .core import Result, Status
 from .i18n import N_, _, hint_lines, message, ngettext, status_word
 from .i18n import title as check_title
 
@@ -19,6 +20,7 @@ TAGS = {
     "not attempted": N_("TODO"),
     "timed out": N_("TIME"),
     "error": N_("ERR "),
+    "waiting": N_("WAIT"),  # waiting.py: not judged while an own dependency fails its checks
 }
 
 # Which hint levels a failing check shows: {check id: level} (the ladder's state, make grade),
@@ -90,7 +92,7 @@ def summary(results: list[Result], left_out: bool = False) -> str:
     score, total = sum(r.score for r in results), sum(r.points for r in results)
     if score == total:
         return _("all graded checks passed") if left_out else _("all checks passed")
-    fix = sum(r.status not in ("passed", "not attempted") for r in results)
+    fix = sum(r.status not in ("passed", "not attempted", "waiting") for r in results)
     todo = sum(r.status == "not attempted" for r in results)
     parts = [ngettext("{n} check to fix", "{n} checks to fix", fix).format(n=fix) if fix else ""]
     parts.append(
@@ -98,7 +100,9 @@ def summary(results: list[Result], left_out: bool = False) -> str:
         if todo
         else ""
     )
-    return _(", ").join(p for p in parts if p)
+    # "1 check to fix; 7 points wait on blocks.py, rotary.py" (waiting.py)
+    listed = (_(", ").join(p for p in parts if p), waiting.total_note(results, _points))
+    return _("; ").join(t for t in listed if t)
 
 
 def table(
@@ -120,14 +124,27 @@ def table(
     for module, rs in modules.items():
         score, total = sum(r.score for r in rs), sum(r.points for r in rs)
         head = f"{module}.py"
-        lines.append(f"{head}{_points(score) + ' / ' + _points(total):>{width - len(head)}}")
+        points = _points(score) + " / " + _points(total)
+        if waiting.points(rs):  # "(8 waiting)  13 / 21", right-aligned by terminal columns
+            points = _("({n} waiting)").format(n=_points(waiting.points(rs))) + "  " + points
+        lines.append(head + " " * max(1, width - width_of(head) - width_of(points)) + points)
         shown: set[tuple[str, str]] = set()
         hinted: set[str] = set()
         last_printed = ""
+        held = waiting.held(rs)
+        said = ""
         for r in rs:
             title = check_title(r.name)
             lines.append(f"  {_(TAGS[r.status])}  {_points(r.score)}/{_points(r.points)}  {title}")
-            if not r.passed:
+            said = said if r.status == Status.WAITING else ""
+            if r.status == Status.WAITING:  # the reason (once in a row), then what it means
+                texts = [waiting.text(r)] if waiting.text(r) != said else []
+                said = waiting.text(r)
+                if r is held[-1]:
+                    texts.append(waiting.why(module, waiting.files(held), modules))
+                for text in texts:
+                    lines += wrap(text, width, " " * 14, " " * 16)
+            elif not r.passed:
                 key = (r.misconception, r.message)
                 if key in shown:
                     same = _("(same as above: {misconception})")
@@ -143,7 +160,7 @@ def table(
                         if text:
                             lines += wrap(text, width, " " * 14, " " * 16)
             printed = r.extra.get("printed", "")
-            if printed and (show_printed or not r.passed):
+            if printed and (show_printed or not (r.passed or r.status == Status.WAITING)):
                 if printed == last_printed:
                     lines.append(" " * 14 + _("Your code printed the same as above."))
                 else:
@@ -178,6 +195,11 @@ def gradescope(results: list[Result], hints: Hints = None) -> dict:
     for r in results:
         if r.passed:
             output = _("Passed.")
+        elif r.status == Status.WAITING:
+            # Counted neither as won nor as lost: worth 0 here, its points kept in extra_data
+            # (results.json's top-level max_score still counts them, like the table's total).
+            tests.append(_waiting_test(r, results))
+            continue
         else:
             output = f"[{status_word(r.status)}] [{r.misconception}] {message(r)}"
             output += "".join("\n" + line for line in hints_of(r, hints))
@@ -192,10 +214,47 @@ def gradescope(results: list[Result], hints: Hints = None) -> dict:
                 "visibility": "visible",
             }
         )
-    return {
+    data = {
         "score": sum(r.score for r in results),
         "max_score": sum(r.points for r in results),
         "tests": tests,
+    }
+    return {**data, **waiting_summary(results)}
+
+
+def waiting_summary(results: list[Result]) -> dict:
+    """results.json's top-level `output` and `extra_data` on the checks that wait (waiting.py),
+    or {} when none does."""
+    note = waiting.total_note(results, _points)
+    if not note:
+        return {}
+    return {
+        "output": _("{note}: not judged yet, counted neither as won nor as lost.").format(
+            note=note
+        ),
+        "extra_data": {
+            "waiting_points": waiting.points(results),
+            "waiting_on": waiting.files(results),
+        },
+    }
+
+
+def _waiting_test(r: Result, results: list[Result]) -> dict:
+    """The results.json entry of a WAITING check: max_score 0 (it is not judged, so neither
+    won nor lost), the points it will be worth in extra_data, the reason in its output."""
+    held = [x for x in results if x.module == r.module and x.status == Status.WAITING]
+    shown = {x.module for x in results}
+    output = f"[{status_word(r.status)}] {waiting.text(r)}\n"
+    output += waiting.why(r.module, waiting.files(held), shown)
+    return {
+        "name": r.name,
+        "score": 0.0,
+        "max_score": 0.0,
+        "status": "failed",
+        "output": output,
+        "tags": ["waiting"],
+        "visibility": "visible",
+        "extra_data": {"status": "waiting", "points": r.points, "waiting_on": waiting.files([r])},
     }
 
 

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fixtures, registry
-from .core import Result
+from . import fixtures, registry, waiting
+from .core import Result, Status
 from .i18n import N_, _, html_lang, message, ngettext
 from .i18n import title as i18n_title
 from .report import TAGS, Hints, hints_of, printed_lines
@@ -403,6 +403,9 @@ def picture_html(
     if result.status == "timed out":
         note = _note(_("Not drawn: the check ran out of time."))
         return f'<div class="picture">{head}{note}</div>'
+    if result.status == Status.WAITING:
+        note = _note(_("Not drawn: {reason}").format(reason=waiting.text(result)))
+        return f'<div class="picture">{head}{note}</div>'
     want = refs.get(picture.slug)
     if want is None:
         return f'<div class="picture">{head}{_note(_("No reference outputs stored."))}</div>'
@@ -459,11 +462,11 @@ def sections(
                 continue
             result = by_slug.get(picture.slug)
             pictures.append(picture_html(picture, check, result, submission, stored, probed))
-        out[module] = section(module, rs, "".join(pictures), hints, graded_at)
+        out[module] = section(module, rs, "".join(pictures), hints, graded_at, modules=by_module)
     return out
 
 
-_CSS_CLASS = {"passed": "pass", "not attempted": "todo"}
+_CSS_CLASS = {"passed": "pass", "not attempted": "todo", "waiting": "wait"}
 
 
 def _points(x: float) -> str:
@@ -471,20 +474,32 @@ def _points(x: float) -> str:
 
 
 def section(
-    module: str, rs: list[Result], pictures: str, hints: Hints = None, graded_at: str = ""
+    module: str,
+    rs: list[Result],
+    pictures: str,
+    hints: Hints = None,
+    graded_at: str = "",
+    modules=(),
 ) -> str:
-    """One module's section: its heading (points, and when it was graded), its checks with
-    their messages and hints, then `pictures` (HTML)."""
+    """One module's section: its heading (points, what waits, and when it was graded), its
+    checks with their messages and hints, then `pictures` (HTML). `modules`: the modules
+    graded with it (a check that waits says whether its dependency's checks are shown)."""
     score, total = sum(r.score for r in rs), sum(r.points for r in rs)
     rows = []
     shown: set[tuple[str, str]] = set()
     hinted: set[str] = set()
+    held = [r for r in rs if r.status == Status.WAITING]
     for r in rs:
         tag = _(TAGS[r.status]).strip() if r.status in TAGS else "?"
         css = _CSS_CLASS.get(r.status, "fail")
         title = html.escape(i18n_title(r.name))
         detail = ""
-        if not r.passed and (r.misconception, r.message) in shown:
+        if r.status == Status.WAITING:  # waiting.py: the reason, once what it means
+            detail = f'<div class="msg">{html.escape(waiting.text(r))}</div>'
+            if r is held[0]:
+                why = waiting.why(module, waiting.files(held), modules or [module])
+                detail += f'<div class="hint">{html.escape(why)}</div>'
+        elif not r.passed and (r.misconception, r.message) in shown:
             same = _("(same as above: {misconception})").format(misconception=r.misconception)
             detail = f'<div class="hint">{html.escape(same)}</div>'
         elif not r.passed:
@@ -496,7 +511,7 @@ def section(
                     detail += f'<div class="hint">{html.escape(line)}</div>'
             hinted.add(r.misconception)
         printed = r.extra.get("printed", "")
-        if printed and not r.passed:
+        if printed and not r.passed and r.status != Status.WAITING:
             text = "\n".join(printed_lines(printed, 100))
             head = html.escape(_("Your code printed:"))
             detail += f'<pre class="printed">{head}\n{html.escape(text)}</pre>'
@@ -508,8 +523,12 @@ def section(
     if graded_at:
         when = html.escape(_("graded {time}").format(time=graded_at))
         when = f' <span class="when">{when}</span>'
+    wait = ""
+    if held:
+        wait = _("({n} waiting)").format(n=_points(waiting.points(held))) + " "
     return (
-        f'<section id="{module}"><h2>{module}.py{when} <span class="score">{_points(score)} / '
+        f'<section id="{module}"><h2>{module}.py{when} <span class="score">{html.escape(wait)}'
+        f"{_points(score)} / "
         f'{_points(total)}</span></h2><table class="checks">{"".join(rows)}</table>'
         f"{pictures}</section>"
     )
@@ -526,6 +545,7 @@ table.checks{border-collapse:collapse;width:100%}
 table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
 td.tag{font-weight:bold;width:44px}
 tr.pass td.tag{color:#1a7f37}tr.fail td.tag{color:#cf222e}tr.todo td.tag{color:#9a6700}
+tr.wait td.tag{color:#57606a}
 .msg{margin-top:4px}.hint{color:#444;margin-top:2px}
 pre.printed{background:#f6f8fa;padding:6px;font-size:12px;white-space:pre-wrap;margin:4px 0}
 .summary td{padding:2px 12px 2px 0}
@@ -547,14 +567,15 @@ img{image-rendering:pixelated;image-rendering:crisp-edges;border:1px solid #ccc;
 
 def _state(rs: list[Result]) -> str:
     todo = sum(r.status == "not attempted" for r in rs)
-    fix = sum(r.status not in ("passed", "not attempted") for r in rs)
-    if not todo and not fix:
+    fix = sum(r.status not in ("passed", "not attempted", "waiting") for r in rs)
+    if not todo and not fix and not waiting.points(rs):
         return _("all passed")
     parts = [
         ngettext("{n} not attempted", "{n} not attempted", todo).format(n=todo) if todo else "",
         ngettext("{n} to fix", "{n} to fix", fix).format(n=fix) if fix else "",
     ]
-    return _(", ").join(p for p in parts if p)
+    listed = (_(", ").join(p for p in parts if p), waiting.total_note(rs, _points))
+    return _("; ").join(t for t in listed if t)
 
 
 def page(
@@ -588,6 +609,11 @@ def page(
         "{score} / {total} points · written {stamp} by make grade. Pictures: what your code "
         "computed on the grader's inputs, beside the reference and their difference."
     ).format(score=_points(score), total=_points(total), stamp=stamp)
+    note = waiting.total_note(results, _points)
+    if note:
+        intro += " " + _("{note}: not judged yet, counted neither as won nor as lost.").format(
+            note=note
+        )
     count = (
         "<script>addEventListener('load',()=>{const i=[...document.images];"
         "document.body.dataset.rendered=i.filter(x=>x.complete&&x.naturalWidth>0).length;"

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import engine, ladder, limits, publish, registry, report, report_html
+from . import engine, ladder, limits, publish, registry, report, report_html, waiting
 from .core import Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
@@ -80,8 +80,9 @@ def grade_module(
     return engine.grade_module(checks, submission, refs, device, outputs=outputs)
 
 
-def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module):
-    """The forked child: grade, print the table, send results and report sections, exit."""
+def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module, known=()):
+    """The forked child: grade, print the table, send results and report sections, exit.
+    `known`: the other watched modules' last results (what an own dependency's decide)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     status = 0
     try:
@@ -91,6 +92,18 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
             results += grade_module(
                 submission, module, refs_by_module, device=args.device, outputs=outputs
             )
+
+        def quietly(more: list[str]) -> list[Result]:
+            return [
+                r
+                for m in more
+                for r in grade_module(submission, m, refs_by_module, device=args.device, outputs={})
+            ]
+
+        # Checks that wait on an own dependency failing its checks (student copy: waiting.py)
+        others = [r for r in known if r.module not in modules]
+        results = waiting.hold(results + others, submission, quietly)
+        results = [r for r in results if r.module in modules]
         stored = {m: refs_by_module.module(m) for m in modules}
         levels = ladder.advance(results, submission.path)  # each save is an attempt
         graded_at = publish.now()
@@ -160,12 +173,16 @@ class Watcher:
         for m in self.modules:  # load (and check) the fixtures once, before any fork
             self.refs.module(m)
         _warm_up()
+        # {module: its latest results}: what a later grading's waits are decided from
+        self.results: dict[str, list[Result]] = {}
         self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
         self.buffer = b""
 
     def mtimes(self) -> dict[str, float]:
+        """Every exercise file's, watched or not: a watched module may run an unwatched one
+        as its own dependency (the student copy; see `to_grade`)."""
         found = {}
-        for m in self.modules:
+        for m in registry.modules():
             try:
                 found[m] = self.folder.joinpath(f"{m}.py").stat().st_mtime_ns
             except OSError:
@@ -180,7 +197,8 @@ class Watcher:
         pid = os.fork()
         if pid == 0:  # the child
             os.close(read_fd)
-            _child(write_fd, str(self.folder), modules, self.args, self.refs)
+            known = [r for rs in self.results.values() for r in rs]
+            _child(write_fd, str(self.folder), modules, self.args, self.refs, known)
         os.close(write_fd)
         self.child, self.buffer = (pid, read_fd, time.monotonic(), modules), b""
 
@@ -231,6 +249,8 @@ class Watcher:
             print("\n" + text, flush=True)
             return
         graded = [Result(**{**r, "status": Status(r["status"])}) for r in payload["results"]]
+        for m in modules:
+            self.results[m] = [r for r in graded if r.module == m]
         # results.json and report.html: merged with every module graded earlier (publish.py)
         published = publish.publish(
             graded,
@@ -251,6 +271,17 @@ class Watcher:
         ).format(seconds=f"{seconds:.1f}", report=self.report_path, folder=self.folder)
         print(text, flush=True)
 
+    def to_grade(self, changed: list[str]) -> list[str]:
+        """The watched modules to grade again after `changed` were saved: those, and the
+        ones that run a changed file as their own dependency (the student copy has no
+        stand-in for it), whose grades (and WAIT checks, waiting.py) depend on it."""
+        submission = Submission(self.folder)
+        return [
+            m
+            for m in self.modules
+            if m in changed or set(waiting.closure(submission, m)) & set(changed)
+        ]
+
     def run(self) -> int:
         seen = self.mtimes()
         text = _(
@@ -262,13 +293,14 @@ class Watcher:
         while True:
             self.poll_child(POLL)
             now = self.mtimes()
-            changed = [m for m in self.modules if now[m] != seen[m]]
+            saved = [m for m in now if now[m] != seen[m]]
+            seen = now
+            changed = self.to_grade(saved) if saved else []
             if changed:
-                seen = now
                 if self.child is not None:  # stop it, and grade its modules again too
                     changed = [m for m in self.modules if m in changed or m in self.child[3]]
                 stamp = time.strftime("%H:%M:%S")
-                files = ", ".join(m + ".py" for m in changed)
+                files = ", ".join(m + ".py" for m in saved)
                 text = _("[{time}] {files} changed").format(time=stamp, files=files)
                 print("\n" + text, flush=True)
                 self.start(changed)

@@ -11,6 +11,14 @@ charged in more checks there, NAMES where the same checks are lost under other m
 (the copy's models answer only what the kit recorded on the public tier: model_replays.py);
 MORE and NAMES give exit status 1 with --strict.
 
+Each variant is graded as `make grade` grades it, checks that wait on an own dependency
+included (autograder/waiting.py: in the copy, a module runs the student's own blocks.py,
+rotary.py, ...; its checks that do not pass WAIT while such a dependency fails its own checks).
+A check that waits is neither lost nor passed, so it is listed apart, and any is WRONG: every
+dependency here is the solution, which must pass its own checks in both kits, so a check that
+waits means the copy failed a correct dependency (and the instructor's kit, which has every
+stand-in, never holds a check).
+
     python tools/student_copy_check.py [--modules gpt,blocks] [--sample N] [--copy DIR] [--strict]
 """
 
@@ -36,6 +44,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.engine import grade
 from autograder.submission import Submission
+from autograder.waiting import hold, on
 solutions, todo = Path(sys.argv[1]), json.loads(sys.argv[2])
 found = {}
 for module, variants in todo.items():
@@ -45,10 +54,19 @@ for module, variants in todo.items():
             shutil.copytree(solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
             if path:
                 (folder / f"{module}.py").write_text(Path(path).read_text())
-            results = grade(Submission(folder), [module])
-        found[f"{module} {name}"] = sorted(
-            (r.check_id.split(".", 1)[1], r.misconception or "") for r in results if not r.passed
-        )
+            sub = Submission(folder)
+            results = hold(grade(sub, [module]), sub, lambda more: grade(sub, more))
+        held = [r for r in results if r.status == "waiting"]
+        found[f"{module} {name}"] = {
+            "lost": sorted(
+                (r.check_id.split(".", 1)[1], r.misconception or "")
+                for r in results
+                if not r.passed and r.status != "waiting"
+            ),
+            "waiting": sorted(
+                (r.check_id.split(".", 1)[1], ",".join(f for f, _ in on(r))) for r in held
+            ),
+        }
 print("RESULT " + json.dumps(found))
 """
 
@@ -64,7 +82,8 @@ def variants_of(module: str, sample: int) -> dict[str, str]:
 
 
 def graded(kit: Path, todo: dict[str, dict[str, str]]) -> dict[str, list]:
-    """{"<module> <variant>": [(check slug lost, misconception)]}, graded with `kit`."""
+    """{"<module> <variant>": {"lost": [(check slug, misconception)], "waiting": [(check
+    slug, files it waits on)]}}, graded with `kit`."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(kit), str(ROOT)]),
@@ -121,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         for module, variants in todo.items():
             record = model_replays.recorded_grades(module, paths.BUILD / "model-replays")
             if record is not None and set(record) >= set(variants):
-                here.update({f"{module} {v}": record[v] for v in variants})
+                # (every stand-in there: nothing waits)
+                here.update({f"{module} {v}": {"lost": record[v], "waiting": []} for v in variants})
             else:
                 again[module] = variants
         if again:
@@ -129,10 +149,18 @@ def main(argv: list[str] | None = None) -> int:
         there = graded(copy, todo)
     worse = more = unnamed = 0
     for name in here:
-        if here[name] == there[name]:
+        held = here[name]["waiting"] + there[name]["waiting"]
+        if held:  # every dependency is the solution here: nothing may wait on it
+            worse += 1
+            print(
+                f"WAIT  {name}: checks wait on a dependency (the solution): instructor: "
+                f"{here[name]['waiting']}; copy: {there[name]['waiting']}"
+            )
             continue
-        lost_here = {slug for slug, _ in here[name]}
-        lost_there = {slug for slug, _ in there[name]}
+        if here[name]["lost"] == there[name]["lost"]:
+            continue
+        lost_here = {slug for slug, _ in here[name]["lost"]}
+        lost_there = {slug for slug, _ in there[name]["lost"]}
         # A correct variant losing a check, or a mistake going uncharged, is wrong; a
         # mistake charged in more checks (one that only a model could exempt) is MORE; the
         # same checks lost under other names (a mistake the copy cannot name) is NAMES.
@@ -142,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             worse, kind = worse + 1, "WRONG"
         else:
             more, kind = more + 1, "MORE "
-        print(f"{kind} {name}: instructor: {here[name]}; copy: {there[name]}")
+        print(f"{kind} {name}: instructor: {here[name]['lost']}; copy: {there[name]['lost']}")
     print(f"{len(here)} variants of {len(modules)} modules graded in both kits")
     print(
         f"the student copy charges the same checks with the same mistake ids, except "

@@ -95,6 +95,7 @@ LAZY = {
     ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.i18n"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.submission"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.waiting"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.catalogs"): "each verb's module loads when it runs",
     ("autograder/i18n.py", "babel.messages.mofile"): "Babel only when a catalog is compiled",
     ("autograder/i18n.py", "babel.messages.pofile"): "Babel only when a catalog is compiled",

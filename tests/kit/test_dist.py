@@ -70,7 +70,14 @@ def test_student_copy_grades_stubs_as_not_attempted(archive, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((copy / "build" / "results.json").read_text())
     assert data["score"] == 0 and data["tests"]
-    assert all(t["tags"] == ["not-attempted"] for t in data["tests"])
+    # A check that ran into the stub of a module it uses (no stand-in for it in the copy)
+    # waits on that file, "not written yet"; every other check is not attempted.
+    waits = [t for t in data["tests"] if t["tags"] == ["waiting"]]
+    assert all(t["tags"] == ["not-attempted"] for t in data["tests"] if t not in waits)
+    assert waits and all(": it is not written yet" in t["output"] for t in waits)
+    assert {w for t in waits for w in t["extra_data"]["waiting_on"]} <= {
+        f"{m}.py" for m in NOT_IN_STUDENT_COPY
+    }
     assert "Traceback" not in proc.stdout + proc.stderr
     # Stubs and fixtures are instructors' verbs; the student copy says so instead of failing.
     proc = subprocess.run(
@@ -170,6 +177,93 @@ def test_student_copy_names_every_mistake_the_kit_names(archive, tmp_path):
     )
     assert check.returncode == 0, check.stdout[-6000:] + check.stderr[-3000:]
     assert "0 mutant(s) charged more, 0 named differently, 0 wrong" in check.stdout, check.stdout
+
+
+GELU_LINE = 'h = F.gelu(h) if self.activation == "gelu" else F.relu(h)'
+
+
+def _tests(copy) -> dict[str, dict]:
+    data = json.loads((copy / "build" / "results.json").read_text())
+    return {t["name"]: t for t in data["tests"]}
+
+
+def test_a_correct_module_waits_on_a_failing_own_dependency_in_the_student_copy(archive, tmp_path):
+    """The copy runs the student's own blocks.py under gpt.py (no stand-in ships): one bug
+    in blocks.py costs points in blocks only; gpt's checks that it breaks WAIT, naming
+    blocks.py, counted neither as won nor as lost, until blocks is fixed. The kit itself
+    (every stand-in) gives the same gpt.py full marks."""
+    _, copy = _unpack(archive, tmp_path)
+    mine = copy / "mine"
+    shutil.copytree(ROOT / "solutions", mine, ignore=shutil.ignore_patterns("__pycache__"))
+    good = (mine / "blocks.py").read_text()
+    assert GELU_LINE in good
+    (mine / "blocks.py").write_text(good.replace(GELU_LINE, "h = F.relu(h)"))  # GELU ignored
+
+    proc = _grade(copy, "SUBMISSION=mine", "EX=blocks,gpt")
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    tests = _tests(copy)
+    gpt = {n: t for n, t in tests.items() if n.startswith("gpt: ")}
+    waited = [t for t in gpt.values() if t["tags"] == ["waiting"]]
+    assert waited and all(t["score"] == 0 == t["max_score"] for t in waited)
+    assert all(t["extra_data"]["waiting_on"] == ["blocks.py"] for t in waited)
+    assert all(t["score"] == t["max_score"] for t in gpt.values())  # gpt loses no point
+    assert all(t["status"] == "passed" for t in gpt.values() if t not in waited)
+    lost = [n for n, t in tests.items() if t["score"] < t["max_score"]]
+    assert lost and all(n.startswith("blocks: ") for n in lost)  # blocks is charged
+    points = sum(t["extra_data"]["points"] for t in waited)
+    total = f"{points:g} points wait on blocks.py"
+    assert "WAIT  0/3  MiniGPT's logits match the reference" in proc.stdout, proc.stdout
+    assert "waiting on blocks.py: fix its failing checks first" in proc.stdout
+    data = json.loads((copy / "build" / "results.json").read_text())
+    line = f"Total: {data['score']:g} / {data['max_score']:g} points ("
+    assert f"{line}1 check to fix; {total})" in proc.stdout, proc.stdout
+
+    # EX=gpt alone: blocks is graded quietly to decide, not shown
+    proc = _grade(copy, "SUBMISSION=mine", "EX=gpt")
+    alone = {n: t for n, t in _tests(copy).items() if n.startswith("gpt: ")}  # merged: blocks too
+    assert set(alone) == set(gpt) and [n for n in alone if "waiting" in alone[n]["tags"]] == [
+        t["name"] for t in waited
+    ]
+    assert f"({total})" in proc.stdout and "`make grade EX=blocks` shows its checks" in proc.stdout
+    proc = subprocess.run(
+        ["make", "hint", "EX=gpt", "SUBMISSION=mine", f"VENV={ROOT / '.venv'}"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert "No hint for gpt.py now" in proc.stdout, proc.stdout + proc.stderr
+
+    # Not written yet (the stub): gpt waits, saying so
+    shutil.copyfile(copy / "assignments" / "blocks.py", mine / "blocks.py")
+    proc = _grade(copy, "SUBMISSION=mine", "EX=gpt")
+    stub = _tests(copy)
+    assert all(t["score"] == t["max_score"] for t in stub.values())
+    assert any("waiting" in t["tags"] for t in stub.values())
+    assert "waiting on blocks.py: it is not written yet" in proc.stdout, proc.stdout
+
+    # Fixed: gpt's checks pass, nothing waits
+    (mine / "blocks.py").write_text(good)
+    proc = _grade(copy, "SUBMISSION=mine", "EX=blocks,gpt")
+    data = json.loads((copy / "build" / "results.json").read_text())
+    assert data["score"] == data["max_score"] and "  WAIT  " not in proc.stdout, proc.stdout
+
+    # The kit itself (every stand-in) is unchanged: the same gpt.py gets full marks there
+    # whatever blocks.py does, and nothing waits
+    (mine / "blocks.py").write_text(good.replace(GELU_LINE, "h = F.relu(h)"))
+    results = tmp_path / "kit.json"
+    proc = subprocess.run(
+        ["make", "grade", f"SUBMISSION={mine}", "EX=blocks,gpt", f"RESULTS={results}"]
+        + [f"VENV={ROOT / '.venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    kit = {t["name"]: t for t in json.loads(results.read_text())["tests"]}
+    assert set(kit) == set(tests) and "  WAIT  " not in proc.stdout, proc.stdout
+    assert all(t["score"] == t["max_score"] > 0 for n, t in kit.items() if n.startswith("gpt: "))
+    assert [n for n, t in kit.items() if t["score"] < t["max_score"]] == lost
 
 
 def _models(source: str) -> dict[str, list[str]]:
