@@ -202,7 +202,7 @@ def test_results_json_counts_a_waiting_check_neither_as_won_nor_as_lost(copy_lik
 
 def test_the_report_shows_wait_rows_and_the_summary(copy_like, folder):
     results = _held(folder)
-    html = report_html._module_html("gpt", [r for r in results if r.module == "gpt"], "")
+    html = report_html.section("gpt", [r for r in results if r.module == "gpt"], "")
     assert html.count('<tr class="wait"><td class="tag">WAIT</td>') == 2
     assert "(5 waiting) 2 / 7" in html and "cannot be judged" in html
     assert report_html._state([r for r in results if r.module == "gpt"]) == (
