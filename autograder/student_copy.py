@@ -110,6 +110,7 @@ SHIPS = (
     "autograder/tolerances.py",
     "autograder/unicode_math.py",
     "autograder/verdicts.py",
+    "autograder/waiting.py",  # checks that wait on the student's own failing dependency
     "autograder/warm.py",
     "autograder/watch.py",
     "autograder/worker.py",
