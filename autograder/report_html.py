@@ -79,7 +79,7 @@ PICTURES: dict[str, list[Picture]] = {
             select=_seq0,
         ),
         Picture(
-            "cross-mask",
+            "mask",  # cross-attention (L ≠ S) under an (L, S) mask
             ("weights",),
             N_("MultiHeadAttention: cross-attention with a mask, one map per head"),
             kind="heads",
@@ -89,8 +89,11 @@ PICTURES: dict[str, list[Picture]] = {
     "positional": [
         Picture(
             "encoding",
-            ("small",),
-            N_("sinusoidal_encoding(50, 16), transposed: rows are features, columns positions"),
+            ("pe",),  # what probe_table returns for the "encoding" check
+            N_(
+                "sinusoidal_encoding(max_len, d_model) on the encoding check's sizes, "
+                "transposed: rows are features, columns positions"
+            ),
             select=lambda t: t.T,
             scale="signed",
         ),
