@@ -37,7 +37,7 @@ class Row:
     check: str  # the check's name, "module: title"
     score: float
     max_score: float
-    status: str  # passed | failed | not attempted | ...
+    status: str  # passed | failed | not attempted | note | ...
     misconception: str
 
 
@@ -59,9 +59,11 @@ class ClassData:
 
 
 def _status(test: dict) -> str:
+    match = re.match(r"\[([a-z ]+)\]", test.get("output", ""))
+    if match and match.group(1) == "note":  # advice: "passed" for Gradescope, 0 of 0 points
+        return "note"
     if test.get("status") == "passed":
         return "passed"
-    match = re.match(r"\[([a-z ]+)\]", test.get("output", ""))
     return match.group(1) if match else "failed"
 
 
@@ -71,6 +73,7 @@ def _rows_of(student: str, data: dict) -> list[Row]:
         name = str(test.get("name", ""))
         module = name.split(":", 1)[0]
         tags = test.get("tags") or []
+        status = _status(test)
         rows.append(
             Row(
                 student,
@@ -78,8 +81,8 @@ def _rows_of(student: str, data: dict) -> list[Row]:
                 name,
                 float(test.get("score", 0)),
                 float(test.get("max_score", 0)),
-                _status(test),
-                "" if test.get("status") == "passed" else (tags[0] if tags else ""),
+                status,
+                "" if status == "passed" else (tags[0] if tags else ""),
             )
         )
     return rows

@@ -540,6 +540,12 @@ class Result:
     def passed(self) -> bool:
         return self.status == Status.PASSED
 
+    @property
+    def note(self) -> bool:
+        """A 0-point check that did not pass (advice, such as an efficiency check): it costs
+        nothing, so every channel shows it as a NOTE, not as a failure to fix."""
+        return self.status == Status.FAILED and not self.points
+
     @classmethod
     def of(cls, check: Check | ProbeSpec, status: str, failure: Failure | None = None) -> Result:
         status = Status(status)

@@ -255,13 +255,15 @@ def hint_lines(result: Result, levels: Sequence[int] | None = None) -> list[str]
 
 
 def status_word(status: str) -> str:
-    """A check's status (passed, failed, not attempted, timed out, error) in words."""
+    """A check's status (passed, failed, not attempted, timed out, error; note: advice, a
+    0-point check that did not pass) in words."""
     words = {
         "passed": N_("passed"),
         "failed": N_("failed"),
         "not attempted": N_("not attempted"),
         "timed out": N_("timed out"),
         "error": N_("error"),
+        "note": N_("note"),
     }
     return _(words.get(str(status), str(status)))
 

@@ -32,7 +32,7 @@ from . import fixtures, registry
 from .core import Result
 from .i18n import N_, _, html_lang, message, ngettext
 from .i18n import title as i18n_title
-from .report import TAGS, Hints, hints_of, printed_lines
+from .report import TAGS, Hints, hints_of, printed_lines, shown_status
 
 
 @dataclass(frozen=True)
@@ -463,7 +463,7 @@ def sections(
     return out
 
 
-_CSS_CLASS = {"passed": "pass", "not attempted": "todo"}
+_CSS_CLASS = {"passed": "pass", "not attempted": "todo", "note": "note"}
 
 
 def _points(x: float) -> str:
@@ -476,8 +476,9 @@ def _module_html(module: str, rs: list[Result], pictures: str, hints: Hints = No
     shown: set[tuple[str, str]] = set()
     hinted: set[str] = set()
     for r in rs:
-        tag = _(TAGS[r.status]).strip() if r.status in TAGS else "?"
-        css = _CSS_CLASS.get(r.status, "fail")
+        status = shown_status(r)
+        tag = _(TAGS[status]).strip() if status in TAGS else "?"
+        css = _CSS_CLASS.get(status, "fail")
         title = html.escape(i18n_title(r.name))
         detail = ""
         if not r.passed and (r.misconception, r.message) in shown:
@@ -517,6 +518,7 @@ table.checks{border-collapse:collapse;width:100%}
 table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
 td.tag{font-weight:bold;width:44px}
 tr.pass td.tag{color:#1a7f37}tr.fail td.tag{color:#cf222e}tr.todo td.tag{color:#9a6700}
+tr.note td.tag{color:#0969da}
 .msg{margin-top:4px}.hint{color:#444;margin-top:2px}
 pre.printed{background:#f6f8fa;padding:6px;font-size:12px;white-space:pre-wrap;margin:4px 0}
 .summary td{padding:2px 12px 2px 0}
@@ -538,12 +540,13 @@ img{image-rendering:pixelated;image-rendering:crisp-edges;border:1px solid #ccc;
 
 def _state(rs: list[Result]) -> str:
     todo = sum(r.status == "not attempted" for r in rs)
-    fix = sum(r.status not in ("passed", "not attempted") for r in rs)
-    if not todo and not fix:
-        return _("all passed")
+    fix = sum(r.status not in ("passed", "not attempted") and not r.note for r in rs)
+    notes = sum(r.note for r in rs)
     parts = [
+        _("all passed") if not todo and not fix else "",
         ngettext("{n} not attempted", "{n} not attempted", todo).format(n=todo) if todo else "",
         ngettext("{n} to fix", "{n} to fix", fix).format(n=fix) if fix else "",
+        ngettext("{n} advice note", "{n} advice notes", notes).format(n=notes) if notes else "",
     ]
     return _(", ").join(p for p in parts if p)
 
