@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import registry
+from .core import IMPORT_ERROR, MISSING_FILE, UNSTARTED
 
 LONG_COLUMNS = ["student", "module", "check", "score", "max_score", "status", "misconception"]
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -89,7 +90,7 @@ def _rows_of(student: str, data: dict) -> list[Row]:
 
 
 def _missing_module(rows: list[Row]) -> bool:
-    return all(r.misconception == "import-error" for r in rows)
+    return all(r.misconception in (MISSING_FILE.id, IMPORT_ERROR.id) for r in rows)
 
 
 def from_batch(folder: Path) -> ClassData:
@@ -167,7 +168,7 @@ def misconceptions(data: ClassData) -> list[tuple[str, str, int, float]]:
     }
     seen: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for r in data.rows:
-        if r.misconception and r.misconception not in ("not-attempted", "import-error"):
+        if r.misconception and r.misconception not in UNSTARTED | {IMPORT_ERROR.id}:
             exercise = _exercise(r)
             seen[exercise, r.misconception].add(r.student)
     found = [

@@ -1,5 +1,5 @@
-"""What each channel shows for a check that costs nothing (NOTE), and where the tip under the
-table sends the student."""
+"""What each channel shows for a check that costs nothing (NOTE), for a module file that is
+not there (TODO, missing-file), and where the tip under the table sends the student."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import pytest
 from conftest import KIT, SOLUTIONS, submission_with
 
 from autograder import class_report, core, engine, i18n, notebook, registry, report, report_html
+from autograder.batch import write_grades
 from autograder.core import Result
 from autograder.references import References
+from autograder.sandbox.runner import Graded
 from autograder.submission import Submission
 
 
@@ -109,6 +111,76 @@ def test_notes_in_chinese():
     finally:
         i18n.use(None)
     assert "建议  0/0" in text and "1 条建议" in text and "失败" not in text
+
+
+# --------------------------------------------------------------------------- missing file
+
+
+@pytest.fixture(scope="module")
+def without_masks(tmp_path_factory):
+    """solutions/ without masks.py, graded on attention and masks."""
+    folder = submission_with(tmp_path_factory.mktemp("nomasks"))
+    (folder / "masks.py").unlink()
+    submission = Submission(folder)
+    probed: dict = {}
+    refs = References.public()
+    results = []
+    for module in ("attention", "masks"):
+        checks = [c for c in registry.checks_of(module) if not c.slow]
+        results += engine.grade_module(checks, submission, refs, outputs=probed)
+    return submission, results, probed
+
+
+def test_a_missing_module_file_is_todo_with_what_to_create(without_masks):
+    _, results, _ = without_masks
+    masks = [r for r in results if r.module == "masks"]
+    assert masks and all(r.status == "not attempted" and r.score == 0 for r in masks)
+    assert {r.misconception for r in masks} == {"missing-file"}
+    first = masks[0]
+    assert first.message.startswith("submission/masks.py: the file is missing")
+    assert "Create masks.py in submission/ with causal_mask in it" in first.message
+    assert all(r.passed for r in results if r.module == "attention")
+
+    text = report.table(results, "T")
+    masks_rows = [line for line in text.splitlines() if line.startswith("  ") and "/" in line]
+    assert "FAIL" not in text and "import-error" not in text and "SyntaxError" not in text
+    assert any(line.split()[0] == "TODO" for line in masks_rows)
+    assert "[missing-file] submission/masks.py: the file is missing" in text
+    assert f"({len(masks)} checks not attempted)" in text and "to fix" not in text
+    assert "Tip: work one module at a time, in this order: make grade EX=masks" in text
+
+    data = report.gradescope(results)
+    tests = [t for t in data["tests"] if t["name"].startswith("masks: ")]
+    assert all(t["tags"] == ["missing-file"] and t["score"] == 0 for t in tests)
+    assert all(t["output"].startswith("[not attempted] [missing-file] ") for t in tests)
+
+
+def test_every_channel_counts_a_missing_file_as_not_handed_in(without_masks, tmp_path):
+    submission, results, probed = without_masks
+    section = report_html.sections(results, submission, probed=probed)["masks"]
+    assert 'class="fail"' not in section and 'class="todo"' in section
+    assert "placeholder" in section and "Not drawn" not in section
+    assert "masks.py</a></td><td>0 / " in report_html.page(results, {}, "T")
+
+    # batch's grades.csv: "missing", not 0
+    graded = Graded("bob", results=results)
+    write_grades([graded], tmp_path / "grades.csv", ["attention", "masks"])
+    bob = (tmp_path / "grades.csv").read_text().splitlines()[1].split(",")
+    assert bob[4] == "missing" and float(bob[3]) > 0
+
+    # the class report: not a misconception, and the module counts as not handed in
+    rows = class_report._rows_of("bob", report.gradescope(results))
+    data = class_report.ClassData("test", rows=rows)
+    assert class_report.misconceptions(data) == []
+    assert class_report._missing_module([r for r in rows if r.module == "masks"])
+    assert all(r.status == "not attempted" for r in rows if r.module == "masks")
+
+
+def test_a_broken_file_is_still_an_import_error(tmp_path):
+    folder = submission_with(tmp_path, {"masks": "def causal_mask(:\n"})
+    checks = [c for c in registry.checks_of("masks") if not c.slow][:2]
+    results = engine.grade_module(checks, Submission(folder), References.public())
+    assert all(r.status == "failed" and r.misconception == "import-error" for r in results)
 
 
 # --------------------------------------------------------------------------- the tip
