@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import ladder, registry, report, seeds
-from .core import IMPORT_ERROR
+from .core import MISSING_FILE
 from .i18n import _
 from .options import modules_of
 from .sandbox.jail import Limits
@@ -224,7 +224,7 @@ def write_student(graded: Graded, folder: Path, title: str) -> None:
 
 
 def _missing_file(result) -> bool:
-    return result.misconception == IMPORT_ERROR.id and "the file is missing" in result.message
+    return result.misconception == MISSING_FILE.id
 
 
 def write_grades(rows: list[Graded], path: Path, modules: list[str]) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import registry
+from .core import IMPORT_ERROR, MISSING_FILE, UNSTARTED
 
 LONG_COLUMNS = ["student", "module", "check", "score", "max_score", "status", "misconception"]
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -37,7 +38,7 @@ class Row:
     check: str  # the check's name, "module: title"
     score: float
     max_score: float
-    status: str  # passed | failed | not attempted | ...
+    status: str  # passed | failed | not attempted | note | ...
     misconception: str
 
 
@@ -59,9 +60,11 @@ class ClassData:
 
 
 def _status(test: dict) -> str:
+    match = re.match(r"\[([a-z ]+)\]", test.get("output", ""))
+    if match and match.group(1) == "note":  # advice: "passed" for Gradescope, 0 of 0 points
+        return "note"
     if test.get("status") == "passed":
         return "passed"
-    match = re.match(r"\[([a-z ]+)\]", test.get("output", ""))
     return match.group(1) if match else "failed"
 
 
@@ -71,6 +74,7 @@ def _rows_of(student: str, data: dict) -> list[Row]:
         name = str(test.get("name", ""))
         module = name.split(":", 1)[0]
         tags = test.get("tags") or []
+        status = _status(test)
         rows.append(
             Row(
                 student,
@@ -78,15 +82,15 @@ def _rows_of(student: str, data: dict) -> list[Row]:
                 name,
                 float(test.get("score", 0)),
                 float(test.get("max_score", 0)),
-                _status(test),
-                "" if test.get("status") == "passed" else (tags[0] if tags else ""),
+                status,
+                "" if status == "passed" else (tags[0] if tags else ""),
             )
         )
     return rows
 
 
 def _missing_module(rows: list[Row]) -> bool:
-    return all(r.misconception == "import-error" for r in rows)
+    return all(r.misconception in (MISSING_FILE.id, IMPORT_ERROR.id) for r in rows)
 
 
 def from_batch(folder: Path) -> ClassData:
@@ -164,7 +168,7 @@ def misconceptions(data: ClassData) -> list[tuple[str, str, int, float]]:
     }
     seen: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for r in data.rows:
-        if r.misconception and r.misconception not in ("not-attempted", "import-error"):
+        if r.misconception and r.misconception not in UNSTARTED | {IMPORT_ERROR.id}:
             exercise = _exercise(r)
             seen[exercise, r.misconception].add(r.student)
     found = [

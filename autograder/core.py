@@ -93,6 +93,24 @@ NOT_ATTEMPTED = misconception(
         "Replace the `raise NotImplementedError(...)` line in the TODO region with your code.",
     ),
 )
+MISSING_FILE = misconception(
+    "missing-file",
+    "{file}: the file is missing, so {exercise} is not attempted yet. Create {module}.py in "
+    "{folder}/ with {exercise} in it, as the stub of {module}.py defines it.",
+    (
+        "Each exercise module is a file of its own in your folder, and the grader found no "
+        "{module}.py there, so none of its exercises can run. It counts as not attempted "
+        "(0 points), not as a mistake.",
+        "The file must be named exactly {module}.py (not .ipynb, not .txt), sit next to the "
+        "other module files in {folder}/, and define the functions and classes of its stub, "
+        "with the same names and arguments.",
+        "Restore the stub, then fill in its TODOs: in the kit's folder, "
+        "`git checkout -- assignments/{module}.py`, or copy assignments/{module}.py from a "
+        "fresh copy of the kit into {folder}/.",
+    ),
+)
+# The misconceptions of a check not attempted yet: a TODO, never counted as a mistake.
+UNSTARTED = frozenset({NOT_ATTEMPTED.id, MISSING_FILE.id})
 IMPORT_ERROR = misconception(
     "import-error",
     "{file} could not be imported, so none of its exercises could be graded: {error}",
@@ -543,6 +561,12 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.status == Status.PASSED
+
+    @property
+    def note(self) -> bool:
+        """A 0-point check that did not pass (advice, such as an efficiency check): it costs
+        nothing, so every channel shows it as a NOTE, not as a failure to fix."""
+        return self.status == Status.FAILED and not self.points
 
     @classmethod
     def of(cls, check: Check | ProbeSpec, status: str, failure: Failure | None = None) -> Result:

@@ -169,7 +169,7 @@ def verdict_text(result: Result, points: float) -> str:
     head = f"{OFFICIAL}: {i18n_name(result.name)}: {score:g} / {points:g}"
     if result.passed:
         return f"{head}  {_('PASS')}\n"
-    word = status_word(result.status)
+    word = status_word(report.shown_status(result))
     text = f"{head}  {word.upper() if word.isascii() else word}\n"
     if result.message:
         text += feedback(result) + "\n"

@@ -255,7 +255,8 @@ def hint_lines(result: Result, levels: Sequence[int] | None = None) -> list[str]
 
 
 def status_word(status: str) -> str:
-    """A check's status (passed, failed, not attempted, timed out, error, waiting) in words."""
+    """A check's status (passed, failed, not attempted, timed out, error, waiting; note:
+    advice, a 0-point check that did not pass) in words."""
     words = {
         "passed": N_("passed"),
         "failed": N_("failed"),
@@ -263,6 +264,7 @@ def status_word(status: str) -> str:
         "timed out": N_("timed out"),
         "error": N_("error"),
         "waiting": N_("waiting"),
+        "note": N_("note"),
     }
     return _(words.get(str(status), str(status)))
 

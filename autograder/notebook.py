@@ -233,6 +233,12 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
         print(line)
         return
     text = feedback(result)
+    if result.note:  # advice worth no points: shown, never a failed cell
+        line = _("{tag}  {name}{tier}: {score} / {points} points").format(
+            tag=_("NOTE"), name=result.name, tier=tier, score="0", points="0"
+        )
+        print(f"{line}\n{text}")
+        return
     if result.status == "error":
         print(result.extra.get("traceback", ""), file=sys.stdout)
     raise CheckFailed(f"{i18n_name(result.name)}{tier}: {status_word(result.status)}.\n{text}")

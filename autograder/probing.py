@@ -18,6 +18,7 @@ import torch
 from .core import (
     CRASH,
     IMPORT_ERROR,
+    MISSING_FILE,
     NOT_ATTEMPTED,
     WRONG_TYPE,
     Check,
@@ -97,6 +98,15 @@ def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str =
     try:
         module = submission.load(check.module)
     except ImportProblem as p:
+        if p.missing:  # nothing to run yet: a TODO, not a broken file
+            missing = Failure(
+                MISSING_FILE,
+                file=p.file,
+                module=p.module,
+                folder=submission.path.name,
+                exercise=check.exercise or check.module,
+            )
+            return Result.of(check, "not attempted", missing)
         failure = Failure(
             IMPORT_ERROR,
             file=p.file,

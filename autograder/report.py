@@ -13,6 +13,7 @@ from . import waiting
 from .core import Result, Status
 from .i18n import N_, _, hint_lines, message, ngettext, status_word
 from .i18n import title as check_title
+from .syllabus import MODULES
 
 TAGS = {
     "passed": N_("PASS"),
@@ -21,7 +22,14 @@ TAGS = {
     "timed out": N_("TIME"),
     "error": N_("ERR "),
     "waiting": N_("WAIT"),  # waiting.py: not judged while an own dependency fails its checks
+    "note": N_("NOTE"),  # a 0-point check that did not pass: advice (core.Result.note)
 }
+
+
+def shown_status(r: Result) -> str:
+    """The status a student sees: "note" for advice (core.Result.note), else r.status."""
+    return "note" if r.note else str(r.status)
+
 
 # Which hint levels a failing check shows: {check id: level} (the ladder's state, make grade),
 # a tuple of levels for every check (ladder.ALL_LEVELS with HINTS=all; FRESH_LEVELS where no
@@ -90,9 +98,16 @@ def printed_lines(text: str, width: int, keep: int = PRINTED_LINES) -> list[str]
 def summary(results: list[Result], left_out: bool = False) -> str:
     """'all checks passed', '1 check to fix, 2 checks not attempted', ..."""
     score, total = sum(r.score for r in results), sum(r.points for r in results)
+    notes = sum(r.note for r in results)
     if score == total:
-        return _("all graded checks passed") if left_out else _("all checks passed")
-    fix = sum(r.status not in ("passed", "not attempted", "waiting") for r in results)
+        done = _("all graded checks passed") if left_out else _("all checks passed")
+        if not notes:
+            return done
+        advice = ngettext("{n} advice note", "{n} advice notes", notes).format(n=notes)
+        return _(", ").join((done, advice))
+    fix = sum(
+        r.status not in ("passed", "not attempted", "waiting") and not r.note for r in results
+    )
     todo = sum(r.status == "not attempted" for r in results)
     parts = [ngettext("{n} check to fix", "{n} checks to fix", fix).format(n=fix) if fix else ""]
     parts.append(
@@ -135,7 +150,8 @@ def table(
         said = ""
         for r in rs:
             title = check_title(r.name)
-            lines.append(f"  {_(TAGS[r.status])}  {_points(r.score)}/{_points(r.points)}  {title}")
+            tag = _(TAGS[shown_status(r)])
+            lines.append(f"  {tag}  {_points(r.score)}/{_points(r.points)}  {title}")
             said = said if r.status == Status.WAITING else ""
             if r.status == Status.WAITING:  # the reason (once in a row), then what it means
                 texts = [waiting.text(r)] if waiting.text(r) != said else []
@@ -181,11 +197,30 @@ def table(
         )
         lines += wrap(text, width, "", "  ")
         lines.append("  " + _("Run `make grade-train` to grade it."))
-    todo = [m for m, rs in modules.items() if any(r.status == "not attempted" for r in rs)]
-    if len(modules) > 1 and todo:
-        tip = _("Tip: work one module at a time, in this order: make grade EX={module}")
-        lines.append(tip.format(module=todo[0]))
+    if len(modules) > 1:
+        lines += _tip(modules)
     return "\n".join(lines)
+
+
+def _tip(modules: dict[str, list[Result]]) -> list[str]:
+    """Where to go next, in course order: the first module with a check to fix; when every
+    module begun passes, the first one with a check not attempted."""
+    order = sorted(modules, key=lambda m: MODULES.index(m) if m in MODULES else len(MODULES))
+    failing = [m for m in order if any(_to_fix(r) for r in modules[m])]
+    if failing:
+        tip = _("Tip: fix {module}.py first, one module at a time: make grade EX={module}")
+        return [tip.format(module=failing[0])]
+    todo = [m for m in order if any(r.status == "not attempted" for r in modules[m])]
+    if todo:
+        tip = _("Tip: work one module at a time, in this order: make grade EX={module}")
+        return [tip.format(module=todo[0])]
+    return []
+
+
+def _to_fix(r: Result) -> bool:
+    """A check that lost points through the student's code (not a TODO, a NOTE, or the
+    grader's own error)."""
+    return r.status in ("failed", "timed out") and not r.note
 
 
 def gradescope(results: list[Result], hints: Hints = None) -> dict:
@@ -201,14 +236,15 @@ def gradescope(results: list[Result], hints: Hints = None) -> dict:
             tests.append(_waiting_test(r, results))
             continue
         else:
-            output = f"[{status_word(r.status)}] [{r.misconception}] {message(r)}"
+            output = f"[{status_word(shown_status(r))}] [{r.misconception}] {message(r)}"
             output += "".join("\n" + line for line in hints_of(r, hints))
         tests.append(
             {
                 "name": r.name,
                 "score": r.score,
                 "max_score": r.points,
-                "status": "passed" if r.passed else "failed",
+                # a NOTE costs nothing (0 of 0 points): Gradescope shows it as passed
+                "status": "passed" if r.passed or r.note else "failed",
                 "output": output,
                 "tags": [r.misconception] if r.misconception else [],
                 "visibility": "visible",

@@ -33,7 +33,7 @@ from . import fixtures, registry, waiting
 from .core import Result, Status
 from .i18n import N_, _, html_lang, message, ngettext
 from .i18n import title as i18n_title
-from .report import TAGS, Hints, hints_of, printed_lines
+from .report import TAGS, Hints, hints_of, printed_lines, shown_status
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ PICTURES: dict[str, list[Picture]] = {
             select=_seq0,
         ),
         Picture(
-            "cross-mask",
+            "mask",  # cross-attention (L ≠ S) under an (L, S) mask
             ("weights",),
             N_("MultiHeadAttention: cross-attention with a mask, one map per head"),
             kind="heads",
@@ -90,8 +90,11 @@ PICTURES: dict[str, list[Picture]] = {
     "positional": [
         Picture(
             "encoding",
-            ("small",),
-            N_("sinusoidal_encoding(50, 16), transposed: rows are features, columns positions"),
+            ("pe",),  # what probe_table returns for the "encoding" check
+            N_(
+                "sinusoidal_encoding(max_len, d_model) on the encoding check's sizes, "
+                "transposed: rows are features, columns positions"
+            ),
             select=lambda t: t.T,
             scale="signed",
         ),
@@ -466,7 +469,7 @@ def sections(
     return out
 
 
-_CSS_CLASS = {"passed": "pass", "not attempted": "todo", "waiting": "wait"}
+_CSS_CLASS = {"passed": "pass", "not attempted": "todo", "waiting": "wait", "note": "note"}
 
 
 def _points(x: float) -> str:
@@ -490,8 +493,9 @@ def section(
     hinted: set[str] = set()
     held = [r for r in rs if r.status == Status.WAITING]
     for r in rs:
-        tag = _(TAGS[r.status]).strip() if r.status in TAGS else "?"
-        css = _CSS_CLASS.get(r.status, "fail")
+        status = shown_status(r)
+        tag = _(TAGS[status]).strip() if status in TAGS else "?"
+        css = _CSS_CLASS.get(status, "fail")
         title = html.escape(i18n_title(r.name))
         detail = ""
         if r.status == Status.WAITING:  # waiting.py: the reason, once what it means
@@ -546,6 +550,7 @@ table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
 td.tag{font-weight:bold;width:44px}
 tr.pass td.tag{color:#1a7f37}tr.fail td.tag{color:#cf222e}tr.todo td.tag{color:#9a6700}
 tr.wait td.tag{color:#57606a}
+tr.note td.tag{color:#0969da}
 .msg{margin-top:4px}.hint{color:#444;margin-top:2px}
 pre.printed{background:#f6f8fa;padding:6px;font-size:12px;white-space:pre-wrap;margin:4px 0}
 .summary td{padding:2px 12px 2px 0}
@@ -567,12 +572,13 @@ img{image-rendering:pixelated;image-rendering:crisp-edges;border:1px solid #ccc;
 
 def _state(rs: list[Result]) -> str:
     todo = sum(r.status == "not attempted" for r in rs)
-    fix = sum(r.status not in ("passed", "not attempted", "waiting") for r in rs)
-    if not todo and not fix and not waiting.points(rs):
-        return _("all passed")
+    fix = sum(r.status not in ("passed", "not attempted", "waiting") and not r.note for r in rs)
+    notes = sum(r.note for r in rs)
     parts = [
+        _("all passed") if not todo and not fix and not waiting.points(rs) else "",
         ngettext("{n} not attempted", "{n} not attempted", todo).format(n=todo) if todo else "",
         ngettext("{n} to fix", "{n} to fix", fix).format(n=fix) if fix else "",
+        ngettext("{n} advice note", "{n} advice notes", notes).format(n=notes) if notes else "",
     ]
     listed = (_(", ").join(p for p in parts if p), waiting.total_note(rs, _points))
     return _("; ").join(t for t in listed if t)

@@ -23,10 +23,11 @@ _counter = itertools.count()
 
 
 class ImportProblem(Exception):
-    """The module could not be imported; `error` says why in one line."""
+    """The module could not be imported; `error` says why in one line; `missing`: the file
+    is not there at all (not attempted, rather than broken)."""
 
-    def __init__(self, module: str, file: str, error: str):
-        self.module, self.file, self.error = module, file, error
+    def __init__(self, module: str, file: str, error: str, missing: bool = False):
+        self.module, self.file, self.error, self.missing = module, file, error, missing
         super().__init__(f"{file}: {error}")
 
 
@@ -80,7 +81,9 @@ class Submission:
         file = self.file(module)
         shown = f"{self.path.name}/{module}.py"
         if not file.is_file():
-            raise ImportProblem(module, shown, f"the file is missing from {self.path}")
+            raise ImportProblem(
+                module, shown, f"the file is missing from {self.path}", missing=True
+            )
         package = f"_attention_lab_submission_{next(_counter)}"
         pkg = types.ModuleType(package)
         pkg.__path__ = [str(self.path)]

@@ -63,6 +63,8 @@ def test_class_report_of_a_batch_of_mutants(tmp_path):
         long = list(csv.DictReader(f))
     graded = [c for m in ("attention", "masks") for c in registry.checks_of(m) if not c.slow]
     assert len(long) == 6 * len(graded)  # every student and check, the empty student too
+    empty = [r for r in long if r["student"] == "empty"]  # not attempted: no file, no mistake
+    assert {(r["status"], r["misconception"]) for r in empty} == {("not attempted", "missing-file")}
     with open(report / "canvas.csv", newline="") as f:
         canvas = list(csv.reader(f))
     assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

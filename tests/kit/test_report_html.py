@@ -79,9 +79,41 @@ def test_pictures_come_from_the_students_code_with_reference_and_difference(repo
     assert "largest " in attention and "|yours − reference|" in attention
     multihead = text.split('<section id="multihead">')[1].split("</section>")[0]
     assert "head 0" in multihead and "head 1" in multihead and "identical" in multihead
-    assert "sinusoidal_encoding(50, 16)" in text and "layer 1" in text
+    positional = text.split('<section id="positional">')[1].split("</section>")[0]
+    assert "sinusoidal_encoding(max_len, d_model)" in positional and "Not drawn" not in positional
+    assert "identical" in positional and "layer 1" in text
     plots = text.split('<section id="plots">')[1].split("</section>")[0]
     assert "placeholder" in plots and "is not attempted yet" in plots
+
+
+def test_every_picture_of_every_module_is_drawn_for_the_solutions():
+    """solutions/: each picture shows the student's side, the reference and their difference,
+    and none says "Not drawn" (a picture that reads an output its check's probe does not
+    return draws nothing, for everyone: positional's once asked for "small")."""
+    from autograder import engine, fixtures, registry
+
+    submission, refs, probed = Submission(SOLUTIONS), References.public(), {}
+    for module, pictures in report_html.PICTURES.items():
+        check_of = {c.slug: c for c in registry.checks_of(module)}
+        assert {p.slug for p in pictures} <= set(check_of), module
+        checks = [check_of[slug] for slug in dict.fromkeys(p.slug for p in pictures)]
+        results = {
+            r.check_id: r for r in engine.grade_module(checks, submission, refs, outputs=probed)
+        }
+        stored = fixtures.load(module)
+        for picture in pictures:
+            check = check_of[picture.slug]
+            assert results[check.id].passed, results[check.id].message
+            part = report_html.picture_html(
+                picture, check, results[check.id], submission, stored, probed
+            )
+            where = f"{module}: {picture.caption}"
+            assert 'class="note"' not in part and "not drawn" not in part.lower(), (where, part)
+            if picture.kind == "curves":
+                assert part.count("<polyline") == 2 * len(picture.keys), where
+            else:
+                assert "|yours − reference|" in part and "identical" in part, where
+                assert not re.search(r"largest \d", part), where  # the solutions' outputs
 
 
 def test_the_sqrt_dk_curves_are_drawn_as_inline_svg():
