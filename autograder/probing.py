@@ -187,3 +187,42 @@ def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
                     setattr(found, attr, stand_in(name, value))
                 elif isinstance(value, (staticmethod, classmethod)):
                     setattr(found, attr, type(value)(stand_in(name, value.__func__)))
+
+
+class Attempts:
+    """`attempt` for a process that runs checks one after another (the worker, the sandbox's
+    child), telling the grader through `send` (one message, a dict) what only this process
+    sees: that the import of the check's module returned ("loaded": a check stopped before
+    was stopped in the file's top-level code), and that the check called a function guarded
+    because it did not finish in an earlier process ("stuck"). `guards`: {module: names}."""
+
+    def __init__(
+        self,
+        submission: Submission,
+        send: Callable[[dict], None],
+        guards: dict[str, list[str]] | None = None,
+    ):
+        self.submission, self.send, self.guards = submission, send, guards or {}
+        self.current = ""
+        self.guarded: set[str] = set()
+
+    def _fire(self, name: str) -> None:
+        self.send({"type": "stuck", "check": self.current, "function": name})
+
+    def __call__(self, check: Probed, inputs: Inputs, device: str = "cpu"):
+        """attempt(check, ...); never raises for anything the student's code does."""
+        self.current = check.id
+        try:
+            module = self.submission.load(check.module)
+        except BaseException:  # attempt reports it
+            module = None
+        if module is not None:
+            self.send({"type": "loaded", "check": check.id})
+            names = self.guards.get(check.module)
+            if names and check.module not in self.guarded:
+                self.guarded.add(check.module)
+                guard(module, names, self._fire)
+        try:
+            return attempt(check, self.submission, inputs, device)
+        except BaseException as e:  # StuckCall (the grader knows), SystemExit, ...
+            return Result.of(check, "failed", crash(e, self.submission.path))

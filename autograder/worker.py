@@ -35,7 +35,7 @@ import torch
 
 from . import limits
 from .core import TIMEOUT, Check, Failure, Result, Status, misconception
-from .probing import StuckCall, attempt, crash, guard, make_inputs
+from .probing import Attempts, make_inputs
 from .registry import all_misconceptions
 from .sandbox import wire
 from .submission import Submission
@@ -179,16 +179,12 @@ def _work(
         limits.warm_up(*limits.warm_ups_of(probes))
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         sub = Submission(submission)
-        current = [""]
-        guarded: set[str] = set()
-
-        def fire(name: str) -> None:
-            wire.send(channel, {"type": "stuck", "check": current[0], "function": name})
-
+        run = Attempts(
+            sub, lambda message: wire.send(channel, message), {probes[0].module: list(guards)}
+        )
         for p in probes:
-            current[0] = p.id
             wire.send(channel, {"type": "start", "check": p.id})
-            got = _guarded_attempt(p, sub, inputs[p.id], device, channel, guards, guarded, fire)
+            got = run(p, inputs[p.id], device)
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -224,27 +220,6 @@ def _work(
             pass
     finally:
         os._exit(0)
-
-
-def _guarded_attempt(p, sub, inputs, device, channel, guards, guarded, fire):
-    """probing.attempt, after the import of the check's module has returned (the parent is
-    told: a check stopped before that was stopped in the file's top-level code) and its
-    functions that did not finish in an earlier worker are guarded."""
-    try:
-        module = sub.load(p.module)
-    except BaseException:  # attempt reports it
-        module = None
-    if module is not None:
-        wire.send(channel, {"type": "loaded", "check": p.id})
-        if guards and p.module not in guarded:
-            guarded.add(p.module)
-            guard(module, guards, fire)
-    try:
-        return attempt(p, sub, inputs, device)
-    except StuckCall:  # the parent knows already (fire): any result will do
-        return Result.of(p, "timed out")
-    except BaseException as e:  # SystemExit, KeyboardInterrupt from student code
-        return Result.of(p, "failed", crash(e, sub.path))
 
 
 def _fork(checks, submission, seed, device, guards=()):
