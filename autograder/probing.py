@@ -163,10 +163,11 @@ class StuckCall(BaseException):
 
 
 def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
-    """Make each function `names` of the student's `module` (each method of a class) end at
-    once when called: it calls fire(name) (the process tells the grader: this check is timed
-    out "same as above", whatever happens next), then raises StuckCall. Anything else (a
-    name the module lacks, a callable object) is left as it is: the check then runs for real."""
+    """Make each function `names` of the student's `module` end at once when called: it
+    calls fire(name) (the process tells the grader: this check is timed out "same as above",
+    whatever happens next), then raises StuckCall. A name is a function of the module, a
+    class (each method it defines), or "Class.method". Anything else (a name the module
+    lacks, a bare method name, a callable object) is left as it is: the check runs for real."""
 
     def stand_in(name: str, original: Callable) -> Callable:
         def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -178,6 +179,13 @@ def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
         return guarded
 
     for name in names:
+        owner, _, method = name.partition(".")
+        if method:
+            cls = getattr(module, owner, None)
+            value = vars(cls).get(method) if isinstance(cls, type) else None
+            if isinstance(value, types.FunctionType):
+                setattr(cls, method, stand_in(name, value))
+            continue
         found = getattr(module, name, None)
         if isinstance(found, types.FunctionType):
             setattr(module, name, stand_in(name, found))

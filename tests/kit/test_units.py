@@ -249,6 +249,36 @@ def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
 
 
 @pytest.mark.fast
+def test_guard_ends_exactly_the_functions_named():
+    """probing.guard: a function, a class's methods, "Class.method"; a name it cannot pin to
+    one function (missing, a bare method name) is left alone, and so is everything else."""
+    import types
+
+    from autograder.probing import StuckCall, guard
+
+    module = types.ModuleType("student")
+    exec(
+        "def f(): return 1\n"
+        "def g(): return f()\n"
+        "class A:\n    def forward(self): return 2\n"
+        "class B:\n    def forward(self): return 3\n    def other(self): return 4\n"
+        "class C:\n    def forward(self): return 5\n",
+        vars(module),
+    )
+    fired: list[str] = []
+    guard(module, ["f", "A", "B.forward", "forward", "missing"], fired.append)
+    for call, name in (
+        (module.g, "f"),
+        (lambda: module.A().forward(), "A"),  # A() itself: object.__init__, not A's
+        (lambda: module.B().forward(), "B.forward"),
+    ):
+        with pytest.raises(StuckCall):
+            call()
+        assert fired[-1] == name
+    assert module.B().other() == 4 and module.C().forward() == 5 and len(fired) == 3
+
+
+@pytest.mark.fast
 def test_prints_stay_with_their_check_however_the_pipe_is_read():
     """The worker's output is cut at CHECK_END, even when the parent reads late (the next
     check's prints already in the pipe) or a read splits the marker."""
