@@ -9,10 +9,10 @@ pipe; the parent merges them into build/results.json and build/report.html as `m
 EX=m` does (publish.py: every module graded so far, at its latest).
 
 Student code runs only in the child, so nothing it does reaches the watcher: a syntax error
-or an exception is a failed check as in `make grade`; a check that runs past its time limit
-is stopped by an alarm (a BaseException, which `except Exception` in student code cannot
-swallow), and the other checks of the same exercise are then marked "timed out" without
-running; and a child that still does not finish (a loop inside one long C call, os._exit,
+or an exception is a failed check as in `make grade`; a check that runs past its CPU limit
+is stopped from outside as in `make grade` (worker.py), and the later checks that would run
+the function that did not finish are marked "timed out", same as above, without running
+(worker.Stuck); and a child that still does not finish (a loop inside one long C call, os._exit,
 a crash of the interpreter) is killed at a hard deadline. Saving again while a module is
 being graded stops that grading and starts over with the new file. Ctrl-C ends the watcher
 and its child cleanly.

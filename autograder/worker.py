@@ -11,6 +11,10 @@ parent decides everything else:
   from outside (the worker is killed, never interrupted by a signal inside torch) and the
   remaining checks run in a fresh worker, so one slow check costs that check only. A worker
   that stops making progress (blocked, not computing) is stopped after a wall-clock grace.
+- an endless loop costs one CPU limit per function, not one per check: once a check of an
+  exercise times out, the later checks of that exercise are timed out "same as above"
+  without running, and the later workers guard the function (probing.guard), so a check of
+  another exercise that calls it ends at once, timed out "same as above" too (`Stuck`).
 - crashes of the whole process (segfault, os._exit) cost the running check only.
 - what the student's code printed is kept per check (an excerpt) for the feedback.
 
@@ -31,7 +35,7 @@ import torch
 
 from . import limits, model_replays
 from .core import TIMEOUT, Check, Failure, Result, Status, misconception
-from .probing import attempt, crash, make_inputs
+from .probing import Attempts, make_inputs
 from .registry import all_misconceptions
 from .sandbox import wire
 from .submission import Submission
@@ -78,6 +82,70 @@ CHANNEL = misconception(
         "Do not write to file descriptors your code did not open.",
     ),
 )
+SAME_AS_ABOVE = misconception(
+    "timeout-same-as-above",
+    "Same as above: {function} did not finish in the check \u201c{check}\u201d, and this check "
+    "calls it too, so it was not run (it counts as timed out).",
+    (TIMEOUT.hints[0], TIMEOUT.hints[1], TIMEOUT.hints[2]),
+)
+TOP_LEVEL_SAME = misconception(
+    "timeout-top-level-same-as-above",
+    "Same as above: the top-level code of {file} did not finish in the check \u201c{check}\u201d, "
+    "so no later check of this file was run (they count as timed out).",
+    (
+        "The code at the top level of a file runs when the file is imported, before any "
+        "exercise: if it never ends, no exercise of the file can be graded.",
+        "Look at the code outside every function and class: a loop, a test or an experiment "
+        "left there runs at every import.",
+        'Move tests and experiments under `if __name__ == "__main__":` or delete them.',
+    ),
+)
+
+
+class Stuck:
+    """What did not finish in one submission's checks, so that an endless loop costs one CPU
+    limit per function instead of one per check that calls it.
+
+    Kept by the trusted parent (the worker's parent, the sandbox's runner) from what it knows
+    itself: a check that ran out of its CPU seconds was running its exercise (the function or
+    class it grades), or, when the module's import had not returned yet, the file's top-level
+    code. `same(check)` gives a later check of that exercise (of that file) its result at once:
+    timed out, "same as above", 0 points, never run. The later processes guard these functions
+    (`guards`, probing.guard): a check of another exercise that calls one ends at once, and
+    `called` gives its result. Nothing here can raise a score: every result it gives is a
+    timeout, and a correct function that finishes within its limit never lands here."""
+
+    def __init__(self) -> None:
+        self.functions: dict[tuple[str, str], str] = {}  # (module, function) -> check title
+        self.top_level: dict[str, str] = {}  # module -> the title of the check that hung
+
+    def timed_out(self, check: Check, imported: bool = True) -> None:
+        """`check` ran out of its CPU seconds (`imported`: after its module's import returned)."""
+        if not imported:
+            self.top_level.setdefault(check.module, check.title)
+        elif check.exercise:
+            self.functions.setdefault((check.module, check.exercise), check.title)
+
+    def guards(self, module: str) -> list[str]:
+        """The functions of `module` that did not finish, for probing.guard."""
+        return [name for (m, name) in self.functions if m == module]
+
+    def same(self, check: Check) -> Result | None:
+        """The result of a later check that would run what did not finish, else None."""
+        if check.module in self.top_level:
+            failure = Failure(
+                TOP_LEVEL_SAME, file=f"{check.module}.py", check=self.top_level[check.module]
+            )
+            return Result.of(check, "timed out", failure)
+        return self.called(check, check.exercise)
+
+    def called(self, check: Check, function: object) -> Result | None:
+        """The result of `check`, which called `function` (a guard said so; None when that is
+        not a function that did not finish: the message is ignored)."""
+        title = self.functions.get((check.module, function)) if isinstance(function, str) else None
+        if title is None:
+            return None
+        return Result.of(check, "timed out", Failure(SAME_AS_ABOVE, function=function, check=title))
 
 
 @dataclass
@@ -94,8 +162,16 @@ class Probed:
 # --------------------------------------------------------------------------- worker side
 
 
-def _work(probes: list[Check], submission: str, seed: int, device: str, channel: int) -> None:
-    """The forked worker (it inherits the parent's memory, checks included): never returns."""
+def _work(
+    probes: list[Check],
+    submission: str,
+    seed: int,
+    device: str,
+    channel: int,
+    guards: tuple[str, ...] = (),
+) -> None:
+    """The forked worker (it inherits the parent's memory, checks included): never returns.
+    `guards`: the functions of the module that did not finish in an earlier worker."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
         # What only this module needs (the meta device's kernels, matplotlib), before any
@@ -104,12 +180,12 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         model_replays.seal()  # student code here: the copy's models answer verdicts only
         sub = Submission(submission)
+        run = Attempts(
+            sub, lambda message: wire.send(channel, message), {probes[0].module: list(guards)}
+        )
         for p in probes:
             wire.send(channel, {"type": "start", "check": p.id})
-            try:
-                got = attempt(p, sub, inputs[p.id], device)
-            except BaseException as e:  # SystemExit, KeyboardInterrupt from student code
-                got = Result.of(p, "failed", crash(e, sub.path))
+            got = run(p, inputs[p.id], device)
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -147,7 +223,7 @@ def _work(probes: list[Check], submission: str, seed: int, device: str, channel:
         os._exit(0)
 
 
-def _fork(checks, submission, seed, device):
+def _fork(checks, submission, seed, device, guards=()):
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
     pid = os.fork()
@@ -167,7 +243,7 @@ def _fork(checks, submission, seed, device):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         except BaseException:
             os._exit(1)
-        _work(checks, submission, seed, device, channel_w)
+        _work(checks, submission, seed, device, channel_w, tuple(guards))
     os.close(channel_w)
     os.close(output_w)
     return pid, channel_r, output_r
@@ -179,9 +255,20 @@ def _fork(checks, submission, seed, device):
 class _Run:
     """One worker process over a list of checks, read until it ends or is stopped."""
 
-    def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
+    def __init__(
+        self,
+        checks: list[Check],
+        submission: Submission,
+        seed: int,
+        device: str,
+        stuck: Stuck | None = None,
+    ):
         self.checks = {c.id: c for c in checks}
-        self.pid, self.channel, self.output = _fork(checks, str(submission.path), seed, device)
+        self.stuck = stuck or Stuck()
+        guards = self.stuck.guards(checks[0].module)
+        self.pid, self.channel, self.output = _fork(
+            checks, str(submission.path), seed, device, guards
+        )
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
         self.watch = limits.Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]))
@@ -189,6 +276,8 @@ class _Run:
         self.stream = _Segments()
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
+        self.loaded: set[str] = set()  # checks whose module's import returned
+        self.called: dict[str, Result] = {}  # checks that called a guarded function
         self.done = False
         self.open: set[int] = set()
 
@@ -202,6 +291,15 @@ class _Run:
         check = self.checks[check_id]
         if kind == "start":
             self.watch.start(check_id)
+            return
+        if kind in ("loaded", "stuck"):
+            if check_id == self.current and check_id not in self.probed:
+                if kind == "loaded":
+                    self.loaded.add(check_id)
+                else:
+                    same = self.stuck.called(check, header.get("function"))
+                    if same is not None:
+                        self.called.setdefault(check_id, same)
             return
         if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
             return
@@ -218,6 +316,8 @@ class _Run:
                 probed.outputs = wire.decode_outputs(header.get("outputs"), blob)
             except wire.ChannelError as e:
                 probed.result = Result.of(check, "failed", Failure(CHANNEL, why=str(e)))
+        if check_id in self.called:  # whatever came after: it called what did not finish
+            probed.result, probed.outputs = self.called[check_id], None
         self.probed[check_id] = probed
 
     def _drain_output(self) -> None:
@@ -386,7 +486,8 @@ class _Job:
         self.args = (submission, seed, device)
         self.todo = list(checks)
         self.found: dict[str, Probed] = {}
-        self.run = _Run(self.todo, *self.args)
+        self.stuck = Stuck()
+        self.run = _Run(self.todo, *self.args, self.stuck)
 
     def settle(self) -> bool:
         """After the current run finished: record it; start the next run if checks remain.
@@ -400,6 +501,8 @@ class _Job:
             found[check_id] = Probed(
                 result=result, printed=_excerpt(bytes(run.printed.get(check_id, b"")))
             )
+            if result.status == Status.TIMED_OUT:
+                self.stuck.timed_out(run.checks[check_id], imported=check_id in run.loaded)
             if result.misconception == STALLED.id:  # a blocked worker blocks again: stop here
                 for check in todo:
                     if check.id not in found:
@@ -408,6 +511,10 @@ class _Job:
                                 check, "failed", Failure(STALLED, seconds=limits.stall_seconds())
                             )
                         )
+        for check in todo:
+            same = None if check.id in found else self.stuck.same(check)
+            if same is not None:  # it would run what did not finish: timed out, not run
+                found[check.id] = Probed(result=same)
         remaining = [c for c in todo if c.id not in found]
         if len(remaining) == len(todo):  # no progress at all: never loop forever
             for check in remaining:
@@ -417,7 +524,7 @@ class _Job:
             remaining = []
         self.todo = remaining
         if remaining:
-            self.run = _Run(remaining, *self.args)
+            self.run = _Run(remaining, *self.args, self.stuck)
         return not remaining
 
 

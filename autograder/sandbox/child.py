@@ -6,7 +6,8 @@ and runs the probes, writing one message per check to the channel. It never judg
 verdicts run in the trusted parent on what arrives over the channel. It never times itself
 either: the monitor (zygote.py) reads its CPU seconds from /proc and stops it from outside
 when a check overruns (no signal lands inside torch's lazy imports); the runner then grades
-the remaining checks in a fresh process.
+the remaining checks in a fresh process, where the function that did not finish is guarded
+(probing.Attempts: a check that calls it ends at once, timed out "same as above").
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     import torch
 
     from ..core import ProbeSpec
-    from ..probing import attempt, crash, make_inputs
+    from ..probing import Attempts, make_inputs
     from ..submission import Submission
 
     torch.set_num_threads(1)
@@ -209,6 +210,9 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
     del request["seed"]  # student code could read it from this frame: it has no use for it
     submission = Submission(request["submission"])
+    # The functions that did not finish in an earlier process (runner.py: worker.Stuck).
+    guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}
+    run = Attempts(submission, lambda message: wire.send(channel, message), guards)
     state = _State()  # before any student code: what a fresh process would start from
     module = todo[0].module if todo else None
     for check in todo:
@@ -218,10 +222,7 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
                 break
             state.restore()
         wire.send(channel, {"type": "start", "check": check.id})
-        try:
-            got = attempt(check, submission, inputs[check.id])
-        except BaseException as e:  # sys.exit(), KeyboardInterrupt... from student code
-            got = Result.of(check, "failed", crash(e, submission.path))
+        got = run(check, inputs[check.id])  # never raises for what student code does
         if isinstance(got, Result):
             wire.send(channel, _result_message(check.id, got))
             continue

@@ -44,7 +44,7 @@ from ..probing import make_inputs
 from ..references import References
 from ..worker import CHANNEL as CHANNEL_BROKEN
 from ..worker import EXITED as EXITED_EARLY
-from ..worker import overran
+from ..worker import Stuck, overran
 from . import view, wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
@@ -338,7 +338,8 @@ class Sandbox:
                 "stall": limits.stall_seconds(),
                 "isolation": asdict(self.isolation),
             }
-            runs, output = self._runs(request, slot, checks, left)
+            stuck, skipped = Stuck(), {}
+            runs, output = self._runs(request, slot, checks, left, stuck, skipped)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         for _, status in runs:
@@ -353,21 +354,30 @@ class Sandbox:
                 reason = f"grader error (the sandbox monitor failed: {last})"
                 failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
                 return failed, set()
-        graded, reached = self._judge(name, runs, checks)
+        graded, reached = self._judge(name, runs, checks, stuck, skipped)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
         return graded, reached
 
     def _runs(
-        self, request: dict, slot: int, checks: list[Check], left: float
+        self,
+        request: dict,
+        slot: int,
+        checks: list[Check],
+        left: float,
+        stuck: Stuck,
+        skipped: dict[str, Result],
     ) -> tuple[list[tuple[bytes, dict]], dict]:
         """Sandboxed runs of `checks`, [(channel bytes, the monitor's report)], and what
         they printed. After a check stopped for its CPU seconds, the checks without an
-        outcome run again in a fresh process; the wall-clock budget `left` is for all runs."""
+        outcome run again in a fresh process, except those that would run what did not
+        finish (`stuck`: an endless loop costs one limit per function): they land in
+        `skipped`, timed out "same as above"; the wall-clock budget `left` is for all runs."""
         output: dict = {"head": bytearray(), "tail": bytearray(), "total": 0}
         runs: list[tuple[bytes, dict]] = []
         todo = list(checks)
+        request["guards"] = {}
         while todo:
             request.update(
                 name=f"sandbox-{slot}-{next(self.count)}",
@@ -384,7 +394,15 @@ class Sandbox:
             if not isinstance(stop, dict) or stop.get("why") != "cpu":
                 break
             finished = {stop.get("check")} | _finished(channel)
-            todo = [c for c in todo if c.id not in finished]
+            stopped = next((c for c in todo if c.id == stop.get("check")), None)
+            if stopped is not None:
+                stuck.timed_out(stopped, imported=stopped.id in _loaded(channel))
+            for check in todo:
+                same = None if check.id in finished else stuck.same(check)
+                if same is not None:
+                    skipped[check.id] = same
+            todo = [c for c in todo if c.id not in finished and c.id not in skipped]
+            request["guards"] = {m: stuck.guards(m) for m in dict.fromkeys(c.module for c in todo)}
             if todo and left <= 0:  # the budget is spent: the rest count as timed out
                 runs.append((b"", {"timed_out": True, "exit_code": None, "signal": None}))
                 break
@@ -444,7 +462,12 @@ class Sandbox:
     # ------------------------------------------------------------------ verdicts (trusted)
 
     def _judge(
-        self, name: str, runs: list[tuple[bytes, dict]], checks: list[Check]
+        self,
+        name: str,
+        runs: list[tuple[bytes, dict]],
+        checks: list[Check],
+        stuck: Stuck | None = None,
+        skipped: dict[str, Result] | None = None,
     ) -> tuple[Graded, set[str]]:
         """Verdicts on what the sandbox sent, and the modules it reached (a check of theirs
         started or has an outcome, or the monitor stopped one). Every byte of it is hostile: a
@@ -456,6 +479,8 @@ class Sandbox:
         outcome: dict[str, tuple[dict, bytes]] = {}
         malformed: dict[str, str] = {}
         stopped: dict[str, Result] = {}  # checks the monitor stopped (trusted)
+        called: dict[str, Result] = {}  # checks that called a function that did not finish
+        stuck, skipped = stuck or Stuck(), skipped or {}
         stray: list[str] = []
         done, broken, damaged = False, "", []
         for data, process in runs:  # the last run's `done` and `broken` decide the rest
@@ -474,6 +499,13 @@ class Sandbox:
                     stray.append(f"a message for a check that does not exist ({check_id[:60]!r})")
                 elif kind == "start":
                     started.append(check_id)
+                elif kind == "loaded":
+                    pass
+                elif kind == "stuck":  # only ever a timeout: the guard's word is enough
+                    check = next(c for c in checks if c.id == check_id)
+                    same = stuck.called(check, header.get("function"))
+                    if same is not None:
+                        called.setdefault(check_id, same)
                 elif check_id not in outcome and check_id not in malformed:
                     why = _malformed(kind, header)
                     if why:
@@ -508,6 +540,8 @@ class Sandbox:
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
             elif check.id in stopped:
                 graded.results.append(stopped[check.id])
+            elif check.id in called or check.id in skipped:
+                graded.results.append(called.get(check.id) or skipped[check.id])
             elif check.id in malformed:
                 failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
                 graded.results.append(Result.of(check, "failed", failure))
@@ -557,7 +591,7 @@ class Sandbox:
         return judge(check, got, reference, make_inputs(check, seed))
 
 
-MESSAGE_KINDS = {"start", "outputs", "result", "done"}
+MESSAGE_KINDS = {"start", "loaded", "stuck", "outputs", "result", "done"}
 # The fields of each kind of message and the types they must have (str: a string).
 _FIELDS = {
     "outputs": {"outputs": dict},
@@ -571,6 +605,15 @@ def _finished(data: bytes) -> set[str]:
         h["check"]
         for h, _ in wire.parse(data)[0]
         if h.get("type") in ("outputs", "result") and type(h.get("check")) is str
+    }
+
+
+def _loaded(data: bytes) -> set[str]:
+    """The checks of a run whose module's import returned (probing.Attempts)."""
+    return {
+        h["check"]
+        for h, _ in wire.parse(data)[0]
+        if h.get("type") == "loaded" and type(h.get("check")) is str
     }
 
 

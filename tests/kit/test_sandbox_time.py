@@ -54,3 +54,34 @@ def test_an_endless_loop_in_the_sandbox_costs_that_check_only(tmp_path):
     assert not sandbox_processes()
     kept = [c.points for c in registry.checks_of("masks") if not c.slow and c.slug not in padding]
     assert graded.score == sum(kept)  # points, not computed floats
+
+
+def test_an_endless_loop_in_the_sandbox_costs_one_limit_per_function(tmp_path):
+    """As in local grading (test_units.py): a loop in causal_mask stops its first check only;
+    causal_mask's later checks and the window's checks that call it are timed out "same as
+    above" without running to the limit; the checks that do not call it are graded."""
+    source = (SOLUTIONS / "masks.py").read_text()
+    for old, new in (
+        ("    return torch.ones(L, L", "    while True:\n        pass\n    return torch.ones(L, L"),
+        (
+            "    i = torch.arange(L, device=device)[:, None]",
+            "    i = torch.arange(L, device=device)[:, None]\n    future = causal_mask(L, device)",
+        ),
+    ):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    folder = submission_with(tmp_path, {"masks": source})
+    limits = Limits(timeout=120, check_timeout=2)
+    with Sandbox(["masks"], public=True, limits=limits, slots=1) as sandbox:
+        graded = sandbox.grade(folder, "loop")
+    results = {r.check_id: r for r in graded.results}
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    assert [i for i, r in results.items() if r.misconception == "timeout"] == ["masks.causal"]
+    causal = [c.id for c in registry.checks_of("masks") if c.exercise == "causal_mask"]
+    for check_id in [*causal[1:], "masks.window", "masks.window-device"]:
+        result = results[check_id]
+        assert result.status == "timed out" and result.score == 0, statuses
+        assert result.misconception == "timeout-same-as-above", statuses
+        assert result.details["function"] == "causal_mask", result.details
+    assert results["masks.padding"].passed and results["masks.window-errors"].passed, statuses
+    assert not sandbox_processes()

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import SOLUTIONS, submission_with
 
-from autograder import limits, report, syllabus
+from autograder import limits, registry, report, syllabus
 from autograder.core import Check, CheckList, Failure, Result, Status, ref_of
 from autograder.sandbox import wire
 from autograder.verdicts import WRONG_KIND, assert_close, close
@@ -144,6 +144,138 @@ def test_worker_stops_an_overrunning_check_from_outside(tmp_path):
     assert timed_out == ["masks.padding"], [(r.check_id, r.status) for r in results]
     assert all(r.passed for r in results if r.check_id != "masks.padding")
     assert os.getpid()  # the grading process itself was never interrupted
+
+
+# An endless loop at the top of causal_mask, and sliding_window_mask written on top of
+# causal_mask (a student's right): the window's checks call causal_mask, padding's does not.
+_LOOP_IN_CAUSAL = (
+    "    return torch.ones(L, L",
+    "    while True:\n        pass\n    return torch.ones(L, L",
+)
+_WINDOW_ON_CAUSAL = (
+    "    i = torch.arange(L, device=device)[:, None]",
+    "    i = torch.arange(L, device=device)[:, None]\n    future = causal_mask(L, device)",
+)
+
+
+def _masks_with(*edits: tuple[str, str]) -> str:
+    source = (SOLUTIONS / "masks.py").read_text()
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    return source
+
+
+def _grade_masks(tmp_path, source: str) -> dict[str, Result]:
+    from autograder.engine import grade
+    from autograder.submission import Submission
+
+    folder = submission_with(tmp_path, {"masks": source})
+    limits.configure(cpu=1.0)
+    try:
+        return {r.check_id: r for r in grade(Submission(folder), ["masks"])}
+    finally:
+        limits.configure()
+
+
+def test_an_endless_loop_costs_one_limit_per_function(tmp_path):
+    """A loop in causal_mask: its first check runs to the limit; its later checks are timed
+    out "same as above" without running, and so are the checks of sliding_window_mask that
+    call it (the guard ends them at once); padding_mask's check, and the window's check of
+    bad windows (the ValueError comes before the call), are graded as usual."""
+    source = _masks_with(_LOOP_IN_CAUSAL, _WINDOW_ON_CAUSAL)
+    results = _grade_masks(tmp_path, source)
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    ran_to_the_limit = [i for i, r in results.items() if r.misconception == "timeout"]
+    assert ran_to_the_limit == ["masks.causal"], statuses
+    causal = [c.id for c in registry.checks_of("masks") if c.exercise == "causal_mask"]
+    window = ["masks.window", "masks.window-device"]
+    for check_id in causal[1:] + window:
+        result = results[check_id]
+        assert result.status == Status.TIMED_OUT and result.score == 0, statuses
+        assert result.misconception == "timeout-same-as-above", statuses
+        assert result.details["function"] == "causal_mask", result.details
+        assert result.message.startswith("Same as above: causal_mask did not finish"), result
+    assert results["masks.padding"].passed, statuses
+    assert results["masks.window-errors"].passed, statuses
+
+
+def test_a_guarded_function_cannot_be_caught_to_score(tmp_path):
+    """Code that catches what the guard raises and answers otherwise still gets 0: the check
+    called a function that did not finish (a loop in causal_mask, caught in the window)."""
+    caught = "\n    try:\n        causal_mask(L, device)\n    except BaseException:\n        pass"
+    source = _masks_with(_LOOP_IN_CAUSAL, (_WINDOW_ON_CAUSAL[0], _WINDOW_ON_CAUSAL[0] + caught))
+    results = _grade_masks(tmp_path, source)
+    window = ["masks.window", "masks.window-device"]
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    for check_id in window:
+        assert results[check_id].status == Status.TIMED_OUT, statuses
+        assert results[check_id].misconception == "timeout-same-as-above", statuses
+    assert [i for i, r in results.items() if r.misconception == "timeout"] == ["masks.causal"]
+
+
+def test_an_endless_loop_at_the_top_level_costs_one_limit(tmp_path):
+    """A loop at the top level of masks.py: the first check runs to the limit, the others of
+    the file are timed out "same as above" (every one imports the file)."""
+    source = (SOLUTIONS / "masks.py").read_text() + "\nwhile True:\n    pass\n"
+    results = _grade_masks(tmp_path, source)
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    first, *rest = (c.id for c in registry.checks_of("masks") if not c.slow)
+    assert results[first].misconception == "timeout", statuses
+    for check_id in rest:
+        assert results[check_id].status == Status.TIMED_OUT, statuses
+        assert results[check_id].misconception == "timeout-top-level-same-as-above", statuses
+        assert results[check_id].details["file"] == "masks.py"
+
+
+@pytest.mark.fast
+def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
+    """The policy alone: nothing is "same as above" before a check timed out, every result it
+    gives is a timeout worth 0, and a guard's word counts only for a function that timed out."""
+    from autograder.worker import Stuck
+
+    checks = [c for c in registry.checks_of("masks") if not c.slow]
+    stuck = Stuck()
+    assert all(stuck.same(c) is None for c in checks) and stuck.guards("masks") == []
+    causal = next(c for c in checks if c.exercise == "causal_mask")
+    padding = next(c for c in checks if c.exercise == "padding_mask")
+    stuck.timed_out(causal)
+    assert stuck.guards("masks") == ["causal_mask"]
+    assert stuck.same(padding) is None
+    assert stuck.called(padding, "padding_mask") is None  # not a function that timed out
+    assert stuck.called(padding, ["causal_mask"]) is None  # not even a name
+    for result in (stuck.same(causal), stuck.called(padding, "causal_mask")):
+        assert result is not None and result.status == Status.TIMED_OUT and result.score == 0
+
+
+@pytest.mark.fast
+def test_guard_ends_exactly_the_functions_named():
+    """probing.guard: a function, a class's methods, "Class.method"; a name it cannot pin to
+    one function (missing, a bare method name) is left alone, and so is everything else."""
+    import types
+
+    from autograder.probing import StuckCall, guard
+
+    module = types.ModuleType("student")
+    exec(
+        "def f(): return 1\n"
+        "def g(): return f()\n"
+        "class A:\n    def forward(self): return 2\n"
+        "class B:\n    def forward(self): return 3\n    def other(self): return 4\n"
+        "class C:\n    def forward(self): return 5\n",
+        vars(module),
+    )
+    fired: list[str] = []
+    guard(module, ["f", "A", "B.forward", "forward", "missing"], fired.append)
+    for call, name in (
+        (module.g, "f"),
+        (lambda: module.A().forward(), "A"),  # A() itself: object.__init__, not A's
+        (lambda: module.B().forward(), "B.forward"),
+    ):
+        with pytest.raises(StuckCall):
+            call()
+        assert fired[-1] == name
+    assert module.B().other() == 4 and module.C().forward() == 5 and len(fired) == 3
 
 
 @pytest.mark.fast
