@@ -17,7 +17,7 @@ import sys
 import types
 from pathlib import Path
 
-from . import trusted
+from . import paths, trusted
 
 _counter = itertools.count()
 
@@ -52,16 +52,21 @@ class Submission:
 
     def own_dependencies(self, module: str) -> list[str]:
         """The modules that `module` imports relatively and that have no trusted stand-in
-        here (the student copy leaves some out): grading `module` uses the student's own."""
-        try:
-            tree = ast.parse(self.file(module).read_text())
-        except (OSError, SyntaxError, ValueError):
-            return []
-        imported = {
-            n.module
-            for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
-        }
+        here (the student copy leaves some out): grading `module` uses the student's own.
+        What the student's file imports, and what the kit's stub of it imports (the probes
+        reach a dependency the contract names even where the student's file does not import
+        it: probing.dependency)."""
+        imported: set[str] = set()
+        for path in (self.file(module), paths.ASSIGNMENTS / f"{module}.py"):
+            try:
+                tree = ast.parse(path.read_text())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            imported |= {
+                n.module
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
+            }
         stand_ins = set(trusted_modules())
         return sorted(m for m in imported if m != module and m not in stand_ins)
 
