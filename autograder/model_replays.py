@@ -185,8 +185,7 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], first: int = 0) -> Any:
         return {kind: [_encode(v, arrays, first) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: _encode(v, arrays, first) for k, v in value.items()}}
-    if type(value).__module__.startswith("autograder.checks.") and not callable(value):
-        # a judge's plain data holder (kvcache's _Cache): its attributes, read back by name
+    if _is_holder(value):  # a judge's plain data holder: its attributes, read back by name
         return {"object": {k: _encode(v, arrays, first) for k, v in vars(value).items()}}
     raise Unstorable(type(value).__name__)
 
@@ -310,7 +309,12 @@ def recorded(fn: Callable) -> Callable:
 
 def _is_holder(value: Any) -> bool:
     """A judge's plain data holder (kvcache's _Cache): a model may fill it in place."""
-    return type(value).__module__.startswith("autograder.checks.") and hasattr(value, "__dict__")
+    module = type(value).__module__
+    return (
+        module.startswith("autograder.checks.")
+        and hasattr(value, "__dict__")
+        and not callable(value)
+    )
 
 
 def _holders(args: tuple, kwargs: dict) -> dict[str, Any]:

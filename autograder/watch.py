@@ -59,14 +59,6 @@ class _Bounded(io.StringIO):
         return len(text)
 
 
-class CheckTimeout(BaseException):
-    """Raised by the alarm in the child; a BaseException so student code cannot catch it."""
-
-
-def _alarm(signum, frame):
-    raise CheckTimeout
-
-
 # --------------------------------------------------------------------------- the child
 
 
