@@ -3,9 +3,10 @@
 The judges' models (functions marked `@model` in autograder/verdicts.py: what an exercise
 computes, correctly or with a named mistake) are working implementations of the exercises.
 The student copy keeps their signatures, decorated `@model.left_out`, with the bodies (and
-docstrings) left out: there, a candidate mistake that needs a model is not named, and a
-verdict that needs one says the mistake is not named in this copy (core.UNNAMED). The
-instructor's copy, and every official grading, has them all.
+docstrings) left out. There a left-out model answers the calls `make dist` recorded on the
+public tier (model_replays.py); on any other call a candidate mistake that needs it is not
+named, and a verdict that needs one says the mistake is not named in this copy
+(core.UNNAMED). The instructor's copy, and every official grading, has them all.
 
 What ships at all is an allow-list: SHIPS names every path (or glob) of the kit that students
 need, and nothing else goes in. Every other file of the kit must match STAYS, the files that
