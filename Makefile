@@ -62,12 +62,12 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
 grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8, WARM=0
-	ATTENTION_LAB_WARM=$(WARM) $(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
+	$(PY) -m autograder $(LANG_ARG) $(if $(WARM),--warm $(WARM)) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
 
 .PHONY: hint
 hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
 	@test -n "$(EX)" || { echo "usage: make hint EX=module" >&2; exit 2; }
-	@ATTENTION_LAB_WARM=$(WARM) $(PY) -m autograder $(LANG_ARG) hint --submission $(SUBMISSION) --ex $(EX)
+	@$(PY) -m autograder $(LANG_ARG) $(if $(WARM),--warm $(WARM)) hint --submission $(SUBMISSION) --ex $(EX)
 
 .PHONY: translations
 translations: $(STAMP) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs

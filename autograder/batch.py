@@ -37,11 +37,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import ladder, registry, report, seeds
+from . import course_config, ladder, paths, registry, report, seeds
 from .core import MISSING_FILE
 from .i18n import _
 from .options import modules_of
 from .sandbox.jail import Limits
+from .settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from .sandbox.runner import Graded
@@ -324,6 +325,7 @@ def run(
     progress: bool = True,
     students: list[str] | None = None,
     insecure: bool = False,
+    sandbox_mode: str = "",
 ) -> list[Graded]:
     from .sandbox.jail import SandboxUnavailable
     from .sandbox.zygote import Zygote
@@ -384,6 +386,7 @@ def run(
             insecure=insecure,
             per_student=bool(secret),
             zygote=zygote,
+            sandbox_mode=sandbox_mode,
         )
     except SandboxUnavailable as e:
         shutil.rmtree(unpacked, ignore_errors=True)
@@ -468,16 +471,19 @@ def run(
 
 def cmd_batch(args) -> int:
     wanted = modules_of(args.ex)
-    for name in ("timeout", "check_timeout", "memory", "jobs"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            print(
-                f"error: --{name.replace('_', '-')} must be positive, got {value}", file=sys.stderr
-            )
-            return 2
-    limits = Limits(
-        timeout=args.timeout, check_timeout=args.check_timeout, memory=int(args.memory) << 20
-    )
+    if args.jobs is not None and args.jobs <= 0:
+        print(f"error: --jobs must be positive, got {args.jobs}", file=sys.stderr)
+        return 2
+    try:  # the flags over ATTENTION_LAB_* over course/course.toml's [limits] (settings.py)
+        settings = Settings.resolve(
+            cli_args=args,
+            environ=os.environ,
+            course_toml=paths.ROOT / "course" / course_config.FILE,
+        )
+    except SettingsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    limits = Limits.of(settings)
     # SIGTERM (a CI timeout, kill): unwind, so that the sandbox kills its processes and
     # removes its cgroups and temporary folders.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -492,7 +498,8 @@ def cmd_batch(args) -> int:
             limits=limits,
             progress=not args.quiet,
             students=args.student,
-            insecure=args.insecure,
+            insecure=settings.insecure,
+            sandbox_mode=settings.sandbox_mode,
         )
     except BatchError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -526,14 +533,24 @@ def add_verbs(verbs) -> None:
         help="one hidden-tier seed for everyone (default: each student's own)",
     )
     p.add_argument("--public", action="store_true", help="grade the public tier instead")
-    p.add_argument("--timeout", type=float, default=d.timeout, help="seconds per submission")
-    p.add_argument("--check-timeout", type=float, default=d.check_timeout)
-    p.add_argument("--memory", type=float, default=d.memory >> 20, help="MiB per submission")
+    # None: not given (the environment, course.toml's [limits], then jail.Limits decide)
+    p.add_argument(
+        "--timeout", type=float, default=None, help=f"seconds per submission ({d.timeout:g})"
+    )
+    p.add_argument("--check-timeout", type=float, default=None, help=f"({d.check_timeout:g} CPU-s)")
+    p.add_argument(
+        "--memory",
+        dest="memory_mb",
+        type=float,
+        default=None,
+        help=f"MiB per submission ({d.memory >> 20})",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--student", action="append", help="grade only this student (repeatable)")
     p.add_argument(
         "--insecure",
         action="store_true",
+        default=None,
         help="grade even where student code cannot be isolated (every result says so)",
     )
     p.set_defaults(run=cmd_batch)

@@ -30,6 +30,7 @@ from .errors import UsageError
 from .gradescope import add_verbs as add_gradescope_verbs
 from .options import add_grading_options, modules_of
 from .paths import ASSIGNMENTS, ROOT, SOLUTIONS
+from .settings import Settings, SettingsError
 from .trusted import NOT_IN_STUDENT_COPY
 
 
@@ -93,10 +94,9 @@ def cmd_grade(args) -> int:
         argv += ["--ex", ",".join(wanted)]
     if args.include_slow:
         argv += ["--include-slow"]
-    if args.cpu_limit is not None:
-        if not args.cpu_limit > 0:
-            raise UsageError(f"--cpu-limit {args.cpu_limit}: expected a positive number of seconds")
-        argv += ["--cpu-limit", str(args.cpu_limit)]
+    settings: Settings = args.settings
+    if settings.cpu_limit is not None:  # validated by Settings.resolve
+        argv += ["--cpu-limit", str(settings.cpu_limit)]
     if args.verbose:
         argv += ["--show-printed"]
     if args.hints:
@@ -123,6 +123,7 @@ def cmd_hint(args) -> int:
     from .i18n import _
     from .submission import Submission
 
+    state = args.settings.hint_state  # the ladder's state file (None: build/)
     folder = Path(args.submission)
     try:
         (module,) = syllabus.parse_modules(args.ex)
@@ -134,15 +135,15 @@ def cmd_hint(args) -> int:
         raise UsageError(f"{folder} has no {module}.py")
     checks = [c for c in registry.checks_of(module) if not c.slow]
     ids = [c.id for c in checks]
-    found = ladder.first_failing(folder, ids)
+    found = ladder.first_failing(folder, ids, state)
     if found is None or found[1].get("source") != ladder.source_hash(folder, module):
         print(_("Grading {module}.py first ...").format(module=module), flush=True)
         submission = Submission(folder)
         results = engine.grade(submission, [module])
         # the student copy: checks that wait on an own dependency get no hint here (waiting.py)
         results = waiting.hold(results, submission, lambda ms: engine.grade(submission, ms))
-        ladder.advance([r for r in results if r.check_id in ids], folder)
-        found = ladder.first_failing(folder, ids)
+        ladder.advance([r for r in results if r.check_id in ids], folder, state)
+        found = ladder.first_failing(folder, ids, state)
         held = waiting.held(results)
         if found is None and held:
             files = waiting.files(held)
@@ -158,7 +159,7 @@ def cmd_hint(args) -> int:
             return 0
         level = found[1]["level"]  # grading recorded this attempt: show its level
     else:
-        level = ladder.climb(folder, found[0])
+        level = ladder.climb(folder, found[0], state)
     check_id, recorded = found
     result = ladder.as_result(check_id, module, recorded)
     print(f"{result.name}\n  [{result.misconception}] {i18n.message(result)}")
@@ -353,6 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="language of the feedback: en or zh_CN (default: LANGUAGE, LC_ALL, LC_MESSAGES, LANG)",
     )
+    parser.add_argument(
+        "--warm",
+        choices=("0", "1"),
+        default=None,
+        help="make grade's WARM=: 1 lets a warm grader run the next grading (warm.py; "
+        "decided before this parser runs, by python -m autograder)",
+    )
     hint = verbs.add_parser("hint", help="the next hint level for the first failing check")
     hint.add_argument("--submission", default="assignments")
     hint.add_argument("--ex", required=True, help="the exercise module")
@@ -361,8 +369,15 @@ def main(argv: list[str] | None = None) -> int:
         "translations", help="extract the texts into .pot templates; update the .po catalogs"
     ).set_defaults(run=cmd_translations)
     args = parser.parse_args(argv)
-    if args.lang:
-        i18n.use(args.lang)
+    # The run's settings, resolved once (flags, make's variables among them, over the
+    # environment: settings.py); each verb reads them from args.settings.
+    try:
+        args.settings = Settings.resolve(cli_args=args, environ=os.environ)
+    except SettingsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.settings.language:
+        i18n.use(args.settings.language)
     try:
         return args.run(args)
     except UsageError as e:

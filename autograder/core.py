@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import dis
 import importlib
-import inspect
 import re
-import sys
-import types
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
 from typing import Any
 
 # --------------------------------------------------------------------------- misconceptions
@@ -48,12 +43,18 @@ class Misconception:
         return next(((i, self.hints[i - 1]) for i in order if self.hints[i - 1]), (0, ""))
 
 
+# The kit's catalogue of misconceptions: declarations, filled as the modules that declare
+# them are imported (registry.all_misconceptions imports every judge), never per run.
 _MISCONCEPTIONS: dict[str, Misconception] = {}
 _ORIGIN: dict[str, str] = {}  # id -> the module that declares it (its catalog: i18n)
 
 
-def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") -> Misconception:
-    """Declare a misconception once; ids are unique across the whole kit.
+def misconception(
+    id: str, message: str, hint: str | tuple[str, str, str] = "", *, module: str
+) -> Misconception:
+    """Declare a misconception once; ids are unique across the whole kit. `module`: the
+    Python module that declares it (its translation catalog: catalogs.domain_of); a module
+    declares its own through `Misconceptions(__name__)`.
 
     `hint` is the ladder `(idea, operation or API, nearly the code)`, or one string (level 3).
     """
@@ -67,8 +68,35 @@ def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") 
     if id in _MISCONCEPTIONS and _MISCONCEPTIONS[id] != declared_now:
         raise ValueError(f"misconception id {id!r} is declared twice with different texts")
     _MISCONCEPTIONS[id] = declared_now
-    _ORIGIN.setdefault(id, sys._getframe(1).f_globals.get("__name__", ""))
+    _ORIGIN.setdefault(id, module)
     return declared_now
+
+
+class Misconceptions:
+    """The misconceptions one module declares, under its name: at the top of a judge,
+
+        misconception = Misconceptions(__name__)
+        SCALE_MISSING = misconception("scale-missing", "...", ("idea", "API", "code"))
+
+    Called as `core.misconception` is, with the module filled in; `ids` lists what this
+    module declared, in order."""
+
+    def __init__(self, module: str):
+        if not module:
+            raise ValueError("Misconceptions(module): name the declaring module (__name__)")
+        self.module = module
+        self.ids: list[str] = []
+
+    def __call__(
+        self, id: str, message: str, hint: str | tuple[str, str, str] = ""
+    ) -> Misconception:
+        declared_now = misconception(id, message, hint, module=self.module)
+        if id not in self.ids:
+            self.ids.append(id)
+        return declared_now
+
+
+_declare = Misconceptions(__name__)  # the kit's own outcomes, below
 
 
 def origin(id: str) -> str:
@@ -82,7 +110,7 @@ def declared() -> dict[str, Misconception]:
 
 
 # Outcomes every check can have, whatever the exercise.
-NOT_ATTEMPTED = misconception(
+NOT_ATTEMPTED = _declare(
     "not-attempted",
     "{exercise} is not attempted yet: it still raises NotImplementedError.",
     (
@@ -93,7 +121,7 @@ NOT_ATTEMPTED = misconception(
         "Replace the `raise NotImplementedError(...)` line in the TODO region with your code.",
     ),
 )
-MISSING_FILE = misconception(
+MISSING_FILE = _declare(
     "missing-file",
     "{file}: the file is missing, so {exercise} is not attempted yet. Create {module}.py in "
     "{folder}/ with {exercise} in it, as the stub of {module}.py defines it.",
@@ -111,7 +139,7 @@ MISSING_FILE = misconception(
 )
 # The misconceptions of a check not attempted yet: a TODO, never counted as a mistake.
 UNSTARTED = frozenset({NOT_ATTEMPTED.id, MISSING_FILE.id})
-IMPORT_ERROR = misconception(
+IMPORT_ERROR = _declare(
     "import-error",
     "{file} could not be imported, so none of its exercises could be graded: {error}",
     (
@@ -124,7 +152,7 @@ IMPORT_ERROR = misconception(
         "(the kit's own Python, which has torch) to see the full error.",
     ),
 )
-CRASH = misconception(
+CRASH = _declare(
     "crash",
     "Your code raised {error} {where}",
     (
@@ -135,7 +163,7 @@ CRASH = misconception(
         "Read the error and the line it names; check the shapes against the docstring.",
     ),
 )
-TIMEOUT = misconception(
+TIMEOUT = _declare(
     "timeout",
     "This check did not finish within {seconds} CPU seconds (many times what the reference "
     "needs): an endless loop, or far too slow.",
@@ -148,7 +176,7 @@ TIMEOUT = misconception(
         "tensor operation.",
     ),
 )
-WRONG_TYPE = misconception(
+WRONG_TYPE = _declare(
     "wrong-return-type",
     "{what} should be {expected}, but your code returned {got}.",
     (
@@ -159,7 +187,7 @@ WRONG_TYPE = misconception(
         "Check the `return` statement against the docstring.",
     ),
 )
-WRONG_SHAPE = misconception(
+WRONG_SHAPE = _declare(
     "wrong-shape",
     "{what} has shape {got}, expected {expected}.",
     (
@@ -170,7 +198,7 @@ WRONG_SHAPE = misconception(
         "Follow the shape comments in the docstring; print .shape after each step.",
     ),
 )
-WRONG_DTYPE = misconception(
+WRONG_DTYPE = _declare(
     "wrong-dtype",
     "{what} has dtype {got}, expected {expected}.",
     (
@@ -181,7 +209,7 @@ WRONG_DTYPE = misconception(
         "Do not hard-code a dtype: create new tensors with dtype=x.dtype (or use *_like).",
     ),
 )
-WRONG_DEVICE = misconception(
+WRONG_DEVICE = _declare(
     "wrong-device",
     "{what} is on device {got}, expected {expected}.",
     (
@@ -192,7 +220,7 @@ WRONG_DEVICE = misconception(
         "Create new tensors on the inputs' device (device=x.device) or pass `device` through.",
     ),
 )
-NOT_FINITE = misconception(
+NOT_FINITE = _declare(
     "not-finite",
     "{what} contains NaN or infinity ({count} entries).",
     (
@@ -203,7 +231,7 @@ NOT_FINITE = misconception(
         "Look for a softmax over a row that is all -inf, or a division by zero.",
     ),
 )
-WRONG_VALUES = misconception(
+WRONG_VALUES = _declare(
     "wrong-values",
     "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "
     "(yours {got:.6g}, expected {want:.6g}).",
@@ -216,7 +244,7 @@ WRONG_VALUES = misconception(
         "by hand.",
     ),
 )
-GRADER_ERROR = misconception(
+GRADER_ERROR = _declare(
     "grader-error",
     "The grader itself failed on this check ({error}). This is a bug in the kit, not in your code.",
     (
@@ -226,7 +254,7 @@ GRADER_ERROR = misconception(
     ),
 )
 
-UNNAMED = misconception(
+UNNAMED = _declare(
     "not-named-in-this-copy",
     "Your result is not the reference's, and this copy of the kit cannot tell which mistake "
     "it is: naming it needs the grader's models of the computation, which the student copy "
@@ -306,29 +334,19 @@ def resolve(ref: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
-# What lets a function read its arguments other than by name: conservatively, a verdict
-# that calls any of these is taken to read `want`.
-_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "_getframe", "currentframe"})
+def no_reference(verdict: VerdictFn) -> VerdictFn:
+    """Declare that `verdict` never reads `want`, the reference outputs: it judges the
+    student's outputs on their own (properties, thresholds, raised errors). The hidden tier's
+    reference servers then skip computing its reference (Check.compares). A verdict without
+    this declaration is taken to read `want`; a kit test (test_architecture) holds every
+    declaration to the verdict's code, both ways.
 
-
-@cache
-def _reads_second_argument(fn: Callable) -> bool:
-    """Whether `fn` may read its second positional argument: False only when `fn` is a plain
-    function whose bytecode never names it (no load, store or delete of it, no inner
-    function closing over it, no introspection), never for *args, wrappers or callables."""
-    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
-        return True
-    code = fn.__code__
-    if code.co_argcount < 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return True
-    name = code.co_varnames[1]
-    if name in code.co_cellvars or _INTROSPECTION & set(code.co_names):
-        return True
-    for ins in dis.get_instructions(code):
-        arg = ins.argval
-        if arg == name or (isinstance(arg, tuple) and name in arg):
-            return True
-    return False
+        @SDPA.check("causal-device", "...", 1, inputs=probe.inputs_device)
+        @no_reference
+        def verdict_device(got, want, x): ...
+    """
+    verdict.reads_reference = False  # type: ignore[attr-defined]
+    return verdict
 
 
 @dataclass(frozen=True)
@@ -381,10 +399,10 @@ class Check:
     @property
     def compares(self) -> bool:
         """Whether the verdict may read the reference outputs (`want`). False only for a
-        verdict whose code never loads its `want` argument (it judges the outputs against
-        properties and thresholds): the hidden tier's reference servers skip computing its
-        reference (reference_fork.py). Anything unclear counts as True."""
-        return self.replays is not None or _reads_second_argument(self.verdict)
+        verdict declared `@no_reference` (it judges the outputs against properties and
+        thresholds) and no replays: the hidden tier's reference servers skip computing its
+        reference (reference_fork.py)."""
+        return self.replays is not None or getattr(self.verdict, "reads_reference", True)
 
     def seed(self, base_seed: int) -> int:
         """Each check draws its inputs from its own seed, so adding a check moves no other."""

@@ -48,9 +48,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from . import course_collect, course_config, course_export, course_judge, registry
 from .core import Check
-from .notebook import HIDDEN_VARIABLE, SEED_VARIABLE
 from .paths import COURSE_TEXT as TEXT
 from .paths import ROOT, SOLUTIONS
+from .settings import HIDDEN_SEED_VAR, HIDDEN_VAR, KIT_ROOT_VAR, Settings
 from .submission import trusted_modules
 from .unicode_math import markdown as unicode_math_markdown
 
@@ -485,13 +485,13 @@ def kernel_env(root: Path) -> dict[str, str]:
     and no hidden seed (the hidden tier is judged outside the kernel)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    env["ATTENTION_LAB_ROOT"] = str(ROOT)
+    env[KIT_ROOT_VAR] = str(ROOT)
     env["PATH"] = os.pathsep.join(
         p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop(SEED_VARIABLE, None)
-    env[HIDDEN_VARIABLE] = "outside"
+    env.pop(HIDDEN_SEED_VAR, None)
+    env[HIDDEN_VAR] = "outside"
     return env
 
 
@@ -552,11 +552,14 @@ def submitted_students(root: Path, assignment: str) -> list[str]:
 
 
 def autograde(
-    root: Path, wanted: list[str] | None = None, students: list[str] | None = None
+    root: Path,
+    wanted: list[str] | None = None,
+    students: list[str] | None = None,
+    settings: Settings | None = None,
 ) -> dict:
     """nbgrader autograde each assignment (the kernel: public tests, feedback), then judge every
     notebook outside the kernel and write the gradebook. Never stops at one failure; returns
-    and prints a summary."""
+    and prints a summary. `settings`: the run's (the sandbox's mode and limits)."""
     root = Path(root)
     config = course_config.load(root)
     summary = {"graded": [], "failed": [], "skipped": []}
@@ -574,7 +577,7 @@ def autograde(
         if any(nbgrader(root, *args, check=False).returncode for args in runs):
             print(f"  nbgrader autograde {a} reported errors; the others go on", flush=True)
         try:
-            judged = course_judge.judge_assignment(root, config, a, who)
+            judged = course_judge.judge_assignment(root, config, a, who, settings=settings)
             course_judge.record(root, config, judged)
         except Exception as e:  # noqa: BLE001 - one assignment's failure never stops the class
             summary["failed"].append(f"{a}: not judged ({type(e).__name__}: {e})")

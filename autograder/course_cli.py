@@ -7,11 +7,13 @@ without them.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from . import course_config
 from .errors import UsageError
+from .settings import Settings, SettingsError
 
 # --------------------------------------------------------------------------- the CLI verbs
 
@@ -59,6 +61,12 @@ def _verb(args) -> int:
             "`make venv-instructor` installs them (every instructor make verb does it first)"
         ) from None
     root = Path(args.root)
+    try:  # the flags over ATTENTION_LAB_* over the course's course.toml [limits]
+        settings = Settings.resolve(
+            cli_args=args, environ=os.environ, course_toml=root / course_config.FILE
+        )
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
     try:
         if args.course_verb == "course":
             if not (SOLUTIONS / "__init__.py").is_file():
@@ -81,7 +89,9 @@ def _verb(args) -> int:
                     f"STUDENT={unknown[0]!r} has no submission in {root / 'submitted'}; "
                     f"students there: {', '.join(sorted(known)) or 'none'}"
                 )
-            autograde(root, args.assignment, students=args.student)
+            autograde(root, args.assignment, students=args.student, settings=settings)
+        elif args.course_verb == "autograde":
+            autograde(root, args.assignment, settings=settings)
         else:
             getattr(course, args.course_verb)(root, args.assignment)
     except (FileNotFoundError, ValueError, RuntimeError) as e:

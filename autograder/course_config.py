@@ -12,6 +12,9 @@
     [points]               per-check point overrides: "attention.reference" = 4
     [hidden] secret        the instructor's secret: each student's hidden-tier seed is derived
                            from it and the student id (never released, never shown to students)
+    [limits]               optional: cpu_limit, timeout, check_timeout, memory_mb for the
+                           sandboxed verbs (batch, autograde); the environment and the flags
+                           override them (settings.py resolves and validates them)
 
 Everything read here is validated, with errors that say what was expected.
 """
@@ -157,7 +160,7 @@ def load(root: Path) -> CourseConfig:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path} is not valid TOML: {e}") from None
-    known = {"collect", "late", "due", "points", "hidden"}
+    known = {"collect", "late", "due", "points", "hidden", "limits"}  # [limits]: settings.py
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{path}: unknown section [{unknown[0]}]; expected {sorted(known)}")

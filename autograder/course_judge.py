@@ -40,7 +40,9 @@ from .course_config import CourseConfig
 from .i18n import _, status_word
 from .i18n import name as i18n_name
 from .notebook import feedback
+from .sandbox.jail import Limits
 from .sandbox.runner import Sandbox
+from .settings import Settings
 
 COURSE_ID = "attention-lab"
 _TRUSTED_IMPORT = re.compile(r"^(\s*)from (?:autograder\.trusted|assignments)\.(\w+) import ", re.M)
@@ -92,9 +94,16 @@ def scaled(result: Result, points: float) -> float:
 
 
 def judge_assignment(
-    root: Path, config: CourseConfig, assignment: str, students: list[str], *, sandbox_factory=None
+    root: Path,
+    config: CourseConfig,
+    assignment: str,
+    students: list[str],
+    *,
+    sandbox_factory=None,
+    settings: Settings | None = None,
 ) -> list[Judged]:
-    """Grade each student's autograded notebook of `assignment` in the sandbox."""
+    """Grade each student's autograded notebook of `assignment` in the sandbox, under the
+    run's `settings` (its sandbox mode and limits; default: Settings())."""
     root = Path(root)
     if assignment not in registry.modules():
         raise ValueError(f"assignment {assignment!r} is no exercise module of the kit")
@@ -105,7 +114,15 @@ def judge_assignment(
         # slow: gpt's training cell is judged here, once (the kernel skips it under autograde)
         # per_student: each student's references are computed for their own seed, on the
         # trusted side (a fork of the sandbox's zygote), before their sandboxed process starts.
-        with factory([assignment], hide=[root, stage], slow=True, per_student=True) as sb:
+        settings = settings or Settings()
+        with factory(
+            [assignment],
+            hide=[root, stage],
+            slow=True,
+            per_student=True,
+            limits=Limits.of(settings),
+            sandbox_mode=settings.sandbox_mode,
+        ) as sb:
             for student in students:
                 path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
                 item = Judged(student, assignment, config.seed(student, assignment))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import traceback
 
-from . import limits, registry, worker
+from . import registry, worker
 from .core import GRADER_ERROR, UNNAMED, Check, Failure, Inputs, Outputs, Result
+from .limits import SLOWER_NOTE, TimeLimits
 from .probing import attempt, make_inputs
 from .references import References
 from .submission import Submission
@@ -50,11 +51,14 @@ def grade_module(
     device: str = "cpu",
     outputs: dict[str, Outputs] | None = None,
     pool: worker.Pool | None = None,
+    limits: TimeLimits | None = None,
 ) -> list[Result]:
     """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here.
     `outputs`, when given, receives {check id: what the student's code returned} (the HTML
     report draws it: it never runs student code itself). `pool`: workers started ahead for
-    several modules (make grade), else one worker for this module now."""
+    several modules (make grade), else one worker for this module now. `limits`: the run's
+    time limits (default: calibrated on `refs`)."""
+    limits = limits or refs.time_limits()
     try:
         wanted = {c.slug: refs.get(c) for c in checks}
     except (OSError, ValueError) as e:
@@ -63,7 +67,7 @@ def grade_module(
     if pool is not None:
         probed = pool.result(checks[0].module, checks)
     else:
-        probed = worker.probe_module(checks, submission, refs.seed, device)
+        probed = worker.probe_module(checks, submission, refs.seed, device, limits=limits)
     results = []
     for check in checks:
         p = probed[check.id]
@@ -77,7 +81,7 @@ def grade_module(
         if p.printed:
             result.extra["printed"] = p.printed
         ref = limits.reference_cpu(check)
-        if result.passed and ref and p.cpu_seconds > limits.SLOWER_NOTE * max(ref, 0.01):
+        if result.passed and ref and p.cpu_seconds > SLOWER_NOTE * max(ref, 0.01):
             result.extra["note"] = (
                 f"{p.cpu_seconds / max(ref, 0.01):.0f} times slower than the reference "
                 f"({p.cpu_seconds:.2f} CPU-s): fine for grading, but look for a loop that "
@@ -94,6 +98,7 @@ def grade(
     seed: int | None = None,
     device: str = "cpu",
     slow: bool = False,
+    cpu_limit: float | None = None,
 ) -> list[Result]:
     """Grade a submission (make grade's plugin, the kit's tests and make watch build on it).
 
@@ -101,10 +106,12 @@ def grade(
 
     With seed=None the public tier: stored reference outputs. With a seed: the hidden tier,
     reference outputs computed from solutions/ on inputs drawn from that seed.
+    `cpu_limit`: a fixed CPU limit per check (Settings.cpu_limit), else each check's own.
     """
     refs = References.hidden(seed) if seed is not None else References.public()
+    limits = refs.time_limits(cpu_limit)
     results = []
     for module in modules or registry.modules():
         checks = [c for c in registry.checks_of(module) if slow or not c.slow]
-        results += grade_module(checks, submission, refs, device)
+        results += grade_module(checks, submission, refs, device, limits=limits)
     return results

@@ -32,8 +32,7 @@ from typing import Any
 from .core import HINT_LEVELS, Result, Status
 from .paths import BUILD
 
-STATE = BUILD / "hint-state.json"
-STATE_ENV = "ATTENTION_LAB_HINT_STATE"  # another path for the state (the kit's tests use one)
+STATE = BUILD / "hint-state.json"  # another path: Settings.hint_state (the kit's tests use one)
 TOP = len(HINT_LEVELS)
 ALL_LEVELS = tuple(range(1, TOP + 1))
 FRESH_LEVELS = (1, 2)  # batch, Gradescope, PrairieLearn
@@ -42,7 +41,8 @@ VERSION = 1
 
 
 def state_path(path: Path | None = None) -> Path:
-    return Path(path or os.environ.get(STATE_ENV) or STATE)
+    """The state's file: `path` (Settings.hint_state), else build/hint-state.json."""
+    return Path(path or STATE)
 
 
 def load(path: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:

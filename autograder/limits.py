@@ -15,7 +15,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
 
 import torch
@@ -27,41 +28,41 @@ FACTOR = 20.0
 STALL_SECONDS = 30.0
 SLOWER_NOTE = 5.0  # a passing check this many times slower than the reference gets a note
 
-_reference_cpu: dict[str, float] = {}
-_override: dict[str, float] = {}
 
+@dataclass(frozen=True)
+class TimeLimits:
+    """The time limits of one grading, made at its entry point and passed down (to the
+    engine, the workers, the sandbox): no module state.
 
-def configure(cpu: float | None = None, stall: float | None = None) -> None:
-    """Instructor overrides (make grade CPU_LIMIT=..., the kit's tests): a fixed CPU limit
-    for every check, and the wall-clock grace for a process that makes no progress."""
-    _override.clear()
-    if cpu is not None:
-        if not cpu > 0:
-            raise ValueError(f"a CPU limit must be a positive number of seconds, got {cpu!r}")
-        _override["cpu"] = float(cpu)
-    if stall is not None:
-        if not stall > 0:
-            raise ValueError(f"a stall limit must be a positive number of seconds, got {stall!r}")
-        _override["stall"] = float(stall)
+    cpu        a fixed CPU limit for every check (Settings.cpu_limit: make grade
+               CPU_LIMIT=..., the kit's tests); None: each check's calibrated limit
+    stall      wall-clock seconds a process may go without using CPU (blocked) before it
+               is stopped
+    reference  {check id: the reference's CPU seconds on this machine}: References.cpu,
+               which the references fill as each module's are loaded or computed
+    """
 
+    cpu: float | None = None
+    stall: float = STALL_SECONDS
+    reference: Mapping[str, float] = field(default_factory=dict)
 
-def stall_seconds() -> float:
-    return _override.get("stall", STALL_SECONDS)
+    def __post_init__(self) -> None:
+        if self.cpu is not None and not self.cpu > 0:
+            raise ValueError(f"a CPU limit must be a positive number of seconds, got {self.cpu!r}")
+        if not self.stall > 0:
+            raise ValueError(
+                f"a stall limit must be a positive number of seconds, got {self.stall!r}"
+            )
 
+    def reference_cpu(self, check: Check) -> float | None:
+        return self.reference.get(check.id)
 
-def record_reference(check_id: str, seconds: float) -> None:
-    _reference_cpu[check_id] = float(seconds)
-
-
-def reference_cpu(check: Check) -> float | None:
-    return _reference_cpu.get(check.id)
-
-
-def cpu_limit(check: Check) -> float:
-    if "cpu" in _override:
-        return _override["cpu"]
-    ref = _reference_cpu.get(check.id)
-    return max(check.timeout, FACTOR * ref) if ref else check.timeout
+    def cpu_limit(self, check: Check) -> float:
+        """max(the check's floor, FACTOR x the reference's CPU seconds), or the fixed limit."""
+        if self.cpu is not None:
+            return self.cpu
+        ref = self.reference.get(check.id)
+        return max(check.timeout, FACTOR * ref) if ref else check.timeout
 
 
 def cpu_seconds(pid: int) -> float:
@@ -92,9 +93,8 @@ class Stopwatch:
     `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
     `stall` wall-clock seconds (blocked, not computing) has overrun too."""
 
-    def __init__(self, pid: int, limit: Callable[[str], float], stall: float | None = None):
-        self.pid, self.limit = pid, limit
-        self.stall = stall_seconds() if stall is None else stall
+    def __init__(self, pid: int, limit: Callable[[str], float], stall: float = STALL_SECONDS):
+        self.pid, self.limit, self.stall = pid, limit, stall
         self.current: str | None = None
         self.started = self.last_cpu = 0.0
         self.last_progress = time.monotonic()

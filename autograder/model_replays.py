@@ -40,6 +40,7 @@ import torch
 
 from . import paths
 from .core import Misconception
+from .settings import HINT_STATE_VAR
 
 SUFFIX = ".models"
 # Beside the cached answers (never shipped): what each variant lost while they were recorded,
@@ -485,7 +486,7 @@ def compute(
                 "PYTHONPATH": str(root),
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "LANGUAGE": "en",
-                "ATTENTION_LAB_HINT_STATE": str(Path(tmp) / "hints.json"),
+                HINT_STATE_VAR: str(Path(tmp) / "hints.json"),  # read by the child's settings
             }
             proc = subprocess.run(
                 [sys.executable, "-c", _RECORD, json.dumps(todo), tmp, json.dumps(sources)],

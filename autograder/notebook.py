@@ -52,10 +52,13 @@ from .i18n import name as i18n_name
 from .ladder import NOTEBOOK_LEVELS
 from .paths import SOLUTIONS
 from .references import References
+from .settings import HIDDEN_SEED_VAR, HIDDEN_VAR, Settings, SettingsError
 from .submission import trusted_modules
 
-SEED_VARIABLE = "ATTENTION_LAB_HIDDEN_SEED"
-HIDDEN_VARIABLE = "ATTENTION_LAB_HIDDEN"  # "outside": the hidden tier is judged by make autograde
+# The kernel's settings travel in its environment (course.kernel_env sets them for nbgrader);
+# a test cell's call resolves them once (settings.py).
+SEED_VARIABLE = HIDDEN_SEED_VAR  # the seed of an in-kernel hidden run (instructors only)
+HIDDEN_VARIABLE = HIDDEN_VAR  # "outside": the hidden tier is judged by make autograde
 OUTSIDE_NOTE = "hidden inputs: graded outside this notebook by the sandboxed grader"
 
 
@@ -146,18 +149,23 @@ def _stderr_to_stdout():
             print("    " + line.replace("\n", "\n    "))
 
 
-def hidden_seed() -> int:
-    """The seed of an in-kernel hidden run: $ATTENTION_LAB_HIDDEN_SEED (instructors only)."""
-    value = os.environ.get(SEED_VARIABLE, "").strip()
-    if not value:
+def hidden_seed(settings: Settings) -> int:
+    """The seed of an in-kernel hidden run: Settings.hidden_seed, from $ATTENTION_LAB_HIDDEN_SEED
+    (instructors only)."""
+    if settings.hidden_seed is None:
         raise RuntimeError(
             "hidden tests run on the instructor's side only, outside the notebook: "
             f"`make autograde` grades them (set {SEED_VARIABLE} to try them in a kernel)"
         )
+    return settings.hidden_seed
+
+
+def _settings() -> Settings:
+    """The kernel's settings (a test cell's call is an entry point: it resolves them)."""
     try:
-        return int(value)
-    except ValueError:
-        raise RuntimeError(f"the hidden seed must be an integer, got {value!r}") from None
+        return Settings.resolve(environ=os.environ)
+    except SettingsError as e:
+        raise RuntimeError(str(e)) from None
 
 
 _REFERENCES: dict[int | None, References] = {}
@@ -183,10 +191,18 @@ def _defined(check: Check, namespace: dict[str, Any]) -> bool:
     return any(isinstance(v, type) and name in vars(v) for v in list(namespace.values()))
 
 
-def run(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> Result:
-    """Grade one check on a notebook namespace; returns the engine's Result."""
+def run(
+    check_id: str,
+    namespace: dict[str, Any],
+    *,
+    hidden: bool = False,
+    settings: Settings | None = None,
+) -> Result:
+    """Grade one check on a notebook namespace; returns the engine's Result. `settings`: the
+    kernel's (default: resolved now, from its environment)."""
     check = registry.find(check_id)
-    refs = _references(hidden_seed() if hidden else None)
+    settings = settings or _settings()
+    refs = _references(hidden_seed(settings) if hidden else None)
     seed, reference = refs.seed, refs.get(check)
     submission = NotebookSubmission(check.module, namespace)
     with _swapped(namespace, _stand_ins(check.module, namespace)), _stderr_to_stdout():
@@ -212,7 +228,8 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     check = registry.find(check_id)
     # Under `make autograde` the hidden tier, and a slow check (one call, trains once), are
     # judged outside the kernel only.
-    if (hidden or check.slow) and os.environ.get(HIDDEN_VARIABLE) == "outside":
+    settings = _settings()
+    if (hidden or check.slow) and settings.hidden == "outside":
         print(f"{OUTSIDE_NOTE} ({check.name})")
         return
     tier = _(" (hidden inputs)") if hidden else ""
@@ -224,7 +241,7 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
                 "(or, if you deleted that cell, restore it from the release)."
             ).format(exercise=check.exercise)
         )
-    result = run(check_id, namespace, hidden=hidden)
+    result = run(check_id, namespace, hidden=hidden, settings=settings)
     if result.passed:
         points = f"{result.points:g}"
         line = _("{tag}  {name}{tier}: {score} / {points} points").format(

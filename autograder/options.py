@@ -7,13 +7,13 @@ build verb and a run verb of the same form. Each is declared here once.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from . import syllabus
 from .errors import UsageError
+from .settings import ENV, Settings
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -41,27 +41,31 @@ def add_platform_verbs(
     title: str,
     *,
     build: Callable[[argparse.Namespace], int],
-    run: Callable[[Path], int],
+    run: Callable[[Path, Settings], int],
     out: str,
-    root_env: str,
-    root_default: str,
+    root_field: str,
     build_help: str,
     run_help: str,
 ) -> None:
     """`<name>` builds what a grading platform needs (EX=... chooses the modules);
-    `<name>-run` grades one submission inside the platform, under root_default or $root_env."""
+    `<name>-run` grades one submission inside the platform, under the root Settings'
+    `root_field` resolves (--root, else its ATTENTION_LAB_* variable, else the default)."""
     b = verbs.add_parser(name, help=build_help)
     b.add_argument("--out", default=out)
     b.add_argument("--ex", default="", help="comma-separated modules (default: all)")
     b.set_defaults(run=build)
 
     def cmd_run(args: argparse.Namespace) -> int:
-        root = Path(args.root or os.environ.get(root_env) or root_default)
+        settings: Settings = args.settings  # resolved by cli.main (the environment's root)
+        if args.root:  # --root over the environment
+            settings = settings.but(**{root_field: Path(args.root)})
+        root = getattr(settings, root_field)
         if not root.is_dir():
             print(f"error: the {title} root {str(root)!r} is not a folder", file=sys.stderr)
             return 2
-        return run(root)
+        return run(root, settings)
 
+    variable, default = ENV[root_field], getattr(Settings(), root_field)
     r = verbs.add_parser(f"{name}-run", help=run_help)
-    r.add_argument("--root", default=None, help=f"default ${root_env} or {root_default}")
+    r.add_argument("--root", default=None, help=f"default ${variable} or {default}")
     r.set_defaults(run=cmd_run)

@@ -10,16 +10,17 @@ each module graded so far, at its latest), and exits 0 whenever grading complete
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import pytest
 import torch
 
-from . import ladder, limits, publish, registry, report, report_html, waiting, worker
+from . import ladder, publish, registry, report, report_html, waiting, worker
 from .core import Check, Result, Status
 from .engine import grade_module
 from .i18n import _, ngettext
 from .references import References
+from .settings import Settings, SettingsError
 from .submission import Submission
 
 
@@ -57,14 +58,15 @@ class GradingPlugin:
     forked worker, verdicts here; engine.grade_module), hands each graded test its Result,
     prints the table last and merges them into results.json and report.html."""
 
-    def __init__(self, config: pytest.Config):
-        self.submission = Submission(config.getoption("submission"))
-        self.device: str = config.getoption("grade_device")
-        self.results_path = Path(config.getoption("results"))
-        self.modules: list[str] = [m for m in config.getoption("ex").split(",") if m]
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.settings = settings
+        self.submission = Submission(settings.submission)
+        self.device: str = settings.device
+        self.results_path = settings.results
+        self.modules: list[str] = list(settings.modules)
         self.include_slow: bool = config.getoption("include_slow")
         self.references = References.public()
-        limits.configure(cpu=config.getoption("cpu_limit"))
+        self.limits = self.references.time_limits(settings.cpu_limit)
         self.selected: dict[str, list[Check]] = {}
         self.results: dict[str, Result] = {}
         self.left_out: list[Check] = []
@@ -102,7 +104,9 @@ class GradingPlugin:
         if check.id not in self.results:
             if self.pool is None:  # two modules' workers at a time, ahead of the verdicts
                 seed = self.references.seed
-                self.pool = worker.Pool(self.selected, self.submission, seed, self.device)
+                self.pool = worker.Pool(
+                    self.selected, self.submission, seed, self.device, limits=self.limits
+                )
             checks = self.selected.get(check.module) or [check]
             graded = grade_module(
                 checks,
@@ -111,6 +115,7 @@ class GradingPlugin:
                 self.device,
                 outputs=self.outputs,
                 pool=self.pool,
+                limits=self.limits,
             )
             for result in graded:
                 self.results[result.check_id] = result
@@ -122,7 +127,9 @@ class GradingPlugin:
         results = []
         for module in modules:
             checks = [c for c in registry.checks_of(module) if not c.slow]
-            results += grade_module(checks, self.submission, self.references, self.device)
+            results += grade_module(
+                checks, self.submission, self.references, self.device, limits=self.limits
+            )
         return results
 
     @pytest.hookimpl
@@ -135,7 +142,7 @@ class GradingPlugin:
         # Checks that wait on an own dependency failing its checks (student copy: waiting.py)
         results = waiting.hold(ordered_results(self), self.submission, self.grade_quietly)
         # The hint ladder: one level more per failing attempt (ladder.py, build/hint-state.json)
-        levels = ladder.advance(results, self.submission.path)
+        levels = ladder.advance(results, self.submission.path, self.settings.hint_state)
         hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else levels
         title = _("Attention Lab: grading {folder} on {device} (torch {version})").format(
             folder=self.submission.path, device=self.device, version=torch.__version__
@@ -220,8 +227,21 @@ _KEY = pytest.StashKey[GradingPlugin]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The plugin's entry point: the run's settings are resolved here, once (its options,
+    which `make grade` passes as flags, over the environment: settings.py)."""
     if config.getoption("submission"):
-        plugin = GradingPlugin(config)
+        options = {
+            "submission": config.getoption("submission"),
+            "modules": config.getoption("ex"),
+            "device": config.getoption("grade_device"),
+            "results": config.getoption("results"),
+            "cpu_limit": config.getoption("cpu_limit"),
+        }
+        try:
+            settings = Settings.resolve(cli_args=options, environ=os.environ)
+        except SettingsError as e:
+            raise pytest.UsageError(str(e)) from None
+        plugin = GradingPlugin(config, settings)
         config.stash[_KEY] = plugin
         config.pluginmanager.register(plugin, "attention-lab-grading")
 

@@ -39,8 +39,9 @@ from . import i18n, ladder, registry
 from .batch import feedback_text
 from .options import add_platform_verbs, modules_of
 from .paths import ROOT
+from .sandbox.jail import Limits
+from .settings import Settings
 
-ROOT_ENV = "ATTENTION_LAB_PL_ROOT"
 KIT = "attention_lab"
 IMAGE = "attention-lab-grader"  # build it from serverFilesCourse/attention_lab/Dockerfile
 NAMESPACE = uuid.UUID("6f1c2a52-3d4e-4b8f-9a51-7e0c1d2b3a40")
@@ -230,8 +231,10 @@ def results_of(graded, module: str) -> dict:
     }
 
 
-def run(root: Path) -> int:
-    """Grade root/student/<module>.py into root/results/results.json."""
+def run(root: Path, settings: Settings | None = None) -> int:
+    """Grade root/student/<module>.py into root/results/results.json, under the run's
+    `settings` (the sandbox's mode and limits; default: Settings())."""
+    settings = settings or Settings()
     root = Path(root)
     results = root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -254,7 +257,13 @@ def run(root: Path) -> int:
         hide.append(root / "serverFilesCourse" / KIT / "secret.json")
         from .sandbox.runner import Sandbox  # torch: only when grading
 
-        with Sandbox([module], seed=_seed(root, module), hide=hide) as sb:
+        with Sandbox(
+            [module],
+            seed=_seed(root, module),
+            hide=hide,
+            limits=Limits.of(settings),
+            sandbox_mode=settings.sandbox_mode,
+        ) as sb:
             graded = sb.grade(package, "student")
         if not (package / f"{module}.py").is_file():
             graded.notes.insert(0, f"No {module}.py was submitted.")
@@ -290,8 +299,7 @@ def add_verbs(verbs) -> None:
         build=cmd_build,
         run=run,
         out="build/prairielearn",
-        root_env=ROOT_ENV,
-        root_default="/grade",
+        root_field="prairielearn_root",
         build_help="write a PrairieLearn course folder",
         run_help="grade /grade/student (PrairieLearn)",
     )

@@ -23,6 +23,9 @@ class References:
         self._compute = compute
         self._modules: dict[str, dict[str, Outputs]] = {}
         self._errors: dict[str, str] = {}
+        # {check id: the reference's CPU seconds}: what time limits are calibrated on
+        # (limits.TimeLimits.reference), filled as each module's references are had
+        self.cpu: dict[str, float] = {}
 
     @classmethod
     def public(cls) -> References:
@@ -81,12 +84,15 @@ class References:
                 )
         return found_all, errors_all
 
-    @staticmethod
-    def _record(module: str, cpu) -> None:
+    def _record(self, module: str, cpu) -> None:
         """The solution's CPU seconds per check: what time limits are calibrated on."""
         for slug, seconds in cpu.items() if isinstance(cpu, dict) else ():
             if isinstance(seconds, (int, float)):
-                limits.record_reference(f"{module}.{slug}", seconds)
+                self.cpu[f"{module}.{slug}"] = float(seconds)
+
+    def time_limits(self, cpu: float | None = None) -> limits.TimeLimits:
+        """The time limits calibrated on these references (`cpu`: a fixed limit instead)."""
+        return limits.TimeLimits(cpu=cpu, reference=self.cpu)
 
     def get(self, check: Check) -> Outputs | None:
         """The expected outputs of `check` (None for a slow check: judged on thresholds)."""

@@ -71,9 +71,11 @@ def probe_double(mod, x: dict) -> dict:
 
 from __future__ import annotations
 
-from ...core import CheckList, misconception
+from ...core import CheckList, Misconceptions
 from ...verdicts import assert_close, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("{name}")
 

@@ -106,6 +106,7 @@ SHIPS = (
     "autograder/report.py",
     "autograder/report_html.py",
     "autograder/seeds.py",
+    "autograder/settings.py",  # the run's settings, resolved once (cli, warm, plugin)
     "autograder/submission.py",
     "autograder/syllabus.py",
     "autograder/tolerances.py",

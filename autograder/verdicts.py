@@ -20,7 +20,7 @@ from .core import (
     WRONG_VALUES,
     Failure,
     Misconception,
-    misconception,
+    Misconceptions,
 )
 from .tolerances import tolerance
 
@@ -60,6 +60,8 @@ def _left_out(fn: Callable) -> Callable:
 
 model.left_out = _left_out  # type: ignore[attr-defined]
 
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 WRONG_KIND = misconception(
     "wrong-dtype-kind",

@@ -33,18 +33,34 @@ import sys
 import time
 from pathlib import Path
 
+from .settings import Settings
+
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
-FOLDER = Path(os.environ.get("ATTENTION_LAB_WARM_DIR") or ROOT / "build")  # tests set it
-SOCKET = FOLDER / "warm-grader.sock"
-LOCK = FOLDER / "warm-grader.lock"
-LOG = FOLDER / "warm-grader.log"  # one line per grading served
+SOCKET = "warm-grader.sock"  # in the warm grader's folder (Settings.warm_dir: build/)
+LOCK = "warm-grader.lock"
+LOG = "warm-grader.log"  # one line per grading served
 IDLE = 20 * 60  # seconds without a request before the server exits
 VERBS = ("grade", "hint")  # what the warm grader runs; everything else starts directly
-ENABLED = "ATTENTION_LAB_WARM"  # set to 1 by `make grade` (WARM=1, the default)
 _HEADER = struct.Struct("!I")
 # Linux: descriptors passed over the socket, the peer's uid, a pidfd per grading fork.
 SUPPORTED = sys.platform == "linux" and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+
+
+def folder(settings: Settings) -> Path:
+    """Where the warm grader's socket, lock and log live: Settings.warm_dir, else build/."""
+    return settings.warm_dir or ROOT / "build"
+
+
+def flags(argv: list[str]) -> dict[str, str]:
+    """The flags of `argv` the warm grader decides on before the CLI parses it: --warm
+    (make grade's WARM=), as Settings.resolve's cli_args."""
+    for i, arg in enumerate(argv):
+        if arg == "--warm" and i + 1 < len(argv):
+            return {"warm": argv[i + 1]}
+        if arg.startswith("--warm="):
+            return {"warm": arg.split("=", 1)[1]}
+    return {}
 
 
 def key() -> str:
@@ -70,14 +86,14 @@ def key() -> str:
 # --------------------------------------------------------------------------- client
 
 
-def client(argv: list[str]) -> int | None:
+def client(argv: list[str], settings: Settings) -> int | None:
     """Run `argv` on the warm grader when one is up for this kit; None when it is not (the
     caller then grades directly and calls `start`)."""
-    if not wanted(argv):
+    if not wanted(argv, settings):
         return None
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(SOCKET))
+        conn.connect(str(folder(settings) / SOCKET))
     except OSError:
         return None
     with conn:
@@ -118,28 +134,29 @@ def _lines(conn: socket.socket):
             yield line.decode()
 
 
-def wanted(argv: list[str]) -> bool:
-    """`make grade` (ATTENTION_LAB_WARM=1) of a verb the warm grader runs, on the CPU (CUDA
+def wanted(argv: list[str], settings: Settings) -> bool:
+    """`make grade` (Settings.warm: WARM=1) of a verb the warm grader runs, on the CPU (CUDA
     cannot be used in a fork of a process that used it: a CUDA grading starts fresh)."""
     on_cpu = not any(a.startswith("cuda") for a in argv)
     verb = any(a in VERBS for a in argv)
-    return SUPPORTED and os.environ.get(ENABLED) == "1" and on_cpu and verb
+    return SUPPORTED and settings.warm and on_cpu and verb
 
 
-def start(argv: list[str]) -> None:
+def start(argv: list[str], settings: Settings) -> None:
     """After a direct run of `argv`: start a server in the background for the next
     `make grade`, unless one is up or starting (it holds LOCK). Quiet: a kit that cannot
     start one grades directly."""
-    if not wanted(argv) or len(str(SOCKET)) > 100:
+    where = folder(settings)
+    if not wanted(argv, settings) or len(str(where / SOCKET)) > 100:
         return
     try:
         import fcntl
 
-        LOCK.parent.mkdir(parents=True, exist_ok=True)
-        with open(LOCK, "a") as lock:
+        where.mkdir(parents=True, exist_ok=True)
+        with open(where / LOCK, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no server holds it
         subprocess.Popen(
-            [sys.executable, "-m", "autograder.warm", "serve"],
+            [sys.executable, "-m", "autograder.warm", "serve", str(where)],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdin=subprocess.DEVNULL,
@@ -154,11 +171,12 @@ def start(argv: list[str]) -> None:
 # --------------------------------------------------------------------------- server
 
 
-def serve() -> None:
+def serve(where: Path) -> None:
+    """The server of the warm grader whose socket, lock and log are in `where`."""
     import fcntl
 
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    lock = open(LOCK, "a")  # noqa: SIM115 (held for the server's life)
+    where.mkdir(parents=True, exist_ok=True)
+    lock = open(where / LOCK, "a")  # noqa: SIM115 (held for the server's life)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -173,11 +191,11 @@ def serve() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the finally below cleans up
     mine = key()
     threads = _warm()
-    SOCKET.unlink(missing_ok=True)
+    (where / SOCKET).unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o077)
     try:
-        listener.bind(str(SOCKET))
+        listener.bind(str(where / SOCKET))
     finally:
         os.umask(old)
     listener.listen(8)
@@ -191,7 +209,9 @@ def serve() -> None:
                 if item.data is None:
                     conn, _ = listener.accept()
                     last = time.monotonic()
-                    if _own_user(conn) and not _answer(conn, mine, threads, sel, running):
+                    if _own_user(conn) and not _answer(
+                        conn, mine, threads, sel, running, where / LOG
+                    ):
                         return  # stale: the kit changed under this server
                     continue
                 kind, fd = item.data
@@ -216,14 +236,14 @@ def serve() -> None:
     finally:
         for _conn, pid in running.values():
             _signal(pid, signal.SIGINT)
-        SOCKET.unlink(missing_ok=True)
+        (where / SOCKET).unlink(missing_ok=True)
         listener.close()
 
 
-def stop(folder: Path = FOLDER) -> None:
-    """End the warm grader of `folder`, if one is up (its pid is in its lock file)."""
+def stop(where: Path) -> None:
+    """End the warm grader of folder `where`, if one is up (its pid is in its lock file)."""
     try:
-        pid = int((folder / LOCK.name).read_text().split()[0])
+        pid = int((where / LOCK).read_text().split()[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError, IndexError):
         return
@@ -258,8 +278,9 @@ def _own_user(conn: socket.socket) -> bool:
     return True
 
 
-def _answer(conn, mine: str, threads: int, sel, running) -> bool:
-    """Read one request; fork its grading. False when the request is for another kit."""
+def _answer(conn, mine: str, threads: int, sel, running, log_path: Path) -> bool:
+    """Read one request; fork its grading (a line in `log_path`). False when the request is
+    for another kit."""
     try:
         conn.settimeout(10)
         head, fds, _flags, _addr = socket.recv_fds(conn, _HEADER.size, 3)
@@ -290,7 +311,7 @@ def _answer(conn, mine: str, threads: int, sel, running) -> bool:
         running[pidfd] = (conn, pid)
         sel.register(pidfd, selectors.EVENT_READ, ("done", pidfd))
         sel.register(conn, selectors.EVENT_READ, ("hangup", conn.fileno()))
-        with open(LOG, "a") as log:
+        with open(log_path, "a") as log:
             log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {pid}: {request['argv']}\n")
         conn.sendall(b"started\n")  # from here on the fork grades: the client waits for it
         return True
@@ -358,8 +379,8 @@ def _signal(pid: int, sig: int) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["serve"]:
-        serve()
+    if len(sys.argv) == 3 and sys.argv[1] == "serve":
+        serve(Path(sys.argv[2]))
     else:
-        print("usage: python -m autograder.warm serve", file=sys.stderr)
+        print("usage: python -m autograder.warm serve FOLDER", file=sys.stderr)
         sys.exit(2)

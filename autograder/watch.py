@@ -40,6 +40,7 @@ from .core import Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
+from .limits import TimeLimits
 from .options import modules_of
 from .references import References
 from .submission import Submission, trusted_modules
@@ -63,13 +64,14 @@ class _Bounded(io.StringIO):
 
 
 def grade_module(
-    submission, module: str, refs: References, *, device: str, outputs: dict
+    submission, module: str, refs: References, *, device: str, outputs: dict, time: TimeLimits
 ) -> list[Result]:
     """Grade every fast check of `module` as `make grade` does (engine.grade_module: the
-    probes run in a worker with CPU-second limits, stopped from outside; what the student's
-    code printed lands in Result.extra["printed"]; its outputs in `outputs`, for the report)."""
+    probes run in a worker with CPU-second limits `time`, stopped from outside; what the
+    student's code printed lands in Result.extra["printed"]; its outputs in `outputs`, for
+    the report)."""
     checks = [c for c in registry.checks_of(module) if not c.slow]
-    return engine.grade_module(checks, submission, refs, device, outputs=outputs)
+    return engine.grade_module(checks, submission, refs, device, outputs=outputs, limits=time)
 
 
 def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module, known=()):
@@ -77,19 +79,22 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
     `known`: the other watched modules' last results (what an own dependency's decide)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     status = 0
+    budget = refs_by_module.time_limits(args.settings.cpu_limit)
     try:
         submission = Submission(submission_path)
         results, outputs = [], {}
         for module in modules:
             results += grade_module(
-                submission, module, refs_by_module, device=args.device, outputs=outputs
+                submission, module, refs_by_module, device=args.device, outputs=outputs, time=budget
             )
 
         def quietly(more: list[str]) -> list[Result]:
             return [
                 r
                 for m in more
-                for r in grade_module(submission, m, refs_by_module, device=args.device, outputs={})
+                for r in grade_module(
+                    submission, m, refs_by_module, device=args.device, outputs={}, time=budget
+                )
             ]
 
         # Checks that wait on an own dependency failing its checks (student copy: waiting.py)
@@ -97,7 +102,8 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
         results = waiting.hold(results + others, submission, quietly)
         results = [r for r in results if r.module in modules]
         stored = {m: refs_by_module.module(m) for m in modules}
-        levels = ladder.advance(results, submission.path)  # each save is an attempt
+        # each save is an attempt
+        levels = ladder.advance(results, submission.path, args.settings.hint_state)
         graded_at = publish.now()
         sections = report_html.sections(
             results,
@@ -248,7 +254,7 @@ class Watcher:
             graded,
             submission=self.folder,
             results_path=self.results_path,
-            hints=ladder.levels_of(graded, self.folder),
+            hints=ladder.levels_of(graded, self.folder, self.args.settings.hint_state),
             sections=payload["sections"],
             graded_at=payload["graded_at"],
             title=f"Attention Lab: {self.folder.name}",
@@ -305,7 +311,6 @@ def cmd_watch(args) -> int:
     wanted = modules_of(args.ex)
     if args.device != "cpu":
         raise UsageError("make watch grades on the CPU only (DEVICE=cpu)")
-    limits.configure(cpu=args.cpu_limit)
     args.modules = wanted
     watcher = Watcher(args)
     try:

@@ -6,7 +6,7 @@ draws every check's inputs, imports the student's module and runs the probes, wr
 message per check to a pipe (sandbox/wire.py: JSON + raw tensor bytes, never pickle). The
 parent decides everything else:
 
-- time: each check may use `limits.cpu_limit(check)` CPU seconds, read from /proc, so a loaded
+- time: each check may use `TimeLimits.cpu_limit(check)` CPU seconds, read from /proc, so a loaded
   machine never costs a correct solution its points; a check that uses them up is stopped
   from outside (the worker is killed, never interrupted by a signal inside torch) and the
   remaining checks run in a fresh worker, so one slow check costs that check only. A worker
@@ -34,11 +34,14 @@ from typing import Any
 import torch
 
 from . import limits, model_replays
-from .core import TIMEOUT, Check, Failure, Result, Status, misconception
+from .core import TIMEOUT, Check, Failure, Misconceptions, Result, Status
+from .limits import Stopwatch, TimeLimits, warm_up
 from .probing import Attempts, make_inputs
 from .registry import all_misconceptions
 from .sandbox import wire
 from .submission import Submission
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
 # Written by the worker on its output pipe after each check's prints, before the check's
@@ -261,6 +264,7 @@ class _Run:
         submission: Submission,
         seed: int,
         device: str,
+        limits: TimeLimits,
         stuck: Stuck | None = None,
     ):
         self.checks = {c.id: c for c in checks}
@@ -271,7 +275,7 @@ class _Run:
         )
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
-        self.watch = limits.Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]))
+        self.watch = Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]), limits.stall)
         self.printed: dict[str | None, bytearray] = {}
         self.stream = _Segments()
         self.probed: dict[str, Probed] = {}
@@ -481,9 +485,17 @@ def _excerpt(data: bytes) -> str:
 class _Job:
     """One module's checks: workers one after another until every check has a result."""
 
-    def __init__(self, checks: list[Check], submission: Submission, seed: int, device: str):
+    def __init__(
+        self,
+        checks: list[Check],
+        submission: Submission,
+        seed: int,
+        device: str,
+        limits: TimeLimits,
+    ):
         self.module = checks[0].module
-        self.args = (submission, seed, device)
+        self.args = (submission, seed, device, limits)
+        self.stall = limits.stall
         self.todo = list(checks)
         self.found: dict[str, Probed] = {}
         self.stuck = Stuck()
@@ -507,9 +519,7 @@ class _Job:
                 for check in todo:
                     if check.id not in found:
                         found[check.id] = Probed(
-                            result=Result.of(
-                                check, "failed", Failure(STALLED, seconds=limits.stall_seconds())
-                            )
+                            result=Result.of(check, "failed", Failure(STALLED, seconds=self.stall))
                         )
         for check in todo:
             same = None if check.id in found else self.stuck.same(check)
@@ -547,14 +557,17 @@ class Pool:
         seed: int,
         device: str = "cpu",
         jobs: int | None = None,
+        *,
+        limits: TimeLimits,
     ):
-        self.args = (submission, seed, device)
+        """`limits`: the run's time limits (limits.TimeLimits)."""
+        self.args = (submission, seed, device, limits)
         self.jobs = jobs or default_jobs()
         self.waiting = {module: checks for module, checks in groups.items() if checks}
         self.live: list[_Job] = []
         self.done: dict[str, dict[str, Probed]] = {}
         self.sel = selectors.DefaultSelector()
-        limits.warm_up()
+        warm_up()
 
     def result(self, module: str, checks: list[Check] | None = None) -> dict[str, Probed]:
         """{check id: Probed} for `module` (its checks as given at the start, or `checks`)."""
@@ -600,12 +613,18 @@ class Pool:
 
 
 def probe_module(
-    checks: list[Check], submission: Submission, seed: int, device: str = "cpu"
+    checks: list[Check],
+    submission: Submission,
+    seed: int,
+    device: str = "cpu",
+    *,
+    limits: TimeLimits,
 ) -> dict[str, Probed]:
-    """Run the probes of `checks` (one module's) in workers; {check id: Probed}."""
+    """Run the probes of `checks` (one module's) in workers, under `limits`; {check id:
+    Probed}."""
     if not checks:
         return {}
-    pool = Pool({checks[0].module: checks}, submission, seed, device, jobs=1)
+    pool = Pool({checks[0].module: checks}, submission, seed, device, jobs=1, limits=limits)
     try:
         return pool.result(checks[0].module)
     finally:

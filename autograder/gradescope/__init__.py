@@ -11,7 +11,6 @@ graded in the sandbox (hidden tier: a fresh seed per run; verdicts outside the s
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -22,17 +21,11 @@ from pathlib import Path
 from .. import seeds
 from ..options import add_platform_verbs, modules_of
 from ..paths import ROOT
+from ..settings import Settings
 
 HERE = Path(__file__).resolve().parent
-ROOT_ENV = "ATTENTION_LAB_GRADESCOPE_ROOT"
 SHIPPED = ("autograder", "solutions")
 CONFIG = "attention_lab.json"  # in the zip: the modules to grade (`make gradescope EX=...`)
-# Environment overrides of the limits (seconds, seconds, MiB), e.g. for a simulated run.
-LIMIT_ENV = {
-    "timeout": "ATTENTION_LAB_TIMEOUT",
-    "check_timeout": "ATTENTION_LAB_CHECK_TIMEOUT",
-    "memory": "ATTENTION_LAB_MEMORY_MB",
-}
 
 
 def zip_members() -> list[tuple[Path, str]]:
@@ -84,37 +77,26 @@ def student_id(root: Path) -> str:
     return ",".join(i for i in ids if i)
 
 
-def limits_from_env():
-    from ..sandbox.jail import Limits
-
-    limits = Limits()
-    for name, var in LIMIT_ENV.items():
-        if os.environ.get(var):
-            value = float(os.environ[var])
-            setattr(limits, name, int(value) << 20 if name == "memory" else value)
-    return limits
-
-
-INSECURE_ENV = "ATTENTION_LAB_INSECURE"  # "1": grade even without isolation (results say so)
-
-
 def _write_results(path: Path, data: dict) -> None:
     data["stdout_visibility"] = "hidden"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def run(root: Path) -> int:
+def run(root: Path, settings: Settings | None = None) -> int:
     """Grade root/submission into root/results/results.json (what run_autograder calls).
     results.json is written whatever happens: a refused sandbox, an unreadable upload or a
-    grader bug give a score of 0 and a plain line saying why."""
+    grader bug give a score of 0 and a plain line saying why. `settings`: the run's (the
+    limits, the sandbox's mode, insecure: ATTENTION_LAB_* for a simulated run)."""
     from ..batch import NotGraded, extract_zip, feedback_text, package_folder, plain, results_json
-    from ..sandbox.jail import SandboxUnavailable
+    from ..sandbox.jail import Limits, SandboxUnavailable
     from ..sandbox.runner import Sandbox
+
+    settings = settings or Settings()
 
     submission, results = root / "submission", root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
     unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-upload-"))
-    insecure = os.environ.get(INSECURE_ENV) == "1"
+    insecure = settings.insecure
     try:
         notes = []
         zips = sorted(submission.glob("*.zip")) if submission.is_dir() else []
@@ -125,18 +107,19 @@ def run(root: Path) -> int:
         hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
         hide.append(root / "source" / seeds.SECRET_MEMBER)
         config = root / "source" / CONFIG
-        settings = json.loads(config.read_text()) if config.is_file() else {}
-        modules = settings.get("modules", [])
+        built = json.loads(config.read_text()) if config.is_file() else {}  # make gradescope's
+        modules = built.get("modules", [])
         from ..i18n import use
 
-        use(str(settings.get("lang", "")))
+        use(str(built.get("lang", "")))
         secret = seeds.read_member_secret(root / "source" / seeds.SECRET_MEMBER)
         who = student_id(root)
         sandbox = Sandbox(
             modules or None,
-            limits=limits_from_env(),
+            limits=Limits.of(settings),
             hide=hide,
             insecure=insecure,
+            sandbox_mode=settings.sandbox_mode,
             need_cgroups=False,  # one upload per container
             per_student=bool(secret and who),
         )
@@ -195,8 +178,7 @@ def add_verbs(verbs) -> None:
         build=cmd_build,
         run=run,
         out="build/autograder.zip",
-        root_env=ROOT_ENV,
-        root_default="/autograder",
+        root_field="gradescope_root",
         build_help="build autograder.zip for Gradescope",
         run_help="grade /autograder/submission (Gradescope)",
     )

@@ -45,6 +45,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -97,6 +101,19 @@ class Limits:
     file_size: int = 16 << 20  # bytes per file written
     output: int = 8 << 10  # bytes of stdout/stderr kept (head and tail)
     tmp_size: int = 64 << 20  # bytes of the private /tmp, and again of /dev/shm
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """The defaults, with the run's settings where given: timeout (seconds per
+        submission), check_timeout (CPU seconds per check), memory_mb (MiB)."""
+        limits = cls()
+        if settings.timeout is not None:
+            limits.timeout = settings.timeout
+        if settings.check_timeout is not None:
+            limits.check_timeout = settings.check_timeout
+        if settings.memory_mb is not None:
+            limits.memory = int(settings.memory_mb) << 20
+        return limits
 
 
 class SandboxUnavailable(Exception):
@@ -800,17 +817,23 @@ def _readable_by(uid: int, p: str) -> bool:
 
 
 def detect(
-    hide_paths: list[Path], *, need_cgroups: bool, insecure: bool = False, probe_uid=None
+    hide_paths: list[Path],
+    *,
+    need_cgroups: bool,
+    insecure: bool = False,
+    probe_uid=None,
+    mode: str = "",
 ) -> Isolation:
     """What isolation this machine allows. Raises SandboxUnavailable naming what is missing,
-    unless `insecure`: then the isolation says what is missing, for every result to show."""
+    unless `insecure`: then the isolation says what is missing, for every result to show.
+    `mode` "uid" (Settings.sandbox_mode) grades as if this machine had no namespaces."""
     secret = sorted({str(Path(p).resolve()) for p in hide_paths if Path(p).exists()})
     root = os.geteuid() == 0
     missing: list[str] = []
     iso = Isolation("none", hide=secret)
-    # ATTENTION_LAB_SANDBOX_MODE=uid grades as if this machine had no namespaces (what a
-    # Gradescope container without CAP_SYS_ADMIN gets): it can only lower the isolation.
-    namespaces = os.environ.get("ATTENTION_LAB_SANDBOX_MODE") != "uid"
+    # mode "uid" grades as if this machine had no namespaces (what a Gradescope container
+    # without CAP_SYS_ADMIN gets): it can only lower the isolation.
+    namespaces = mode != "uid"
     if namespaces and root and _namespaces_work(userns=False):
         iso.mode = "namespace"
     elif namespaces and not root and _namespaces_work(userns=True):

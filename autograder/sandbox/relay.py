@@ -3,7 +3,7 @@
 The sandboxed process writes its messages to a pipe the monitor reads; the monitor copies
 every byte to the grader's channel and follows the headers (wire.Headers) to know which
 check runs. Time is judged as in local grading (worker.py, limits.Stopwatch): CPU seconds read
-from /proc, per check (`cpu_limits`, computed by the runner from limits.cpu_limit), a grace
+from /proc, per check (`cpu_limits`, computed by the runner from limits.TimeLimits), a grace
 for a process that makes no progress, and the submission's wall-clock budget. An overrun
 is stopped from outside (SIGKILL to the process group; the monitor then kills the cgroup):
 nothing is ever interrupted inside the process, so a timeout cannot leave torch

@@ -6,7 +6,7 @@ in a trusted fork of the zygote, reference_fork.py; public: the stored fixtures)
 resource limits. `Sandbox.grade(folder)` returns the Results of every check plus plain
 notes on anything unusual (a crash of the whole process, a timeout, megabytes of output,
 an early exit). A check that overruns its
-CPU seconds (limits.cpu_limit, capped by Limits.check_timeout) is stopped from outside by
+CPU seconds (limits.TimeLimits.cpu_limit, capped by Limits.check_timeout) is stopped from outside by
 the monitor (relay.py) and costs that check only: the remaining checks run in a fresh
 sandboxed process, within the submission's wall-clock budget.
 """
@@ -28,17 +28,18 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .. import fixtures, limits, registry
+from .. import fixtures, registry
 from ..core import (
     GRADER_ERROR,
     TIMEOUT,
     Check,
     Failure,
+    Misconceptions,
     Result,
     declared,
-    misconception,
 )
 from ..engine import judge
+from ..limits import STALL_SECONDS, TimeLimits
 from ..paths import ROOT
 from ..probing import make_inputs
 from ..references import References
@@ -53,6 +54,8 @@ from .zygote import Zygote
 SECRET = ("solutions", "tests", "course", ".git", "build")
 MAX_CHANNEL = 64 << 20
 MAX_FILES, MAX_BYTES = 2000, 50 << 20
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 KILLED = misconception(
     "killed",
@@ -148,6 +151,7 @@ class Sandbox:
         per_student: bool = False,
         slow: bool = False,
         zygote: Zygote | None = None,
+        sandbox_mode: str = "",
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
@@ -155,15 +159,18 @@ class Sandbox:
         grade() call brings its submission's own hidden seed (no run-wide references).
         `slow`: grade the slow checks too (gpt's training run: nbgrader's training cell).
         `zygote`: one the caller started early (before importing torch itself); the Sandbox
-        owns it from here on, and closes it."""
+        owns it from here on, and closes it. `sandbox_mode`: Settings.sandbox_mode ("uid":
+        as if this machine had no namespaces)."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
+        self.stall = STALL_SECONDS  # wall-clock seconds without CPU use: a blocked process
         self.uids: UidPool | None = None
         try:
             self.isolation: Isolation = detect(
                 [ROOT / s for s in SECRET] + list(hide),
                 need_cgroups=need_cgroups,
                 insecure=insecure,
+                mode=sandbox_mode,
             )
             if self.isolation.uses_uid:
                 self.uids = UidPool(slots)
@@ -179,8 +186,8 @@ class Sandbox:
         # The one References API (public fixtures, or the hidden tier computed in a trusted
         # fork of the zygote); the dict keeps what each module's verdicts compare with.
         self.per_student = per_student and not public
-        self.references, self.reference_errors = (
-            ({}, {}) if self.per_student else self._compute(self.seed)
+        self.references, self.reference_errors, self.reference_cpu = (
+            ({}, {}, {}) if self.per_student else self._compute(self.seed)
         )
         self._own = threading.local()  # a per-student seed's references (grade(seed=...))
         # Slow checks (training runs, `make grade-train`) are left out of batch grading.
@@ -198,20 +205,25 @@ class Sandbox:
             self.slots.put(slot)
         self.count = itertools.count()
 
-    def _compute(self, seed: int) -> tuple[dict[str, dict], dict[str, str]]:
-        """{module: what its verdicts compare with}, {module: why it could not be had}.
+    def _compute(self, seed: int) -> tuple[dict[str, dict], dict[str, str], dict[str, float]]:
+        """{module: what its verdicts compare with}, {module: why it could not be had},
+        {check id: the reference's CPU seconds} (what time limits are calibrated on).
         Public tier: the stored fixtures. Hidden tier: computed from solutions/ on `seed` in
         a trusted fork of the zygote (Zygote.references), where torch is warm, so that
         several submissions' references are computed at once, beside their sandboxes,
         and this process stays free for verdicts."""
         if self.public:
-            return References.public().modules(self.modules)
-        return References.hidden(seed, compute=self.zygote.references).modules(self.modules)
+            refs = References.public()
+        else:
+            refs = References.hidden(seed, compute=self.zygote.references)
+        found, errors = refs.modules(self.modules)
+        return found, errors, refs.cpu
 
-    def _state(self) -> tuple[int, dict[str, dict], dict[str, str]]:
-        """(seed, references, reference errors) of the submission this thread grades."""
+    def _state(self) -> tuple[int, dict[str, dict], dict[str, str], dict[str, float]]:
+        """(seed, references, reference errors, reference CPU seconds) of the submission
+        this thread grades."""
         own = getattr(self._own, "state", None)
-        return own or (self.seed, self.references, self.reference_errors)
+        return own or (self.seed, self.references, self.reference_errors, self.reference_cpu)
 
     def _release(self) -> None:
         if self.uids:
@@ -237,9 +249,10 @@ class Sandbox:
     # ------------------------------------------------------------------ one submission
 
     def cpu_limit(self, check: Check) -> float:
-        """CPU seconds `check` may use: as in local grading, capped by the instructor's
-        Limits.check_timeout."""
-        return min(limits.cpu_limit(check), self.limits.check_timeout)
+        """CPU seconds `check` may use: as in local grading (calibrated on the references of
+        the submission this thread grades), capped by the instructor's Limits.check_timeout."""
+        calibrated = TimeLimits(stall=self.stall, reference=self._state()[3])
+        return min(calibrated.cpu_limit(check), self.limits.check_timeout)
 
     def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
         """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
@@ -335,7 +348,7 @@ class Sandbox:
                 "modules": modules,
                 "seed": self._state()[0],
                 "uid": uid,
-                "stall": limits.stall_seconds(),
+                "stall": self.stall,
                 "isolation": asdict(self.isolation),
             }
             stuck, skipped = Stuck(), {}
@@ -516,7 +529,7 @@ class Sandbox:
             if isinstance(stop, dict) and stop.get("check") in ids:
                 check = next(c for c in checks if c.id == stop["check"])
                 why = "cpu" if stop.get("why") == "cpu" else "stall"
-                seconds = self.cpu_limit(check) if why == "cpu" else limits.stall_seconds()
+                seconds = self.cpu_limit(check) if why == "cpu" else self.stall
                 stopped[check.id] = overran(check, why, seconds)
         process = runs[-1][1]
         graded = Graded(name, [], process=process)
@@ -555,7 +568,7 @@ class Sandbox:
                 graded.results.append(Result.of(check, ended[0], ended[1]))
             elif stall is not None and stall.module == check.module:
                 # a blocked process blocks again: as in local grading
-                graded.results.append(overran(check, "stall", limits.stall_seconds()))
+                graded.results.append(overran(check, "stall", self.stall))
             else:
                 reason = ended[2].rstrip(".") if ended else "the grading process stopped early"
                 failure = Failure(NOT_RUN, reason=reason[0].lower() + reason[1:])
@@ -586,7 +599,7 @@ class Sandbox:
             result.details = wire.details(header.get("details"))
             return result
         got = wire.decode_outputs(header.get("outputs"), blob)
-        seed, references, _errors = self._state()
+        seed, references, _errors, _cpu = self._state()
         reference = references[check.module].get(check.slug)
         return judge(check, got, reference, make_inputs(check, seed))
 

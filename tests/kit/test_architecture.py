@@ -230,16 +230,47 @@ def test_the_cli_and_a_batch_start_without_torch(tmp_path):
     assert out.strip().splitlines()[-1] == "[]", out[-2000:]
 
 
+# What lets a function read its arguments other than by name: conservatively, a verdict
+# that calls any of these is taken to read `want`.
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "_getframe", "currentframe"})
+
+
+def _reads_second_argument(fn) -> bool:
+    """Whether `fn` may read its second positional argument, from its bytecode: False only
+    when `fn` is a plain function whose code never names it (no load, store or delete of it,
+    no inner function closing over it, no introspection), never for *args, wrappers or
+    callables. The kit declares it (core.no_reference); this test reads the code."""
+    import dis
+    import inspect
+    import types
+
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
+        return True
+    code = fn.__code__
+    if code.co_argcount < 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return True
+    name = code.co_varnames[1]
+    if name in code.co_cellvars or _INTROSPECTION & set(code.co_names):
+        return True
+    for ins in dis.get_instructions(code):
+        arg = ins.argval
+        if arg == name or (isinstance(arg, tuple) and name in arg):
+            return True
+    return False
+
+
 def test_a_verdict_said_to_read_no_reference_judges_without_one():
     """core.Check.compares decides which checks' references the hidden tier's servers skip
-    (reference_fork.py). Every check said to read none passes on the solution's own outputs
-    with no reference at all; every way a verdict could reach `want` counts as reading it."""
+    (reference_fork.py); a verdict declares it (@no_reference). Every declaration agrees with
+    the verdict's code, both ways (none declared that reads `want`, none that reads nothing
+    left undeclared); every check said to read none passes on the solution's own outputs with
+    no reference at all; every way a verdict could reach `want` counts as reading it."""
     import functools
 
     import torch
 
     from autograder import limits
-    from autograder.core import Check, _reads_second_argument
+    from autograder.core import Check, no_reference
     from autograder.engine import judge
     from autograder.probing import make_inputs, run_probe
     from autograder.submission import Submission
@@ -273,8 +304,22 @@ def test_a_verdict_said_to_read_no_reference_judges_without_one():
         assert _reads_second_argument(reads), reads
     assert _reads_second_argument(functools.wraps(ignores)(lambda *a: ignores(*a)))
     assert _reads_second_argument(functools.partial(ignores, 1))
+    plain = Check("m", "s", "t", 1, ignores, ignores, ignores)
+    assert plain.compares  # undeclared: taken to read the reference
+    declared = Check("m", "s", "t", 1, ignores, ignores, no_reference(ignores))
+    assert not declared.compares
     replayed = Check("m", "s", "t", 1, ignores, ignores, ignores, replays=lambda x: {})
     assert replayed.compares  # the replays travel inside the reference
+
+    wrong = []
+    for check in registry.all_checks():
+        said = getattr(check.verdict, "reads_reference", True)
+        if said != _reads_second_argument(check.verdict):
+            wrong.append((check.id, check.verdict.__qualname__, "declared", said))
+    assert not wrong, (
+        "a verdict's @no_reference disagrees with its code (add it where the verdict never "
+        f"reads `want`, remove it where it does): {wrong}"
+    )
 
     limits.warm_up(*limits.WARM_UPS)
     solution = Submission(paths.SOLUTIONS)
@@ -291,3 +336,69 @@ def test_a_verdict_said_to_read_no_reference_judges_without_one():
             result = judge(check, got, None, make_inputs(check, 20261202))
             assert result.passed, (check.id, result.message)
     assert skipped >= 20  # the property tests, the errors, plots, the memory recorders
+
+
+# Code that finds things out by inspecting frames or bytecode, where a declaration says them.
+_INSPECTION = re.compile(
+    r"\b(_getframe|currentframe|f_back|f_globals)\b|\bdis\.|^import dis|__code__", re.M
+)
+# Left on purpose, with the reason.
+INSPECTS = {
+    "autograder/model_replays.py": "_code_key fingerprints a judge's lambdas (their bytecode "
+    "and constants) so that a recorded replay is found again for the same model code",
+    "autograder/notebook.py": "_cell_folder reads co_filename of the notebook's own functions: "
+    "where the kernel files the cells' code (no declaration can say it)",
+}
+
+
+def test_no_frame_or_bytecode_inspection_in_the_grading_core():
+    """Misconceptions name the module that declares them (core.Misconceptions) and a verdict
+    declares that it reads no reference (core.no_reference): nothing in the package reads a
+    caller's frame or a verdict's bytecode to find that out."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in INSPECTS:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if _INSPECTION.search(code):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_each_misconception_is_declared_by_the_module_that_holds_it():
+    """core.origin(id) is declared (Misconceptions(__name__)), not guessed: every misconception
+    a kit module holds at its top level comes from a module that holds it too, and a judge's
+    own declarations carry the judge's name (its translation catalog: catalogs.domain_of)."""
+    import importlib
+
+    from autograder import core
+    from autograder.core import Misconception, Misconceptions
+
+    for name in ("worker", "verdicts", "sandbox.runner"):
+        importlib.import_module(f"autograder.{name}")
+    registry.all_misconceptions()
+    wrong = []
+    declarers = 0
+    for name, module in sorted(sys.modules.items()):
+        if not name.startswith("autograder.") or module is None:
+            continue
+        namespace = vars(module)
+        own = [v for v in namespace.values() if isinstance(v, Misconceptions)]
+        for declarer in own:
+            declarers += 1
+            if declarer.module != name:
+                wrong.append(f"{name}: Misconceptions({declarer.module!r})")
+            for mid in declarer.ids:
+                if core.origin(mid) != name:
+                    wrong.append(f"{name} declares {mid}, origin {core.origin(mid)!r}")
+        for value in namespace.values():
+            if isinstance(value, Misconception):
+                origin = core.origin(value.id)
+                holder = sys.modules.get(origin)
+                if holder is None or value not in vars(holder).values():
+                    wrong.append(f"{name} holds {value.id}, declared in {origin!r}")
+    assert not wrong, wrong
+    assert declarers >= len(syllabus.MODULES) + 3  # every judge, core, worker, verdicts, runner
+    assert all(core.origin(mid) for mid in core.declared())

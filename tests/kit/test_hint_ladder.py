@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import SOLUTIONS, run_cli, submission_with
 
-from autograder import core, i18n, ladder, notebook, report
+from autograder import core, i18n, ladder, notebook, report, settings
 from autograder.core import Failure, Result
 
 
@@ -129,7 +129,7 @@ def test_stateless_channels_show_levels_1_and_2_and_notebooks_level_1():
 def test_make_hint_climbs_the_ladder_of_the_first_failing_check(tmp_path, monkeypatch):
     folder = submission_with(tmp_path, {"masks": "def causal_mask(T:\n"})  # a syntax error
     state = tmp_path / "hint-state.json"
-    monkeypatch.setenv(ladder.STATE_ENV, str(state))
+    monkeypatch.setenv(settings.HINT_STATE_VAR, str(state))
 
     def hint() -> str:
         proc = run_cli("hint", "--submission", str(folder), "--ex", "masks")

@@ -69,15 +69,25 @@ def test_report_grammar():
 
 def test_limits_are_cpu_seconds_with_overrides():
     check = Check("attention", "x", "t", 1, dict, dict, lambda *a: None, timeout=7.0)
-    limits.configure()
-    assert limits.cpu_limit(check) == 7.0
-    limits.record_reference(check.id, 1.0)
-    assert limits.cpu_limit(check) == max(7.0, limits.FACTOR)
-    limits.configure(cpu=0.5)
-    assert limits.cpu_limit(check) == 0.5
+    assert limits.TimeLimits().cpu_limit(check) == 7.0
+    measured: dict[str, float] = {}  # References.cpu: filled as references load
+    calibrated = limits.TimeLimits(reference=measured)
+    measured[check.id] = 1.0
+    assert calibrated.cpu_limit(check) == max(7.0, limits.FACTOR)
+    assert calibrated.reference_cpu(check) == 1.0
+    assert limits.TimeLimits(cpu=0.5, reference=measured).cpu_limit(check) == 0.5
     with pytest.raises(ValueError, match="positive"):
-        limits.configure(cpu=0)
-    limits.configure()
+        limits.TimeLimits(cpu=0)
+    with pytest.raises(ValueError, match="positive"):
+        limits.TimeLimits(stall=0)
+    # the references record the solution's CPU seconds of their own checks, and nothing else
+    from autograder.references import References
+
+    refs = References.public()
+    refs.module("masks")
+    assert refs.cpu and all(k.startswith("masks.") for k in refs.cpu)
+    assert refs.time_limits().reference is refs.cpu
+    assert References.public().cpu == {}  # another run's references start empty
 
 
 def test_wire_split_keeps_partial_frames_and_flags_garbage():
@@ -135,11 +145,7 @@ def test_worker_stops_an_overrunning_check_from_outside(tmp_path):
     from autograder.submission import Submission
 
     folder = submission_with(tmp_path, {"masks": source})
-    limits.configure(cpu=1.0)
-    try:
-        results = grade(Submission(folder), ["masks"])
-    finally:
-        limits.configure()
+    results = grade(Submission(folder), ["masks"], cpu_limit=1.0)
     timed_out = [r.check_id for r in results if r.status == Status.TIMED_OUT]
     assert timed_out == ["masks.padding"], [(r.check_id, r.status) for r in results]
     assert all(r.passed for r in results if r.check_id != "masks.padding")
@@ -171,11 +177,7 @@ def _grade_masks(tmp_path, source: str) -> dict[str, Result]:
     from autograder.submission import Submission
 
     folder = submission_with(tmp_path, {"masks": source})
-    limits.configure(cpu=1.0)
-    try:
-        return {r.check_id: r for r in grade(Submission(folder), ["masks"])}
-    finally:
-        limits.configure()
+    return {r.check_id: r for r in grade(Submission(folder), ["masks"], cpu_limit=1.0)}
 
 
 def test_an_endless_loop_costs_one_limit_per_function(tmp_path):

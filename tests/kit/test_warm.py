@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, SOLUTIONS, submission_with
 
 from autograder import warm
+from autograder.settings import Settings
 
 WRONG_MASK = ("triu(diagonal=1)", "triu(diagonal=0)")  # blocks the diagonal: loses points
 ENDLESS = ("    lengths = torch.as_tensor(lengths)\n", "    while True:\n        pass\n")
@@ -134,20 +135,28 @@ def test_a_changed_kit_stops_the_server_and_grades_directly(server, tmp_path, mo
     _grade(server, SOLUTIONS, tmp_path / "first.json", "--ex", "positional")
     _wait_for(lambda: (server / "warm-grader.sock").exists())
     [pid] = _server_pids(server)
-    monkeypatch.setattr(warm, "SOCKET", server / "warm-grader.sock")
     monkeypatch.setattr(warm, "key", lambda: "another kit")
-    monkeypatch.setenv("ATTENTION_LAB_WARM", "1")
-    assert warm.client(["grade", "--ex", "positional"]) is None  # grade directly
+    settings = Settings(warm=True, warm_dir=server)
+    assert warm.client(["grade", "--ex", "positional"], settings) is None  # grade directly
     _wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 30)
     assert not (server / "warm-grader.sock").exists()
 
 
 @pytest.mark.fast
 def test_only_make_grade_on_the_cpu_is_served(monkeypatch):
-    monkeypatch.setenv(warm.ENABLED, "1")
-    assert warm.wanted(["--lang", "zh_CN", "grade", "--device", "cpu"])
-    assert not warm.wanted(["grade", "--device", "cuda"])  # CUDA: a fresh process
-    assert warm.wanted(["hint", "--ex", "attention"])  # make hint grades the module first
-    assert not warm.wanted(["batch", "--submissions", "x"])
-    monkeypatch.setenv(warm.ENABLED, "0")  # make grade WARM=0, and python -m autograder
-    assert not warm.wanted(["grade", "--device", "cpu"])
+    on = Settings(warm=True)
+    assert warm.wanted(["--lang", "zh_CN", "grade", "--device", "cpu"], on)
+    assert not warm.wanted(["grade", "--device", "cuda"], on)  # CUDA: a fresh process
+    assert warm.wanted(["hint", "--ex", "attention"], on)  # make hint grades the module first
+    assert not warm.wanted(["batch", "--submissions", "x"], on)
+    # make grade WARM=0, and python -m autograder: off
+    assert not warm.wanted(["grade", "--device", "cpu"], Settings(warm=False))
+    # make grade passes WARM as a flag, over the environment's ATTENTION_LAB_WARM
+    for argv, environ, expected in (
+        (["--warm", "0", "grade"], {"ATTENTION_LAB_WARM": "1"}, False),
+        (["--warm", "1", "grade"], {"ATTENTION_LAB_WARM": "0"}, True),
+        (["grade"], {"ATTENTION_LAB_WARM": "1"}, True),
+        (["grade"], {}, False),
+    ):
+        settings = Settings.resolve(cli_args=warm.flags(argv), environ=environ)
+        assert warm.wanted(argv, settings) is expected, (argv, environ)

@@ -6,12 +6,14 @@ import math
 
 import torch
 
-from ...core import CheckList, Failure, misconception
+from ...core import CheckList, Failure, Misconceptions
 from ...diagnosis import infer_scale, name_scale
 from ...tolerances import tolerance
 from ...trusted.attention import broadcast_shape
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("attention")
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import CheckList, Failure, misconception
+from ...core import CheckList, Failure, Misconceptions, no_reference
 from ...trusted.multihead import MultiHeadAttention
 from ...verdicts import assert_close, close, dropout_finding, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("blocks")
 
@@ -501,6 +503,7 @@ def verdict_ffn_relu(got, want, x):
     inputs=probe.inputs_ffn,
     probe=probe.probe_ffn_dropout_eval,
 )
+@no_reference
 def verdict_ffn_dropout_eval(got, want, x):
     what = _ffn_what(x, dropout=0.5) + " in eval mode"
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32)
@@ -517,6 +520,7 @@ def verdict_ffn_dropout_eval(got, want, x):
     inputs=probe.inputs_ffn_train,
     probe=probe.probe_ffn_dropout_train,
 )
+@no_reference
 def verdict_ffn_dropout_train(got, want, x):
     """From the output alone: linear2's weight has full column rank (d_ff < d_model), so the
     hidden vector linear2 was given is recovered by least squares. It must be the dropout of
@@ -701,6 +705,7 @@ def verdict_post_ln(got, want, x):
     inputs=probe.inputs_block,
     probe=probe.probe_block_dropout_eval,
 )
+@no_reference
 def verdict_block_dropout_eval(got, want, x):
     what = _block_what(x, dropout=0.3) + " in eval mode"
     shape = x["x"].shape
@@ -734,6 +739,7 @@ def _fit_rows(out, base, sub, final, scale, tol):
     inputs=probe.inputs_block_train,
     probe=probe.probe_block_dropout_train,
 )
+@no_reference
 def verdict_block_dropout_train(got, want, x):
     """Each run makes one sub-layer output a fixed tensor s and the other 0, so the block
     computes x + drop(s) (Pre-LN), norm(norm(x + drop(s))) (Post-LN, attention) or

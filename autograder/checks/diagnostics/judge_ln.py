@@ -6,10 +6,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...tolerances import tolerance
 from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 try:  # the stand-in the models replay the named mistakes on; the student copy has none and
     # answers from what make dist recorded (model_replays.py)
@@ -243,6 +245,7 @@ COMPARE_LN_PLACEMENT = CHECKS.exercise("compare_ln_placement", probe=probe.probe
     2,
     inputs=probe.inputs_placement,
 )
+@no_reference
 def verdict_placement(got, want, x):
     if "type" in got:
         raise Failure(

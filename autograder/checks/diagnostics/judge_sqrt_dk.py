@@ -20,10 +20,12 @@ import math
 
 import torch
 
-from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("diagnostics")
 
@@ -314,6 +316,7 @@ def verdict_experiment(got, want, x):
     1,
     inputs=probe.inputs_experiment,
 )
+@no_reference
 def verdict_finding(got, want, x):
     curves = {key: value.double() for key, value in _curves(got, x).items()}
     scaled = curves["entropy_scaled"]

@@ -11,11 +11,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...trusted.multihead import MultiHeadAttention
 from ...verdicts import assert_close, close, model, tensor
 from . import probe_wo as probe
 from .probe_wo import one_thread
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("diagnostics")
 
@@ -190,6 +192,7 @@ FIX_WO_TO_IDENTITY = CHECKS.exercise("fix_wo_to_identity", probe=probe.probe_ide
 @FIX_WO_TO_IDENTITY.check(
     "wo-identity", "fix_wo_to_identity sets W_O = I and freezes it", 1, inputs=probe.inputs_identity
 )
+@no_reference
 def verdict_identity(got, want, x):
     D = x["D"]
     weight = tensor(got, "weight", "w_o.weight", shape=(D, D))

@@ -14,11 +14,13 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, Misconceptions, no_reference
 from ...tolerances import tolerance
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..masks.judge import window_with_mistake
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("efficient")
 
@@ -836,6 +838,7 @@ def verdict_linear(got, want, x):
     1,
     inputs=probe.inputs_feature_map,
 )
+@no_reference
 def verdict_feature_map(got, want, x):
     # Each row is phi(q) (phi(0), phi(b)) / normaliser: the ratio of its two entries is
     # phi(b) / phi(0), the student's own map at b, whatever the normaliser or a scale of q.
@@ -881,6 +884,7 @@ def verdict_linear_causal(got, want, x):
     probe=probe.probe_linear_cost,
     forgeable=True,
 )
+@no_reference
 def verdict_linear_cost(got, want, x):
     T1, T2 = x["lengths"]
     for causal in (0, 1):
@@ -962,6 +966,7 @@ def _same_keys_gate(got, x, *, large=False):
     inputs=probe.inputs_chunked_rescale,
     probe=probe.probe_chunked_rescale,
 )
+@no_reference
 def verdict_chunked_rescale(got, want, x):
     _same_keys_gate(got, x)
     T = x["q"].size(-2)
@@ -989,6 +994,7 @@ def verdict_chunked_rescale(got, want, x):
     inputs=probe.inputs_chunked_shift,
     probe=probe.probe_chunked_shift,
 )
+@no_reference
 def verdict_chunked_shift(got, want, x):
     _same_keys_gate(got, x, large=True)
     # Loosened: scores of a few hundred carry float32 rounding of about 1e-5 each, and the
@@ -1017,6 +1023,7 @@ def verdict_chunked_shift(got, want, x):
     probe=probe.probe_chunked_memory,
     forgeable=True,
 )
+@no_reference
 def verdict_chunked_memory(got, want, x):
     for size, xs in x.items():
         B, H, T, d = xs["q"].shape

@@ -12,10 +12,12 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import CRASH, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import CRASH, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...trusted.masks import causal_mask
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
     from ...trusted import gpt as trusted
@@ -618,6 +620,7 @@ def verdict_attn(got, want, x):
     inputs=probe.inputs_model,
     probe=probe.probe_too_long,
 )
+@no_reference
 def verdict_too_long(got, want, x):
     n = x["config"]["max_len"]
     if got.get(f"T{n}") != "ok":
@@ -685,6 +688,7 @@ GENERATE = CHECKS.exercise("generate", probe=probe.probe_greedy)
     2,
     inputs=probe.inputs_generate,
 )
+@no_reference
 def verdict_greedy(got, want, x):
     """The student's own run: every new token is the argmax of its step's logits."""
     for name, n, temperature, top_k in probe.cases("greedy", x):
@@ -703,6 +707,7 @@ def verdict_greedy(got, want, x):
     inputs=probe.inputs_generate,
     probe=probe.probe_crop,
 )
+@no_reference
 def verdict_crop(got, want, x):
     """The student's own run: each step's model call saw the last max_len tokens of the
     sequence so far (how the token was then picked is the other checks' business)."""
@@ -831,6 +836,7 @@ GENERATE.check(
     inputs=probe.inputs_generate,
     probe=probe.probe_modes,
 )
+@no_reference
 def verdict_modes(got, want, x):
     for start in ("train", "eval"):
         if got.get(f"{start}/grad") or got.get(f"{start}/requires_grad"):
@@ -888,6 +894,7 @@ TRAIN = CHECKS.exercise("train", probe=probe.probe_train)
     timeout=60.0,
     slow=True,
 )
+@no_reference
 def verdict_train(got, want, x):
     steps = probe.TRAIN_ARGS["steps"]
     if "losses_type" in got:

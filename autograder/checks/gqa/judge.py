@@ -11,12 +11,14 @@ import math
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...diagnosis import infer_scale, name_scale
 from ...trusted.multihead import split_heads
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..attention.judge import NO_SCALING
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("gqa")
 
@@ -412,6 +414,7 @@ GROUPED_QUERY_ATTENTION = CHECKS.exercise("GroupedQueryAttention", probe=probe.p
     inputs=probe.inputs_sizes_error,
     probe=probe.probe_sizes_error,
 )
+@no_reference
 def verdict_sizes_error(got, want, x):
     for case in ("kv", "d_model"):
         D, H, H_kv = x[case]
@@ -508,6 +511,7 @@ def verdict_scale(got, want, x):
     inputs=probe.inputs_groups,
     probe=probe.probe_groups,
 )
+@no_reference
 def verdict_groups(got, want, x):
     """Judged on the student's own runs: which query heads' weights move when one key head's
     projection rows move. Zeros or noise cannot pass (the weights must be distributions, and

@@ -14,10 +14,12 @@ import re
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..rotary.judge import ROTATES_V
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("kvcache")
 
@@ -509,6 +511,7 @@ APPEND = CHECKS.exercise("append", probe=probe.probe_append)
     2,
     inputs=probe.inputs_append,
 )
+@no_reference
 def verdict_append(got, want, x):
     """Judged on the student's own inputs: after each call, the returned keys and values are
     the layer's appends so far, concatenated along the time axis."""
@@ -535,6 +538,7 @@ def _says_shape(text, tensors):
     inputs=probe.inputs_append_errors,
     probe=probe.probe_append_errors,
 )
+@no_reference
 def verdict_append_errors(got, want, x):
     k, v = x["kv"]
     (k1, _), (k2, v2) = x["step"]
@@ -654,6 +658,7 @@ def _named(value, candidates):
     2,
     inputs=probe.inputs_positions,
 )
+@no_reference
 def verdict_positions(got, want, x):
     """Judged on the student's own runs: each cached call's output equals the rows of the
     same layer run once on the whole sequence without a cache (which must be attention: not
@@ -763,6 +768,7 @@ GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
     3,
     inputs=probe.inputs_generate,
 )
+@no_reference
 def verdict_incremental(got, want, x):
     """Judged on the student's own runs: greedy_decode on prompt B (after a run on prompt A) gives,
     at each step, the logits that one call of the student's model without a cache gives on the

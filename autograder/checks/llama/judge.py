@@ -20,10 +20,12 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from ..gqa.judge import REPEAT_TILED, kv_map
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("llama")
 
@@ -543,6 +545,7 @@ def verdict_causal(got, want, x):
     inputs=probe.inputs_shapes,
     probe=probe.probe_shapes,
 )
+@no_reference
 def verdict_shapes(got, want, x):
     if "error" in got:
         T = x["idx2"].size(1)
@@ -559,6 +562,7 @@ def verdict_shapes(got, want, x):
     inputs=probe.inputs_kv_heads,
     probe=probe.probe_kv_heads,
 )
+@no_reference
 def verdict_kv_heads(got, want, x):
     for i, c in enumerate(x["configs"]):
         expected = probe.model_shapes(c, x["vocab_size"])
@@ -635,6 +639,7 @@ def trained_flags(got, x) -> dict:
     timeout=60.0,
     slow=True,
 )
+@no_reference
 def verdict_train(got, want, x):
     if "train_error" in got:
         raise Failure(NOT_TRAINABLE, detail=str(got["train_error"])[:300])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
 from ...trusted.attention import scaled_dot_product_attention
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("masks")
 # Paid in the worker before any student code, outside every check's CPU seconds
@@ -261,6 +263,7 @@ def verdict_causal(got, want, x):
     inputs=probe.inputs_device,
     probe=probe.probe_causal_device,
 )
+@no_reference
 def verdict_causal_device(got, want, x):
     _device_verdict(got, f"causal_mask({x['L']}, device='meta')")
 
@@ -273,6 +276,7 @@ def verdict_causal_device(got, want, x):
     inputs=probe.inputs_invariance,
     probe=probe.probe_causal_mask_only,
 )
+@no_reference
 def verdict_causal_invariance(got, want, x):
     """Judged on the student's mask alone, with attention run here: whether the mask is
     exactly the reference is the "causal" check's business, not this one's."""
@@ -361,6 +365,7 @@ def verdict_window(got, want, x):
     inputs=probe.inputs_window_errors,
     probe=probe.probe_window_errors,
 )
+@no_reference
 def verdict_window_errors(got, want, x):
     for n, w in enumerate(x["windows"]):
         if got.get(f"w{n}") != "ValueError":
@@ -374,5 +379,6 @@ def verdict_window_errors(got, want, x):
     inputs=probe.inputs_device,
     probe=probe.probe_window_device,
 )
+@no_reference
 def verdict_window_device(got, want, x):
     _device_verdict(got, f"sliding_window_mask({x['L']}, {x['window']}, device='meta')")

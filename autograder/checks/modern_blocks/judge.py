@@ -6,9 +6,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import CheckList, misconception
+from ...core import CheckList, Misconceptions
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("modern_blocks")
 

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, Misconceptions, no_reference
 from ...diagnosis import infer_scale, name_scale
 from ...trusted import multihead as trusted
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
@@ -22,6 +22,8 @@ from ..attention.judge import (
     NO_SCALING,
 )
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("multihead")
 
@@ -633,6 +635,7 @@ def verdict_merge(got, want, x):
     inputs=probe.inputs_split_error,
     probe=probe.probe_split_error,
 )
+@no_reference
 def verdict_split_error(got, want, x):
     D, H = x["x"].size(-1), x["H"]
     if got.get("outcome") != "ValueError":
@@ -681,6 +684,7 @@ MULTI_HEAD_ATTENTION.check(
     1,
     inputs=probe.inputs_blocked_row,
 )
+@no_reference
 def verdict_blocked_row(got, want, x):
     """Judged on the student's own run: the blocked row's weights are zero in every head,
     nothing is NaN, and every other row is a distribution (so zeros cannot pass). Named with
@@ -717,6 +721,7 @@ MULTI_HEAD_ATTENTION.check(
     inputs=probe.inputs_defaults,
     probe=probe.probe_defaults,
 )
+@no_reference
 def verdict_defaults(got, want, x):
     """Judged on the student's own calls: forward(q) = forward(q, q, q) and forward(q, m) =
     forward(q, m, m); the key and the value must each matter, so constant outputs fail."""
@@ -788,6 +793,7 @@ def _feature_text(x, heads):
     inputs=probe.inputs_wo,
     probe=probe.probe_wo,
 )
+@no_reference
 def verdict_wo(got, want, x):
     """Judged on the student's own runs: which output slices move when one head's queries
     move. Zeros or noise cannot pass (nothing moves, or everything does)."""
@@ -827,6 +833,7 @@ def verdict_wo(got, want, x):
     probe=probe.probe_vector,
     forgeable=True,
 )
+@no_reference
 def verdict_vector(got, want, x):
     """The op counts are recorded in the student's process (a TorchDispatchMode): code that
     runs there can hide ops from it (issue 12.3). No returned data shows whether the heads
@@ -860,6 +867,7 @@ def verdict_vector(got, want, x):
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout,
 )
+@no_reference
 def verdict_dropout(got, want, x):
     """Judged on the student's own runs: with dropout=p, eval mode (with and without
     autograd) gives exactly the dropout-0 result; training mode drops about p of the weights

@@ -12,9 +12,11 @@ import math
 
 import torch
 
-from ...core import CheckList, Failure, misconception
+from ...core import CheckList, Failure, Misconceptions, no_reference
 from ...verdicts import assert_close, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("plots")
 # Paid in the worker before any student code, outside every check's CPU seconds
@@ -211,6 +213,7 @@ PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
     1,
     inputs=probe.inputs_attention,
 )
+@no_reference
 def verdict_attention(got, want, x):
     what = "plot_attention"
     _start(got, what)
@@ -225,6 +228,7 @@ def verdict_attention(got, want, x):
     1,
     inputs=probe.inputs_attention,
 )
+@no_reference
 def verdict_attention_colour(got, want, x):
     what = "plot_attention"
     _start(got, what)
@@ -257,6 +261,7 @@ PLOT_LAYER_MEANS = CHECKS.exercise("plot_layer_means", probe=probe.probe_layers)
     1,
     inputs=probe.inputs_layers,
 )
+@no_reference
 def verdict_layers(got, want, x):
     what = "plot_layer_means"
     _start(got, what)
@@ -278,6 +283,7 @@ PLOT_HEADS = CHECKS.exercise("plot_heads", probe=probe.probe_heads)
     1,
     inputs=probe.inputs_heads,
 )
+@no_reference
 def verdict_heads(got, want, x):
     """Heads are matched to their grid cells (row, column), read row by row; heatmap Axes
     that are not grid cells are taken in fig.axes order."""
@@ -326,6 +332,7 @@ PLOT_SQRT_DK = CHECKS.exercise("plot_sqrt_dk", probe=probe.probe_sqrt_dk)
     1,
     inputs=probe.inputs_sqrt_dk,
 )
+@no_reference
 def verdict_sqrt_dk(got, want, x):
     _start(got, "plot_sqrt_dk")
     if got.get("axes") != 2:

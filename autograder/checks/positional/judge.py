@@ -7,10 +7,20 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, misconception
+from ...core import (
+    NOT_FINITE,
+    WRONG_SHAPE,
+    WRONG_VALUES,
+    CheckList,
+    Failure,
+    Misconceptions,
+    no_reference,
+)
 from ...tolerances import tolerance
 from ...verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("positional")
 
@@ -456,6 +466,7 @@ def verdict_far(got, want, x):
     1,
     inputs=probe.inputs_relative,
 )
+@no_reference
 def verdict_relative(got, want, x):
     """The property alone, on the student's own table: each pair (columns 2i, 2i + 1) is a
     unit vector that turns by one angle per offset k, the same at every position p. Which
@@ -563,6 +574,7 @@ def close_enough(a, b):
     inputs=probe.inputs_forward,
     probe=probe.probe_forward,
 )
+@no_reference
 def verdict_forward(got, want, x):
     for name, value in x["x"].items():
         B, T, D = value.shape
@@ -578,6 +590,7 @@ def verdict_forward(got, want, x):
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout_eval,
 )
+@no_reference
 def verdict_dropout_eval(got, want, x):
     shape = tuple(x["x"]["x"].shape)
     what = f"PositionalEncoding({x['d_model']}, max_len={x['max_len']}, dropout=0.5) in eval mode"
@@ -598,6 +611,7 @@ def verdict_dropout_eval(got, want, x):
     inputs=probe.inputs_dropout,
     probe=probe.probe_dropout_train,
 )
+@no_reference
 def verdict_dropout_train(got, want, x):
     value = x["x"]["x"]
     what = f"PositionalEncoding({x['d_model']}, max_len={x['max_len']}, dropout={probe.P_DROP})"
@@ -620,6 +634,7 @@ def verdict_dropout_train(got, want, x):
     inputs=probe.inputs_too_long,
     probe=probe.probe_too_long,
 )
+@no_reference
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]
     if got.get("got") != "ValueError":

@@ -6,11 +6,13 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, Misconceptions, no_reference
 from ...tolerances import tolerance
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("rotary")
 
@@ -581,6 +583,7 @@ def _rows(got, key, shape, what):
     inputs=probe.inputs_relative,
     probe=probe.probe_relative,
 )
+@no_reference
 def verdict_relative(got, want, x):
     """Judged on the student's own runs, whatever pair convention they chose: every rotated
     row keeps its length (zeros fail), rows at the same position keep q·k, shifting all
@@ -640,6 +643,7 @@ def verdict_relative(got, want, x):
     inputs=probe.inputs_odd,
     probe=probe.probe_odd,
 )
+@no_reference
 def verdict_odd(got, want, x):
     d = x["x"].size(-1)
     if got.get("got") != "ValueError":
