@@ -76,7 +76,6 @@ KIT_ROOT_VAR = "ATTENTION_LAB_ROOT"  # read by the notebooks' setup cell only (c
 
 # course.toml's [limits] keys -> fields (course_config.py validates the section)
 COURSE_TOML: dict[str, str] = {
-    "cpu_limit": "cpu_limit",
     "timeout": "timeout",
     "check_timeout": "check_timeout",
     "memory_mb": "memory_mb",

@@ -22,14 +22,17 @@ PACKAGE = ROOT / "autograder"
 
 
 def test_flags_over_environment_over_course_toml_over_defaults(tmp_path):
-    toml = {"limits": {"cpu_limit": 4, "timeout": 50, "check_timeout": 6, "memory_mb": 1024}}
+    toml = {"limits": {"timeout": 50, "check_timeout": 6, "memory_mb": 1024}}
     environ = {"ATTENTION_LAB_TIMEOUT": "40", "ATTENTION_LAB_CHECK_TIMEOUT": "5"}
-    cli = {"cpu_limit": 2.5, "check_timeout": None}  # None: the flag was not given
+    cli = {"cpu_limit": 2.5, "check_timeout": None, "memory_mb": 900}  # None: not given
     s = Settings.resolve(cli_args=cli, environ=environ, course_toml=toml)
-    assert s.cpu_limit == 2.5  # flag over course.toml
+    assert s.cpu_limit == 2.5  # a flag
+    assert s.memory_mb == 900.0  # flag over course.toml
     assert s.timeout == 40.0  # environment over course.toml
     assert s.check_timeout == 5.0  # environment, the flag left out
-    assert s.memory_mb == 1024.0  # course.toml over the default
+    assert Settings.resolve(environ={}, course_toml=toml).memory_mb == 1024.0  # over the default
+    flag_over_environ = Settings.resolve(cli_args={"timeout": 30}, environ=environ)
+    assert flag_over_environ.timeout == 30.0
     assert s.device == "cpu" and s.sandbox_mode == "" and not s.insecure  # defaults
     assert Settings.resolve(environ={}) == Settings()
     # course.toml as a file, as the sandboxed verbs read it
@@ -99,7 +102,7 @@ def test_every_variable_resolves_to_its_field():
         ({"ATTENTION_LAB_SANDBOX_MODE": "none"}, None, None, "uid"),
         ({"ATTENTION_LAB_HIDDEN_SEED": "x1"}, None, None, "integer"),
         ({}, {"cpu_limit": 0}, None, "--cpu-limit=0"),
-        ({}, None, {"limits": {"cpu_limit": "fast"}}, "course.toml [limits] cpu_limit"),
+        ({}, None, {"limits": {"timeout": "soon"}}, "course.toml [limits] timeout"),
         ({}, None, {"limits": {"threads": 2}}, "threads is not a setting"),
     ],
 )
