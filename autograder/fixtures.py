@@ -86,7 +86,7 @@ def estimated_cpu(module: str, measured: dict[str, float], slugs: set[str]) -> d
     servers skip the checks whose verdicts read no reference): the public fixtures' figures,
     scaled by how much slower this machine ran the checks it did run (`measured`) than the
     machine that wrote the fixtures, never scaled down. {} without a manifest (the time
-    limits' floors then apply: limits.cpu_limit)."""
+    limits' floors then apply: limits.TimeLimits.cpu_limit)."""
     try:
         stored = manifest(module).get("cpu_seconds", {})
     except (OSError, ValueError):
