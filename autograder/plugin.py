@@ -195,7 +195,8 @@ class GradingPlugin:
         hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else ladder.FRESH_LEVELS
         if result.note:
             if not self.reporting:
-                warnings.warn(AdviceNote(feedback(result, hints)), stacklevel=1)
+                note = AdviceNote(feedback(result, hints))
+                warnings.warn_explicit(note, AdviceNote, str(item.path), _suite_line(item))
             return
         pytest.fail(feedback(result, hints), pytrace=False)
 
@@ -206,10 +207,10 @@ class GradingPlugin:
         if call.when == "call" and _RESULT in item.stash:
             test_report.check_result = item.stash[_RESULT]
             if test_report.skipped and isinstance(test_report.longrepr, tuple):
-                # "SKIPPED [10] tests/graded/test_attention.py: ... not attempted yet", not
+                # "SKIPPED [10] tests/graded/test_attention.py:5: ... not attempted yet", not
                 # the line of this file where the suite's test function raised it
                 reason = test_report.longrepr[2]
-                test_report.longrepr = (os.fspath(item.path), None, reason)  # type: ignore[assignment]
+                test_report.longrepr = (os.fspath(item.path), _suite_line(item), reason)
         return test_report
 
     @pytest.hookimpl
@@ -339,6 +340,16 @@ def feedback(result: Result, hints: report.Hints) -> str:
     points = f"{result.score:g}/{result.points:g}"
     lines = [label + message(result), *report.hints_of(result, hints)]
     return "\n".join([*lines, f"{check_title(result.name)} ({points})"])
+
+
+def _suite_line(item: pytest.Item) -> int:
+    """The line of the graded suite's file that makes its test (`test_x = suite("x")`)."""
+    name = getattr(item, "originalname", item.name)
+    try:
+        lines = item.path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 1
+    return next((n for n, line in enumerate(lines, 1) if line.startswith(f"{name} =")), 1)
 
 
 def _check_of(item: pytest.Item) -> Check | None:

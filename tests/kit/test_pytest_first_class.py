@@ -129,24 +129,35 @@ def test_stubs_are_skipped_as_not_attempted(tmp_path, pristine_stubs):
     assert sorted(outcomes) == sorted(fast_checks("attention"))
     assert {o for o, _ in outcomes.values()} == {"pytest.skip"}
     assert "scaled_dot_product_attention is not attempted yet" in outcomes["attention.scale"][1]
-    assert "SKIPPED [10] tests/graded/test_attention.py: scaled_dot_product_attention" in (
-        proc.stdout
-    )
+    # pytest's folded summary: one line per exercise, at the suite's own file
+    sdpa = [c for c in registry.checks_of("attention") if "scaled_dot" in c.exercise]
+    suite = (ROOT / "tests" / "graded" / "test_attention.py").read_text().splitlines()
+    n = next(i for i, line in enumerate(suite, 1) if line.startswith("test_attention ="))
+    where = f"tests/graded/test_attention.py:{n}"
+    assert f"SKIPPED [{len(sdpa)}] {where}: scaled_dot_product_attention" in proc.stdout
 
 
-def test_a_check_waiting_on_an_own_failing_dependency_is_xfailed(tmp_path):
+def test_waiting_checks_are_xfailed_and_advice_notes_pass_with_a_warning(tmp_path):
     """The student copy (no stand-in for blocks.py, simulated as test_waiting.py does): with
-    a bug in the student's blocks.py, gpt's checks it breaks wait (xfail), blocks' fail."""
-    folder = submission_with(tmp_path)
+    a bug in the student's blocks.py, gpt's checks it breaks wait (xfail) and nothing of
+    gpt.py fails; a multihead.py that loops over the heads gets the 0-point advice as a
+    warning, and its item passes."""
+    loop = KIT / "mutants" / "multihead" / "loop_over_heads.py"
+    folder = submission_with(tmp_path, {"multihead": loop.read_text()})
     good = (folder / "blocks.py").read_text()
     bug = 'h = F.gelu(h) if self.activation == "gelu" else F.relu(h)'
     assert bug in good
     (folder / "blocks.py").write_text(good.replace(bug, "h = F.relu(h)"))
     keep = sorted(set(submission.trusted_modules()) - set(NOT_IN_STUDENT_COPY))
     prelude = f"from autograder import submission; submission.trusted_modules = lambda: {keep!r}\n"
-    proc, outcomes = run_pytest(tmp_path, folder, "-rx", files=("gpt",), prelude=prelude)
-    assert proc.returncode == 0, proc.stdout + proc.stderr  # nothing of gpt.py fails
+    files = ("multihead", "gpt")
+    proc, outcomes = run_pytest(tmp_path, folder, "-rx", files=files, prelude=prelude)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     waited = {c: text for c, (o, text) in outcomes.items() if o == "pytest.xfail"}
     assert waited and all("waiting on blocks.py" in text for text in waited.values())
+    assert {c.split(".")[0] for c in waited} == {"gpt"}
     assert {o for c, (o, _) in outcomes.items() if c not in waited} == {"passed"}
+    (advice,) = {c for c in fast_checks("multihead") if not registry.find(c).points}
+    assert f"test_multihead[{advice.split('.')[1]}]" in proc.stdout
+    assert "AdviceNote: [mha-loop-over-heads]" in proc.stdout
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
