@@ -80,8 +80,6 @@ def cmd_grade(args) -> int:
         "--no-header",
         "-p",
         "no:cacheprovider",  # make grade remembers nothing for pytest --lf
-        "-W",
-        "ignore::pytest.PytestConfigWarning",  # pyproject.toml's cache_dir, for that plugin
         "--rootdir",
         str(ROOT),
         "--submission",
