@@ -10,7 +10,8 @@ Layout (one concern per file, named after it):
     engine.py       runs one check: probe (student code) then verdict (trusted)
     fixtures.py     the public reference outputs and their manifest
     stubgen.py      generates assignments/ from solutions/
-    plugin.py       the pytest plugin behind `make grade` (points, table, results.json)
+    plugin.py       the graded suites' pytest plugin (an item per check) and GradeTable,
+                    make grade's report through pytest's hooks (table, results.json)
     report.py       renders the table and Gradescope's results.json
     report_html.py  build/report.html: the table, hints, and pictures of the student's outputs
     publish.py      merges each grading into build/results.json and report.html (every module)

@@ -82,6 +82,7 @@ SHIPS = (
     "docs/report-half-done.png",  # README's picture of the report
     # the graded suites and the grading engine behind make grade / watch / hint / grade-train
     # and the report (and the nbgrader notebooks' test cells: notebook.py)
+    "tests/graded/conftest.py",  # loads the grading plugin: `pytest tests/graded/...`
     "tests/graded/test_{module}.py",
     "autograder/__init__.py",
     "autograder/__main__.py",

@@ -103,6 +103,7 @@ LAZY = {
         "every judge, only for a result whose misconception this process never declared"
     ),
     ("autograder/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
+    ("autograder/cli.py", "autograder.plugin"): "make grade's report plugin imports torch",
     ("autograder/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
     ("autograder/cli.py", "autograder.class_report"): "each verb's module loads when it runs",
     ("autograder/cli.py", "autograder.course_cli"): "each verb's module loads when it runs",
