@@ -581,6 +581,10 @@ def autograde(
             course_judge.record(root, config, judged)
         except Exception as e:  # noqa: BLE001 - one assignment's failure never stops the class
             summary["failed"].append(f"{a}: not judged ({type(e).__name__}: {e})")
+            try:
+                course_judge.withhold(root, a, who)
+            except Exception as e2:  # noqa: BLE001
+                summary["failed"].append(f"{a}: scores not withheld ({type(e2).__name__}: {e2})")
             continue
         for item in judged:
             if item.results:

@@ -18,8 +18,11 @@ outcome is not the grade. After nbgrader has autograded an assignment, for each 
    official verdict is appended to each test cell of the autograded notebook, so
    `make feedback` shows it.
 
-The public test cells still run in the kernel, for the student's own feedback; they decide
-nothing.
+Under `make autograde` the test cells run no check in the kernel (autograder/notebook.py):
+every check is graded here, in the sandbox placement, with the CPU limits and the crash and
+timeout policy of every official channel, so an endless loop costs CPU seconds once per
+function, not nbgrader's cell timeout per test cell. A notebook that could not be judged gets
+zero on its test cells (`withhold`), never the kernel's unchecked scores.
 """
 
 from __future__ import annotations
@@ -147,7 +150,8 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
     url = f"sqlite:///{root / 'gradebook.db'}"
     with Gradebook(url, COURSE_ID) as gb:
         for item in judged:
-            if not item.results:
+            if not item.results:  # not judged: the kernel's scores are no grade
+                _withhold(gb, item.assignment, [item.student])
                 continue
             a = item.assignment
             due = config.due.get(a)
@@ -179,6 +183,25 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
             report.write_json(
                 item.results, root / "judged" / item.student / f"{item.assignment}.json"
             )
+
+
+def withhold(root: Path, assignment: str, students: list[str]) -> None:
+    """Zero the test cells of notebooks that could not be judged (the kernel runs no check
+    under `make autograde`, so nbgrader's own scores say nothing): never a grade nobody gave."""
+    url = f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
+    with Gradebook(url, COURSE_ID) as gb:
+        _withhold(gb, assignment, students)
+
+
+def _withhold(gb: Gradebook, assignment: str, students: list[str]) -> None:
+    for student in students:
+        for check in registry.checks_of(assignment):
+            try:
+                grade = gb.find_grade(f"test-{check.slug}", assignment, assignment, student)
+            except MissingEntry:
+                continue
+            grade.auto_score = 0.0
+    gb.db.commit()
 
 
 def verdict_text(result: Result, points: float) -> str:

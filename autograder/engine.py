@@ -1,4 +1,11 @@
-"""Run one check: the probe runs student code (probing.py), the verdict judges it here."""
+"""The one judge loop: whatever placement ran the probe, its outcome becomes a Result here.
+
+Three placements run a check's probe: in this process (the notebook kernel's own
+feedback: `run_check`), in a forked worker (make grade: `grade_module`, worker.py) and in the
+sandbox's confined process (official grading: sandbox/runner.py). Each hands `verdict` what
+the probe gave (its outputs, or the Result of a check that ended before a verdict was
+possible, settled by policy.py) and gets the Result from `judge`, the trusted side of a check.
+"""
 
 from __future__ import annotations
 
@@ -23,10 +30,18 @@ def run_check(
 ) -> Result:
     """Grade one check in this process. Never raises for anything the student's code does."""
     inputs = make_inputs(check, seed)
-    got = attempt(check, submission, inputs, device)
-    if isinstance(got, Result):
-        return got
-    return judge(check, got, reference, inputs)
+    return verdict(check, attempt(check, submission, inputs, device), reference, inputs)
+
+
+def verdict(
+    check: Check, outcome: Result | Outputs, reference: Outputs | None, inputs: Inputs
+) -> Result:
+    """The Result of one check from its probe's outcome, in every placement: a Result already
+    (import error, crash, timeout, a channel the child broke: never a pass) stays what it is;
+    outputs are judged."""
+    if isinstance(outcome, Result):
+        return outcome
+    return judge(check, outcome, reference, inputs)
 
 
 def judge(check: Check, got: Outputs, reference: Outputs | None, inputs: Inputs) -> Result:
@@ -53,7 +68,8 @@ def grade_module(
     pool: worker.Pool | None = None,
     limits: TimeLimits | None = None,
 ) -> list[Result]:
-    """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here.
+    """Grade the checks of one module: probes in a forked worker (worker.py), verdicts here
+    (`verdict`).
     `outputs`, when given, receives {check id: what the student's code returned} (the HTML
     report draws it: it never runs student code itself). `pool`: workers started ahead for
     several modules (make grade), else one worker for this module now. `limits`: the run's
@@ -71,13 +87,13 @@ def grade_module(
     results = []
     for check in checks:
         p = probed[check.id]
-        if p.result is not None:
-            result = p.result
-        else:
-            got = p.outputs if p.outputs is not None else {}
+        outcome: Result | Outputs = p.result if p.result is not None else (p.outputs or {})
+        inputs: Inputs = {}
+        if not isinstance(outcome, Result):
+            inputs = make_inputs(check, refs.seed)
             if outputs is not None:
-                outputs[check.id] = got
-            result = judge(check, got, wanted[check.slug], make_inputs(check, refs.seed))
+                outputs[check.id] = outcome
+        result = verdict(check, outcome, wanted[check.slug], inputs)
         if p.printed:
             result.extra["printed"] = p.printed
         ref = limits.reference_cpu(check)

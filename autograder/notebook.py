@@ -22,11 +22,15 @@ Warnings and stderr: anything the student's code writes to stderr during the che
 UserWarning, a print to sys.stderr) is re-printed on stdout, after a note. nbgrader gives zero
 to a test cell with any stderr output, and a warning is no mistake.
 
-The hidden tier is not decided in the kernel. `make autograde` sets ATTENTION_LAB_HIDDEN=outside
-in the kernel's environment: the hidden call then only prints that it is judged outside the
-notebook, and autograder/course_judge.py grades the notebook's code in the sandbox (with the
-student's own seed) and writes the gradebook's scores, so nothing a cell patches in the kernel
-counts. An instructor can still run the hidden tier in a kernel, to try a source notebook, by
+This is the in-process placement of a check (engine.py): the only one, and only for the
+student's own feedback in their kernel; nothing a kernel says is a grade. Under `make
+autograde` (ATTENTION_LAB_HIDDEN=outside in the kernel's environment) no test cell runs a
+check in the kernel: each prints that it is graded outside the notebook, and
+autograder/course_judge.py grades the notebook's code in the sandbox placement (the student's
+own seed, the CPU limits and crash and timeout policy of every official channel) and writes
+the gradebook's scores, so nothing a cell patches in the kernel counts, and an endless loop
+costs the sandbox's CPU seconds once per function instead of nbgrader's cell timeout per test
+cell. An instructor can still run the hidden tier in a kernel, to try a source notebook, by
 setting ATTENTION_LAB_HIDDEN_SEED; the expected outputs are then computed from solutions/.
 """
 
@@ -58,7 +62,7 @@ from .submission import trusted_modules
 # The kernel's settings travel in its environment (course.kernel_env sets them for nbgrader);
 # a test cell's call resolves them once (settings.py).
 SEED_VARIABLE = HIDDEN_SEED_VAR  # the seed of an in-kernel hidden run (instructors only)
-HIDDEN_VARIABLE = HIDDEN_VAR  # "outside": the hidden tier is judged by make autograde
+HIDDEN_VARIABLE = HIDDEN_VAR  # "outside": make autograde judges every check
 OUTSIDE_NOTE = "hidden inputs: graded outside this notebook by the sandboxed grader"
 
 
@@ -229,7 +233,8 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
     # Under `make autograde` the hidden tier, and a slow check (one call, trains once), are
     # judged outside the kernel only.
     settings = _settings()
-    if (hidden or check.slow) and settings.hidden == "outside":
+    outside = settings.hidden == "outside"
+    if (hidden or check.slow) and outside:
         print(f"{OUTSIDE_NOTE} ({check.name})")
         return
     tier = _(" (hidden inputs)") if hidden else ""
@@ -241,6 +246,13 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
                 "(or, if you deleted that cell, restore it from the release)."
             ).format(exercise=check.exercise)
         )
+    if outside:  # every check: the sandbox placement decides (course_judge.py)
+        print(
+            _("graded outside this notebook by the sandboxed grader ({name})").format(
+                name=check.name
+            )
+        )
+        return
     result = run(check_id, namespace, hidden=hidden, settings=settings)
     if result.passed:
         points = f"{result.points:g}"

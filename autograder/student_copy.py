@@ -117,6 +117,9 @@ SHIPS = (
     "autograder/warm.py",
     "autograder/watch.py",
     "autograder/worker.py",
+    "autograder/channel.py",  # the worker's message loop
+    "autograder/policy.py",  # the worker's crash and timeout policy
+    "autograder/forkserver.py",  # the warm grader's pre-fork server
     "autograder/sandbox/__init__.py",
     "autograder/sandbox/wire.py",  # the worker's wire format
     # the command line imports these to list every verb; the instructors' verbs refuse in the

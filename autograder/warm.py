@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import selectors
 import signal
 import socket
 import struct
@@ -33,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from .forkserver import ForkServer
 from .settings import Settings
 
 PACKAGE = Path(__file__).resolve().parent
@@ -190,6 +190,7 @@ def serve(where: Path) -> None:
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the finally below cleans up
     mine = key()
+    server = ForkServer()
     threads = _warm()
     (where / SOCKET).unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -199,45 +200,21 @@ def serve(where: Path) -> None:
     finally:
         os.umask(old)
     listener.listen(8)
-    sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ, None)
-    running: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
-    last = time.monotonic()
+
+    def accept(_listener) -> None:
+        conn, _ = listener.accept()
+        server.last = time.monotonic()
+        if _own_user(conn) and not _answer(conn, mine, threads, server, listener, where / LOG):
+            server.stop()  # stale: the kit changed under this server
+
+    server.watch(listener, accept)
     try:
-        while running or time.monotonic() - last < IDLE:
-            for item, _ in sel.select(timeout=5):
-                if item.data is None:
-                    conn, _ = listener.accept()
-                    last = time.monotonic()
-                    if _own_user(conn) and not _answer(
-                        conn, mine, threads, sel, running, where / LOG
-                    ):
-                        return  # stale: the kit changed under this server
-                    continue
-                kind, fd = item.data
-                if kind == "done":
-                    conn, pid = running.pop(fd)
-                    sel.unregister(fd)
-                    os.close(fd)
-                    _, status = os.waitpid(pid, 0)
-                    code = os.waitstatus_to_exitcode(status)
-                    try:
-                        conn.sendall(f"exit {code if code >= 0 else 128 - code}\n".encode())
-                    except OSError:
-                        pass
-                    _forget(sel, conn)
-                    conn.close()
-                    last = time.monotonic()
-                elif kind == "hangup":  # the student pressed Ctrl-C: interrupt the grading
-                    for conn, pid in running.values():
-                        if conn.fileno() == fd:
-                            _signal(pid, signal.SIGINT)
-                            _forget(sel, conn)
+        server.serve(idle=IDLE)
     finally:
-        for _conn, pid in running.values():
-            _signal(pid, signal.SIGINT)
+        server.signal_all(signal.SIGINT)
         (where / SOCKET).unlink(missing_ok=True)
         listener.close()
+        server.close()
 
 
 def stop(where: Path) -> None:
@@ -255,17 +232,14 @@ def _warm() -> int:
     """Import and warm what every grading needs; returns torch's thread count, to restore in
     each fork (the server itself stays on one thread, so that no OpenMP thread pool exists when
     it forks: a fork of a process with one hangs at its first parallel operation)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     from . import cli, i18n, limits, registry
 
     del cli
-    limits.warm_up(*limits.WARM_UPS)
+    threads = ForkServer.warm(*limits.WARM_UPS)
     registry.all_checks()
     for lang in i18n.available():
         i18n.translations(lang)
+    ForkServer.ready()
     return threads
 
 
@@ -278,7 +252,7 @@ def _own_user(conn: socket.socket) -> bool:
     return True
 
 
-def _answer(conn, mine: str, threads: int, sel, running, log_path: Path) -> bool:
+def _answer(conn, mine: str, threads: int, server: ForkServer, listener, log_path: Path) -> bool:
     """Read one request; fork its grading (a line in `log_path`). False when the request is
     for another kit."""
     try:
@@ -304,13 +278,23 @@ def _answer(conn, mine: str, threads: int, sel, running, log_path: Path) -> bool
             conn.sendall(b"stale\n")
             conn.close()
             return False
-        pid = os.fork()
-        if pid == 0:
-            _child(request, fds, threads)
-        pidfd = os.pidfd_open(pid)
-        running[pidfd] = (conn, pid)
-        sel.register(pidfd, selectors.EVENT_READ, ("done", pidfd))
-        sel.register(conn, selectors.EVENT_READ, ("hangup", conn.fileno()))
+
+        def done(status: int) -> None:  # the client waits for this line
+            code = os.waitstatus_to_exitcode(status)
+            try:
+                conn.sendall(f"exit {code if code >= 0 else 128 - code}\n".encode())
+            except OSError:
+                pass
+            server.unwatch(conn)
+            conn.close()
+
+        pid = server.fork(lambda: _child(request, fds, threads), close=[listener], on_exit=done)
+
+        def hangup(_conn) -> None:  # the student pressed Ctrl-C: interrupt the grading
+            _signal(pid, signal.SIGINT)
+            server.unwatch(conn)
+
+        server.watch(conn, hangup)
         with open(log_path, "a") as log:
             log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} pid {pid}: {request['argv']}\n")
         conn.sendall(b"started\n")  # from here on the fork grades: the client waits for it
@@ -322,9 +306,9 @@ def _answer(conn, mine: str, threads: int, sel, running, log_path: Path) -> bool
             os.close(fd)
 
 
-def _child(request: dict, fds: list[int], threads: int) -> None:
-    """The fork that grades: the student's stdin/stdout/stderr, folder and environment, then
-    the same `cli.main` a direct run calls. Never returns."""
+def _child(request: dict, fds: list[int], threads: int) -> int:
+    """The fork that grades (ForkServer.fork): the student's stdin/stdout/stderr, folder and
+    environment, then the same `cli.main` a direct run calls; its exit status."""
     code = 1
     try:
         os.setsid()
@@ -354,21 +338,12 @@ def _child(request: dict, fds: list[int], threads: int) -> None:
 
         traceback.print_exc()
     finally:
-        try:
-            import atexit
+        import atexit
 
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-def _forget(sel: selectors.BaseSelector, conn: socket.socket) -> None:
-    try:
-        sel.unregister(conn)
-    except (KeyError, ValueError):
-        pass
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return code
 
 
 def _signal(pid: int, sig: int) -> None:

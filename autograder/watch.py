@@ -12,7 +12,7 @@ Student code runs only in the child, so nothing it does reaches the watcher: a s
 or an exception is a failed check as in `make grade`; a check that runs past its CPU limit
 is stopped from outside as in `make grade` (worker.py), and the later checks that would run
 the function that did not finish are marked "timed out", same as above, without running
-(worker.Stuck); and a child that still does not finish (a loop inside one long C call, os._exit,
+(policy.Stuck); and a child that still does not finish (a loop inside one long C call, os._exit,
 a crash of the interpreter) is killed at a hard deadline. Saving again while a module is
 being graded stops that grading and starts over with the new file. Ctrl-C ends the watcher
 and its child cleanly.

@@ -1,24 +1,18 @@
-"""Run a submission's probes in a forked worker process; judge them here, in the parent.
+"""The forked-worker placement of a check (make grade, make watch, the kit's tests).
 
-`make grade`, the kit's tests and `make watch` grade through `probe_module`: the parent (which
-has imported torch and warmed its lazy imports once) forks a worker per module; the worker
-draws every check's inputs, imports the student's module and runs the probes, writing one
-message per check to a pipe (sandbox/wire.py: JSON + raw tensor bytes, never pickle). The
-parent decides everything else:
+`probe_module` and `Pool`: the parent (which has imported torch and warmed its lazy imports
+once) forks a worker per module; the worker draws every check's inputs, imports the student's
+module and runs the probes, speaking the one message loop (channel.py: channel.probe_all on
+this side, channel.Reading on the parent's). The parent decides everything else by the one
+crash and timeout policy (policy.py): CPU seconds per check read from /proc and enforced from
+outside (the worker is killed; the remaining checks run in a fresh one), a wall-clock grace
+for a worker that makes no progress, one CPU limit per function for an endless loop
+(policy.Stuck), a crash of the whole process costing the running check only. What the
+student's code printed is kept per check (an excerpt) for the feedback. The verdicts run in
+the parent (engine.grade_module, engine.verdict).
 
-- time: each check may use `TimeLimits.cpu_limit(check)` CPU seconds, read from /proc, so a loaded
-  machine never costs a correct solution its points; a check that uses them up is stopped
-  from outside (the worker is killed, never interrupted by a signal inside torch) and the
-  remaining checks run in a fresh worker, so one slow check costs that check only. A worker
-  that stops making progress (blocked, not computing) is stopped after a wall-clock grace.
-- an endless loop costs one CPU limit per function, not one per check: once a check of an
-  exercise times out, the later checks of that exercise are timed out "same as above"
-  without running, and the later workers guard the function (probing.guard), so a check of
-  another exercise that calls it ends at once, timed out "same as above" too (`Stuck`).
-- crashes of the whole process (segfault, os._exit) cost the running check only.
-- what the student's code printed is kept per check (an excerpt) for the feedback.
-
-Batch grading (sandbox/) adds the jail, uids and resource limits around the same protocol.
+The sandbox's placement (sandbox/) adds the jail, uids and resource limits around the same
+message loop and policy.
 """
 
 from __future__ import annotations
@@ -33,15 +27,13 @@ from typing import Any
 
 import torch
 
-from . import limits, model_replays
-from .core import TIMEOUT, Check, Failure, Misconceptions, Result, Status
+from . import channel, limits, model_replays, policy
+from .core import Check, Result, Status
 from .limits import Stopwatch, TimeLimits, warm_up
+from .policy import STALLED, Stuck
 from .probing import Attempts, make_inputs
-from .registry import all_misconceptions
 from .sandbox import wire
 from .submission import Submission
-
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
 # Written by the worker on its output pipe after each check's prints, before the check's
@@ -49,106 +41,6 @@ OUTPUT_KEEP = 4000  # bytes of printed output kept per check (head and tail)
 # late the parent reads (under load, the next check's prints are already in the pipe when the
 # parent reads a message). Student code could print it too: that only moves its own prints.
 CHECK_END = b"\x1e\x1f[attention-lab: end of check]\x1f\x1e"
-
-EXITED = misconception(
-    "exited-early",
-    "Your code ended the grading process ({how}) while this check ran, so it has no result.",
-    (
-        "A function of the exercise must give its result back to the caller; ending the "
-        "whole program leaves the grader with nothing to judge.",
-        "Find sys.exit, exit, quit or os._exit in your module (often left from a test at "
-        "the bottom of the file) and remove it.",
-        "Remove calls to sys.exit(), exit() or os._exit() from your modules: return values.",
-    ),
-)
-STALLED = misconception(
-    "stalled",
-    "This check made no progress for {seconds:g} s (waiting, not computing: input(), "
-    "time.sleep or a lock?), so it was stopped.",
-    (
-        "An exercise computes and returns; code that waits for input, for time to pass or "
-        "for another thread never finishes under the grader.",
-        "Look for input(), time.sleep, threading or multiprocessing in your module, also in "
-        "code at the top level of the file.",
-        "Exercise code never waits: remove input(), sleeps and threads from your module.",
-    ),
-)
-CHANNEL = misconception(
-    "channel-broken",
-    "The grader could not read this check's result: {why}. Your code may have written to "
-    "the grader's own channel.",
-    (
-        "The grader talks to the process that runs your code through a channel of its own; "
-        "something in your module wrote into it.",
-        "Look for os.write, os.dup2 or writes to /proc/self/fd in your module: print() "
-        "and your own files are fine.",
-        "Do not write to file descriptors your code did not open.",
-    ),
-)
-SAME_AS_ABOVE = misconception(
-    "timeout-same-as-above",
-    "Same as above: {function} did not finish in the check \u201c{check}\u201d, and this check "
-    "calls it too, so it was not run (it counts as timed out).",
-    (TIMEOUT.hints[0], TIMEOUT.hints[1], TIMEOUT.hints[2]),
-)
-TOP_LEVEL_SAME = misconception(
-    "timeout-top-level-same-as-above",
-    "Same as above: the top-level code of {file} did not finish in the check \u201c{check}\u201d, "
-    "so no later check of this file was run (they count as timed out).",
-    (
-        "The code at the top level of a file runs when the file is imported, before any "
-        "exercise: if it never ends, no exercise of the file can be graded.",
-        "Look at the code outside every function and class: a loop, a test or an experiment "
-        "left there runs at every import.",
-        'Move tests and experiments under `if __name__ == "__main__":` or delete them.',
-    ),
-)
-
-
-class Stuck:
-    """What did not finish in one submission's checks, so that an endless loop costs one CPU
-    limit per function instead of one per check that calls it.
-
-    Kept by the trusted parent (the worker's parent, the sandbox's runner) from what it knows
-    itself: a check that ran out of its CPU seconds was running its exercise (the function or
-    class it grades), or, when the module's import had not returned yet, the file's top-level
-    code. `same(check)` gives a later check of that exercise (of that file) its result at once:
-    timed out, "same as above", 0 points, never run. The later processes guard these functions
-    (`guards`, probing.guard): a check of another exercise that calls one ends at once, and
-    `called` gives its result. Nothing here can raise a score: every result it gives is a
-    timeout, and a correct function that finishes within its limit never lands here."""
-
-    def __init__(self) -> None:
-        self.functions: dict[tuple[str, str], str] = {}  # (module, function) -> check title
-        self.top_level: dict[str, str] = {}  # module -> the title of the check that hung
-
-    def timed_out(self, check: Check, imported: bool = True) -> None:
-        """`check` ran out of its CPU seconds (`imported`: after its module's import returned)."""
-        if not imported:
-            self.top_level.setdefault(check.module, check.title)
-        elif check.exercise:
-            self.functions.setdefault((check.module, check.exercise), check.title)
-
-    def guards(self, module: str) -> list[str]:
-        """The functions of `module` that did not finish, for probing.guard."""
-        return [name for (m, name) in self.functions if m == module]
-
-    def same(self, check: Check) -> Result | None:
-        """The result of a later check that would run what did not finish, else None."""
-        if check.module in self.top_level:
-            failure = Failure(
-                TOP_LEVEL_SAME, file=f"{check.module}.py", check=self.top_level[check.module]
-            )
-            return Result.of(check, "timed out", failure)
-        return self.called(check, check.exercise)
-
-    def called(self, check: Check, function: object) -> Result | None:
-        """The result of `check`, which called `function` (a guard said so; None when that is
-        not a function that did not finish: the message is ignored)."""
-        title = self.functions.get((check.module, function)) if isinstance(function, str) else None
-        if title is None:
-            return None
-        return Result.of(check, "timed out", Failure(SAME_AS_ABOVE, function=function, check=title))
 
 
 @dataclass
@@ -170,7 +62,7 @@ def _work(
     submission: str,
     seed: int,
     device: str,
-    channel: int,
+    channel_fd: int,
     guards: tuple[str, ...] = (),
 ) -> None:
     """The forked worker (it inherits the parent's memory, checks included): never returns.
@@ -184,11 +76,10 @@ def _work(
         model_replays.seal()  # student code here: the copy's models answer verdicts only
         sub = Submission(submission)
         run = Attempts(
-            sub, lambda message: wire.send(channel, message), {probes[0].module: list(guards)}
+            sub, lambda message: wire.send(channel_fd, message), {probes[0].module: list(guards)}
         )
-        for p in probes:
-            wire.send(channel, {"type": "start", "check": p.id})
-            got = run(p, inputs[p.id], device)
+
+        def end_of_check() -> None:  # the check's prints, then CHECK_END, then its message
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -198,25 +89,14 @@ def _work(
                 os.write(1, CHECK_END)
             except BaseException:
                 pass
-            if isinstance(got, Result):
-                message = {
-                    "type": "result",
-                    "check": p.id,
-                    "status": str(got.status),
-                    "misconception": got.misconception,
-                    "message": got.message,
-                    "hint": got.hint,
-                    "details": got.details,
-                }
-                wire.send(channel, message)
-                continue
-            try:
-                described, blob = wire.encode_outputs(got)
-            except Exception as e:
-                wire.send(channel, {"type": "unencodable", "check": p.id, "why": str(e)[:300]})
-                continue
-            wire.send(channel, {"type": "outputs", "check": p.id, "outputs": described}, blob)
-        wire.send(channel, {"type": "done"})
+
+        channel.probe_all(
+            probes,
+            inputs,
+            lambda p, x: run(p, x, device),
+            lambda message, blob=b"": wire.send(channel_fd, message, blob),
+            after=end_of_check,
+        )
     except BaseException:
         try:
             os.write(2, f"[grader] worker error:\n{traceback.format_exc()}".encode())
@@ -275,54 +155,36 @@ class _Run:
         )
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
-        self.watch = Stopwatch(self.pid, lambda c: limits.cpu_limit(self.checks[c]), limits.stall)
+        self.watch = Stopwatch(
+            self.pid, lambda c: policy.cpu_limit(self.checks[c], limits), limits.stall
+        )
         self.printed: dict[str | None, bytearray] = {}
         self.stream = _Segments()
         self.probed: dict[str, Probed] = {}
         self.stopped: tuple[str, Result] | None = None
-        self.loaded: set[str] = set()  # checks whose module's import returned
-        self.called: dict[str, Result] = {}  # checks that called a guarded function
+        self.reading = channel.Reading(self.checks)  # what the worker said (channel.py)
         self.done = False
         self.open: set[int] = set()
 
     def _message(self, header: dict, blob: bytes) -> None:
-        kind, check_id = header.get("type"), header.get("check")
+        event = self.reading.take(header, blob)
+        if event is None:
+            return
+        kind, check_id = event
         if kind == "done":
             self.done = True
-            return
-        if not isinstance(check_id, str) or check_id not in self.checks:
-            return
-        check = self.checks[check_id]
-        if kind == "start":
+        elif kind == "start":
             self.watch.start(check_id)
-            return
-        if kind in ("loaded", "stuck"):
-            if check_id == self.current and check_id not in self.probed:
-                if kind == "loaded":
-                    self.loaded.add(check_id)
-                else:
-                    same = self.stuck.called(check, header.get("function"))
-                    if same is not None:
-                        self.called.setdefault(check_id, same)
-            return
-        if check_id in self.probed or kind not in ("result", "outputs", "unencodable"):
-            return
-        self._drain_output()  # the worker flushed its prints and CHECK_END before this message
-        self.printed[check_id] = self.stream.next_segment()
-        probed = Probed(cpu_seconds=self.watch.finish())
-        if kind == "result":
-            probed.result = _child_result(check, header)
-        elif kind == "unencodable":
-            why = wire.text(header.get("why"), 300)
-            probed.result = Result.of(check, "failed", Failure(CHANNEL, why=why))
-        else:
-            try:
-                probed.outputs = wire.decode_outputs(header.get("outputs"), blob)
-            except wire.ChannelError as e:
-                probed.result = Result.of(check, "failed", Failure(CHANNEL, why=str(e)))
-        if check_id in self.called:  # whatever came after: it called what did not finish
-            probed.result, probed.outputs = self.called[check_id], None
-        self.probed[check_id] = probed
+        elif kind in channel.OUTCOMES and check_id not in self.probed:
+            self._drain_output()  # the worker flushed its prints and CHECK_END before this
+            self.printed[check_id] = self.stream.next_segment()
+            probed = Probed(cpu_seconds=self.watch.finish())
+            settled = policy.outcome(self.checks[check_id], self.reading, self.stuck)
+            if isinstance(settled, Result):
+                probed.result = settled
+            else:
+                probed.outputs = settled
+            self.probed[check_id] = probed
 
     def _drain_output(self) -> None:
         """Whatever the worker printed that is already in the pipe, for the current check."""
@@ -352,9 +214,7 @@ class _Run:
                 self._message(header, blob)
             if broken and self.current is not None and self.current not in self.probed:
                 check = self.checks[self.current]
-                self.probed[self.current] = Probed(
-                    result=Result.of(check, "failed", Failure(CHANNEL, why=broken))
-                )
+                self.probed[self.current] = Probed(result=policy.channel_broken(check, broken))
         else:
             self.stream.feed(data)
         return True
@@ -386,8 +246,7 @@ class _Run:
             self.printed[self.current] = self.stream.rest()
         if not self.done and self.current is not None and self.stopped is None:
             check = self.checks[self.current]
-            how = _how(status)
-            self.stopped = (self.current, Result.of(check, "failed", Failure(EXITED, how=how)))
+            self.stopped = (self.current, policy.exited(check, policy.how(status)))
 
     @property
     def current(self) -> str | None:
@@ -397,7 +256,7 @@ class _Run:
         current, over = self.watch.current, self.watch.overran()
         if current is None or over is None:
             return False
-        self.stopped = (current, overran(self.checks[current], *over))
+        self.stopped = (current, policy.overran(self.checks[current], *over))
         return True
 
 
@@ -446,35 +305,6 @@ class _Segments:
         return found
 
 
-def overran(check: Check, why: str, seconds: float) -> Result:
-    """The result of a check stopped from outside (limits.Stopwatch.overran)."""
-    if why == "cpu":
-        return Result.of(check, "timed out", Failure(TIMEOUT, seconds=f"{seconds:g}"))
-    return Result.of(check, "failed", Failure(STALLED, seconds=seconds))
-
-
-def _child_result(check: Check, header: dict) -> Result:
-    """A failure the worker reported (import error, crash, not attempted): never a pass."""
-    result = Result.of(check, "failed")
-    status = header.get("status")
-    result.status = Status.NOT_ATTEMPTED if status == Status.NOT_ATTEMPTED else Status.FAILED
-    mistake = wire.text(header.get("misconception"), 80)
-    result.misconception = mistake if mistake in all_misconceptions() else "crash"
-    result.message = wire.text(header.get("message"))
-    result.hint = wire.text(header.get("hint"))
-    result.details = wire.details(header.get("details"))
-    return result
-
-
-def _how(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return (
-            f"killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() else "killed"
-        )
-    return f"exit status {os.WEXITSTATUS(status)}"
-
-
 def _excerpt(data: bytes) -> str:
     text = data.decode("utf-8", "replace")
     if len(text) <= OUTPUT_KEEP:
@@ -514,13 +344,11 @@ class _Job:
                 result=result, printed=_excerpt(bytes(run.printed.get(check_id, b"")))
             )
             if result.status == Status.TIMED_OUT:
-                self.stuck.timed_out(run.checks[check_id], imported=check_id in run.loaded)
+                self.stuck.timed_out(run.checks[check_id], imported=check_id in run.reading.loaded)
             if result.misconception == STALLED.id:  # a blocked worker blocks again: stop here
                 for check in todo:
                     if check.id not in found:
-                        found[check.id] = Probed(
-                            result=Result.of(check, "failed", Failure(STALLED, seconds=self.stall))
-                        )
+                        found[check.id] = Probed(result=policy.stalled(check, self.stall))
         for check in todo:
             same = None if check.id in found else self.stuck.same(check)
             if same is not None:  # it would run what did not finish: timed out, not run
@@ -528,9 +356,7 @@ class _Job:
         remaining = [c for c in todo if c.id not in found]
         if len(remaining) == len(todo):  # no progress at all: never loop forever
             for check in remaining:
-                found[check.id] = Probed(
-                    result=Result.of(check, "failed", Failure(EXITED, how="before it started"))
-                )
+                found[check.id] = Probed(result=policy.exited(check, "before it started"))
             remaining = []
         self.todo = remaining
         if remaining:

@@ -2,12 +2,14 @@
 
 Order matters: the process confines itself first (jail.enter), then draws every check's
 inputs (before any student code can monkeypatch torch), then imports the student's modules
-and runs the probes, writing one message per check to the channel. It never judges: the
+and runs the probes, writing one message per check to the channel (channel.probe_all: the
+message loop of every placement). It never judges: the
 verdicts run in the trusted parent on what arrives over the channel. It never times itself
 either: the monitor (zygote.py) reads its CPU seconds from /proc and stops it from outside
 when a check overruns (no signal lands inside torch's lazy imports); the runner then grades
 the remaining checks in a fresh process, where the function that did not finish is guarded
-(probing.Attempts: a check that calls it ends at once, timed out "same as above").
+(probing.Attempts: a check that calls it ends at once, timed out "same as above"), by the
+one crash and timeout policy of every placement (policy.py).
 """
 
 from __future__ import annotations
@@ -18,21 +20,8 @@ import sys
 import traceback
 import types
 
-from ..core import Result
 from . import wire
 from .jail import Isolation, Limits, clean_environment, enter
-
-
-def _result_message(check_id: str, result: Result) -> dict:
-    return {
-        "type": "result",
-        "check": check_id,
-        "status": result.status,
-        "misconception": result.misconception,
-        "message": result.message,
-        "hint": result.hint,
-        "details": result.details,
-    }
 
 
 class _State:
@@ -198,6 +187,7 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
 
     import torch
 
+    from ..channel import probe_all
     from ..core import ProbeSpec
     from ..probing import Attempts, make_inputs
     from ..submission import Submission
@@ -210,22 +200,27 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
     del request["seed"]  # student code could read it from this frame: it has no use for it
     submission = Submission(request["submission"])
-    # The functions that did not finish in an earlier process (runner.py: worker.Stuck).
+    # The functions that did not finish in an earlier process (runner.py: policy.Stuck).
     guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}
     run = Attempts(submission, lambda message: wire.send(channel, message), guards)
     state = _State()  # before any student code: what a fresh process would start from
     module = todo[0].module if todo else None
-    for check in todo:
-        if check.module != module:  # the next module of a group (view.groups)
+
+    def before(check) -> bool:
+        """The next module of a group (view.groups) starts as in a fresh process, or the
+        runner grades it in one."""
+        nonlocal module
+        if check.module != module:
             module = check.module
-            if not state.clean():  # the runner grades it in a fresh process
-                break
+            if not state.clean():
+                return False
             state.restore()
-        wire.send(channel, {"type": "start", "check": check.id})
-        got = run(check, inputs[check.id])  # never raises for what student code does
-        if isinstance(got, Result):
-            wire.send(channel, _result_message(check.id, got))
-            continue
-        described, blob = wire.encode_outputs(got)
-        wire.send(channel, {"type": "outputs", "check": check.id, "outputs": described}, blob)
-    wire.send(channel, {"type": "done"})
+        return True
+
+    probe_all(
+        todo,
+        inputs,
+        run,  # never raises for what student code does
+        lambda message, blob=b"": wire.send(channel, message, blob),
+        before=before,
+    )

@@ -28,7 +28,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .. import fixtures, registry
+from .. import fixtures, policy, registry
+from ..channel import Reading, stray_note
 from ..core import (
     GRADER_ERROR,
     TIMEOUT,
@@ -36,16 +37,14 @@ from ..core import (
     Failure,
     Misconceptions,
     Result,
-    declared,
 )
-from ..engine import judge
+from ..engine import verdict
 from ..limits import STALL_SECONDS, TimeLimits
 from ..paths import ROOT
+from ..policy import EXITED as EXITED_EARLY
+from ..policy import Stuck, channel_broken, overran, stalled
 from ..probing import make_inputs
 from ..references import References
-from ..worker import CHANNEL as CHANNEL_BROKEN
-from ..worker import EXITED as EXITED_EARLY
-from ..worker import Stuck, overran
 from . import view, wire
 from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
 from .zygote import Zygote
@@ -252,7 +251,7 @@ class Sandbox:
         """CPU seconds `check` may use: as in local grading (calibrated on the references of
         the submission this thread grades), capped by the instructor's Limits.check_timeout."""
         calibrated = TimeLimits(stall=self.stall, reference=self._state()[3])
-        return min(calibrated.cpu_limit(check), self.limits.check_timeout)
+        return policy.cpu_limit(check, calibrated, cap=self.limits.check_timeout)
 
     def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
         """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
@@ -406,10 +405,11 @@ class Sandbox:
             stop = status.get("stopped")
             if not isinstance(stop, dict) or stop.get("why") != "cpu":
                 break
-            finished = {stop.get("check")} | _finished(channel)
+            reading = _read(channel, todo)
+            finished = {stop.get("check")} | reading.finished()
             stopped = next((c for c in todo if c.id == stop.get("check")), None)
             if stopped is not None:
-                stuck.timed_out(stopped, imported=stopped.id in _loaded(channel))
+                stuck.timed_out(stopped, imported=stopped.id in reading.loaded)
             for check in todo:
                 same = None if check.id in finished else stuck.same(check)
                 if same is not None:
@@ -488,43 +488,22 @@ class Sandbox:
         nothing more. A message can only make a module reached, which costs its student a
         fresh process for it (where the checks without an outcome run again), nothing more."""
         ids = {c.id for c in checks}
-        started: list[str] = []
-        outcome: dict[str, tuple[dict, bytes]] = {}
-        malformed: dict[str, str] = {}
         stopped: dict[str, Result] = {}  # checks the monitor stopped (trusted)
-        called: dict[str, Result] = {}  # checks that called a function that did not finish
         stuck, skipped = stuck or Stuck(), skipped or {}
-        stray: list[str] = []
-        done, broken, damaged = False, "", []
+        done, broken, damaged, stray = False, "", [], []
+        outcome: dict[str, Result | dict | None] = {}
+        started: list[str] = []
         for data, process in runs:  # the last run's `done` and `broken` decide the rest
+            reading = Reading(ids)
             messages, broken = wire.parse(data)
             damaged += [broken] if broken else []
-            done = False
             for header, blob in messages:
-                kind, check_id = header.get("type"), header.get("check")
-                if kind == "done":
-                    done = True
-                elif type(kind) is not str or kind not in MESSAGE_KINDS:
-                    stray.append("a message of an unknown type")
-                elif type(check_id) is not str:
-                    stray.append(f"a {kind!r} message whose check is not a name")
-                elif check_id not in ids:
-                    stray.append(f"a message for a check that does not exist ({check_id[:60]!r})")
-                elif kind == "start":
-                    started.append(check_id)
-                elif kind == "loaded":
-                    pass
-                elif kind == "stuck":  # only ever a timeout: the guard's word is enough
-                    check = next(c for c in checks if c.id == check_id)
-                    same = stuck.called(check, header.get("function"))
-                    if same is not None:
-                        called.setdefault(check_id, same)
-                elif check_id not in outcome and check_id not in malformed:
-                    why = _malformed(kind, header)
-                    if why:
-                        malformed[check_id] = why
-                    else:
-                        outcome[check_id] = (header, blob)
+                reading.take(header, blob)
+            done, stray = reading.done, stray + reading.stray
+            started += reading.started
+            for check in checks:  # a check has its outcome in one run at most
+                if check.id not in outcome or outcome[check.id] is None:
+                    outcome[check.id] = self._outcome(check, reading, stuck)
             stop = process.get("stopped")
             if isinstance(stop, dict) and stop.get("check") in ids:
                 check = next(c for c in checks if c.id == stop["check"])
@@ -535,17 +514,15 @@ class Sandbox:
         graded = Graded(name, [], process=process)
         stall = next((r for r in stopped.values() if r.misconception != TIMEOUT.id), None)
         module_of = {c.id: c.module for c in checks}
-        reached = {module_of[i] for i in [*started, *outcome, *malformed, *stopped]}
+        answered = [i for i, found in outcome.items() if found is not None]
+        reached = {module_of[i] for i in [*started, *answered, *stopped]}
         ended = None if process.get("stopped") else _how_it_ended(process, self.limits, done)
         if ended:
             graded.notes.append(ended[2])
         for note in damaged:
             graded.notes.append(f"The grader's channel was damaged: {note}.")
         if stray:
-            graded.notes.append(
-                f"The grader ignored {len(stray)} malformed message(s) on its channel "
-                f"({stray[0]}); your code may have written to the grader's channel."
-            )
+            graded.notes.append(stray_note(stray))
         reference_errors = self._state()[2]
         for check in checks:
             if check.module in reference_errors:
@@ -553,91 +530,52 @@ class Sandbox:
                 graded.results.append(Result.of(check, "error", Failure(GRADER_ERROR, error=error)))
             elif check.id in stopped:
                 graded.results.append(stopped[check.id])
-            elif check.id in called or check.id in skipped:
-                graded.results.append(called.get(check.id) or skipped[check.id])
-            elif check.id in malformed:
-                failure = Failure(CHANNEL_BROKEN, why=malformed[check.id])
-                graded.results.append(Result.of(check, "failed", failure))
-            elif check.id in outcome:
-                graded.results.append(self._result_or_error(check, *outcome[check.id]))
+            elif check.id in skipped:
+                graded.results.append(skipped[check.id])
+            elif outcome.get(check.id) is not None:
+                graded.results.append(self._verdict(check, outcome[check.id]))
             elif broken:
-                graded.results.append(
-                    Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=broken))
-                )
+                graded.results.append(channel_broken(check, broken))
             elif check.id in started and ended:
                 graded.results.append(Result.of(check, ended[0], ended[1]))
             elif stall is not None and stall.module == check.module:
                 # a blocked process blocks again: as in local grading
-                graded.results.append(overran(check, "stall", self.stall))
+                graded.results.append(stalled(check, self.stall))
             else:
                 reason = ended[2].rstrip(".") if ended else "the grading process stopped early"
                 failure = Failure(NOT_RUN, reason=reason[0].lower() + reason[1:])
                 graded.results.append(Result.of(check, "failed", failure))
         return graded, reached
 
-    def _result_or_error(self, check: Check, header: dict, blob: bytes) -> Result:
-        """The verdict on one check; a failure of the verdict itself (decoding, a grader
-        bug on an odd value) costs this check only."""
+    def _outcome(self, check: Check, reading: Reading, stuck: Stuck) -> Result | dict | None:
+        """policy.outcome; a failure of the grader's own reading (a grader bug on an odd
+        value) costs this check only."""
         try:
-            return self._result(check, header, blob)
-        except wire.ChannelError as e:
-            return Result.of(check, "failed", Failure(CHANNEL_BROKEN, why=str(e)))
+            return policy.outcome(check, reading, stuck)
         except Exception as e:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
 
-    def _result(self, check: Check, header: dict, blob: bytes) -> Result:
-        kind = header["type"]
-        if kind == "result":
-            status = header.get("status")
-            mistake = wire.text(header.get("misconception"), 80)
-            result = Result.of(check, "failed")  # score 0: the child never reports a pass
-            result.status = status if status in ("failed", "not attempted") else "failed"
-            result.misconception = mistake if mistake in declared() else "crash"
-            result.message = wire.text(header.get("message"))
-            result.hint = wire.text(header.get("hint"))
-            result.details = wire.details(header.get("details"))
-            return result
-        got = wire.decode_outputs(header.get("outputs"), blob)
-        seed, references, _errors, _cpu = self._state()
-        reference = references[check.module].get(check.slug)
-        return judge(check, got, reference, make_inputs(check, seed))
+    def _verdict(self, check: Check, outcome: Result | dict) -> Result:
+        """engine.verdict, the one judge of every placement; a failure of the grader itself
+        (a reference that is missing, a grader bug on an odd value) costs this check only."""
+        if isinstance(outcome, Result):
+            return outcome
+        try:
+            seed, references, _errors, _cpu = self._state()
+            reference = references[check.module].get(check.slug)
+            return verdict(check, outcome, reference, make_inputs(check, seed))
+        except Exception as e:
+            error = f"{type(e).__name__}: {str(e)[:200]}"
+            return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
 
 
-MESSAGE_KINDS = {"start", "loaded", "stuck", "outputs", "result", "done"}
-# The fields of each kind of message and the types they must have (str: a string).
-_FIELDS = {
-    "outputs": {"outputs": dict},
-    "result": {"status": str, "misconception": str, "message": str, "hint": str},
-}
-
-
-def _finished(data: bytes) -> set[str]:
-    """The checks a run's channel gave an outcome for (well-formed or not)."""
-    return {
-        h["check"]
-        for h, _ in wire.parse(data)[0]
-        if h.get("type") in ("outputs", "result") and type(h.get("check")) is str
-    }
-
-
-def _loaded(data: bytes) -> set[str]:
-    """The checks of a run whose module's import returned (probing.Attempts)."""
-    return {
-        h["check"]
-        for h, _ in wire.parse(data)[0]
-        if h.get("type") == "loaded" and type(h.get("check")) is str
-    }
-
-
-def _malformed(kind: str, header: dict) -> str:
-    """What is wrong with a message for one check ('' if nothing)."""
-    for key, expected in _FIELDS.get(kind, {}).items():
-        value = header.get(key)
-        if type(value) is not expected:
-            got = type(value).__name__ if key in header else "nothing"
-            return f"its {key!r} field should be a {expected.__name__}, got {got}"
-    return ""
+def _read(data: bytes, checks: list[Check]) -> Reading:
+    """What one run's channel said (channel.Reading)."""
+    reading = Reading({c.id for c in checks})
+    for header, blob in wire.parse(data)[0]:
+        reading.take(header, blob)
+    return reading
 
 
 def _how_it_ended(process: dict, limits: Limits, done: bool):

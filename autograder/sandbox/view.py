@@ -31,6 +31,7 @@ PACKAGE = paths.PACKAGE
 # join them. Every module the zygote imports must be in this set's closure.
 BASE = (
     "__init__.py",
+    "channel.py",
     "core.py",
     "probing.py",
     "submission.py",

@@ -1,4 +1,5 @@
-"""A zygote (fork server): torch is imported once, every submission gets a fork of it.
+"""A zygote (the pre-fork server of forkserver.py, confined): torch is imported once, every
+submission gets a fork of it.
 
 The grader starts the zygote as a fresh interpreter (never a fork of itself: the grader's
 memory holds judges, references and seeds) that imports torch and the base of the probe side
@@ -21,7 +22,6 @@ sandboxed process closes the socket before it runs any student code.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
 import os
@@ -34,8 +34,10 @@ import sys
 import threading
 import time
 import traceback
+from functools import partial
 from pathlib import Path
 
+from ..forkserver import ForkServer
 from .jail import (
     PR_SET_CHILD_SUBREAPER,
     SAFE_ENV,
@@ -237,12 +239,15 @@ def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
 
 
 def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
+    """The pre-fork server (forkserver.py) with what only the sandbox needs: nothing of the
+    grader's environment, command line or memory in any fork (the hidden seed sealed away),
+    and each fork the trusted monitor of one confined process (or a reference server)."""
     from .. import limits
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped automatically
+    server = ForkServer(reap_all=True)  # monitors and reference servers: the kernel reaps them
     for fd in map(int, os.listdir("/proc/self/fd")):
-        if fd > 2 and fd != sock.fileno() and fd not in servers:
+        if fd > 2 and fd != sock.fileno() and fd not in servers and fd != server.sel.fileno():
             try:
                 os.close(fd)
             except OSError:
@@ -257,43 +262,47 @@ def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
     # meta device's first use imports torch's compiler stack, as torch.optim's first does:
     # the servers' training runs need it.)
     if warm_up:
-        limits.warm_up(*[kind for kind in limits.WARM_UPS if kind != "matplotlib"])
+        server.warm(*[kind for kind in limits.WARM_UPS if kind != "matplotlib"])
     for i, fd in enumerate(servers):
-        if os.fork() == 0:
-            sock.close()
-            _reference_server(fd, servers[i + 1 :])  # never returns
+        server.fork(partial(_reference_server, fd, servers[i + 1 :]), close=[sock])
         os.close(fd)
     if warm_up:
-        limits.warm_up(*limits.WARM_UPS)
-    gc.collect()
-    gc.freeze()  # fewer copy-on-write pages in every fork
-    while True:
+        server.warm(*limits.WARM_UPS)
+    server.ready()  # fewer copy-on-write pages in every fork
+
+    def request(_sock) -> None:
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
         except OSError:
-            return
+            data, fds = b"", []
         if not data:
-            return  # the parent closed its end
-        pid = os.fork()
-        if pid == 0:
-            sock.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            code = 0
-            request = json.loads(data)
-            if request.get("verb") == "reference-server":  # trusted, never confined
-                _reference_server(fds[0], [])  # never returns
-            try:
-                _monitor(request, *fds)
-            except BaseException:
-                code = 1
-                try:  # the parent marks the student "not graded", never blames them
-                    error = traceback.format_exc()[-1500:]
-                    os.write(fds[2], json.dumps({"monitor_error": error}).encode())
-                except BaseException:
-                    pass
-            os._exit(code)
-        for fd in fds:
-            os.close(fd)
+            server.stop()  # the parent closed its end
+            return
+        try:
+            server.fork(partial(_forked, json.loads(data), fds), close=[sock])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    server.watch(sock, request)
+    server.serve()
+
+
+def _forked(request: dict, fds: list[int]) -> int:
+    """A fork of the zygote, for one request: a reference server (trusted, never confined),
+    or the monitor of one submission's sandboxed process."""
+    if request.get("verb") == "reference-server":
+        _reference_server(fds[0], [])  # never returns
+    try:
+        _monitor(request, *fds)
+    except BaseException:
+        try:  # the parent marks the student "not graded", never blames them
+            error = traceback.format_exc()[-1500:]
+            os.write(fds[2], json.dumps({"monitor_error": error}).encode())
+        except BaseException:
+            pass
+        return 1
+    return 0
 
 
 def _reference_server(fd: int, others: list[int]) -> None:
@@ -301,7 +310,6 @@ def _reference_server(fd: int, others: list[int]) -> None:
     the zygote's descriptors of the servers not forked yet, closed here."""
     for other in others:
         os.close(other)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     importlib.import_module(REFERENCE_FORK).serve(fd)  # never returns
 
 

@@ -90,6 +90,8 @@ LAZY = {
     ("autograder/__main__.py", "autograder.cli"): "the warm grader's client imports no torch",
     ("autograder/warm.py", "*"): "the client imports the standard library only; the server "
     "and its forks import the grader",
+    ("autograder/forkserver.py", "*"): "the warm grader's client imports it with the standard "
+    "library only; torch and the kit's warm-up when a server warms up",
     ("autograder/cli.py", "autograder.engine"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.ladder"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
@@ -377,7 +379,7 @@ def test_each_misconception_is_declared_by_the_module_that_holds_it():
     from autograder import core
     from autograder.core import Misconception, Misconceptions
 
-    for name in ("worker", "verdicts", "sandbox.runner"):
+    for name in ("policy", "verdicts", "sandbox.runner"):
         importlib.import_module(f"autograder.{name}")
     registry.all_misconceptions()
     wrong = []
@@ -401,5 +403,110 @@ def test_each_misconception_is_declared_by_the_module_that_holds_it():
                 if holder is None or value not in vars(holder).values():
                     wrong.append(f"{name} holds {value.id}, declared in {origin!r}")
     assert not wrong, wrong
-    assert declarers >= len(syllabus.MODULES) + 3  # every judge, core, worker, verdicts, runner
+    assert declarers >= len(syllabus.MODULES) + 3  # every judge, core, policy, verdicts, runner
     assert all(core.origin(mid) for mid in core.declared())
+
+
+# The modules of the runner (the placements of engine.py) and those that grade through them.
+RUNNER_MODULES = (
+    "autograder.channel",
+    "autograder.course_judge",
+    "autograder.engine",
+    "autograder.forkserver",
+    "autograder.notebook",
+    "autograder.plugin",
+    "autograder.policy",
+    "autograder.probing",
+    "autograder.sandbox.child",
+    "autograder.sandbox.relay",
+    "autograder.sandbox.runner",
+    "autograder.sandbox.zygote",
+    "autograder.warm",
+    "autograder.watch",
+    "autograder.worker",
+)
+
+
+def test_every_runner_module_imports_first_in_a_fresh_interpreter():
+    """No import cycle bites whichever module a process imports first (engine -> worker ->
+    sandbox -> engine was one): each module of the runner is imported first in a fresh fork
+    of an interpreter that has imported torch only."""
+    names = list(RUNNER_MODULES)
+    code = (
+        "import importlib, json, os, sys, traceback\n"
+        "import torch\n"
+        "failed = {}\n"
+        f"for name in {names!r}:\n"
+        "    r, w = os.pipe()\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.close(r)\n"
+        "        try:\n"
+        "            importlib.import_module(name)\n"
+        "            os._exit(0)\n"
+        "        except BaseException:\n"
+        "            os.write(w, traceback.format_exc()[-600:].encode())\n"
+        "            os._exit(1)\n"
+        "    os.close(w)\n"
+        "    why = os.read(r, 1 << 16)\n"
+        "    os.close(r)\n"
+        "    if os.waitpid(pid, 0)[1]:\n"
+        "        failed[name] = why.decode() or 'died'\n"
+        "print(json.dumps(failed))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    failed = json.loads(out.strip().splitlines()[-1])
+    assert not failed, failed
+
+
+def test_the_placements_share_one_judge_loop_one_policy_and_one_pre_fork_server():
+    """engine.py: in-process (notebook), forked worker, confined sandbox. The Results of all
+    three come from engine.verdict; the worker's and the sandbox's parents read their child
+    with channel.Reading and settle it by policy.py, their children send with
+    channel.probe_all; the warm grader and the sandbox's zygote are one ForkServer."""
+
+    def calls(path: str) -> set[str]:
+        tree = ast.parse((ROOT / path).read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                found.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+        return found
+
+    assert "verdict" in calls("autograder/engine.py")  # run_check (notebook) and grade_module
+    assert "verdict" in calls("autograder/sandbox/runner.py")
+    assert "run_check" in calls("autograder/notebook.py")
+    for parent in ("autograder/worker.py", "autograder/sandbox/runner.py"):
+        assert {"Reading", "outcome"} <= calls(parent), parent
+        text = (ROOT / parent).read_text()
+        assert "def _child_result" not in text and "class Stuck" not in text, parent
+    for child in ("autograder/worker.py", "autograder/sandbox/child.py"):
+        assert "probe_all" in calls(child), child
+        assert '"type": "outputs"' not in (ROOT / child).read_text(), child
+    for server in ("autograder/warm.py", "autograder/sandbox/zygote.py"):
+        assert "ForkServer" in calls(server), server
+
+    # Only the pre-fork server forks on behalf of warm.py and the zygote's loop.
+    def os_forks(node) -> list:
+        return [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "fork"
+            and getattr(n.func.value, "id", "") == "os"
+        ]
+
+    assert not os_forks(ast.parse((ROOT / "autograder/warm.py").read_text()))
+    zygote = ast.parse((ROOT / "autograder/sandbox/zygote.py").read_text())
+    serve = next(n for n in zygote.body if isinstance(n, ast.FunctionDef) and n.name == "_serve")
+    assert not os_forks(serve)
+    from autograder import forkserver, policy, worker
+    from autograder.sandbox import runner
+
+    assert worker.Stuck is policy.Stuck and runner.Stuck is policy.Stuck
+    assert runner.overran is policy.overran
+    assert forkserver.ForkServer.__module__ == "autograder.forkserver"

@@ -20,8 +20,8 @@ from conftest import KIT, ROOT, SOLUTIONS, grade_folder
 
 from autograder import batch as batch_module
 from autograder import registry as _registry
+from autograder.channel import malformed as _malformed
 from autograder.sandbox import jail, wire
-from autograder.sandbox.runner import _malformed
 
 # attention + masks, the modules these tests grade (fast checks only)
 _AM = [c for m in ("attention", "masks") for c in _registry.checks_of(m) if not c.slow]

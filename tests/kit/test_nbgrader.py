@@ -236,14 +236,29 @@ def test_classic_bug_gets_partial_credit_and_its_message(cycle, tmp_path):
     assert NO_SCALING.level(1)[1].split(".")[0] in feedback
 
 
-def test_pytorch_warning_on_stderr_keeps_the_points(cycle):
+def test_pytorch_warning_on_stderr_keeps_the_points(cycle, tmp_path, monkeypatch, capsys):
     root, scores = cycle
     assert scores["carol", "masks"] == (max_points("masks"), max_points("masks"))
     graded = read(root / "autograded" / "carol" / "masks" / "masks.ipynb")
     padding = cell(graded, "test-padding")
     text = "".join(o.get("text", "") for o in padding.outputs)
-    assert "UserWarning: To copy construct from a tensor" in text  # the warning did happen
+    # make autograde's kernel runs no check: the sandbox placement decides (course_judge)
+    assert "graded outside this notebook by the sandboxed grader" in text
+    assert f"{course_judge.OFFICIAL}: " in text and "PASS" in text
     assert all(o.get("name") != "stderr" for o in padding.outputs)
+    # In the student's own kernel the check runs there, and the warning is re-printed on
+    # stdout: nbgrader would give zero to a test cell with stderr output.
+    monkeypatch.delenv(notebook.HIDDEN_VARIABLE, raising=False)
+    source = (SOLUTIONS / "masks.py").read_text()
+    warns = source.replace(
+        "    lengths = torch.as_tensor(lengths)\n",
+        "    lengths = torch.tensor(torch.as_tensor(lengths))  # PyTorch: UserWarning\n",
+    )
+    assert warns != source
+    notebook.grade("masks.padding", _namespace(warns, str(tmp_path / "cell.py")))
+    out = capsys.readouterr().out
+    assert "UserWarning: To copy construct from a tensor" in out  # the warning did happen
+    assert "PASS" in out
 
 
 def test_deleted_and_duplicated_cells_are_graded_sensibly(cycle):

@@ -234,7 +234,7 @@ def test_an_endless_loop_at_the_top_level_costs_one_limit(tmp_path):
 def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
     """The policy alone: nothing is "same as above" before a check timed out, every result it
     gives is a timeout worth 0, and a guard's word counts only for a function that timed out."""
-    from autograder.worker import Stuck
+    from autograder.policy import Stuck
 
     checks = [c for c in registry.checks_of("masks") if not c.slow]
     stuck = Stuck()
@@ -319,3 +319,62 @@ def test_skipped_checks_cpu_is_the_fixtures_figure_scaled_to_this_machine_never_
     }
     assert fixtures.estimated_cpu("efficient", faster, skipped) == {"chunked-memory": want}
     assert fixtures.estimated_cpu("no-such-module", slower, skipped) == {}
+
+
+def test_one_message_loop_settled_by_one_policy():
+    """channel.probe_all (the child side of the worker and the sandbox) and channel.Reading
+    with policy.outcome (their parents): a pass is never reported by the child, a malformed or
+    unreadable outcome costs its check, a stray message only a note, a guard's word a timeout."""
+    from autograder import channel, policy
+
+    checks = [c for c in registry.checks_of("masks") if not c.slow][:3]
+    sent: list[tuple[dict, bytes]] = []
+    outcomes = iter([{"mask": torch.ones(2, 2, dtype=torch.bool)}, object(), None])
+
+    def run(check, inputs):
+        got = next(outcomes)
+        return Result.of(check, "not attempted") if got is None else got
+
+    channel.probe_all(
+        checks, {c.id: {} for c in checks}, run, lambda m, blob=b"": sent.append((m, blob))
+    )
+    assert [m["type"] for m, _ in sent] == [
+        *("start", "outputs", "start", "unencodable", "start", "result", "done")
+    ]
+    stream = b"".join(wire.frame(m, blob) for m, blob in sent)
+    stream += wire.frame({"type": "result", "check": checks[0].id, "status": "passed"})
+    stream += wire.frame({"type": "result", "check": "masks.nothing", "status": "passed"})
+    stream += wire.frame({"type": "stuck", "check": checks[2].id, "function": "causal_mask"})
+    reading = channel.Reading({c.id for c in checks})
+    for header, blob in wire.parse(stream)[0]:
+        reading.take(header, blob)
+    assert reading.done and len(reading.stray) == 1  # the message for no check
+    stuck = policy.Stuck()
+    first, second, third = (policy.outcome(c, reading, stuck) for c in checks)
+    assert torch.equal(first["mask"], torch.ones(2, 2, dtype=torch.bool))  # the first counts
+    assert second.misconception == policy.CHANNEL.id and second.score == 0
+    assert third.status == Status.NOT_ATTEMPTED and third.score == 0
+    causal = next(c for c in registry.checks_of("masks") if c.exercise == "causal_mask")
+    stuck.timed_out(causal)
+    third = policy.outcome(checks[2], reading, stuck)
+    assert third.status == Status.TIMED_OUT and third.misconception == policy.SAME_AS_ABOVE.id
+    forged = {"type": "result", "check": checks[0].id, "status": "passed", "misconception": ""}
+    forged |= {"message": "", "hint": ""}
+    assert policy.child_result(checks[0], forged).status == Status.FAILED  # never a pass
+
+
+def test_the_pre_fork_server_forks_follows_and_reaps():
+    """forkserver.ForkServer, under the warm grader and the zygote: a child's exit status
+    reaches on_exit, an exception in a child is exit status 1, `serve(idle)` ends once no
+    child runs and nothing happened for `idle` seconds."""
+    from autograder.forkserver import ForkServer
+
+    server = ForkServer()
+    ended: list[int] = []
+    try:
+        server.fork(lambda: 3, on_exit=lambda s: ended.append(os.waitstatus_to_exitcode(s)))
+        server.fork(lambda: 1 / 0, on_exit=lambda s: ended.append(os.waitstatus_to_exitcode(s)))
+        server.serve(idle=0.0)
+    finally:
+        server.close()
+    assert sorted(ended) == [1, 3] and server.running() == []
