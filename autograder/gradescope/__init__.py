@@ -19,7 +19,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from .. import seeds
+from .. import seeds, sinks
 from ..options import add_platform_verbs, modules_of
 from ..paths import ROOT
 
@@ -107,7 +107,7 @@ def run(root: Path) -> int:
     """Grade root/submission into root/results/results.json (what run_autograder calls).
     results.json is written whatever happens: a refused sandbox, an unreadable upload or a
     grader bug give a score of 0 and a plain line saying why."""
-    from ..batch import NotGraded, extract_zip, feedback_text, package_folder, plain, results_json
+    from ..batch import NotGraded, extract_zip, package_folder, plain
     from ..sandbox.jail import SandboxUnavailable
     from ..sandbox.runner import Sandbox
 
@@ -139,6 +139,7 @@ def run(root: Path) -> int:
             insecure=insecure,
             need_cgroups=False,  # one upload per container
             per_student=bool(secret and who),
+            slow=True,  # every check: each module's one total (sinks.module_max)
         )
         # Closing the sandbox kills every process of its uid: only then is results.json
         # written, so nothing the student started can rewrite it.
@@ -166,10 +167,16 @@ def run(root: Path) -> int:
         return 0
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)
-    _write_results(results, results_json(graded))
-    # stdout is shown to instructors only: the full feedback, and how the run was made.
+    # results.json; stdout, shown to instructors only: the full feedback, how the run was made.
     how = f"seed {own} of {who}" if own is not None else f"seed {sb.seed}: no secret or no id"
-    print(feedback_text(graded, f"Attention Lab: hidden tier ({how})"))
+    result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: hidden tier ({how})")
+    json_sink = sinks.GradescopeJson(results, extra={"stdout_visibility": "hidden"})
+    try:
+        sinks.publish(result_set, [json_sink, sinks.FeedbackText(stream=sys.stdout)])
+    except Exception as e:
+        output = f"Not graded: the autograder failed ({type(e).__name__}: {plain(str(e))})."
+        _write_results(results, {"score": 0, "tests": [], "output": output})
+        traceback.print_exc(file=sys.stdout)
     print(f"isolation: {sb.isolation.summary()}. {warning}".strip())
     return 0
 
