@@ -132,7 +132,7 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
     for item in judged:
         if not item.results:
             continue
-        book = sinks.Gradebook(root, config, item.assignment)
+        book = GradebookSink(root, config, item.assignment)
         verdicts = root / "judged" / item.student / f"{item.assignment}.json"
         result_set = sinks.ResultSet(item.student, item.results, notes=item.notes, hints=None)
         sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
@@ -140,10 +140,27 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
         item.penalty, item.timestamp = book.penalty, book.timestamp
 
 
-def write_gradebook(book: sinks.Gradebook, result_set: sinks.ResultSet) -> None:
-    """The Gradebook sink's work: one score per test cell (scaled to course.toml's points;
-    a manual score, if any, still wins), the due date and the late penalty; then the
-    official verdict in each test cell of the autograded notebook."""
+@dataclass
+class GradebookSink:
+    """The sink (sinks.py) of nbgrader's gradebook, through its API: one score per test cell
+    of `assignment`, scaled to course.toml's per-check points (a manual score, if any, still
+    wins), the due date and the late penalty; then the official verdict in each test cell of
+    the autograded notebook (`make feedback` shows it). What it recorded is kept in `score`,
+    `max_score`, `penalty` and `timestamp` (the autograde summary)."""
+
+    root: Path
+    config: CourseConfig
+    assignment: str
+    score: float = 0.0
+    max_score: float = 0.0
+    penalty: float = 0.0
+    timestamp: dt.datetime | None = None
+
+    def publish(self, result_set: sinks.ResultSet) -> None:
+        write_gradebook(self, result_set)
+
+
+def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
     root, config, a, student = Path(book.root), book.config, book.assignment, result_set.name
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gb:
         due = config.due.get(a)

@@ -16,8 +16,9 @@ hands it to each sink, in order; a sink makes one output:
     FeedbackText     feedback.txt: the table, the grader's notes, what the code printed
     PrairieLearnJson PrairieLearn's results.json (score 0..1, tests[] with points)
     GradesCsv        the submission's row of grades.csv (batch)
-    Gradebook        nbgrader's gradebook: one score per test cell, the late penalty, and the
-                     official verdict in the autograded notebook
+    GradebookSink    nbgrader's gradebook: one score per test cell, the late penalty, and the
+                     official verdict in the autograded notebook (course_judge.GradebookSink
+                     beside the rest of nbgrader's channel: nbgrader is an instructor extra)
     ClassReportData  the verdicts `make class-report` reads (judged/<student>/<module>.json)
 
 One total per module: `module_max(module)` is what a module is worth, the points of every
@@ -35,6 +36,7 @@ import csv
 import json
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +48,6 @@ from .core import MISSING_FILE, Check, Result
 from .i18n import _
 
 if TYPE_CHECKING:
-    from .course_config import CourseConfig
     from .sandbox.runner import Graded
 
 COMPLETE, PARTIAL, NOT_GRADED = "complete", "partial", "not graded"
@@ -279,6 +280,7 @@ class MergedResults:
             graded_at=result_set.graded_at,
             title=result_set.title,
             full=self.full,
+            left_out=result_set.left_out,
         )
 
 
@@ -344,7 +346,7 @@ def prairielearn_data(result_set: ResultSet, module: str) -> dict[str, Any]:
         message = ""
         if not r.passed:
             label = f"[{r.misconception}] " if r.misconception else ""
-            lines = [label + i18n.message(r), *i18n.hint_lines(r, result_set.hints)]
+            lines = [label + i18n.message(r), *report.hints_of(r, result_set.hints)]
             message = "\n".join(lines)
         tests.append(
             {
@@ -428,28 +430,6 @@ class GradesCsv:
 
 
 @dataclass
-class Gradebook:
-    """nbgrader's gradebook (its API): one score per test cell of `assignment`, scaled to
-    course.toml's per-check points, the late penalty; then the official verdict in each test
-    cell of the autograded notebook (`make feedback` shows it). What it recorded is kept in
-    `score`, `max_score`, `penalty` and `timestamp` (the autograde summary)."""
-
-    root: Path
-    config: CourseConfig
-    assignment: str
-    score: float = 0.0
-    max_score: float = 0.0
-    penalty: float = 0.0
-    timestamp: Any = None
-    notes: list[str] = field(default_factory=list)
-
-    def publish(self, result_set: ResultSet) -> None:
-        from . import course_judge  # nbgrader: only where a course is graded
-
-        course_judge.write_gradebook(self, result_set)
-
-
-@dataclass
 class ClassReportData:
     """The verdicts `make class-report` reads, misconceptions included (report.write_json)."""
 
@@ -470,8 +450,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def plain(text: str, limit: int = 200) -> str:
     """Student-derived text (a file name...) made safe to show on one line: control and
     format characters (newlines, bidi overrides) escaped, length capped."""
-    import unicodedata
-
     out = []
     for ch in str(text)[:limit]:
         if unicodedata.category(ch)[0] == "C":

@@ -374,6 +374,9 @@ def test_one_total_in_every_channel(tmp_path):
         assert grade_total + sum(c.points for c in slow) == sinks.module_max(module), module
         for c in slow:
             assert f"Left out: {c.name}" in " ".join(proc.stdout.split()), c.id
+        recorded = data["extra_data"]["modules"][module]
+        assert recorded["module_max"] == sinks.module_max(module), module
+        assert [c["id"] for c in recorded.get("left_out", [])] == [c.id for c in slow], module
         nb = course.notebook(module)
         cells = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
         assert sum(m["points"] for m in cells if m["grade"]) == sinks.module_max(module), module
