@@ -13,6 +13,7 @@ Writes, under OUT (default build/batch):
     grades.csv                  one row per student: total, per-module scores, notes
     <student>/results.json      Gradescope's format (score, tests[]), plus top-level output
     <student>/feedback.txt      the table `make grade` prints, notes, what the code printed
+                                (all three through autograder/sinks.py, as every channel)
     seeds.csv                   each student's hidden seed (the instructor's; never in feedback)
     batch.json                  how the run was made: tier, seed, isolation, limits, versions
 """
@@ -37,12 +38,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import course_config, ladder, paths, registry, report, seeds
-from .core import MISSING_FILE
-from .i18n import _
+from . import course_config, paths, registry, seeds, sinks
 from .options import modules_of
 from .sandbox.jail import Limits
 from .settings import Settings, SettingsError
+from .sinks import cell, one_line, plain  # noqa: F401 (batch's names for them)
 
 if TYPE_CHECKING:
     from .sandbox.runner import Graded
@@ -60,30 +60,6 @@ class NotGraded(Exception):
 
 # Names the batch writes in OUT itself: a student folder may not take them.
 RESERVED = {"grades.csv", "batch.json"}
-
-
-def plain(text: str, limit: int = 200) -> str:
-    """Student-derived text (a file name...) made safe to show on one line: control and
-    format characters (newlines, bidi overrides) escaped, length capped."""
-    out = []
-    for ch in str(text)[:limit]:
-        if unicodedata.category(ch)[0] == "C":
-            out.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
-        else:
-            out.append(ch)
-    return "".join(out) + (" [...]" if len(text) > limit else "")
-
-
-def one_line(text: str) -> str:
-    """A note on one line: line breaks become spaces, other control characters escaped."""
-    return plain(" ".join(str(text).splitlines()), limit=4000)
-
-
-def cell(text: str) -> str:
-    """A grades.csv cell from text a student may have chosen: one line, and never read as
-    a formula by a spreadsheet (a leading = + - @ tab or CR gets a quote)."""
-    text = one_line(text)
-    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 # --------------------------------------------------------------------------- submissions
@@ -192,70 +168,6 @@ def package_folder(root: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- outputs
-
-
-def feedback_text(graded: Graded, title: str) -> str:
-    # No per-student ladder state here: every failing check shows hint levels 1 and 2.
-    parts = [report.table(graded.results, title, hints=ladder.FRESH_LEVELS)]
-    if graded.notes:
-        notes = "\n".join(f"  - {one_line(n)}" for n in graded.notes)
-        parts.append(_("Notes from the grader:") + "\n" + notes)
-    if graded.output.strip():
-        printed = "\n".join("  | " + line for line in graded.output.rstrip().splitlines())
-        head = _(
-            "What your code printed while it was graded (your output, not the grader's "
-            "words; {size} bytes):"
-        ).format(size=f"{graded.output_bytes:,}")
-        parts.append(f"{head}\n{printed}")
-    return "\n\n".join(parts) + "\n"
-
-
-def results_json(graded: Graded) -> dict:
-    data = report.gradescope(graded.results, hints=ladder.FRESH_LEVELS)
-    if graded.notes:
-        data["output"] = "\n".join(one_line(n) for n in graded.notes)
-    return data
-
-
-def write_student(graded: Graded, folder: Path, title: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(results_json(graded), indent=2, ensure_ascii=False) + "\n"
-    (folder / "results.json").write_text(text)
-    (folder / "feedback.txt").write_text(feedback_text(graded, title))
-
-
-def _missing_file(result) -> bool:
-    return result.misconception == MISSING_FILE.id
-
-
-def write_grades(rows: list[Graded], path: Path, modules: list[str]) -> None:
-    """grades.csv: the rows of `rows`; an existing file's other students' rows are kept (a
-    regrade of a subset updates its rows). A module file the student did not hand in reads
-    "missing", not 0."""
-    header = ["student", "score", "max_score", *modules, "notes"]
-    kept: dict[str, list[str]] = {}
-    if path.is_file():
-        with open(path, newline="") as f:
-            old = list(csv.reader(f))
-        if old and old[0] == header:
-            kept = {r[0]: r for r in old[1:] if r}
-    for g in rows:
-        notes = cell(" | ".join(g.notes))
-        if g.not_graded:
-            kept[cell(g.name)] = [cell(g.name), "not graded", "", *[""] * len(modules), notes]
-            continue
-        per_module = []
-        for m in modules:
-            results = [r for r in g.results if r.module == m]
-            handed_in = not all(_missing_file(r) for r in results)
-            score = f"{sum(r.score for r in results):g}"
-            per_module.append(score if handed_in or not results else "missing")
-        kept[cell(g.name)] = [cell(g.name), f"{g.score:g}", f"{g.max_score:g}", *per_module, notes]
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(header)
-        for name in sorted(kept):
-            out.writerow(kept[name])
 
 
 def not_graded(name: str, reason: str) -> Graded:
@@ -385,6 +297,7 @@ def run(
             slots=jobs,
             insecure=insecure,
             per_student=bool(secret),
+            slow=True,  # every check: each module's one total (sinks.module_max)
             zygote=zygote,
             sandbox_mode=sandbox_mode,
         )
@@ -399,6 +312,7 @@ def run(
         tier = "public tier (stored fixtures)" if public else "hidden tier (fresh inputs)"
         student_seeds: dict[str, int] = {}
         title_of = lambda name: f"Attention Lab: {name}, {tier}"  # noqa: E731
+        grades = sinks.GradesCsv(out / "grades.csv", modules)  # a row as each one is graded
 
         def one(path: Path, name: str) -> Graded:
             try:
@@ -417,10 +331,14 @@ def run(
                 g = not_graded(name, f"grader error ({type(e).__name__}: {plain(str(e))})")
             if insecure_note:
                 g.notes.insert(0, insecure_note)
+            result_set = sinks.ResultSet.of_graded(g, title_of(name))  # shares g's notes
+            files = [sinks.GradescopeJson(out / name / "results.json")]
+            files.append(sinks.FeedbackText(out / name / "feedback.txt"))
             try:
-                write_student(g, out / name, title_of(name))
+                sinks.publish(result_set, [*files, grades])
             except Exception as e:
                 g.notes.append(f"its feedback could not be written: {plain(str(e))}")
+                grades.publish(result_set)  # its row, with the note
             return g
 
         bar = Progress(len(found)) if progress else None
@@ -441,7 +359,6 @@ def run(
                         bar.step(futures[future])
         finally:
             shutil.rmtree(unpacked, ignore_errors=True)
-        write_grades(graded, out / "grades.csv", modules)
         if secret:
             write_seeds(student_seeds, out / "seeds.csv")
         import torch

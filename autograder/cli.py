@@ -124,7 +124,7 @@ def cmd_hint(args) -> int:
     is not about the module's current file (never graded, or edited since), it grades the
     module first (its fast checks, as make grade does), so the hint is about the code as it is.
     """
-    from . import engine, ladder, registry, waiting
+    from . import engine, ladder, registry, sinks, waiting
     from .i18n import _
     from .submission import Submission
 
@@ -147,7 +147,14 @@ def cmd_hint(args) -> int:
         results = engine.grade(submission, [module])
         # the student copy: checks that wait on an own dependency get no hint here (waiting.py)
         results = waiting.hold(results, submission, lambda ms: engine.grade(submission, ms))
-        ladder.advance([r for r in results if r.check_id in ids], folder, state)
+        # this grading is an attempt at each failing check: the hint ladder (sinks.py)
+        graded = sinks.ResultSet(
+            str(folder),
+            [r for r in results if r.module == module],
+            folder=folder,
+            left_out=[c for c in registry.checks_of(module) if c.slow],
+        )
+        sinks.publish(graded, [sinks.HintState(folder, only=ids, state=state)])
         found = ladder.first_failing(folder, ids, state)
         held = waiting.held(results)
         if found is None and held:

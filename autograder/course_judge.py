@@ -13,10 +13,11 @@ outcome is not the grade. After nbgrader has autograded an assignment, for each 
 2. that folder is graded by the sandboxed batch engine (autograder/sandbox: probes in a
    confined process, verdicts here) on the hidden tier, with the student's own seed derived
    from course.toml's secret;
-3. the scores go into nbgrader's gradebook through its API (nbgrader.api.Gradebook), one per
-   test cell, with the per-check point overrides and the late policy of course.toml; the
-   official verdict is appended to each test cell of the autograded notebook, so
-   `make feedback` shows it.
+3. the result set is published (sinks.py, as in every channel): the scores go into
+   nbgrader's gradebook through its API (nbgrader.api.Gradebook), one per test cell, with the
+   per-check point overrides and the late policy of course.toml; the official verdict is
+   appended to each test cell of the autograded notebook, so `make feedback` shows it; the
+   verdicts `make class-report` reads go to judged/<student>/<assignment>.json.
 
 Under `make autograde` the test cells run no check in the kernel (autograder/notebook.py):
 every check is graded here, in the sandbox placement, with the CPU limits and the crash and
@@ -37,7 +38,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import registry, report
+from . import registry, report, sinks
 from .core import Result
 from .course_config import CourseConfig
 from .i18n import _, status_word
@@ -145,44 +146,67 @@ def judge_assignment(
 
 
 def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
-    """Write the scores into the gradebook (nbgrader's API) and the verdicts into the notebooks."""
+    """Publish each judged notebook (sinks.py): its scores into the gradebook (nbgrader's
+    API) and its verdicts into the notebook, and the verdicts `make class-report` reads."""
     root = Path(root).resolve()
-    url = f"sqlite:///{root / 'gradebook.db'}"
-    with Gradebook(url, COURSE_ID) as gb:
-        for item in judged:
-            if not item.results:  # not judged: the kernel's scores are no grade
-                _withhold(gb, item.assignment, [item.student])
-                continue
-            a = item.assignment
-            due = config.due.get(a)
-            if due is not None:
-                naive_utc = due.astimezone(dt.UTC).replace(tzinfo=None)  # as nbgrader stores it
-                gb.update_or_create_assignment(a, duedate=naive_utc)
-            for result in item.results:
-                check = registry.find(result.check_id)
-                points = config.points_of(check)
-                try:
-                    grade = gb.find_grade(f"test-{check.slug}", a, a, item.student)
-                except MissingEntry:
-                    item.notes.append(f"the gradebook has no cell for {check.id}")
-                    continue
-                grade.auto_score = scaled(result, points)  # a manual score, if any, still wins
-                item.score += grade.auto_score
-                item.max_score += points
-            submission = gb.find_submission(a, item.student)
-            if submission.timestamp is not None:
-                item.timestamp = submission.timestamp.replace(tzinfo=dt.UTC)
-            notebook = gb.find_submission_notebook(a, a, item.student)
-            item.penalty = config.penalty(a, item.score, item.timestamp)
-            notebook.late_submission_penalty = item.penalty or None
-            gb.db.commit()
     for item in judged:
-        if item.results:
-            annotate(root / "autograded" / item.student / item.assignment, item, config)
-            # What `make class-report` reads: the verdicts, misconceptions included.
-            report.write_json(
-                item.results, root / "judged" / item.student / f"{item.assignment}.json"
-            )
+        if not item.results:  # not judged: the kernel's scores are no grade
+            withhold(root, item.assignment, [item.student])
+            continue
+        book = GradebookSink(root, config, item.assignment)
+        verdicts = root / "judged" / item.student / f"{item.assignment}.json"
+        result_set = sinks.ResultSet(item.student, item.results, notes=item.notes, hints=None)
+        sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
+        item.score, item.max_score = book.score, book.max_score
+        item.penalty, item.timestamp = book.penalty, book.timestamp
+
+
+@dataclass
+class GradebookSink:
+    """The sink (sinks.py) of nbgrader's gradebook, through its API: one score per test cell
+    of `assignment`, scaled to course.toml's per-check points (a manual score, if any, still
+    wins), the due date and the late penalty; then the official verdict in each test cell of
+    the autograded notebook (`make feedback` shows it). What it recorded is kept in `score`,
+    `max_score`, `penalty` and `timestamp` (the autograde summary)."""
+
+    root: Path
+    config: CourseConfig
+    assignment: str
+    score: float = 0.0
+    max_score: float = 0.0
+    penalty: float = 0.0
+    timestamp: dt.datetime | None = None
+
+    def publish(self, result_set: sinks.ResultSet) -> None:
+        write_gradebook(self, result_set)
+
+
+def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
+    root, config, a, student = Path(book.root), book.config, book.assignment, result_set.name
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gb:
+        due = config.due.get(a)
+        if due is not None:
+            naive_utc = due.astimezone(dt.UTC).replace(tzinfo=None)  # as nbgrader stores it
+            gb.update_or_create_assignment(a, duedate=naive_utc)
+        for result in result_set.results:
+            check = registry.find(result.check_id)
+            points = config.points_of(check)
+            try:
+                grade = gb.find_grade(f"test-{check.slug}", a, a, student)
+            except MissingEntry:
+                result_set.notes.append(f"the gradebook has no cell for {check.id}")
+                continue
+            grade.auto_score = scaled(result, points)
+            book.score += grade.auto_score
+            book.max_score += points
+        submission = gb.find_submission(a, student)
+        if submission.timestamp is not None:
+            book.timestamp = submission.timestamp.replace(tzinfo=dt.UTC)
+        notebook = gb.find_submission_notebook(a, a, student)
+        book.penalty = config.penalty(a, book.score, book.timestamp)
+        notebook.late_submission_penalty = book.penalty or None
+        gb.db.commit()
+    annotate(root / "autograded" / student / a, a, result_set.results, config)
 
 
 def withhold(root: Path, assignment: str, students: list[str]) -> None:
@@ -216,13 +240,13 @@ def verdict_text(result: Result, points: float) -> str:
     return text
 
 
-def annotate(folder: Path, item: Judged, config: CourseConfig) -> None:
+def annotate(folder: Path, assignment: str, results: list[Result], config: CourseConfig) -> None:
     """Append the official verdict to each test cell of the autograded notebook."""
-    path = folder / f"{item.assignment}.ipynb"
+    path = folder / f"{assignment}.ipynb"
     if not path.is_file():
         return
     nb = nbformat.read(path, as_version=4)
-    by_cell = {f"test-{r.check_id.split('.', 1)[1]}": r for r in item.results}
+    by_cell = {f"test-{r.check_id.split('.', 1)[1]}": r for r in results}
     for c in nb.cells:
         grade_id = (c.metadata.get("nbgrader") or {}).get("grade_id", "")
         if c.cell_type == "code" and grade_id in by_cell:

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import ladder, publish, registry, report, report_html, waiting, worker
+from . import ladder, publish, registry, report, sinks, waiting, worker
 from .core import Check, Result, Status
 from .engine import grade_module
 from .i18n import _, message, ngettext
@@ -227,44 +227,37 @@ class GradingPlugin:
     def finish(self, results: list[Result]) -> None:
         """make grade's after-grading (GradeTable, at pytest's terminal summary): the table
         last, the hint ladder, results.json and report.html."""
-        # The hint ladder: one level more per failing attempt (ladder.py, build/hint-state.json)
-        levels = ladder.advance(results, self.submission.path, self.settings.hint_state)
-        hints: report.Hints = ladder.ALL_LEVELS if self.all_hints else levels
         title = _("Attention Lab: grading {folder} on {device} (torch {version})").format(
             folder=self.submission.path, device=self.device, version=torch.__version__
         )
-        left_out = [(c.name, c.points) for c in self.left_out]
-        table = report.table(
-            results, title, show_printed=self.show_printed, left_out=left_out, hints=hints
-        )
-        print(f"\n{table}", flush=True)
-        graded_at = publish.now()
-        sections = None
-        try:  # the HTML report's sections, with pictures; they never fail the grading
-            modules = dict.fromkeys(r.module for r in results)
-            refs = {m: self.references.module(m) for m in modules}
-            sections = report_html.sections(
-                results,
-                self.submission,
-                refs,
-                probed=self.outputs,
-                hints=hints,
-                graded_at=publish.shown(graded_at),
-            )
-        except Exception as e:
-            error = f"{type(e).__name__}: {e}"
-            print(_("Report: pictures not drawn ({error})").format(error=error))
-        # results.json and report.html: merged with the modules graded earlier (publish.py)
-        published = publish.publish(
+        graded = dict.fromkeys(r.module for r in results)  # their checks not run: left out
+        left_out = [c for m in graded for c in registry.checks_of(m) if c.id not in self.results]
+        result_set = sinks.ResultSet(
+            str(self.submission.path),
             results,
-            submission=self.submission.path,
-            results_path=self.results_path,
-            hints=hints,
-            sections=sections,
-            graded_at=graded_at,
             title=title,
-            full=not self.modules,
+            folder=self.submission.path,
+            left_out=left_out,
+            show_printed=self.show_printed,
         )
+        merged = sinks.MergedResults(self.results_path, full=not self.modules)
+        # The hint ladder (build/hint-state.json), the table, the report's pictures, then
+        # results.json and report.html merged with the modules graded earlier (sinks.py)
+        sinks.publish(
+            result_set,
+            [
+                sinks.HintState(
+                    self.submission.path,
+                    all_levels=self.all_hints,
+                    state=self.settings.hint_state,
+                ),
+                sinks.Table(),
+                sinks.ReportSections(self.submission, self.references, self.outputs),
+                merged,
+            ],
+        )
+        published = merged.published
+        assert published is not None
         lines = publish.summary_lines(published)  # the other modules results.json holds
         if lines:
             print("\n" + "\n".join(lines))

@@ -18,8 +18,9 @@ PrairieLearn runs the grader in a container with /grade/{student,tests,serverFil
 mounted; pl_grade.sh calls `python -m autograder prairielearn-run`, which grades
 /grade/student/<module>.py in the sandbox (probes in a confined process, verdicts outside it),
 on the hidden tier with a seed derived from the secret and the variant's seed, and writes
-/grade/results/results.json: score (0..1), gradable, message, output, and tests[] with name,
-description, points, max_points, message, output. ATTENTION_LAB_PL_ROOT moves /grade.
+/grade/results/results.json (sinks.PrairieLearnJson): score (0..1), gradable, message, output,
+and tests[] with name, description, points, max_points, message, output; a question is worth
+its module's one total (sinks.module_max). ATTENTION_LAB_PL_ROOT moves /grade.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from . import i18n, ladder, registry
-from .batch import feedback_text
+from . import registry, sinks
 from .options import add_platform_verbs, modules_of
 from .paths import ROOT
 from .sandbox.jail import Limits
@@ -130,7 +130,7 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
         (folder / "tests").mkdir(parents=True)
         stub = ROOT / "assignments" / f"{module}.py"
         shutil.copy(stub, folder / f"{module}.py")
-        points = sum(c.points for c in registry.checks_of(module) if not c.slow)
+        points = sinks.module_max(module)
         question = {
             "uuid": str(uuid.uuid5(NAMESPACE, module)),
             "title": f"Attention Lab: {module}.py",
@@ -203,34 +203,6 @@ def _seed(root: Path, module: str) -> int:
     return int.from_bytes(digest[:4], "big") % (2**31 - 2) + 1
 
 
-def results_of(graded, module: str) -> dict:
-    tests = []
-    for r in graded.results:
-        message = ""
-        if not r.passed:
-            label = f"[{r.misconception}] " if r.misconception else ""
-            lines = [label + i18n.message(r), *i18n.hint_lines(r, ladder.FRESH_LEVELS)]
-            message = "\n".join(lines)
-        tests.append(
-            {
-                "name": r.name,
-                "description": r.name.split(": ", 1)[-1],
-                "points": r.score,
-                "max_points": r.points,
-                "message": message,
-                "output": "",
-            }
-        )
-    score, total = graded.score, graded.max_score
-    return {
-        "gradable": True,
-        "score": score / total if total else 0.0,
-        "message": f"{module}.py: {score:g} / {total:g} points on inputs you have not seen.",
-        "output": feedback_text(graded, f"Attention Lab: {module}.py"),
-        "tests": tests,
-    }
-
-
 def run(root: Path, settings: Settings | None = None) -> int:
     """Grade root/student/<module>.py into root/results/results.json, under the run's
     `settings` (the sandbox's mode and limits; default: Settings())."""
@@ -257,25 +229,26 @@ def run(root: Path, settings: Settings | None = None) -> int:
         hide.append(root / "serverFilesCourse" / KIT / "secret.json")
         from .sandbox.runner import Sandbox  # torch: only when grading
 
+        # slow: every check, as every channel (sinks.module_max: one total per module)
         with Sandbox(
             [module],
             seed=_seed(root, module),
             hide=hide,
             limits=Limits.of(settings),
             sandbox_mode=settings.sandbox_mode,
+            slow=True,
         ) as sb:
             graded = sb.grade(package, "student")
         if not (package / f"{module}.py").is_file():
             graded.notes.insert(0, f"No {module}.py was submitted.")
-        data = results_of(graded, module)
-        if graded.notes:
-            data["message"] += " " + " ".join(graded.notes)
+        result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: {module}.py")
+        sinks.publish(result_set, [sinks.PrairieLearnJson(results, module)])
     except Exception as e:  # noqa: BLE001 - the grader itself failed: say so, not gradable
         data = {"gradable": False, "score": 0.0, "message": f"grader error: {type(e).__name__}"}
         print(f"grader error: {type(e).__name__}: {e}", file=sys.stderr)
+        results.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    results.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return 0
 
 

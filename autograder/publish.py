@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report, report_html, syllabus
-from .core import Result, Status
+from .core import Check, Result, Status
 from .i18n import _
 
 PARTS = "report-parts"  # beside results.json
@@ -73,6 +73,8 @@ class Part:
     tests: list[dict[str, Any]]  # Gradescope's entries, worded when graded
     results: list[Result]  # without printed output: the page's summary only
     section: str | None  # its HTML section, or None when the pictures failed
+    # the checks not run (the training runs `make grade-train` grades): {id, name, points}
+    left_out: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -81,6 +83,11 @@ class Part:
     @property
     def max_score(self) -> float:  # a check that waits counts here, as in the table's total
         return sum(r.points for r in self.results)
+
+    @property
+    def module_max(self) -> float:
+        """The module's one total (sinks.module_max): the checks graded and those left out."""
+        return self.max_score + sum(c["points"] for c in self.left_out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +98,7 @@ class Part:
             "tests": self.tests,
             "results": [dataclasses.asdict(r) for r in self.results],
             "section": self.section,
+            "left_out": self.left_out,
         }
 
     @classmethod
@@ -110,6 +118,7 @@ class Part:
             tests=tests,
             results=results,
             section=section if isinstance(section, str) else None,
+            left_out=list(data.get("left_out", [])),
         )
 
 
@@ -195,7 +204,13 @@ def results_json(parts: list[Part]) -> dict[str, Any]:
             extra = {**t.get("extra_data", {}), "module": p.module, "graded_at": p.graded_at}
             tests.append({**t, "extra_data": extra})
     modules = {
-        p.module: {"graded_at": p.graded_at, "score": p.score, "max_score": p.max_score}
+        p.module: {
+            "graded_at": p.graded_at,
+            "score": p.score,
+            "max_score": p.max_score,
+            "module_max": p.module_max,  # one total: max_score and the checks left out
+            **({"left_out": p.left_out} if p.left_out else {}),
+        }
         for p in parts
     }
     held = report.waiting_summary([r for p in parts for r in p.results])  # waiting.py
@@ -222,11 +237,14 @@ def publish(
     graded_at: str,
     title: str,
     full: bool,
+    left_out: list[Check] | None = None,
 ) -> Published:
     """Merge `results` (the modules graded now, with their HTML `sections`; None or a missing
     module: its pictures could not be drawn) into `results_path`'s state and rewrite
     results.json and report.html from it. `full`: every module was graded, the state is
-    replaced. The report's failure never stops results.json (Published.report_error)."""
+    replaced. `left_out`: the checks not run (make grade's training runs), recorded with the
+    module's one total. The report's failure never stops results.json (Published.report_error).
+    Channels call it through sinks.MergedResults."""
     results_path = Path(results_path)
     key = submission_key(submission)
     by_module: dict[str, list[Result]] = {}
@@ -238,7 +256,12 @@ def publish(
         entries = [t for t, r in zip(tests, results, strict=True) if r.module == m]
         kept = [dataclasses.replace(r, extra={}) for r in rs]  # printed output: not needed
         section = (sections or {}).get(m)
-        new[m] = Part(m, key, graded_at, entries, kept, section)
+        out = [
+            {"id": c.id, "name": c.name, "points": c.points}
+            for c in left_out or []
+            if c.module == m
+        ]
+        new[m] = Part(m, key, graded_at, entries, kept, section, out)
     folder = parts_folder(results_path)
     with locked(results_path):
         parts, problems = load(results_path)

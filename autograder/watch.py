@@ -6,7 +6,7 @@ submission's module files (every POLL seconds: no file-watching dependency, and 
 every file system). When a file changes, a forked child grades that module from the warm
 state, prints the table, and sends its results and its section of the HTML report back on a
 pipe; the parent merges them into build/results.json and build/report.html as `make grade
-EX=m` does (publish.py: every module graded so far, at its latest).
+EX=m` does (sinks.py, publish.py: every module graded so far, at its latest).
 
 Student code runs only in the child, so nothing it does reaches the watcher: a syntax error
 or an exception is a failed check as in `make grade`; a check that runs past its CPU limit
@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import engine, ladder, limits, publish, registry, report, report_html, waiting
-from .core import Result, Status
+from . import engine, limits, registry, sinks, waiting
+from .core import Check, Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
@@ -74,6 +74,11 @@ def grade_module(
     return engine.grade_module(checks, submission, refs, device, outputs=outputs, limits=time)
 
 
+def slow_checks(modules: list[str]) -> list[Check]:
+    """The checks of `modules` watch leaves to `make grade-train` (the training runs)."""
+    return [c for m in modules for c in registry.checks_of(m) if c.slow]
+
+
 def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module, known=()):
     """The forked child: grade, print the table, send results and report sections, exit.
     `known`: the other watched modules' last results (what an own dependency's decide)."""
@@ -101,27 +106,28 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
         others = [r for r in known if r.module not in modules]
         results = waiting.hold(results + others, submission, quietly)
         results = [r for r in results if r.module in modules]
-        stored = {m: refs_by_module.module(m) for m in modules}
-        # each save is an attempt
-        levels = ladder.advance(results, submission.path, args.settings.hint_state)
-        graded_at = publish.now()
-        sections = report_html.sections(
-            results,
-            submission,
-            stored,
-            probed=outputs,
-            hints=levels,
-            graded_at=publish.shown(graded_at),
-        )
-        payload = {
-            "results": [dataclasses.asdict(r) for r in results],
-            "sections": sections,
-            "graded_at": graded_at,
-        }
         title = _("Attention Lab watch: {modules}").format(
             modules=", ".join(m + ".py" for m in modules)
         )
-        print("\n" + report.table(results, title, hints=levels), flush=True)
+        # Each save is an attempt (the hint ladder); the table; the report's sections, drawn
+        # here, where the student's outputs are: the parent merges them (sinks.py).
+        result_set = sinks.ResultSet(
+            str(submission.path), results, title=title, folder=submission.path
+        )
+        result_set.left_out = slow_checks(modules)
+        sinks.publish(
+            result_set,
+            [
+                sinks.HintState(submission.path, state=args.settings.hint_state),
+                sinks.Table(),
+                sinks.ReportSections(submission, refs_by_module, outputs),
+            ],
+        )
+        payload = {
+            "results": [dataclasses.asdict(r) for r in results],
+            "sections": result_set.sections,
+            "graded_at": result_set.graded_at,
+        }
         data = json.dumps(payload, default=str).encode()
         with os.fdopen(write_fd, "wb") as pipe:
             pipe.write(data)
@@ -249,17 +255,26 @@ class Watcher:
         graded = [Result(**{**r, "status": Status(r["status"])}) for r in payload["results"]]
         for m in modules:
             self.results[m] = [r for r in graded if r.module == m]
-        # results.json and report.html: merged with every module graded earlier (publish.py)
-        published = publish.publish(
+        # results.json and report.html: merged with every module graded earlier (sinks.py)
+        result_set = sinks.ResultSet(
+            str(self.folder),
             graded,
-            submission=self.folder,
-            results_path=self.results_path,
-            hints=ladder.levels_of(graded, self.folder, self.args.settings.hint_state),
+            title=f"Attention Lab: {self.folder.name}",
+            folder=self.folder,
+            left_out=slow_checks(modules),
             sections=payload["sections"],
             graded_at=payload["graded_at"],
-            title=f"Attention Lab: {self.folder.name}",
-            full=False,
         )
+        merged = sinks.MergedResults(self.results_path)
+        sinks.publish(
+            result_set,
+            [
+                sinks.HintState(self.folder, record=False, state=self.args.settings.hint_state),
+                merged,
+            ],
+        )
+        published = merged.published
+        assert published is not None
         if published.report is None:  # the report never stops the watcher
             error = published.report_error
             print(_("watch: report not written ({error})").format(error=error), flush=True)

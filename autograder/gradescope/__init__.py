@@ -18,7 +18,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from .. import seeds
+from .. import seeds, sinks
 from ..options import add_platform_verbs, modules_of
 from ..paths import ROOT
 from ..settings import Settings
@@ -87,7 +87,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
     results.json is written whatever happens: a refused sandbox, an unreadable upload or a
     grader bug give a score of 0 and a plain line saying why. `settings`: the run's (the
     limits, the sandbox's mode, insecure: ATTENTION_LAB_* for a simulated run)."""
-    from ..batch import NotGraded, extract_zip, feedback_text, package_folder, plain, results_json
+    from ..batch import NotGraded, extract_zip, package_folder, plain
     from ..sandbox.jail import Limits, SandboxUnavailable
     from ..sandbox.runner import Sandbox
 
@@ -122,6 +122,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
             sandbox_mode=settings.sandbox_mode,
             need_cgroups=False,  # one upload per container
             per_student=bool(secret and who),
+            slow=True,  # every check: each module's one total (sinks.module_max)
         )
         # Closing the sandbox kills every process of its uid: only then is results.json
         # written, so nothing the student started can rewrite it.
@@ -149,10 +150,16 @@ def run(root: Path, settings: Settings | None = None) -> int:
         return 0
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)
-    _write_results(results, results_json(graded))
-    # stdout is shown to instructors only: the full feedback, and how the run was made.
+    # results.json; stdout, shown to instructors only: the full feedback, how the run was made.
     how = f"seed {own} of {who}" if own is not None else f"seed {sb.seed}: no secret or no id"
-    print(feedback_text(graded, f"Attention Lab: hidden tier ({how})"))
+    result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: hidden tier ({how})")
+    json_sink = sinks.GradescopeJson(results, extra={"stdout_visibility": "hidden"})
+    try:
+        sinks.publish(result_set, [json_sink, sinks.FeedbackText(stream=sys.stdout)])
+    except Exception as e:
+        output = f"Not graded: the autograder failed ({type(e).__name__}: {plain(str(e))})."
+        _write_results(results, {"score": 0, "tests": [], "output": output})
+        traceback.print_exc(file=sys.stdout)
     print(f"isolation: {sb.isolation.summary()}. {warning}".strip())
     return 0
 

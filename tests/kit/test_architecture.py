@@ -94,6 +94,8 @@ LAZY = {
     "library only; torch and the kit's warm-up when a server warms up",
     ("autograder/cli.py", "autograder.engine"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.ladder"): "each verb's module loads when it runs (hint)",
+    ("autograder/cli.py", "autograder.sinks"): "each verb's module loads when it runs (hint)",
+    ("autograder/sinks.py", "autograder.sandbox.runner"): "a type only (TYPE_CHECKING)",
     ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.i18n"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.submission"): "each verb's module loads when it runs (hint)",

@@ -37,7 +37,7 @@ import nbformat
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
-from autograder import course, course_config, course_judge, fixtures, notebook, registry
+from autograder import course, course_config, course_judge, fixtures, notebook, registry, sinks
 from autograder.checks.attention.judge import NO_SCALING
 from autograder.references import References
 
@@ -376,20 +376,25 @@ def test_regrade_one_student_reuses_the_seed_and_leaves_the_others(cycle, tmp_pa
 
 
 def test_one_total_in_every_channel(tmp_path):
-    """nbgrader's maximum per assignment == make grade's plus make grade-train's (the slow
-    training check), and batch's == make grade's (no slow checks)."""
+    """nbgrader's maximum per assignment is the module's one total (sinks.module_max, every
+    check, the training runs included), as in every channel (tests/kit/test_one_total.py);
+    make grade leaves the training runs to make grade-train and names them with their points."""
     proc, data = grade_cli(ROOT / "assignments", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for module in course.course_modules():
         grade_total = sum(
             t["max_score"] for t in data["tests"] if t["name"].startswith(module + ": ")
         )
-        slow_total = sum(c.points for c in registry.checks_of(module) if c.slow)
+        slow = [c for c in registry.checks_of(module) if c.slow]
+        assert grade_total + sum(c.points for c in slow) == sinks.module_max(module), module
+        for c in slow:
+            assert f"Left out: {c.name}" in " ".join(proc.stdout.split()), c.id
+        recorded = data["extra_data"]["modules"][module]
+        assert recorded["module_max"] == sinks.module_max(module), module
+        assert [c["id"] for c in recorded.get("left_out", [])] == [c.id for c in slow], module
         nb = course.notebook(module)
         cells = [c.metadata["nbgrader"] for c in nb.cells if "nbgrader" in c.metadata]
-        assert sum(m["points"] for m in cells if m["grade"]) == grade_total + slow_total, module
-        batch_total = sum(c.points for c in registry.checks_of(module) if not c.slow)
-        assert batch_total == grade_total, module
+        assert sum(m["points"] for m in cells if m["grade"]) == sinks.module_max(module), module
 
 
 def test_nbgrader_points_equal_make_grade_points(cycle, tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, expected_misconception, run_cli
 
-from autograder import registry
+from autograder import sinks
 
 MODULE = "masks"
 MUTANT = KIT / "mutants" / "masks" / "causal_blocks_diagonal.py"
@@ -71,7 +71,7 @@ def grade(course: Path, root: Path, source: str | None) -> dict:
     assert data["gradable"] is True and 0.0 <= data["score"] <= 1.0
     for test in data["tests"]:
         assert {"name", "points", "max_points", "message", "output"} <= set(test)
-    total = sum(c.points for c in registry.checks_of(MODULE) if not c.slow)
+    total = sinks.module_max(MODULE)  # every check: one total in every channel
     assert sum(t["max_points"] for t in data["tests"]) == total
     return data
 

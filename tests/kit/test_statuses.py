@@ -6,8 +6,17 @@ from __future__ import annotations
 import pytest
 from conftest import KIT, SOLUTIONS, submission_with
 
-from autograder import class_report, core, engine, i18n, notebook, registry, report, report_html
-from autograder.batch import write_grades
+from autograder import (
+    class_report,
+    core,
+    engine,
+    i18n,
+    notebook,
+    registry,
+    report,
+    report_html,
+    sinks,
+)
 from autograder.core import Result
 from autograder.references import References
 from autograder.sandbox.runner import Graded
@@ -163,8 +172,8 @@ def test_every_channel_counts_a_missing_file_as_not_handed_in(without_masks, tmp
     assert "masks.py</a></td><td>0 / " in report_html.page(results, {}, "T")
 
     # batch's grades.csv: "missing", not 0
-    graded = Graded("bob", results=results)
-    write_grades([graded], tmp_path / "grades.csv", ["attention", "masks"])
+    graded = sinks.ResultSet.of_graded(Graded("bob", results=results))
+    sinks.publish(graded, [sinks.GradesCsv(tmp_path / "grades.csv", ["attention", "masks"])])
     bob = (tmp_path / "grades.csv").read_text().splitlines()[1].split(",")
     assert bob[4] == "missing" and float(bob[3]) > 0
 
