@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from . import i18n, ladder, registry, report, report_html
+from . import i18n, ladder, registry, report
 from . import publish as merged
 from .core import MISSING_FILE, Check, Result
 from .i18n import _
@@ -248,6 +248,8 @@ class ReportSections:
         try:
             modules = dict.fromkeys(r.module for r in result_set.results)
             refs = {m: self.references.module(m) for m in modules}
+            from . import report_html  # torch: only when a report is drawn
+
             result_set.sections = report_html.sections(
                 result_set.results,
                 self.submission,

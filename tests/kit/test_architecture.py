@@ -96,6 +96,10 @@ LAZY = {
     ("autograder/cli.py", "autograder.ladder"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.sinks"): "each verb's module loads when it runs (hint)",
     ("autograder/sinks.py", "autograder.sandbox.runner"): "a type only (TYPE_CHECKING)",
+    ("autograder/sinks.py", "autograder.report_html"): "batch's CLI starts without torch; the "
+    "report's pictures import it when drawn",
+    ("autograder/report_html.py", "autograder.fixtures"): "the CLI starts without torch; the "
+    "stored outputs load (torch) when a picture needs them",
     ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.i18n"): "each verb's module loads when it runs (hint)",
     ("autograder/cli.py", "autograder.submission"): "each verb's module loads when it runs (hint)",
