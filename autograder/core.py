@@ -52,10 +52,14 @@ _MISCONCEPTIONS: dict[str, Misconception] = {}
 _ORIGIN: dict[str, str] = {}  # id -> the module that declares it (its catalog: i18n)
 
 
-def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") -> Misconception:
+def misconception(
+    id: str, message: str, hint: str | tuple[str, str, str] = "", origin: str | None = None
+) -> Misconception:
     """Declare a misconception once; ids are unique across the whole kit.
 
     `hint` is the ladder `(idea, operation or API, nearly the code)`, or one string (level 3).
+    `origin` is the module it belongs to (its catalog), by default the caller's module; the
+    exercise modules' misconceptions are data (misconception_data.py) and name their package.
     """
     hints = ("", "", hint) if isinstance(hint, str) else tuple(hint)
     if len(hints) != len(HINT_LEVELS):
@@ -67,7 +71,7 @@ def misconception(id: str, message: str, hint: str | tuple[str, str, str] = "") 
     if id in _MISCONCEPTIONS and _MISCONCEPTIONS[id] != declared_now:
         raise ValueError(f"misconception id {id!r} is declared twice with different texts")
     _MISCONCEPTIONS[id] = declared_now
-    _ORIGIN.setdefault(id, sys._getframe(1).f_globals.get("__name__", ""))
+    _ORIGIN.setdefault(id, origin or sys._getframe(1).f_globals.get("__name__", ""))
     return declared_now
 
 

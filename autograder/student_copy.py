@@ -134,6 +134,7 @@ SHIPS = (
     # `make fixtures` stores there), translations
     "autograder/checks/__init__.py",
     "autograder/checks/{module}/*.py",
+    "autograder/checks/{module}/misconceptions.toml",
     "autograder/fixtures/*",
     "autograder/locale/*/LC_MESSAGES/kit.po",
     "autograder/locale/*/LC_MESSAGES/checks-{module}.po",

@@ -6,8 +6,9 @@ import math
 
 import torch
 
-from ...core import CheckList, Failure, misconception
+from ...core import CheckList, Failure
 from ...diagnosis import infer_scale, name_scale
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...trusted.attention import broadcast_shape
 from ...verdicts import assert_close, close, model, tensor
@@ -17,211 +18,23 @@ CHECKS = CheckList("attention")
 
 # --------------------------------------------------------------------------- misconceptions
 
-SOFTMAX_DIM = misconception(
-    "softmax-wrong-dim",
-    "Your softmax normalises over the queries (dim=-2), not over the keys: the columns of the "
-    "weights sum to 1 instead of the rows.",
-    (
-        "Each query spreads its attention over the keys, so each query's row of weights must be a "
-        "probability distribution over the keys. Normalising down the columns spreads each key "
-        "over the queries instead, which means nothing.",
-        "The softmax normalises along one axis: choose the key axis, the last axis S of the (..., "
-        "L, S) scores, with its dim argument.",
-        "Call the softmax on the scores with dim=-1 (the keys, S), not dim=-2 (the queries, L); "
-        "then every row of the weights sums to 1.",
-    ),
-)
-NO_SCALING = misconception(
-    "no-scaling",
-    "Your scores were not scaled at all: softmax(q kᵀ) instead of softmax(q kᵀ / √d_k).",
-    (
-        "A dot product of two d_k-wide vectors sums d_k terms, so its spread grows like √d_k. "
-        "Unscaled, the softmax saturates: one key takes almost all the weight and the gradients "
-        "vanish. Dividing by √d_k keeps the scores near unit spread at any width.",
-        "Divide the scores by the square root of d_k, the size of the last axis of q (math.sqrt), "
-        "before the mask and the softmax.",
-        "The scores are q @ kᵀ / math.sqrt(d_k), with d_k taken from q.size(-1), and only then "
-        "masked and passed to the softmax.",
-    ),
-)
-WRONG_SCALE = misconception(
-    "wrong-scale",
-    "Your scores were divided by {used}, but they should be divided by √d_k = {expected:.4g} (d_k "
-    "= {d_k}, the width of q and k).",
-    (
-        "The scale undoes the growth of a dot product with the number of terms it sums. That "
-        "number is the width of one query and one key, d_k, and nothing else.",
-        "Take d_k from the queries themselves (the size of q's last axis) and divide the scores "
-        "by its square root: not by d_k itself, d_v, the sequence length or the model width.",
-        "Here d_k = {d_k}, so the divisor is math.sqrt(d_k) = {expected:.4g}, not {used}.",
-    ),
-)
-RETURNED_SCORES = misconception(
-    "returned-scores",
-    "The weights you returned are the scores before the softmax.",
-    (
-        "The weights say how much each query takes from each key: probabilities, the output of "
-        "the softmax. The scores are only their logits, any real numbers.",
-        "Return the tensor that comes out of the softmax (the one you multiply the values with), "
-        "not the scaled scores that go into it.",
-        "Return (out, weights), where weights is the softmax of the masked scores (rows summing "
-        "to 1) and out is weights times v.",
-    ),
-)
-MASK_INVERTED = misconception(
-    "mask-inverted",
-    "Your mask works the wrong way round: you blocked the keys marked False (allowed) and let "
-    "queries attend to the keys marked True (blocked).",
-    (
-        "Every mask convention answers one question: does True mean allowed or blocked? In this "
-        "kit True means blocked, so the keys marked True must vanish from each query's view and "
-        "the keys marked False must stay.",
-        "Fill the scores with -inf where the mask is True: Tensor.masked_fill with the mask as "
-        "given, not its negation. PyTorch's F.scaled_dot_product_attention uses the opposite "
-        "convention (True = allowed): do not copy from it.",
-        "On the scores: masked_fill(mask, float('-inf')), not masked_fill(~mask, ...).",
-    ),
-)
-MASK_AFTER_SOFTMAX = misconception(
-    "mask-after-softmax",
-    "You applied the mask after the softmax: blocked weights are zero, but the remaining weights "
-    "no longer sum to 1.",
-    (
-        "The softmax shares one unit of attention among the keys it is given. A blocked key must "
-        "be removed before that sharing, so the allowed keys receive the whole unit; zeroing a "
-        "weight afterwards takes probability away and gives it to no one.",
-        "Mask the scores, not the weights: Tensor.masked_fill with -inf before the softmax, and "
-        "no masking of the weights afterwards.",
-        "Order: scores, then masked_fill(mask, float('-inf')) on them, then the softmax over "
-        "dim=-1. exp(-inf) = 0, so the blocked keys get 0 and the others sum to 1.",
-    ),
-)
-MASK_IGNORED = misconception(
-    "mask-ignored",
-    "Your result is the same as with no mask at all: the mask was not applied.",
-    (
-        "A mask works only if the blocked keys lose their influence; your result did not change "
-        "at all, so the mask never reached the scores that the softmax used.",
-        "Tensor.masked_fill returns a new tensor and leaves the original as it was: keep its "
-        "result (or use the in-place masked_fill_), and feed the masked scores to the softmax.",
-        "Assign the result back, scores = scores.masked_fill(mask, ...) with float('-inf') as the "
-        "fill: a bare scores.masked_fill(...) on its own line throws its result away.",
-    ),
-)
-NAN_BLOCKED_ROW = misconception(
-    "nan-on-blocked-row",
-    "A query whose keys are all blocked gave NaN: the softmax of a row of -inf is 0/0.",
-    (
-        "A query that may see no key has nothing to spread its attention over. The softmax of a "
-        "row of -inf is 0/0 = NaN, and NaN spreads to the output and, in training, to every "
-        "gradient. The docstring promises zeros for such a row instead.",
-        "After the softmax, find the rows whose keys are all blocked (Tensor.all over the key "
-        "axis, keeping that axis so it broadcasts) and set them to 0 with Tensor.masked_fill.",
-        "mask.all over dim=-1 with keepdim=True is (..., L, 1) and True for a fully blocked row; "
-        "after the softmax, masked_fill the weights with 0.0 there.",
-    ),
-)
-BLOCKED_ROW_NOT_ZERO = misconception(
-    "blocked-row-not-zero",
-    "A query whose keys are all blocked got non-zero weights (e.g. uniform 1/S from a finite fill "
-    "such as -1e9): it attends to keys it may not see.",
-    (
-        "A query with no visible key must receive nothing: zero weights and a zero output. A "
-        "finite fill such as -1e9 makes the softmax of a fully blocked row uniform, 1/S on every "
-        "key, so the query silently reads keys it may not see.",
-        "After the softmax, set the fully blocked rows (Tensor.all over the key axis, with "
-        "keepdim) to 0 with Tensor.masked_fill; the output, computed from these weights, is then "
-        "0 as well.",
-        "mask.all over dim=-1 with keepdim=True marks the fully blocked rows, (..., L, 1); "
-        "masked_fill the weights with 0.0 there, after the softmax and before the product with v.",
-    ),
-)
-FILL_TOO_WEAK = misconception(
-    "mask-fill-too-weak",
-    "Blocked keys still influence the result: your fill value is not small enough to remove them "
-    "(a blocked key with a large score still gets weight).",
-    (
-        "A blocked key must get weight exactly 0, whatever the scores. A finite fill only makes "
-        "its score low: when the allowed keys score lower still, or when the fill is added to a "
-        "large score instead of replacing it, the blocked key keeps a share of the softmax.",
-        "Fill the blocked scores with float('-inf'), whose exp is exactly 0, and handle the fully "
-        "blocked rows after the softmax; if you need a finite value, the smallest of the dtype, "
-        "torch.finfo(scores.dtype).min.",
-        "masked_fill(mask, float('-inf')) on the scores; never a fixed number such as -1e4: the "
-        "allowed scores can be lower still.",
-    ),
-)
-CAUSAL_LEAK = misconception(
-    "causal-leak",
-    "Under a causal mask, changing later tokens changed the outputs of earlier positions: "
-    "information leaks from the future.",
-    (
-        "Causal attention promises that position t reads only positions 0..t: the future may not "
-        "change the past. In your output it did, so some query still sees a later key.",
-        "Apply the given mask to every query row of the scores, before the softmax, filling its "
-        "True entries with -inf; do not slice, transpose or reduce it.",
-        "On the (..., L, S) scores, before the softmax: masked_fill(mask, float('-inf')) with the "
-        "mask exactly as given (it broadcasts over the leading axes).",
-    ),
-)
-BIAS_AFTER_SOFTMAX = misconception(
-    "bias-after-softmax",
-    "You added the bias after the softmax; it belongs to the scores, before the softmax.",
-    (
-        "An additive bias (relative positions, ALiBi) is a preference in log space: it shifts the "
-        "scores, and the softmax turns that shift into a factor on the weights. Added after the "
-        "softmax, it is no longer a preference and the rows no longer sum to 1.",
-        "Add the bias to the scaled scores, before the mask and the softmax; the softmax then "
-        "renormalises.",
-        "Order: q kᵀ / √d_k + bias, then the mask, then the softmax over dim=-1.",
-    ),
-)
-BIAS_SCALED = misconception(
-    "bias-scaled",
-    "You divided the bias by √d_k together with the scores: (q kᵀ + bias) / √d_k.",
-    (
-        "The bias is a ready-made shift of the scores, already on the softmax's scale. Only the "
-        "dot products need the 1/√d_k correction, because only they grow with d_k.",
-        "Scale the dot products first, then add the bias as it is, unscaled.",
-        "q kᵀ / √d_k + bias, not (q kᵀ + bias) / √d_k.",
-    ),
-)
-MASK_LEAKS = misconception(
-    "mask-leaks",
-    "A key that the mask blocks got a non-zero weight.",
-    (
-        "A blocked key must be invisible to its query: weight exactly 0. Yours got a share, so "
-        "the blocking did not fully happen before the softmax.",
-        "Fill the blocked scores (True = blocked) with -inf using Tensor.masked_fill before the "
-        "softmax, and feed those filled scores to the softmax.",
-        "On the scores: masked_fill(mask, float('-inf')), then the softmax over dim=-1; exp(-inf) "
-        "is exactly 0.",
-    ),
-)
-DTYPE_NOT_KEPT = misconception(
-    "dtype-not-kept",
-    "{what} has dtype {got}, but the inputs were {expected}: the input dtype must be kept.",
-    (
-        "The caller chose the precision: float64 inputs are there because someone needs float64 "
-        "results. Code that silently changes the dtype loses that precision or breaks the code "
-        "that uses the result.",
-        "Do not convert (.float(), .to(torch.float32)) and do not create new tensors with a fixed "
-        "dtype: pass dtype=q.dtype, or use the *_like functions.",
-        "Expected {expected}, got {got}: look for a .float(), or a torch.tensor(...), "
-        "torch.zeros(...) or torch.full(...) without dtype=q.dtype.",
-    ),
-)
-BIAS_IGNORED = misconception(
-    "bias-ignored",
-    "Your result is the same as without the bias.",
-    (
-        "The bias is how relative positions or ALiBi reach the attention; a result that ignores "
-        "it loses that information.",
-        "Add the bias tensor to the scaled scores, before the mask and the softmax; it broadcasts "
-        "to (..., L, S).",
-        "The scores are q kᵀ / √d_k + bias; then mask them and take the softmax over dim=-1.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+SOFTMAX_DIM = MISTAKES["softmax-wrong-dim"]
+NO_SCALING = MISTAKES["no-scaling"]
+WRONG_SCALE = MISTAKES["wrong-scale"]
+RETURNED_SCORES = MISTAKES["returned-scores"]
+MASK_INVERTED = MISTAKES["mask-inverted"]
+MASK_AFTER_SOFTMAX = MISTAKES["mask-after-softmax"]
+MASK_IGNORED = MISTAKES["mask-ignored"]
+NAN_BLOCKED_ROW = MISTAKES["nan-on-blocked-row"]
+BLOCKED_ROW_NOT_ZERO = MISTAKES["blocked-row-not-zero"]
+FILL_TOO_WEAK = MISTAKES["mask-fill-too-weak"]
+CAUSAL_LEAK = MISTAKES["causal-leak"]
+BIAS_AFTER_SOFTMAX = MISTAKES["bias-after-softmax"]
+BIAS_SCALED = MISTAKES["bias-scaled"]
+MASK_LEAKS = MISTAKES["mask-leaks"]
+DTYPE_NOT_KEPT = MISTAKES["dtype-not-kept"]
+BIAS_IGNORED = MISTAKES["bias-ignored"]
 # --------------------------------------------------------------------------- trusted models
 # What attention with a given mistake computes, in float64, to recognise that mistake.
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
@@ -19,131 +20,17 @@ except ImportError:
 
 CHECKS = CheckList("diagnostics")
 
-GRAD_ACCUMULATED = misconception(
-    "ln-grad-accumulated",
-    "Called a second time on the same stack, layer_gradient_norms returned {ratio:.3g} times "
-    "the first result: the gradients of the first call were still in .grad.",
-    (
-        "PyTorch accumulates gradients: every backward pass adds to what .grad already "
-        "holds. A measurement must start from clean gradients, or it also counts the "
-        "previous call's.",
-        "Reset the gradients of every block's parameters before the backward pass "
-        "(Module.zero_grad).",
-        "backward() adds to .grad: call zero_grad() on every block before the forward pass.",
-    ),
-)
-GRAD_SQUARED = misconception(
-    "ln-grad-squared-norm",
-    "{what}: you returned the sum of the squared gradients, not its square root.",
-    (
-        "The L2 norm of a set of numbers is the square root of the sum of their squares; "
-        "without the root it is the squared norm, which grows much faster.",
-        "Sum the squares of p.grad over all of the block's parameters, then take torch.sqrt "
-        "of the total.",
-        "The L2 norm is torch.sqrt(sum of p.grad.pow(2).sum()), over the block's parameters.",
-    ),
-)
-GRAD_SUM_OF_NORMS = misconception(
-    "ln-grad-sum-of-norms",
-    "{what}: you added up the norms of the block's parameters one by one; the block's norm is "
-    "ONE L2 norm over all its parameters together (the square root of the summed squares).",
-    (
-        "A block's gradient norm treats all its parameters as one long vector: the norm of "
-        "that vector, not the sum of the norms of its pieces (which is larger).",
-        "Add up the squared entries of every parameter's gradient first, then take one "
-        "square root.",
-        "One root over one sum: torch.sqrt of the sum, over block.parameters(), of "
-        "p.grad.pow(2).sum(); not the sum of p.grad.norm().",
-    ),
-)
-FINAL_NORM_IGNORED = misconception(
-    "ln-final-norm-ignored",
-    "{what}: your result is what the stack gives without its final_norm.",
-    (
-        "A Pre-LN stack ends with one more LayerNorm, after its last block; the loss, and so "
-        "every gradient, depends on it.",
-        "When final_norm is given (not None), apply it to the last block's output before the loss.",
-        "After the loop over the blocks: if final_norm is not None, pass the hidden state "
-        "through it, then compute the MSE loss.",
-    ),
-)
-PATTERN = misconception(
-    "ln-placement-pattern",
-    "compare_ln_placement's two results are swapped: {detail}.",
-    (
-        "The experiment asks which placement gives which gradient profile; each label must "
-        "name the stack that was measured.",
-        'Key the result by placement: the Pre-LN stack\'s norms under "pre_ln", the Post-LN '
-        'stack\'s under "post_ln".',
-        '"pre_ln": the norms of the Pre-LN stack (norm_first=True, with the final '
-        'LayerNorm); "post_ln": those of the Post-LN stack.',
-    ),
-)
-NOT_MEASURED = misconception(
-    "ln-placement-not-measured",
-    "compare_ln_placement's numbers do not come from measuring the two stacks: {detail}.",
-    (
-        "An experiment's numbers come from running it with the arguments it is given; the "
-        "grader calls it with its own seed and sizes.",
-        "Inside compare_ln_placement, build both stacks, draw the inputs and call "
-        "layer_gradient_norms on each; return those tensors, not stored or hand-made numbers.",
-        "Build the stacks, draw x and target, and return what layer_gradient_norms returns "
-        "for each stack, for the arguments you are given (the grader passes a fresh seed and "
-        "sizes).",
-    ),
-)
-WRONG_STACKS = misconception(
-    "ln-placement-stacks",
-    "compare_ln_placement should measure {layers} Pre-LN blocks (norm_first=True) and {layers} "
-    "Post-LN blocks (norm_first=False), one call of layer_gradient_norms each: {detail}.",
-    (
-        "The comparison is fair only when the two stacks differ in the LayerNorm placement "
-        "alone: the same number of blocks, the same sizes.",
-        "Build num_layers TransformerBlocks with norm_first=True and num_layers with "
-        "norm_first=False, all with the given d_model, num_heads and d_ff (an nn.ModuleList "
-        "each).",
-        "pre: TransformerBlock(d_model, num_heads, d_ff, norm_first=True) num_layers times; "
-        "post: the same with norm_first=False.",
-    ),
-)
-WEIGHTS_DIFFER = misconception(
-    "ln-placement-weights-differ",
-    "Your Pre-LN and Post-LN stacks hold different weights ({name} differs): the comparison "
-    "then mixes the placement with two unrelated initialisations.",
-    (
-        "To see the effect of the placement alone, both stacks must start from the same "
-        "weights; two random initialisations add a difference of their own.",
-        "Build both stacks, then copy one stack's parameters into the other with state_dict "
-        "and load_state_dict (the two have the same parameter names).",
-        "After building both stacks: load the Pre-LN stack's state_dict() into the Post-LN "
-        "stack, so that only the placement differs.",
-    ),
-)
-INPUTS_DIFFER = misconception(
-    "ln-placement-inputs-differ",
-    "Your two stacks were measured on different {what}: the comparison then mixes the "
-    "placement with two unrelated batches.",
-    (
-        "Both stacks must be measured on the same data; otherwise a difference in the "
-        "gradients may come from the batch, not from the placement.",
-        "Draw x and target once, with torch.randn, and pass the same two tensors to both "
-        "calls of layer_gradient_norms.",
-        "Draw ONE x and ONE target (torch.randn(batch, seq_len, d_model) each) and give the "
-        "same pair to both calls of layer_gradient_norms.",
-    ),
-)
-FINAL_NORM_SETUP = misconception(
-    "ln-placement-final-norm",
-    "{detail}",
-    (
-        "A Pre-LN stack leaves its residual stream unnormalised, so Pre-LN models end with "
-        "one more LayerNorm; a Post-LN stack's last block already ends with a norm.",
-        "Give a fresh nn.LayerNorm(d_model) as final_norm when you measure the Pre-LN stack, "
-        "and no final_norm for the Post-LN stack.",
-        "Pre-LN stacks end with a LayerNorm: layer_gradient_norms(pre, x, target, "
-        "nn.LayerNorm(d_model)); the Post-LN stack already ends with one: no final_norm.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+GRAD_ACCUMULATED = MISTAKES["ln-grad-accumulated"]
+GRAD_SQUARED = MISTAKES["ln-grad-squared-norm"]
+GRAD_SUM_OF_NORMS = MISTAKES["ln-grad-sum-of-norms"]
+FINAL_NORM_IGNORED = MISTAKES["ln-final-norm-ignored"]
+PATTERN = MISTAKES["ln-placement-pattern"]
+NOT_MEASURED = MISTAKES["ln-placement-not-measured"]
+WRONG_STACKS = MISTAKES["ln-placement-stacks"]
+WEIGHTS_DIFFER = MISTAKES["ln-placement-weights-differ"]
+INPUTS_DIFFER = MISTAKES["ln-placement-inputs-differ"]
+FINAL_NORM_SETUP = MISTAKES["ln-placement-final-norm"]
 
 # --------------------------------------------------------------------------- layer_gradient_norms
 

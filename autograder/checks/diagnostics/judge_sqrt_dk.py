@@ -20,7 +20,8 @@ import math
 
 import torch
 
-from ...core import WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_TYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
@@ -43,116 +44,16 @@ SATURATED_ENTROPY, SATURATED_MAX = 0.5, 0.8
 
 # --------------------------------------------------------------------------- misconceptions
 
-SQRTDK_LOG2 = misconception(
-    "sqrtdk-entropy-bits",
-    "Your entropy is in bits (log base 2); the kit measures it in nats (natural log).",
-    (
-        "The unit of an entropy follows the base of its logarithm; the kit measures in nats "
-        "(natural log), where a uniform row over S keys has entropy ln S.",
-        "Use the natural logarithm: torch.log, or torch.special.xlogy, which also gives 0 "
-        "log 0 = 0.",
-        "Use torch.log (or torch.special.xlogy(w, w)), not torch.log2: a uniform row over S "
-        "keys then has entropy log S.",
-    ),
-)
-SQRTDK_BY_D_K = misconception(
-    "sqrtdk-divides-by-d_k",
-    "Your scaled scores were divided by d_k instead of √d_k.",
-    (
-        "The dot product of two random d_k-dimensional vectors with unit-variance entries "
-        "has variance d_k, so its spread (standard deviation) is √d_k: dividing by √d_k "
-        "brings it back to 1, dividing by d_k overshoots.",
-        "Divide the scores by the square root of the key dimension, read from the last "
-        "dimension of q (or k).",
-        "Divide by q.size(-1) ** 0.5 (or math.sqrt(d_k)), not by q.size(-1).",
-    ),
-)
-SQRTDK_SWAPPED = misconception(
-    "sqrtdk-scaled-swapped",
-    "{what}: your scaled and unscaled results are swapped.",
-    (
-        "The experiment compares attention with and without the 1/√d_k factor; each value of "
-        "the flag gives its own variant.",
-        "Branch on the scaled argument: divide by √d_k only when it is True.",
-        "scaled=True divides the scores by √d_k; scaled=False uses q kᵀ as it is.",
-    ),
-)
-SQRTDK_MAX_DIM = misconception(
-    "sqrtdk-max-over-queries",
-    "Your largest weight is taken over the queries (dim=-2), not over each row's keys.",
-    (
-        "Saturation is about one query's distribution over the keys: how much of its weight "
-        "goes to its single largest key.",
-        "Take the maximum along the keys (the last dimension) for each row, then average "
-        "those maxima.",
-        "Each row (one query) is a distribution over the keys: its largest weight is an amax "
-        "over dim=-1; then .mean() over the rows.",
-    ),
-)
-SQRTDK_SUM_ROWS = misconception(
-    "sqrtdk-not-averaged",
-    "{what} is summed over the rows instead of averaged.",
-    (
-        "The experiment reports a typical row, the mean over all rows, so that its numbers "
-        "do not depend on the batch size or the sequence length.",
-        "Reduce each row over the keys first (sum for the entropy, max for the largest "
-        "weight), then take the mean over everything that remains.",
-        "Sum over the keys (dim=-1) for each row's entropy, then take .mean() over all rows.",
-    ),
-)
-SQRTDK_NAN = misconception(
-    "sqrtdk-zero-log-zero",
-    "Your entropy is NaN when the softmax saturates: weights that underflow to 0 give "
-    "0 * log 0 = 0 * -inf = NaN.",
-    (
-        "When the softmax saturates, many weights underflow to exactly 0. They add nothing "
-        "to the entropy (0 log 0 = 0, the limit of w log w), but the literal formula "
-        "computes 0 × -∞ = NaN.",
-        "Use torch.special.xlogy for w log w, or set the terms of the zero weights to 0 with "
-        "torch.where before summing.",
-        "By convention 0 log 0 = 0: torch.special.xlogy(w, w) computes w log w that way.",
-    ),
-)
-SQRTDK_NOT_SATURATING = misconception(
-    "sqrtdk-finding-unscaled",
-    "Your unscaled curves do not show the saturation our solution measures: {detail}.",
-    (
-        "Without the 1/√d_k scale the scores spread more as d_k grows, so the softmax puts "
-        "nearly all the weight on one key: the entropy falls towards 0 and the largest "
-        "weight climbs towards 1.",
-        "In the unscaled branch use the raw scores q kᵀ, with no division at all, and draw "
-        "new q and k for every d_k.",
-        "Check the unscaled branch: softmax(q kᵀ) with no division; fresh q and k for each d_k.",
-    ),
-)
-SQRTDK_SCALED_DRIFTS = misconception(
-    "sqrtdk-finding-scaled",
-    "Your scaled entropy moves by {spread:.3f} nats across d_k; with the 1/√d_k scale it "
-    "stays within {allowed} nats in our solution's runs.",
-    (
-        "With the 1/√d_k factor the scores keep the same spread whatever d_k is, so the "
-        "scaled entropy stays almost flat across the experiment.",
-        "Scale by the d_k of the current run, read from the tensors themselves, not by a "
-        "constant or by the first d_k.",
-        "Scale by q.size(-1) ** 0.5 (the d_k of this run), not by a fixed number.",
-    ),
-)
-SQRTDK_OTHER_RUN = misconception(
-    "sqrtdk-not-this-run",
-    "{what} looks like a run of the experiment, but not the run the grader asked for (largest "
-    "difference {err:.3g}): the values do not come from q and k drawn with this seed and "
-    "these d_k values.",
-    (
-        "An experiment is reproducible: with the seed and the d_k values it is given, it "
-        "draws exactly the q and k its docstring prescribes, so the grader can run it again.",
-        "For each d_k, make a fresh torch.Generator seeded with the given seed and draw q, "
-        "then k, from it with torch.randn(..., generator=...); never return stored numbers.",
-        "For each d_k in d_ks: a new generator, torch.Generator().manual_seed with the seed "
-        "you are given (not a fixed one); then q and k, each torch.randn of shape (batch, L, "
-        "d_k) with that generator, q first. The grader calls the function with fresh "
-        "arguments.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+SQRTDK_LOG2 = MISTAKES["sqrtdk-entropy-bits"]
+SQRTDK_BY_D_K = MISTAKES["sqrtdk-divides-by-d_k"]
+SQRTDK_SWAPPED = MISTAKES["sqrtdk-scaled-swapped"]
+SQRTDK_MAX_DIM = MISTAKES["sqrtdk-max-over-queries"]
+SQRTDK_SUM_ROWS = MISTAKES["sqrtdk-not-averaged"]
+SQRTDK_NAN = MISTAKES["sqrtdk-zero-log-zero"]
+SQRTDK_NOT_SATURATING = MISTAKES["sqrtdk-finding-unscaled"]
+SQRTDK_SCALED_DRIFTS = MISTAKES["sqrtdk-finding-scaled"]
+SQRTDK_OTHER_RUN = MISTAKES["sqrtdk-not-this-run"]
 
 # --------------------------------------------------------------------------- models
 

@@ -14,7 +14,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..masks.judge import window_with_mistake
@@ -24,422 +25,38 @@ CHECKS = CheckList("efficient")
 
 # --------------------------------------------------------------------------- misconceptions
 
-LOCAL_OFF_BY_ONE = misconception(
-    "local-window-off-by-one",
-    "With window={window}, your local attention lets each query see {seen} keys; it should see "
-    "exactly {window}: itself and the {before} before it.",
-    (
-        "A window of size w means that each query sees exactly w keys: itself and the w - 1 "
-        "just before it. An off-by-one boundary changes how many keys every query sees.",
-        "Build the mask with sliding_window_mask from the masks exercise and pass it to "
-        "scaled_dot_product_attention; if you write the test yourself, block key j once the "
-        "distance i - j reaches the window.",
-        "Key j is too far back when i - j >= window (not i - j > window): "
-        "sliding_window_mask(T, window) already encodes this.",
-    ),
-)
-LOCAL_NOT_CAUSAL = misconception(
-    "local-not-causal",
-    "Your local attention lets queries see keys in the future (j > i): the window must reach "
-    "backwards only.",
-    (
-        "Local attention here is a causal sliding window: a query sees only keys behind it, "
-        "never future ones, like the causal mask it extends.",
-        "sliding_window_mask blocks both the future (j > i) and the keys too far back: use it "
-        "rather than a band around the query.",
-        "Use sliding_window_mask(T, window), which blocks j > i as well as i - j >= window; a "
-        "band |i - j| < window centred on the query is not causal.",
-    ),
-)
-STRIDED_NO_BAND = misconception(
-    "strided-drops-local-band",
-    "Your strided attention keeps only every stride-th key (i - j a multiple of {stride}) and "
-    "drops the local band: query i no longer sees its {before} nearest predecessors.",
-    (
-        "The strided pattern (Sparse Transformer) has two parts: a local band of the nearest "
-        "keys, and every stride-th key further back. Together they let two hops reach every "
-        "earlier key; the columns alone miss the neighbours.",
-        "Combine two conditions on the distance i - j with | (or): the band (distance below the "
-        "stride) and the columns (distance a multiple of the stride); then require with & that "
-        "the key is not in the future.",
-        "Keep key j when i - j >= 0 and (i - j < stride or (i - j) % stride == 0): the band and "
-        "the strided columns together, so that two hops reach every earlier key.",
-    ),
-)
-STRIDED_NO_COLUMNS = misconception(
-    "strided-drops-columns",
-    "Your strided attention keeps only the local band (i - j < {stride}): the keys a multiple "
-    "of the stride further back are missing, so this is plain local attention.",
-    (
-        "Beyond the local band, the strided pattern keeps every stride-th key further back: "
-        "these columns let information cross the whole sequence in two steps.",
-        "Add a second condition with | (or): the distance i - j is a multiple of the stride "
-        "(the % operator).",
-        "Add the strided keys: | ((i - j) % stride == 0), still causal.",
-    ),
-)
-STRIDED_NOT_CAUSAL = misconception(
-    "strided-not-causal",
-    "Your strided attention lets queries see keys in the future (j > i).",
-    (
-        "Like every pattern in this module, strided attention is causal: a query never sees "
-        "the keys after it. The band and column tests alone do not ensure that.",
-        "Require i - j >= 0 with & around the whole pattern: a negative distance passes both "
-        "the band test and the modulo test.",
-        "Combine the pattern with (i - j >= 0): in Python, a negative i - j is < stride and "
-        "(-stride) % stride == 0, so both tests let the future through on their own.",
-    ),
-)
-STRIDE_OFF_BY_ONE = misconception(
-    "stride-off-by-one",
-    "With stride={stride}, your local band is off by one: query i should see itself and the "
-    "{before} keys before it (i - j < stride), then every stride-th key further back.",
-    (
-        "With stride s the band holds s keys (the query itself and the s - 1 before it), and "
-        "the columns go on every s keys further back: both parts use the same s.",
-        "The band is a strict comparison of i - j with the stride itself, the columns a test of "
-        "(i - j) modulo the stride. Try stride = 1 by hand: the band is then the diagonal alone.",
-        "The band is i - j < stride (not < stride - 1), the columns (i - j) % stride == 0.",
-    ),
-)
-STRIDED_ABSOLUTE = misconception(
-    "strided-absolute-positions",
-    "Your strided columns are fixed positions (j % stride == 0), the same for every query; "
-    "in the strided pattern they count back from each query: (i - j) % stride == 0.",
-    (
-        "The strided columns are counted back from each query, so that every query sees keys at "
-        "the same distances; fixed key positions give each query another pattern.",
-        "Test the distance i - j modulo the stride, with i from a (T, 1) arange and j from a "
-        "(1, T) arange.",
-        "Use the distance i - j, not the key position j alone.",
-    ),
-)
-STRIDE_NOT_VALIDATED = misconception(
-    "strided-stride-not-validated",
-    "strided_attention(..., stride=0) {got}; the docstring promises ValueError for stride < 1.",
-    (
-        "A stride below 1 means nothing: the docstring promises a clear ValueError, not an "
-        "obscure ZeroDivisionError or an empty band.",
-        "Test stride before any computation and raise ValueError with a message that gives "
-        "its value.",
-        "Keep the first lines: if stride < 1: raise ValueError(...), before any computation "
-        "(x % 0 raises ZeroDivisionError, and a band i - j < 0 is empty).",
-    ),
-)
-LINEAR_NO_NORMALISER = misconception(
-    "linear-no-normaliser",
-    "Your linear attention returns the numerator phi(q_i)ᵀ Σ_j phi(k_j) v_jᵀ without dividing by "
-    "the normaliser phi(q_i)ᵀ Σ_j phi(k_j): the weights no longer sum to 1.",
-    (
-        "Softmax attention divides by a sum so that each query's weights sum to 1; linear "
-        "attention needs the same: its weights phi(q_i)·phi(k_j) are divided by their sum "
-        "over the keys.",
-        "Compute one normaliser per query, phi(q_i) times the sum of phi(k_j) over j, a "
-        "(..., T, 1) tensor, and divide the numerator by it plus eps.",
-        "Divide by den, one number per query: phi_q times Σ_j phi_k (phi_k.sum(dim=-2)), plus "
-        "eps; it plays the part of the softmax's denominator.",
-    ),
-)
-LINEAR_WRONG_AXIS = misconception(
-    "linear-normaliser-wrong-axis",
-    "Your linear attention normalises over the wrong axis: query i must be divided by "
-    "phi(q_i)ᵀ Σ_j phi(k_j), a sum over the keys j (its own row of the kernel matrix).",
-    (
-        "Each query's weights must sum to 1 over the keys it attends to: the normaliser of "
-        "query i is a sum over the keys j, one number per query.",
-        "Sum phi_k over the positions axis (dim=-2), which gives (..., d); a product with phi_q "
-        "then gives (..., T, 1). Not a sum over the queries, nor over d_v.",
-        "z = Σ_j phi(k_j) sums phi_k over the positions, (..., T, d) -> (..., d); den is phi_q "
-        "times z as a column, (..., T, d) x (..., d, 1) -> (..., T, 1), one number per query.",
-    ),
-)
-LINEAR_FEATURE_MAP = misconception(
-    "linear-feature-map",
-    "Your feature map is not phi(x) = elu(x) + 1{measured}. That map is exp(x) below 0 and "
-    "x + 1 above, always > 0; plain elu, relu or no map at all can be zero or negative (the "
-    "'weights' phi(q)·phi(k) can be negative, the normaliser close to 0), and other positive "
-    "maps (exp, relu + 1, softplus) weigh the keys differently.",
-    (
-        "Linear attention replaces exp(q·k) by phi(q)·phi(k), with a feature map phi that must "
-        "be positive, so that every weight is positive and the normaliser never vanishes. This "
-        "kit uses Katharopoulos et al.'s map, elu(x) + 1.",
-        "Apply torch.nn.functional.elu and add 1, to q and to k separately, before any product.",
-        "phi(x) = F.elu(x) + 1, applied to q and to k: every feature is > 0, so every weight is "
-        "> 0 and the normaliser never vanishes.",
-    ),
-)
-LINEAR_SCALED = misconception(
-    "linear-scaled",
-    "Your linear attention scales {which} by 1/√d = 1/{root:.4g} before the feature map; "
-    "linear attention has no 1/√d scaling (only softmax attention divides its scores).",
-    (
-        "Softmax attention's 1/√d keeps the spread of the scores in check before the exp. "
-        "Linear attention has no exp, and its normaliser absorbs a common scale: the feature "
-        "map takes q and k as they are.",
-        "Remove the division by math.sqrt(d) (or the product with d ** -0.5) on q or k before "
-        "the feature map.",
-        "phi(x) = F.elu(x) + 1, on q and k as given. A 1/√d on the kernel phi(q)·phi(k) "
-        "itself would cancel in the normaliser; inside phi it does not.",
-    ),
-)
-LINEAR_CAUSAL_IGNORED = misconception(
-    "linear-causal-ignored",
-    "With causal=True your linear attention still sums over every key, future ones included.",
-    (
-        "With causal=True query i may use only the keys j <= i, so both of its sums (the "
-        "numerator and the normaliser) stop at position i instead of running over all keys.",
-        "Running sums along the positions: torch.cumsum along the T axis, of the outer products "
-        "phi(k_j) v_jᵀ and of phi(k_j).",
-        "For causal=True, use running sums over j <= i: torch.cumsum(..., dim=-3) for Σ phi(k_j) "
-        "v_jᵀ and torch.cumsum(phi_k, dim=-2) for the normaliser.",
-    ),
-)
-LINEAR_CAUSAL_EXCLUSIVE = misconception(
-    "linear-causal-excludes-self",
-    "Your causal linear attention sums over j < i: query i does not see its own key.",
-    (
-        "Causal attention lets a query see its own key: query i sums over j <= i, the key at "
-        "position i included.",
-        "torch.cumsum already includes entry i at position i: no shift, and no subtraction of "
-        "the current term.",
-        "cumsum is inclusive (entry i includes item i): do not shift it by one.",
-    ),
-)
-LINEAR_QUADRATIC = misconception(
-    "linear-builds-TxT",
-    "Your linear attention (causal={causal}) builds a tensor that grows with T²: when T "
-    "doubles from {T1} to {T2}, the largest tensor grows from {n1} to {n2} elements "
-    "({op}, shape {shape}). Linear attention must never build the (T, T) matrix.",
-    (
-        "Linear attention pays off only if it never builds the (T, T) matrix of weights: "
-        "associativity lets you multiply phi(k)ᵀ by v first, a (d, d_v) summary whose size does "
-        "not depend on T.",
-        "Non-causal: the product of phi_k transposed (last two dimensions) with v comes before "
-        "the product with phi_q. Causal: torch.cumsum along T, never a masked (T, T) matrix.",
-        "Non-causal: multiply phi_kᵀ @ v first, (d, d_v), then phi_q @ that. Causal: running "
-        "sums (cumsum along T) of phi(k_j) v_jᵀ, (T, d, d_v), instead of a masked (T, T) matrix.",
-    ),
-)
-LINEAR_OPS_QUADRATIC = misconception(
-    "linear-op-count-quadratic",
-    "Your linear attention (causal={causal}) runs {o1} tensor ops at T = {T1} and {o2} at "
-    "T = {T2}: the work grows with T², e.g. a Python loop over pairs of positions.",
-    (
-        "The cost of linear attention must grow in proportion to T; a loop over pairs of "
-        "positions grows with T², whatever each step computes.",
-        "Replace the Python loops by operations on whole tensors: matrix products (@) for the "
-        "sums over keys, torch.cumsum for the causal running sums.",
-        "Use whole-tensor operations (matmul, cumsum) instead of Python loops over positions.",
-    ),
-)
-LINEAR_PEAK_QUADRATIC = misconception(
-    "linear-memory-grows-TxT",
-    "Your linear attention (causal={causal}) holds memory that grows with T²: torch's "
-    "allocator held {p1} bytes at once at T = {T1} and {p2} at T = {T2}, although no single "
-    "tensor the op recorder saw grew that fast (many smaller tensors alive at once, or work "
-    "done out of the recorder's sight).",
-    (
-        "Memory counts too: many tensors alive at once can add up to T², even when each one is "
-        "small. Linear attention holds memory in proportion to T.",
-        "Keep only the running sums and the outputs: no list of tensors per position, and no "
-        "(T, T) built in pieces.",
-        "Keep only running sums: nothing whose total size grows with T², in one tensor or many.",
-    ),
-)
-CHUNKED_OVERFLOW = misconception(
-    "chunked-overflow",
-    "With large scores (|q·k|/√d in the hundreds) your chunked attention gives inf or NaN: "
-    "exp(score) overflows (float32 overflows above exp(88)).",
-    (
-        "exp overflows for large arguments (above about 88 in float32). Softmax does not change "
-        "when one constant is subtracted from all the scores of a query, so the online softmax "
-        "subtracts the running maximum before every exp.",
-        "Keep a running maximum per query, (..., T, 1), updated in each chunk with "
-        "torch.maximum and amax(dim=-1, keepdim=True), and exponentiate the scores minus it.",
-        "Keep a running maximum m per query and exponentiate exp(s - m_new), never exp(s): every "
-        "term is then <= 1.",
-    ),
-)
-CHUNKED_NOT_SHIFT_INVARIANT = misconception(
-    "chunked-not-shift-invariant",
-    "Adding the same amount (100 to 300) to every score of a query must not change attention "
-    "(the softmax cancels it), but it changed your chunked attention's output by up to "
-    "{err:.3g} (causal={causal}).",
-    (
-        "Softmax does not change when the same amount is added to every score of a query; exact "
-        "chunked attention keeps that property only if it subtracts each query's own running "
-        "maximum.",
-        "The maximum is per query (amax over the keys axis, keepdim=True), runs across chunks "
-        "(torch.maximum with the previous one), and the old sums are rescaled when it grows.",
-        "Exponentiate s - m_new with the running maximum m_new of each query, and rescale the "
-        "running sums by exp(m - m_new): no fixed offset, no maximum of the first chunk only.",
-    ),
-)
-CHUNKED_NO_RESCALE = misconception(
-    "chunked-no-rescale",
-    "Your chunked attention does not rescale the running sums when the maximum grows: sums "
-    "taken against the old maximum m are mixed with terms taken against the new one.",
-    (
-        "Sums taken against an old maximum m are in other units than terms taken against the "
-        "new maximum m_new: before adding, convert the old sums with the factor exp(m - m_new).",
-        "Compute the factor exp(m - m_new) per query with torch.exp, and multiply both running "
-        "sums (the normaliser l and the accumulator acc) by it before adding the chunk's terms.",
-        "alpha = exp(m - m_new); then l ← l·alpha + Σ_c p and acc ← acc·alpha + p @ v_chunk: "
-        "rescale both, before adding the new chunk.",
-    ),
-)
-CHUNKED_PER_CHUNK = misconception(
-    "chunked-softmax-per-chunk",
-    "Your chunked attention normalises each chunk on its own and adds (or averages) the "
-    "results: the softmax must be over all keys at once.",
-    (
-        "A softmax over all keys is not a sum or an average of softmaxes over chunks, whose "
-        "weights each sum to 1 on their own. Exact chunking keeps unnormalised sums and "
-        "normalises once.",
-        "Carry the running sum l (of the exps) and the accumulator acc (of the exps times v) "
-        "from chunk to chunk, and divide only after the loop.",
-        "Keep the unnormalised sums l and acc across chunks and divide once, at the end: "
-        "out = acc / l.",
-    ),
-)
-CHUNKED_CHUNK_DEPENDENT = misconception(
-    "chunked-depends-on-chunk-size",
-    "Your chunked attention (causal={causal}) gives different results in chunks of 4 keys and "
-    "in one chunk of all {T} keys (largest difference {err:.3g}): the chunks are not combined "
-    "exactly.",
-    (
-        "Exact chunked attention gives the same result whatever the chunk size: chunking "
-        "changes the order of the work, not the answer. A difference means that the chunks are "
-        "combined inexactly.",
-        "Check the update of the three running quantities of each query: the maximum m, the sum "
-        "l and the accumulator acc, both sums rescaled by exp(m - m_new), and one division at "
-        "the end.",
-        "Exact chunking: running maximum m, l = l * exp(m - m_new) + Σ exp(s - m_new), "
-        "acc = acc * exp(m - m_new) + exp(s - m_new) @ v_chunk, and out = acc / l once at the end.",
-    ),
-)
-CHUNKED_NOT_AVERAGE = misconception(
-    "chunked-weights-not-normalised",
-    "With every key the same, attention gives each query the mean of the values (all scores "
-    "equal, so all weights are 1/T); your chunked attention gives {got:.6g} where the mean is "
-    "{want:.6g}: its weights do not sum to 1, or it computes something else.",
-    (
-        "When all keys are equal, all scores of a query are equal and softmax gives each key "
-        "the weight 1/T: the output is the mean of the values. This tests that the weights sum "
-        "to 1.",
-        "The sum l adds exp(s - m) over every key of every chunk, rescaled like acc, and the "
-        "output is acc divided by l.",
-        "out = acc / l, where l sums exp(s - m) over every key seen, in every chunk.",
-    ),
-)
-CHUNKED_DROPS_TAIL = misconception(
-    "chunked-drops-tail",
-    "When T is not a multiple of chunk_size, your chunked attention skips the last, shorter "
-    "chunk of keys (T = {T}, chunk_size = {chunk}).",
-    (
-        "Every key must be seen, including those of the last, shorter chunk when T is not a "
-        "multiple of chunk_size.",
-        "Let the chunk starts cover all of 0 to T and the last chunk be shorter; the integer "
-        "division T // chunk_size drops the remainder.",
-        "Loop with range(0, T, chunk_size) and cut each chunk at min(start + chunk_size, T); "
-        "slicing k[..., start:start + chunk_size] does this for you.",
-    ),
-)
-CHUNKED_CAUSAL_IGNORED = misconception(
-    "chunked-causal-ignored",
-    "With causal=True your chunked attention still lets queries see future keys.",
-    (
-        "With causal=True no query may see the keys after it, in any chunk: the mask applies "
-        "chunk by chunk, to that chunk's scores.",
-        "In each chunk compare the key positions (an arange from the chunk's start to its stop) "
-        "with the query positions (an arange over T, as a column), and set the blocked scores "
-        "to -inf with masked_fill before the maximum and the exp.",
-        "In each chunk, block key position start + c when it is > the query position, with a "
-        "(T, c) mask built from two aranges, before taking the maximum and the exp.",
-    ),
-)
-CHUNKED_CAUSAL_DIAGONAL = misconception(
-    "chunked-causal-blocks-diagonal",
-    "Your causal mask also blocks the diagonal: query i may not see key i, only j < i. Query 0 "
-    "then sees no key at all (NaN or 0), and every other query misses its own key.",
-    (
-        "Causal attention blocks the future only: each query sees its own key. Blocking the "
-        "diagonal as well leaves the first query nothing to attend to.",
-        "Use a strict comparison: a key is blocked when its position is greater than the "
-        "query's, not greater or equal.",
-        "Causal blocks j > i only: mask = cols > rows (key position greater than the query's), "
-        "not cols >= rows.",
-    ),
-)
-CHUNKED_WRONG_SCALE = misconception(
-    "chunked-wrong-scale",
-    "Your chunked attention divides the scores by {used}; exact attention divides them by "
-    "√d = {expected:.4g} (d = {d}, the width of q and k).",
-    (
-        "Exact attention divides every score by √d, d being the width of q and k; the chunked "
-        "version must compute the very same scores.",
-        "Take d from q's last dimension and multiply each chunk's scores by one over its square "
-        "root (math.sqrt).",
-        "The scale is 1 / √d with d = q.size(-1), the width of q and k, applied to every "
-        "chunk's scores q @ k_chunkᵀ.",
-    ),
-)
-CHUNKED_QUADRATIC = misconception(
-    "chunked-quadratic-memory",
-    "Your chunked attention (causal={causal}) creates a tensor of {n} elements ({op}, shape "
-    "{shape}); with T = {T}, chunk_size = {chunk} and B·H = {BH}, no tensor may exceed "
-    "{limit} elements (T × max(chunk_size, d, d_v) per batch and head).",
-    (
-        "Chunking is about memory: at no time may a (T, T) tensor exist, neither the scores nor "
-        "the mask; per chunk, (T, chunk_size) is enough.",
-        "Build each chunk's mask from that chunk's key positions (an arange from start to stop) "
-        "against the query positions (a column), broadcast to (T, c).",
-        "Never build all (T, T) scores, nor a (T, T) causal mask: per chunk, build the (T, c) "
-        "scores and a (T, c) mask from torch.arange(T)[:, None] and torch.arange(start, stop).",
-    ),
-)
-CHUNKED_PEAK = misconception(
-    "chunked-memory-peak",
-    "Your chunked attention (causal={causal}) held {peak} bytes at once (torch's allocator), "
-    "more than half of what all (T, T) float32 scores take ({full} bytes), although no single "
-    "tensor was too large: many were alive at once (chunks kept in a list?), or were made out "
-    "of the op recorder's sight.",
-    (
-        "Small tensors add up when all are kept: the online softmax folds each chunk into m, l "
-        "and acc, and needs it no more.",
-        "Do not append the chunks' scores or probabilities to a list, nor concatenate them; "
-        "replace the running tensors in each iteration.",
-        "Let each chunk's scores go once they are folded into m, l and acc: keep no list of "
-        "chunks, and concatenate nothing of size (T, T).",
-    ),
-)
-CHUNKED_BUILTIN = misconception(
-    "chunked-calls-builtin",
-    "Your chunked attention calls PyTorch's fused attention ({op}); this exercise is to write "
-    "the online softmax yourself.",
-    (
-        "This exercise is to write the online softmax yourself: calling PyTorch's fused "
-        "attention skips what it teaches.",
-        "Use basic tensor operations only (matrix product, amax, torch.maximum, torch.exp, "
-        "sum, masked_fill), not F.scaled_dot_product_attention.",
-        "Follow the numbered steps in the TODO: a loop over key chunks with a running maximum m, "
-        "running sum l and accumulator acc.",
-    ),
-)
-NOT_RECORDED = misconception(
-    "computation-not-recorded",
-    "{what}: {detail}. The grader measures memory and cost by recording the tensor operations "
-    "your code runs; work done out of its sight cannot be credited.",
-    (
-        "The grader measures memory and cost from the tensor operations your code runs; work "
-        "done out of its sight (in numpy, or with torch's modes switched) leaves nothing to "
-        "credit.",
-        "Compute with torch operations on the given tensors and return a tensor they made; no "
-        ".numpy(), and do not start or stop torch's profiler or dispatch modes.",
-        "Compute with torch operations on the given tensors only: no numpy, and leave torch's "
-        "dispatch modes and profiler alone.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+LOCAL_OFF_BY_ONE = MISTAKES["local-window-off-by-one"]
+LOCAL_NOT_CAUSAL = MISTAKES["local-not-causal"]
+STRIDED_NO_BAND = MISTAKES["strided-drops-local-band"]
+STRIDED_NO_COLUMNS = MISTAKES["strided-drops-columns"]
+STRIDED_NOT_CAUSAL = MISTAKES["strided-not-causal"]
+STRIDE_OFF_BY_ONE = MISTAKES["stride-off-by-one"]
+STRIDED_ABSOLUTE = MISTAKES["strided-absolute-positions"]
+STRIDE_NOT_VALIDATED = MISTAKES["strided-stride-not-validated"]
+LINEAR_NO_NORMALISER = MISTAKES["linear-no-normaliser"]
+LINEAR_WRONG_AXIS = MISTAKES["linear-normaliser-wrong-axis"]
+LINEAR_FEATURE_MAP = MISTAKES["linear-feature-map"]
+LINEAR_SCALED = MISTAKES["linear-scaled"]
+LINEAR_CAUSAL_IGNORED = MISTAKES["linear-causal-ignored"]
+LINEAR_CAUSAL_EXCLUSIVE = MISTAKES["linear-causal-excludes-self"]
+LINEAR_QUADRATIC = MISTAKES["linear-builds-TxT"]
+LINEAR_OPS_QUADRATIC = MISTAKES["linear-op-count-quadratic"]
+LINEAR_PEAK_QUADRATIC = MISTAKES["linear-memory-grows-TxT"]
+CHUNKED_OVERFLOW = MISTAKES["chunked-overflow"]
+CHUNKED_NOT_SHIFT_INVARIANT = MISTAKES["chunked-not-shift-invariant"]
+CHUNKED_NO_RESCALE = MISTAKES["chunked-no-rescale"]
+CHUNKED_PER_CHUNK = MISTAKES["chunked-softmax-per-chunk"]
+CHUNKED_CHUNK_DEPENDENT = MISTAKES["chunked-depends-on-chunk-size"]
+CHUNKED_NOT_AVERAGE = MISTAKES["chunked-weights-not-normalised"]
+CHUNKED_DROPS_TAIL = MISTAKES["chunked-drops-tail"]
+CHUNKED_CAUSAL_IGNORED = MISTAKES["chunked-causal-ignored"]
+CHUNKED_CAUSAL_DIAGONAL = MISTAKES["chunked-causal-blocks-diagonal"]
+CHUNKED_WRONG_SCALE = MISTAKES["chunked-wrong-scale"]
+CHUNKED_QUADRATIC = MISTAKES["chunked-quadratic-memory"]
+CHUNKED_PEAK = MISTAKES["chunked-memory-peak"]
+CHUNKED_BUILTIN = MISTAKES["chunked-calls-builtin"]
+NOT_RECORDED = MISTAKES["computation-not-recorded"]
 
 # --------------------------------------------------------------------------- models
 # What a computation, right or with a known mistake, gives: float64, cast to the inputs' dtype

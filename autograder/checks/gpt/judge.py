@@ -12,7 +12,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import CRASH, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import CRASH, WRONG_TYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...trusted.masks import causal_mask
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from . import probe
@@ -26,332 +27,33 @@ CHECKS = CheckList("gpt")
 
 # --------------------------------------------------------------------------- misconceptions
 
-NO_TYING = misconception(
-    "gpt-no-weight-tying",
-    "lm_head.weight and token_embed.weight are not one parameter: {detail}.",
-    (
-        "Weight tying uses one matrix at both ends of the model: the token embedding (token "
-        "id to vector) and the output layer (vector to logits). Two equal copies are not "
-        "tied: they drift apart in training, and the parameters count twice.",
-        "In __init__, make lm_head's weight the very same nn.Parameter object as "
-        "token_embed's weight: assign the Parameter itself; do not copy its data.",
-        "Assign token_embed's Parameter to lm_head.weight in __init__ (the object itself, "
-        "not .data and not copy_). Then model.parameters() counts the (V, D) matrix once and "
-        "both uses share one gradient.",
-    ),
-)
-NO_EMBED_SCALE = misconception(
-    "gpt-no-embed-scale",
-    "Your logits are what the model gives without the √D embedding scale.",
-    (
-        "Token embeddings are scaled by √D before the positions are added, so that the two "
-        "have comparable magnitudes (as in the original Transformer).",
-        "Multiply the output of the embedding lookup by the square root of d_model, then add "
-        "the positional encoding.",
-        "Multiply the token embeddings by self.d_model ** 0.5 before adding the positions.",
-    ),
-)
-NO_FINAL_NORM = misconception(
-    "gpt-no-final-norm",
-    "Your logits are what the model gives without the final LayerNorm: lm_head(x) instead "
-    "of lm_head(final_norm(x)).",
-    (
-        "Pre-LN blocks leave the residual stream unnormalised, and its scale grows with "
-        "depth; a final LayerNorm before the output layer brings it back.",
-        "Apply self.final_norm to the last block's output, then self.lm_head to the result.",
-        "The logits are lm_head of final_norm of the blocks' output: normalise first, then "
-        "project to the vocabulary.",
-    ),
-)
-LOG_SOFTMAX = misconception(
-    "gpt-log-softmax-output",
-    "Your MiniGPT returns log-probabilities (log_softmax of the logits), not the logits.",
-    (
-        "A language model's forward returns raw scores, the logits; turning them into "
-        "probabilities is the job of the loss (cross-entropy) or of the sampler.",
-        "Return lm_head's output as it is, with no softmax or log_softmax after it; "
-        "F.cross_entropy and generate apply their own.",
-        "Return lm_head(final_norm(x)) as it is: F.cross_entropy and generate's softmax "
-        "expect raw logits (log_softmax happens inside cross_entropy).",
-    ),
-)
-NO_CAUSAL = misconception(
-    "gpt-no-causal-mask",
-    "Your model lets later tokens change the logits of earlier positions: the blocks run "
-    "without the causal mask, so position t can read the token it should predict.",
-    (
-        "A language model predicts each token from the tokens before it; if position t can "
-        "see position t + 1, training teaches it to copy the answer, and it fails when it "
-        "generates.",
-        "Build the causal mask for the sequence length T (causal_mask from masks.py, on "
-        "idx's device) and pass it to every block.",
-        "causal_mask(T, device=idx.device), given to every block as block(x, mask=...).",
-    ),
-)
-CONSTANT = misconception(
-    "gpt-ignores-input",
-    "Your logits after position {t} stayed the same when the tokens there changed: the "
-    "model does not read its input.",
-    (
-        "The logits must depend on the tokens: every prediction is computed from the token "
-        "ids the model is given.",
-        "Start forward from idx: embed the ids, add the positions, then run the blocks, the "
-        "final norm and lm_head, each on the previous step's output.",
-        "The logits come from the token ids: token_embed(idx) * √D + positions, the blocks, "
-        "final_norm, lm_head.",
-    ),
-)
-TOO_LONG = misconception(
-    "gpt-too-long",
-    "MiniGPT with max_len = {max_len}: {detail}.",
-    (
-        "The positional encoding covers only max_len positions; a longer sequence must be "
-        "refused with a clear error, not cut silently or left to crash deep inside the model.",
-        "At the start of forward, compare T (the second dimension of idx) with self.max_len "
-        "and raise ValueError when it is larger; T equal to max_len is allowed.",
-        "Raise ValueError when T > self.max_len (T == max_len is allowed), naming both numbers.",
-    ),
-)
-ATTN_LIST = misconception(
-    "gpt-return-attn",
-    "forward(idx, return_attn=True) should return (logits, a list of {layers} weight tensors "
-    "(B, H, T, T), one per block), but {detail}.",
-    (
-        "return_attn=True is for inspection: the caller wants every layer's attention "
-        "weights, one tensor per block, in block order.",
-        "Keep a Python list; append the weights each block returns as you loop over the "
-        "blocks; return (logits, that list) when return_attn is True, the logits alone "
-        "otherwise.",
-        "Each block returns (x, weights): append the weights to the list in the loop, and "
-        "return logits together with the list when return_attn is True.",
-    ),
-)
-NO_CROPPING = misconception(
-    "gen-no-cropping",
-    "generate fed the model {T} tokens, more than its max_len = {max_len}: the context was not "
-    "cropped once the sequence grew past max_len.",
-    (
-        "The model accepts at most max_len tokens; once the generated sequence is longer, "
-        "only its most recent max_len tokens can serve as context.",
-        "Before each model call, slice the last max_len tokens along the time dimension (a "
-        "negative start index).",
-        "Feed only the last max_len tokens each step: idx[:, -model.max_len:] as the model's "
-        "input.",
-    ),
-)
-CROP_FIRST = misconception(
-    "gen-crop-keeps-first",
-    "Your context keeps the first max_len tokens; it must keep the last ones, the most recent.",
-    (
-        "The next token depends most on the most recent ones: a sliding window keeps the end "
-        "of the sequence and drops its beginning.",
-        "Slice the time dimension from -max_len to the end, not from 0 to max_len.",
-        "idx[:, -model.max_len:], not idx[:, :model.max_len].",
-    ),
-)
-CONTEXT = misconception(
-    "gen-wrong-context",
-    "generate fed the model other tokens than the last max_len of the sequence: {detail}.",
-    (
-        "At each step the model reads the sequence generated so far, the prompt and every "
-        "new token, cropped to its last max_len tokens.",
-        "Each step: slice the last max_len tokens of the whole sequence, call the model "
-        "once, and append the new token to the whole sequence (not to the cropped context).",
-        "Each step: the context is idx[:, -model.max_len:], one model call on it, then "
-        "torch.cat the new token onto idx along dim=1.",
-    ),
-)
-TEMPERATURE_AFTER = misconception(
-    "gen-temperature-after-softmax",
-    "With temperature {temperature}, your samples are the ones temperature 1 gives: the "
-    "temperature never reached the logits (dividing the probabilities after the softmax "
-    "changes nothing, because multinomial renormalises them).",
-    (
-        "Temperature reshapes the distribution by scaling the logits before the softmax; "
-        "scaling the probabilities afterwards is undone by the normalisation.",
-        "Divide the last position's logits by the temperature, then apply the softmax.",
-        "Divide the logits by the temperature, then take the softmax of the result over "
-        "dim=-1, then sample.",
-    ),
-)
-TEMPERATURE_MULTIPLIED = misconception(
-    "gen-temperature-multiplied",
-    "With temperature {temperature}, your samples are the ones logits × {temperature} give: "
-    "the logits must be divided by the temperature, not multiplied.",
-    (
-        "A low temperature sharpens the distribution towards the most likely token and a "
-        "high one flattens it: dividing the logits by the temperature does that, multiplying "
-        "does the opposite.",
-        "Divide the logits by temperature (do not multiply) before the softmax.",
-        "logits / temperature: a temperature below 1 sharpens the distribution, above 1 "
-        "flattens it.",
-    ),
-)
-TEMPERATURE_ZERO = misconception(
-    "gen-temperature-zero-divides",
-    "With temperature 0, your generate raised {error}: it divided the logits by 0 (inf and "
-    "NaN) and sampled, instead of taking the argmax.",
-    (
-        "Temperature 0 is the limit of ever sharper distributions: all the probability on "
-        "the most likely token. It is computed as a special case (greedy decoding), not by "
-        "dividing by 0.",
-        "Test for temperature == 0 before the division, and take the argmax over the "
-        "vocabulary instead of sampling.",
-        "When temperature == 0, the next id is logits.argmax over dim=-1 with keepdim=True: "
-        "no division and no sampling.",
-    ),
-)
-TOPK_AFTER = misconception(
-    "gen-topk-after-sampling",
-    "With top_k = {k}, your generate picked a token outside the {k} most likely ones "
-    "(step {step}, sequence {row}): top-k was applied after sampling, or not at all.",
-    (
-        "Top-k sampling restricts the choice to the k most likely tokens; the restriction "
-        "acts on the distribution, before the draw.",
-        "Find the k-th largest logit of each row with torch.topk, and set every logit below "
-        "it to -inf (masked_fill) before the softmax.",
-        "Before sampling: kth = the last column of torch.topk(logits, k).values (kept 2-D, "
-        "[:, -1:]); then masked_fill the logits below kth with float('-inf').",
-    ),
-)
-TOPK_EXTRA = misconception(
-    "gen-topk-keeps-k-plus-1",
-    "With top_k = {k}, your generate kept {k} + 1 tokens: it sampled the ({k}+1)-th most "
-    "likely token (step {step}, sequence {row}), so the threshold is one place too far.",
-    (
-        "The threshold is the k-th largest logit itself: exactly k tokens (more only on "
-        "ties) stay at or above it.",
-        "torch.topk returns the values sorted in decreasing order: the k-th largest is at "
-        "index k - 1 (the last of the k), not at index k.",
-        "The k-th largest logit is torch.topk(logits, k).values[:, -1:] (index k - 1 of the "
-        "sorted values, not index k); keep the logits >= it.",
-    ),
-)
-TOPK_CLAMP = misconception(
-    "gen-topk-not-clamped",
-    "generate with top_k = {k} larger than the vocabulary (V = {V}) raised {error}.",
-    (
-        "A top_k larger than the vocabulary asks for more tokens than there are; it means "
-        "'keep them all', and must not crash.",
-        "Clamp k to the vocabulary size (logits.size(-1)) before calling torch.topk.",
-        "Use Python's min to clamp: the smaller of top_k and the vocabulary size, logits.size(-1).",
-    ),
-)
-GREEDY = misconception(
-    "gen-greedy-not-argmax",
-    "With temperature 0, generate must pick the most likely token at every step (greedy), "
-    "but your tokens differ from the argmax at step {step}.",
-    (
-        "Greedy decoding always takes the single most likely token: there is no randomness "
-        "left, and the result is fully determined by the model.",
-        "For temperature == 0, take the argmax of the last position's logits over the "
-        "vocabulary; skip the division, top-k and sampling.",
-        "temperature == 0 is a special case: logits.argmax over dim=-1 with keepdim=True "
-        "(shape (B, 1)), with no division and no sampling.",
-    ),
-)
-OTHER_TOKENS = misconception(
-    "gen-other-tokens",
-    "{what}: sequence {row} first differs from the reference's at new token {step}: you "
-    "drew token {got}, the reference draws token {want} with the same generator and seed.",
-    (
-        "Sampling with a seeded generator is reproducible only when every random draw "
-        "happens in the same order, from the same distribution.",
-        "Each step: the last position's logits, divided by the temperature, top-k, softmax, "
-        "then one token drawn with torch.multinomial and the given generator; draw nothing "
-        "else from it.",
-        "Follow the docstring's order: logits of the last position / temperature, top-k, "
-        "softmax, then one torch.multinomial(probs, 1, generator=generator) per step; draw "
-        "nothing else from the generator.",
-    ),
-)
-GRAD_TRACKING = misconception(
-    "gen-grad-tracking",
-    "generate ran the model with gradient tracking on: every step keeps the graph in memory "
-    "for a backward pass that never comes.",
-    (
-        "Generation is inference: no backward pass follows, so recording the computation "
-        "graph only costs memory and time.",
-        "Turn off gradient tracking for the whole loop: the torch.no_grad context manager, "
-        "or the decorator of the same name.",
-        "Wrap the loop in a `with torch.no_grad()` block (or decorate generate with "
-        "@torch.no_grad()).",
-    ),
-)
-TRAIN_MODE = misconception(
-    "gen-train-mode",
-    "generate ran the model in training mode, so dropout was still active while sampling.",
-    (
-        "Sampling uses the model as trained, without dropout's randomness: that is "
-        "evaluation mode.",
-        "Switch the model to evaluation mode (Module.eval) before generating.",
-        "Call eval() on the model before the loop (and give it back its old mode at the end).",
-    ),
-)
-MODE_NOT_RESTORED = misconception(
-    "gen-mode-not-restored",
-    "After generate, the model is in {got} mode, but it was in {expected} mode before the call.",
-    (
-        "A helper should leave the model as it found it: generate switches to evaluation "
-        "mode for sampling, then hands back the mode the caller had.",
-        "Read model.training before switching, and restore it with model.train(...) at the "
-        "end, even when an error occurs (try/finally).",
-        "Save the flag model.training before calling eval(); at the end, in a finally: "
-        "block, hand it back to model.train.",
-    ),
-)
-TRAIN_RESULT = misconception(
-    "train-wrong-return",
-    "train(...) should return a list of {steps} floats (one loss per step), but {detail}.",
-    (
-        "train reports how learning went: one loss per step, as plain Python floats, so that "
-        "the caller can plot or compare them.",
-        "Turn each step's loss tensor into a float with .item() and append it to a list; "
-        "return the list after the loop.",
-        "Start with an empty list, append the loss's .item() every step, and return the list.",
-    ),
-)
-TRAIN_NOT_SHIFTED = misconception(
-    "train-targets-not-shifted",
-    "After your training run the model predicts the token it is reading, not the next one: "
-    "the targets were the inputs themselves (loss {identity:.2f} on copying, {loss:.2f} on "
-    "the next token).",
-    (
-        "A language model learns to predict the next token: the target at each position is "
-        "the token one step later, not the token it is reading.",
-        "Take the targets from the same random starts as the inputs, one position further on.",
-        "The targets are the input windows shifted by one: data at starts + offsets + 1, "
-        "where x takes starts + offsets.",
-    ),
-)
-TRAIN_NO_UPDATE = misconception(
-    "train-no-update",
-    "Your training run did not change the model (loss {before:.3f} before, {loss:.3f} after).",
-    (
-        "Training changes the weights: each step computes the gradients of the loss, and the "
-        "optimiser moves the parameters against them.",
-        "Build the optimiser on model.parameters(); each step, clear the gradients, "
-        "backpropagate the loss and take an optimiser step.",
-        "Each step: zero_grad() on the optimiser, backward() on the loss, then step(); the "
-        "optimiser is built once, on model.parameters().",
-    ),
-)
-TRAIN_LOSS_HIGH = misconception(
-    "train-loss-too-high",
-    "After your training run the mean loss on held-out windows is {loss:.3f} nats per "
-    "character; our solution's runs reach at most {solution:.2f} and we ask for below "
-    "{threshold:.2f}.",
-    (
-        "A correct training loop steadily lowers the next-character loss; a loss that stays "
-        "high means the model learns from the wrong batches, with the wrong loss, or not at "
-        "all.",
-        "Check in this order: the batches (inputs and next-token targets from the same "
-        "starts), the loss (cross-entropy over the flattened positions), the optimiser step "
-        "(zero_grad, backward, step).",
-        "Check the batches (x and the next-token targets y), the loss (cross_entropy on (N, "
-        "V) logits and (N,) targets) and the optimiser step (zero_grad, backward, step).",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+NO_TYING = MISTAKES["gpt-no-weight-tying"]
+NO_EMBED_SCALE = MISTAKES["gpt-no-embed-scale"]
+NO_FINAL_NORM = MISTAKES["gpt-no-final-norm"]
+LOG_SOFTMAX = MISTAKES["gpt-log-softmax-output"]
+NO_CAUSAL = MISTAKES["gpt-no-causal-mask"]
+CONSTANT = MISTAKES["gpt-ignores-input"]
+TOO_LONG = MISTAKES["gpt-too-long"]
+ATTN_LIST = MISTAKES["gpt-return-attn"]
+NO_CROPPING = MISTAKES["gen-no-cropping"]
+CROP_FIRST = MISTAKES["gen-crop-keeps-first"]
+CONTEXT = MISTAKES["gen-wrong-context"]
+TEMPERATURE_AFTER = MISTAKES["gen-temperature-after-softmax"]
+TEMPERATURE_MULTIPLIED = MISTAKES["gen-temperature-multiplied"]
+TEMPERATURE_ZERO = MISTAKES["gen-temperature-zero-divides"]
+TOPK_AFTER = MISTAKES["gen-topk-after-sampling"]
+TOPK_EXTRA = MISTAKES["gen-topk-keeps-k-plus-1"]
+TOPK_CLAMP = MISTAKES["gen-topk-not-clamped"]
+GREEDY = MISTAKES["gen-greedy-not-argmax"]
+OTHER_TOKENS = MISTAKES["gen-other-tokens"]
+GRAD_TRACKING = MISTAKES["gen-grad-tracking"]
+TRAIN_MODE = MISTAKES["gen-train-mode"]
+MODE_NOT_RESTORED = MISTAKES["gen-mode-not-restored"]
+TRAIN_RESULT = MISTAKES["train-wrong-return"]
+TRAIN_NOT_SHIFTED = MISTAKES["train-targets-not-shifted"]
+TRAIN_NO_UPDATE = MISTAKES["train-no-update"]
+TRAIN_LOSS_HIGH = MISTAKES["train-loss-too-high"]
 
 # --------------------------------------------------------------------------- models
 # What MiniGPT and generate compute with a given mistake, to recognise it by its output.

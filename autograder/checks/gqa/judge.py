@@ -11,8 +11,9 @@ import math
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure
 from ...diagnosis import infer_scale, name_scale
+from ...misconception_data import misconceptions_of
 from ...trusted.multihead import split_heads
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..attention.judge import NO_SCALING
@@ -22,177 +23,20 @@ CHECKS = CheckList("gqa")
 
 # --------------------------------------------------------------------------- misconceptions
 
-REPEAT_TILED = misconception(
-    "gqa-repeat-tiled",
-    "Your key/value heads are tiled (0, 1, ..., H_kv-1, 0, 1, ...) instead of each repeated "
-    "n_rep times in a row (0, 0, ..., 1, 1, ...): query head h meets key head h % H_kv, not "
-    "h // n_rep. Tensor.repeat does this; the shape is right and the pairing is wrong.",
-    (
-        "Consecutive query heads form a group that shares one key/value head: query heads 0 to "
-        "n_rep - 1 all meet key/value head 0, the next n_rep meet head 1, and so on. Copying "
-        "the heads in the wrong order keeps the shape and breaks that pairing.",
-        "Repeat along the head dimension (dim=1) so that the copies of one head stay next to "
-        "each other: torch.repeat_interleave does this, Tensor.repeat tiles the whole block.",
-        "torch.repeat_interleave(..., n_rep, dim=1), or x[:, :, None].expand(B, H_kv, n_rep, "
-        "T, d).reshape(B, H_kv * n_rep, T, d): the repeats of one head must sit next to each "
-        "other, as consecutive query heads form a group.",
-    ),
-)
-WRONG_GROUP_COUNT = misconception(
-    "gqa-wrong-group-count",
-    "Your code passed {seen} key heads to scaled_dot_product_attention, but there are H = {H} "
-    "query heads: each of the H_kv = {H_kv} key/value heads should be repeated "
-    "n_rep = H / H_kv = {n_rep} times.",
-    (
-        "Each key/value head serves a whole group of query heads. After the repeat there must "
-        "be exactly one key/value head for every query head, so the number of repeats is the "
-        "size of one group.",
-        "n_rep is the ratio of the two head counts (query heads per key/value head), an "
-        "integer division computed once in __init__ and passed to repeat_kv.",
-        "n_rep is the number of query heads per key/value head: num_heads // num_kv_heads "
-        "(not num_kv_heads, nor num_kv_heads // num_heads).",
-    ),
-)
-KV_FULL_WIDTH = misconception(
-    "gqa-kv-full-width",
-    "Your {name} maps D = {D} features to {got}, but the keys and values have only H_kv = "
-    "{H_kv} heads of d_k = {d_k} features: {expected} outputs. Full-width key/value "
-    "projections are multi-head attention, and save no memory.",
-    (
-        "What grouped-query attention saves is the key/value cache: keys and values have fewer "
-        "heads than queries, so their projections produce fewer features than d_model.",
-        "Keep the nn.Linear layers the stub creates, with their output sizes; reshape the "
-        "outputs of w_k and w_v into num_kv_heads heads, not num_heads.",
-        "Keep the projections the stub creates: w_k and w_v are nn.Linear(d_model, "
-        "num_kv_heads * d_k); only w_q and w_o are D -> D.",
-    ),
-)
-GQA_SCALE = misconception(
-    "gqa-wrong-scale",
-    "Your scores were divided by {used}, but one query head has d_k = {d_k} features, so the "
-    "divisor is √d_k = {expected:.4g}.",
-    (
-        "Scaled dot-product attention divides each score by the square root of the width of "
-        "the two vectors in that dot product, and a score is a dot product inside one head.",
-        "The width of one head is d_k = d_model // num_heads. The scaled_dot_product_attention "
-        "of the earlier exercise divides by the square root of q's last dimension, so give it "
-        "the split (B, H, T, d_k) tensors and add no scale of your own.",
-        "The scale belongs to one head: √d_k with d_k = D // H, not √D nor the width of all "
-        "key/value heads. scaled_dot_product_attention(q, k, v, mask) on the split tensors "
-        "does it.",
-    ),
-)
-ONE_KV_HEAD = misconception(
-    "gqa-one-kv-head",
-    "Every query head used key/value head 0: the other key/value heads are ignored. That is "
-    "multi-query attention whatever num_kv_heads says.",
-    (
-        "With num_kv_heads key/value heads, each group of query heads has keys and values of "
-        "its own; sending every group to one head wastes the others (that is multi-query "
-        "attention).",
-        "Reshape the outputs of w_k and w_v into num_kv_heads heads, (B, H_kv, T, d_k), then "
-        "repeat them with repeat_kv; do not index or slice out a single head.",
-        "Split the keys and values into num_kv_heads heads and repeat each n_rep times "
-        "(repeat_kv), so query head h meets key/value head h // n_rep.",
-    ),
-)
-WRONG_GROUPS = misconception(
-    "gqa-wrong-groups",
-    "Changing key head {g} (its rows of w_k) changed the weights of query heads {changed}; "
-    "it should change those of query heads {expected} (its group) and no other.",
-    (
-        "A key/value head should influence only the query heads of its own group: group g is "
-        "the n_rep consecutive query heads g·n_rep to (g + 1)·n_rep - 1.",
-        "Check the order of the reshape and the transpose on k and v, (B, T, H_kv, d_k) -> "
-        "(B, H_kv, T, d_k), then repeat along dim=1 so that the copies of one head stay "
-        "together.",
-        "Query head h belongs to group h // n_rep: repeat each key/value head n_rep times in a "
-        "row (repeat_kv) after splitting k and v into (B, H_kv, T, d_k).",
-    ),
-)
-NO_WO = misconception(
-    "gqa-no-output-projection",
-    "Your grouped-query attention never applies w_o: the output is the concatenated heads.",
-    (
-        "After attention the heads sit side by side; the output projection mixes them, so that "
-        "every output feature can draw on every head. Without it the learned W_O is unused.",
-        "Merge the heads back into (B, T, d_model) (transpose, then reshape) and pass the "
-        "result through the output layer the stub creates.",
-        "Finish with self.w_o(merged heads): W_O mixes the heads into every output feature.",
-    ),
-)
-NO_ERROR = misconception(
-    "gqa-no-valueerror",
-    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) should raise "
-    "ValueError ({why}), but it {got}.",
-    (
-        "A layer built with sizes that cannot work should refuse at once with a clear error, "
-        "rather than fail later in a confusing reshape or silently drop heads.",
-        "At the top of __init__, test each divisibility with the % operator and raise "
-        "ValueError when a remainder is not 0 (num_kv_heads must also be at least 1).",
-        "Check the sizes first in __init__: num_heads % num_kv_heads and d_model % num_heads "
-        "must both be 0; raise ValueError saying which is not.",
-    ),
-)
-ERROR_UNCLEAR = misconception(
-    "gqa-error-unclear",
-    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) raised "
-    "ValueError, but its message ({text!r}) does not say which: {why}.",
-    (
-        "An error message should tell the caller which sizes do not fit, so that they can fix "
-        "the call without reading your code.",
-        "Raise one ValueError per condition, and put the sizes involved into its message with "
-        "an f-string.",
-        "Name the sizes that do not fit, e.g. 'num_kv_heads = 4 does not divide num_heads = 6' "
-        "or 'num_heads = 4 does not divide d_model = 10'.",
-    ),
-)
-BYTES_FULL_WIDTH = misconception(
-    "gqa-kv-bytes-full-width",
-    "kv_cache_bytes({args}) returned {got}: the size of num_heads key/value heads. GQA caches "
-    "only num_kv_heads heads, {expected} bytes.",
-    (
-        "The memory grouped-query attention saves is in the key/value cache: only the "
-        "key/value heads are stored, and there are fewer of them than query heads.",
-        "Count num_kv_heads heads, not num_heads; each is still d_k = d_model // num_heads wide "
-        "(a key/value head is as wide as a query head).",
-        "bytes = 2 x T x num_kv_heads x d_k x bytes per element, with d_k = d_model // num_heads.",
-    ),
-)
-BYTES_KEYS_ONLY = misconception(
-    "gqa-kv-bytes-keys-only",
-    "kv_cache_bytes({args}) returned {got}, half of {expected}: the keys only. The cache holds "
-    "the values too.",
-    (
-        "A KV cache stores two tensors: the keys and the values of every past token.",
-        "Keys and values have the same shape, (T, num_kv_heads, d_k), so the count has a factor 2.",
-        "Count both: 2 x T x num_kv_heads x d_k x bytes per element.",
-    ),
-)
-BYTES_ELEMENTS = misconception(
-    "gqa-kv-bytes-elements",
-    "kv_cache_bytes({args}) returned {got}, the number of elements; in bytes it is {expected} "
-    "({size} bytes per {dtype} element).",
-    (
-        "The function returns bytes: a count of numbers must be multiplied by the memory one "
-        "number takes, which depends on its dtype.",
-        "Ask torch for the size of one element of `dtype` (element_size() of a tensor of that "
-        "dtype, or dtype.itemsize) rather than keeping a table of your own.",
-        "Multiply by the bytes per element: torch.empty((), dtype=dtype).element_size() or "
-        "dtype.itemsize (2 for float16/bfloat16, 4 for float32, 8 for float64).",
-    ),
-)
-BYTES_WRONG = misconception(
-    "gqa-kv-bytes-wrong",
-    "kv_cache_bytes({args}) returned {got}, expected {expected}.",
-    (
-        "The cache holds a key and a value for every position and every key/value head, each "
-        "a vector of d_k numbers of the given dtype: its size is the product of these counts.",
-        "The factors are 2 (keys and values), T, num_kv_heads, d_k = d_model // num_heads and "
-        "the bytes of one element of dtype: check each against the docstring.",
-        "bytes = 2 (keys and values) x T x num_kv_heads x d_k x bytes per element.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+REPEAT_TILED = MISTAKES["gqa-repeat-tiled"]
+WRONG_GROUP_COUNT = MISTAKES["gqa-wrong-group-count"]
+KV_FULL_WIDTH = MISTAKES["gqa-kv-full-width"]
+GQA_SCALE = MISTAKES["gqa-wrong-scale"]
+ONE_KV_HEAD = MISTAKES["gqa-one-kv-head"]
+WRONG_GROUPS = MISTAKES["gqa-wrong-groups"]
+NO_WO = MISTAKES["gqa-no-output-projection"]
+NO_ERROR = MISTAKES["gqa-no-valueerror"]
+ERROR_UNCLEAR = MISTAKES["gqa-error-unclear"]
+BYTES_FULL_WIDTH = MISTAKES["gqa-kv-bytes-full-width"]
+BYTES_KEYS_ONLY = MISTAKES["gqa-kv-bytes-keys-only"]
+BYTES_ELEMENTS = MISTAKES["gqa-kv-bytes-elements"]
+BYTES_WRONG = MISTAKES["gqa-kv-bytes-wrong"]
 
 # --------------------------------------------------------------------------- models
 # What grouped-query attention with a given mistake computes, in float64, to recognise it.

@@ -14,7 +14,8 @@ import re
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..rotary.judge import ROTATES_V
 from . import probe
@@ -23,261 +24,28 @@ CHECKS = CheckList("kvcache")
 
 # --------------------------------------------------------------------------- misconceptions
 
-POSITIONS_RESTART = misconception(
-    "kv-positions-restart",
-    "{what}: the new tokens were rotated at positions 0, 1, ... although the cache already "
-    "held {p0} tokens. A cached step must continue the positions: p0, p0 + 1, ...",
-    (
-        "A token's position is where it sits in the whole sequence, not in this call's "
-        "input: after p0 cached tokens, the next one is at position p0.",
-        "Read p0 from the cache (cache.length(layer)) before appending, and build the "
-        "positions with torch.arange starting at p0.",
-        "The positions are torch.arange(p0, p0 + T) on x's device, with p0 = cache.length(layer) "
-        "read before append; pass them to apply_rotary for both q and k, and use them for the "
-        "causal mask.",
-    ),
-)
-WRONG_AXIS = misconception(
-    "kv-append-wrong-axis",
-    "{what} has shape {got}, expected {expected}: you concatenated along dim {dim} ({axis}), "
-    "not along the time axis, dim 2.",
-    (
-        "A cache grows in time only: every new token adds one row per head; the batch, the "
-        "heads and the features keep their sizes.",
-        "Concatenate the old and the new tensors with torch.cat along the time axis of "
-        "(B, H_kv, T, d), which is dim 2 (or dim=-2).",
-        "torch.cat([old_k, k], dim=2), and the same for v.",
-    ),
-)
-NEW_ONLY = misconception(
-    "kv-append-new-only",
-    "{what}: append returned only this call's tokens ({T}), not all {S} cached so far: the "
-    "new tokens cannot attend to the earlier ones.",
-    (
-        "The point of the cache is to give attention every key and value seen so far: the "
-        "old ones from the cache, the new ones from this call.",
-        "Store the concatenation in self.keys[layer] / self.values[layer] and return the "
-        "stored tensors, not the arguments.",
-        "self.keys[layer] = torch.cat([old, k], dim=2); ...; return self.keys[layer], "
-        "self.values[layer].",
-    ),
-)
-LAYERS_SHARED = misconception(
-    "kv-layers-share-cache",
-    "{what}: the keys of different layers were stored together. Each layer has its own keys "
-    "and values (layer 0's keys are not layer 1's).",
-    (
-        "Every attention layer projects its own keys and values, so each needs its own "
-        "history; one list for all layers mixes them.",
-        "Index the stores by the layer argument: self.keys[layer], self.values[layer].",
-        "old = self.keys[layer]; ... self.keys[layer] = torch.cat([old, k], dim=2).",
-    ),
-)
-LENGTH_CALLS = misconception(
-    "kv-length-counts-calls",
-    "KVCache.length({layer}) returned {got} after {calls} calls to append, but the layer holds "
-    "{expected} tokens: length counts tokens, not calls (a prefill adds several at once).",
-    (
-        "The length of the cache is the position of the next token: a prefill of a 5-token "
-        "prompt moves it by 5, not by 1.",
-        "Read it from the cached keys: the size of their time axis (dim 2).",
-        "self.keys[layer].size(2) once the layer holds keys, and 0 while self.keys[layer] is None.",
-    ),
-)
-LENGTH_WRONG = misconception(
-    "kv-length-wrong",
-    "KVCache.length({layer}) returned {got}, but the layer holds {expected} tokens.",
-    (
-        "length is the number of tokens cached in that layer, 0 while it is empty; it is "
-        "the next token's position.",
-        "Use the size of the time axis (dim 2) of the layer's cached keys, and 0 when the "
-        "layer holds nothing; return a Python int.",
-        "self.keys[layer].size(2) (an int), or 0 when self.keys[layer] is None; not the "
-        "number of calls, nor a size of another axis.",
-    ),
-)
-APPEND_FAILED = misconception(
-    "kv-append-failed",
-    "KVCache.append failed on a correct call ({where}): {error}.",
-    (
-        "Appending T new tokens (T = 1 for a step, several for a prefill) to a layer must "
-        "work whatever was cached before, and on an empty layer.",
-        "An empty layer holds None: store k and v as they are; otherwise concatenate along "
-        "dim 2 with torch.cat. Only raise ValueError for the mismatches the docstring names.",
-        "When self.keys[layer] is None, store k and v; otherwise torch.cat([self.keys[layer], "
-        "k], dim=2) and the same for the values.",
-    ),
-)
-NO_VALUEERROR = misconception(
-    "kv-append-no-valueerror",
-    "KVCache.append({case}) should raise ValueError, but it {got}.",
-    (
-        "A cache that silently accepts a tensor of the wrong shape fails later, far from the "
-        "mistake; bad input should stop at once with a clear message.",
-        "Compare the shapes before concatenating: k.shape[:3] with v.shape[:3], and every "
-        "axis but dim 2 with what the layer holds; raise ValueError when they differ.",
-        "When k.shape[:3] != v.shape[:3], raise a ValueError(f'... k {{tuple(k.shape)}} ... v "
-        "{{tuple(v.shape)}}'), and the same when a step does not fit self.keys[layer].",
-    ),
-)
-ERROR_UNCLEAR = misconception(
-    "kv-append-error-unclear",
-    "KVCache.append({case}) raised ValueError, but its message ({text!r}) does not give the "
-    "shapes: the reader cannot see which tensor was wrong.",
-    (
-        "An error message should let the reader fix the call without a debugger: say what "
-        "was expected and what came.",
-        "Put the shapes in the message (tuple(k.shape), tuple(v.shape), the cached shape).",
-        "ValueError(f'k of shape {{tuple(k.shape)}} does not fit the cache of shape "
-        "{{tuple(old.shape)}}')",
-    ),
-)
-CACHE_UNROTATED = misconception(
-    "kv-cache-unrotated-keys",
-    "Your cache holds the keys before rotation. This kit's convention (LLaMA's and Hugging "
-    "Face's) caches them after: each key is turned once, at its own position, and never again.",
-    (
-        "Rotating before caching means no cached key ever needs turning again; caching raw "
-        "keys forces every step to rotate the whole cache, work that grows with its length.",
-        "Call apply_rotary on the new keys first, then append the rotated keys.",
-        "k = apply_rotary(k, positions, self.base) before keys, values = cache.append(layer, "
-        "k, v).",
-    ),
-)
-KEYS_UNROTATED = misconception(
-    "kv-keys-used-unrotated",
-    "{what}: the keys you attended over were never rotated (you appended them before "
-    "apply_rotary and used what append returned), while the queries were.",
-    (
-        "Scores see relative positions only when both the query and the key are turned; "
-        "keys taken from the cache before rotation are plain projections.",
-        "Rotate the new keys with apply_rotary first, then append them, and attend over what "
-        "append returns.",
-        "q, k = apply_rotary(q, positions, ...), apply_rotary(k, positions, ...); then "
-        "keys, values = cache.append(layer, k, v).",
-    ),
-)
-ROTATED_TWICE = misconception(
-    "kv-keys-rotated-twice",
-    "{what}: the keys were rotated twice (turned at their position before caching, then the "
-    "whole cache turned again), so a key at position p ends up turned by 2p.",
-    (
-        "Rotation is applied once per key, at its position; cached keys are already turned.",
-        "Mix no conventions: rotate the new keys, append them, and use the cache's keys as "
-        "they are.",
-        "keys, values = cache.append(layer, apply_rotary(k, positions, ...), v): no "
-        "apply_rotary on keys afterwards.",
-    ),
-)
-NO_MASK = misconception(
-    "kv-prefill-no-mask",
-    "{what}: a prefill of several tokens attended without a causal mask, so each prompt token "
-    "saw the tokens after it. A single step needs no mask; a prefill does.",
-    (
-        "In a prefill all prompt tokens are computed at once, and each must still see only "
-        "itself and the tokens before it, as when they were generated one by one.",
-        "Build a (T, S) bool mask, True where the key's position is greater than the "
-        "query's, and pass it to scaled_dot_product_attention.",
-        "mask = torch.arange(S)[None, :] > positions[:, None]  # (T, S), True = a future key",
-    ),
-)
-MASK_NOT_OFFSET = misconception(
-    "kv-mask-not-offset",
-    "{what}: your causal mask is the (T, S) upper triangle, which lines query i up with key i. "
-    "With p0 cached tokens, query i sits at position p0 + i: it may see keys 0 .. p0 + i.",
-    (
-        "The mask compares positions in the whole sequence; the new queries start at p0, the "
-        "keys at 0.",
-        "Compare the key positions 0 .. S-1 with the query positions p0 .. p0 + T - 1 "
-        "(broadcasting), or shift the triangle's diagonal by p0.",
-        "mask = torch.arange(S)[None, :] > positions[:, None], with positions = p0 + "
-        "torch.arange(T).",
-    ),
-)
-NOT_RESET = misconception(
-    "kv-cache-not-reset",
-    "{what}: the keys and values of the previous call's sequence were still in the cache: a "
-    "new sequence must start with an empty cache.",
-    (
-        "A cache belongs to one batch of sequences; keeping it across calls lets an old text "
-        "leak into the attention of a new one.",
-        "Create the cache inside greedy_decode, once per call (or call reset() first), never at "
-        "module level, as a default argument or on the model.",
-        "cache = KVCache(len(model.layers)) as the first line of greedy_decode when use_cache.",
-    ),
-)
-FEEDS_ALL = misconception(
-    "kv-generate-feeds-all",
-    "{what}: with the cache, each step fed the whole sequence again, so the cache holds every "
-    "old token several times. After the prefill, feed only the token just chosen.",
-    (
-        "The cache already holds the keys and values of every earlier token; a step only "
-        "adds the newest one.",
-        "After the prefill call on the prompt, call the model on a (B, 1) tensor: the token "
-        "chosen at the previous step.",
-        "After the prefill, model(next_token, cache) with next_token of shape (B, 1), never "
-        "model(tokens, cache).",
-    ),
-)
-NOT_GREEDY = misconception(
-    "kv-generate-not-greedy",
-    "greedy_decode's token {index} is {got}, but the logits it returned for that step have their "
-    "maximum at {expected}: greedy decoding picks the argmax of the last position's logits.",
-    (
-        "Greedy decoding takes the most likely token at each step, from the logits of the "
-        "last position only.",
-        "Take logits[:, -1] (B, V), then argmax over the vocabulary (dim=-1), and append it.",
-        "logits[:, -1].argmax(dim=-1, keepdim=True) is the (B, 1) next token; it is what you "
-        "append to the tokens and what you feed at the next step.",
-    ),
-)
-PROMPT_LOST = misconception(
-    "kv-generate-prompt-lost",
-    "greedy_decode's tokens should start with the prompt ({T0} tokens) and then hold the {n} new "
-    "ones; yours do not start with the prompt.",
-    (
-        "greedy_decode returns the whole sequence: the prompt, then what it generated.",
-        "Start the tokens from the prompt and torch.cat each chosen token after them, along dim 1.",
-        "Begin with tokens = prompt; at each step torch.cat([tokens, ...], dim=1) with the "
-        "(B, 1) chosen token.",
-    ),
-)
-STEP_FAILED = misconception(
-    "kv-decoding-failed",
-    "{what} failed at {where}: {error}",
-    (
-        "Decoding calls the same code on inputs of different lengths: a prefill of several "
-        "tokens, then single tokens, and without a cache the whole sequence.",
-        "Check the shapes at each step against the docstrings: x (B, T, D), the cache "
-        "(B, H_kv, T_so_far, d_k), the mask (T, S).",
-        "Print q.shape, keys.shape and mask.shape at each call of forward, for T = 1 and "
-        "T > 1, with and without a cache.",
-    ),
-)
-INCREMENTAL_DIFFERS = misconception(
-    "kv-incremental-differs",
-    "{what}: {where}, your cached result differs from recomputing the whole prefix without a "
-    "cache (largest difference {err:.3g}). The cache must change the cost, never the result.",
-    (
-        "With a cache, a step must see exactly what a full recomputation sees: the same keys "
-        "and values, at the same positions, under the same causal mask.",
-        "Compare, for one step, the positions, the keys after append and the mask with the "
-        "ones the full run uses for the last row.",
-        "positions = p0 + torch.arange(T); keys, values = cache.append(layer, rotated k, v); "
-        "mask = torch.arange(S)[None, :] > positions[:, None].",
-    ),
-)
-DEGENERATE = misconception(
-    "kv-output-degenerate",
-    "{what} is {how}: that is not attention over the sequence, whatever a cache does.",
-    (
-        "A property (cached equals recomputed) holds trivially for constant outputs; the "
-        "model must first compute something.",
-        "Run the layer or the model without a cache and check its output against the "
-        "docstring's equations.",
-        "out = self.w_o(merged heads of scaled_dot_product_attention(q, keys, values, mask)).",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+POSITIONS_RESTART = MISTAKES["kv-positions-restart"]
+WRONG_AXIS = MISTAKES["kv-append-wrong-axis"]
+NEW_ONLY = MISTAKES["kv-append-new-only"]
+LAYERS_SHARED = MISTAKES["kv-layers-share-cache"]
+LENGTH_CALLS = MISTAKES["kv-length-counts-calls"]
+LENGTH_WRONG = MISTAKES["kv-length-wrong"]
+APPEND_FAILED = MISTAKES["kv-append-failed"]
+NO_VALUEERROR = MISTAKES["kv-append-no-valueerror"]
+ERROR_UNCLEAR = MISTAKES["kv-append-error-unclear"]
+CACHE_UNROTATED = MISTAKES["kv-cache-unrotated-keys"]
+KEYS_UNROTATED = MISTAKES["kv-keys-used-unrotated"]
+ROTATED_TWICE = MISTAKES["kv-keys-rotated-twice"]
+NO_MASK = MISTAKES["kv-prefill-no-mask"]
+MASK_NOT_OFFSET = MISTAKES["kv-mask-not-offset"]
+NOT_RESET = MISTAKES["kv-cache-not-reset"]
+FEEDS_ALL = MISTAKES["kv-generate-feeds-all"]
+NOT_GREEDY = MISTAKES["kv-generate-not-greedy"]
+PROMPT_LOST = MISTAKES["kv-generate-prompt-lost"]
+STEP_FAILED = MISTAKES["kv-decoding-failed"]
+INCREMENTAL_DIFFERS = MISTAKES["kv-incremental-differs"]
+DEGENERATE = MISTAKES["kv-output-degenerate"]
 
 # --------------------------------------------------------------------------- models
 # What cached decoding with a given mistake computes, in float64, to recognise it.

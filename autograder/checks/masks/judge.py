@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, misconception
+from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...trusted.attention import scaled_dot_product_attention
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
@@ -16,154 +17,19 @@ WARM_UP = ("meta",)
 
 # --------------------------------------------------------------------------- misconceptions
 
-NOT_BOOL = misconception(
-    "mask-not-bool",
-    "{what} has dtype {got}; masks in this kit are bool tensors (True = blocked).",
-    (
-        "A mask in this kit answers yes or no for every (query, key) pair: blocked or not. A "
-        "float or int tensor belongs to another convention (added to the scores, or multiplied "
-        "with them), and code that uses your mask would read it wrongly.",
-        "Build the mask from comparisons (>, >=) and the element-wise |, which give bool tensors, "
-        "or create it with dtype=torch.bool.",
-        "Your {what} has dtype {got}: compare positions (such as j > i), or pass dtype=torch.bool "
-        "when you create the tensor you cut the triangle from.",
-    ),
-)
-CAUSAL_DIAGONAL = misconception(
-    "causal-blocks-diagonal",
-    "Your causal mask blocks the diagonal: token i cannot attend to itself, and the first token "
-    "sees nothing at all.",
-    (
-        "A token may always attend to itself: causal means no looking ahead, not no looking at "
-        "the present. Blocking the diagonal also leaves the first token with no key at all.",
-        "Block only the strict upper triangle, the entries where key j > query i. Tensor.triu's "
-        "diagonal argument says where the triangle starts.",
-        "triu with diagonal=1 (strictly above the diagonal), not diagonal=0 (which includes it). "
-        "Check L = 3 by hand: the diagonal must be False.",
-    ),
-)
-CAUSAL_TRANSPOSED = misconception(
-    "causal-transposed",
-    "Your causal mask is transposed: it blocks the past (key j < query i) instead of the future.",
-    (
-        "Rows are queries and columns are keys. Query i may look back at the keys j ≤ i; what it "
-        "may not see is the future, the keys j > i, which lie above the diagonal.",
-        "Block the upper triangle (Tensor.triu), not the lower one (Tensor.tril).",
-        "triu(diagonal=1) on an (L, L) bool tensor of ones: row i is True at the columns j > i "
-        "and False at the columns j ≤ i.",
-    ),
-)
-CAUSAL_INVERTED = misconception(
-    "causal-inverted",
-    "Your causal mask marks the allowed keys with True; in this kit True means blocked.",
-    (
-        "In this kit True means blocked. A mask that marks the allowed keys with True does the "
-        "opposite of what every caller of it expects.",
-        "Return the keys to block (j > i), not the keys to keep (j ≤ i): negate your current mask "
-        "(~), or take the other triangle with the right diagonal.",
-        "True strictly above the diagonal, triu(diagonal=1), and False on and below it.",
-    ),
-)
-PADDING_OFF_BY_ONE = misconception(
-    "padding-off-by-one",
-    "Your padding mask is off by one: with length n, positions 0..n-1 are real tokens and "
-    "positions n.. are padding.",
-    (
-        "Positions count from 0: a sequence of length n has its real tokens at positions 0..n-1, "
-        "and the padding starts at position n itself.",
-        "Compare every position with its sequence's length using >= (at or past the end), not > "
-        "and not against length - 1.",
-        "Blocked where position >= length: torch.arange(S) compared with the lengths as a column, "
-        "lengths[:, None], gives (B, S).",
-    ),
-)
-PADDING_INVERTED = misconception(
-    "padding-inverted",
-    "Your padding mask marks the real tokens with True; in this kit True means blocked.",
-    (
-        "In this kit True means blocked. A padding mask must mark the padding keys, the ones no "
-        "query may attend to, not the real tokens.",
-        "The padding positions are the ones at or past each sequence's length: make those True, "
-        "and the positions before the length False.",
-        "True where p >= length (the padding), False where p < length (the real tokens).",
-    ),
-)
-PADDING_AXES = misconception(
-    "padding-missing-axes",
-    "Your padding mask has shape {got}; it must be (B, 1, 1, S) to broadcast against scores "
-    "shaped (B, H, L, S).",
-    (
-        "The scores of multi-head attention have shape (B, H, L, S). A padding mask depends only "
-        "on the sequence b and the key position, so it needs axes of size 1 for the heads and the "
-        "queries, and broadcasting repeats it over them.",
-        "Insert two new axes of size 1 between the batch axis and the key axis: None indexing, or "
-        "Tensor.unsqueeze twice.",
-        "Your mask is {got}: index it with [:, None, None, :] to get (B, 1, 1, S).",
-    ),
-)
-CAUSAL_MASK_LEAKS = misconception(
-    "causal-mask-leaks",
-    "Attention under your causal mask lets later tokens change the outputs of earlier ones.",
-    (
-        "A causal mask exists so that a position's output depends only on itself and the "
-        "positions before it; with yours, later tokens still reach earlier outputs, so some "
-        "future key is left unblocked.",
-        "Every key j > i must be True in row i: the whole strict upper triangle, in every row.",
-        "triu(diagonal=1) of an (L, L) tensor of ones, as bool. Check L = 3 by hand: row 0 must "
-        "be [False, True, True], row 2 all False.",
-    ),
-)
-CAUSAL_BLOCKS_PAST = misconception(
-    "causal-blocks-past",
-    "Under your causal mask, changing the tokens before position {t} did not change the output at "
-    "position {t}: your mask blocks the past too.",
-    (
-        "Causal means that only the future is hidden. Every earlier key must stay visible, or the "
-        "model cannot use its context.",
-        "Block only the keys j > query i: in row i, the keys j < i and the key j = i must be "
-        "False.",
-        "Row {t} of your mask must be False at the columns 0..{t}; only the columns after {t} are "
-        "True.",
-    ),
-)
-WINDOW_OFF_BY_ONE = misconception(
-    "window-off-by-one",
-    "Your window is off by one: with window w, a query sees exactly w keys, itself and the w - 1 "
-    "before it.",
-    (
-        "A window of w keys means that a query sees exactly w keys: itself and the w - 1 before "
-        "it. Count them on a small case: with w = 2, query 5 sees keys 4 and 5.",
-        "The distance back is i - j: block a key when that distance reaches the window size (>=), "
-        "not only when it exceeds it.",
-        "Blocked when i - j >= window (too far back), not i - j > window, with the query "
-        "positions i as a column (L, 1) and the key positions j as a row (1, L).",
-    ),
-)
-WINDOW_NOT_CAUSAL = misconception(
-    "window-not-causal",
-    "Your sliding window lets queries see future keys: the window must also be causal.",
-    (
-        "A sliding window is local causal attention: it limits how far back a query looks, and "
-        "the future stays hidden as in any causal mask.",
-        "Combine two blocked conditions with the element-wise or (|): the future (j > i) and too "
-        "far back (i - j >= window).",
-        "Add the future, j > i, to your distance condition with |; i is a column (L, 1) and j a "
-        "row (1, L) of positions, so both conditions are (L, L).",
-    ),
-)
-WINDOW_NO_ERROR = misconception(
-    "window-no-valueerror",
-    "sliding_window_mask(L, window={window}) should raise ValueError (a query must see at least "
-    "itself), but {got}.",
-    (
-        "A query must at least see itself, so a window below 1 describes no valid mask. Bad input "
-        "deserves a clear error at once, not an all-blocked mask that turns into NaN far away.",
-        "Check the window before building anything, and raise ValueError when it is below 1, with "
-        "a message that gives the value received.",
-        "At the top of the function: when window < 1, raise ValueError with a message such as "
-        "f'window must be at least 1, got {{window}}'.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+NOT_BOOL = MISTAKES["mask-not-bool"]
+CAUSAL_DIAGONAL = MISTAKES["causal-blocks-diagonal"]
+CAUSAL_TRANSPOSED = MISTAKES["causal-transposed"]
+CAUSAL_INVERTED = MISTAKES["causal-inverted"]
+PADDING_OFF_BY_ONE = MISTAKES["padding-off-by-one"]
+PADDING_INVERTED = MISTAKES["padding-inverted"]
+PADDING_AXES = MISTAKES["padding-missing-axes"]
+CAUSAL_MASK_LEAKS = MISTAKES["causal-mask-leaks"]
+CAUSAL_BLOCKS_PAST = MISTAKES["causal-blocks-past"]
+WINDOW_OFF_BY_ONE = MISTAKES["window-off-by-one"]
+WINDOW_NOT_CAUSAL = MISTAKES["window-not-causal"]
+WINDOW_NO_ERROR = MISTAKES["window-no-valueerror"]
 # --------------------------------------------------------------------------- models
 # What a mask with a given mistake holds, to recognise that mistake (left out of the student
 # copy: student_copy.py).

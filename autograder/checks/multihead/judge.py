@@ -10,8 +10,9 @@ import math
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure
 from ...diagnosis import infer_scale, name_scale
+from ...misconception_data import misconceptions_of
 from ...trusted import multihead as trusted
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..attention.judge import (
@@ -27,316 +28,30 @@ CHECKS = CheckList("multihead")
 
 # --------------------------------------------------------------------------- misconceptions
 
-SPLIT_NO_TRANSPOSE = misconception(
-    "split-view-no-transpose",
-    "Your split_heads reshapes (view) the features without moving the head axis forward with a "
-    "transpose: head h does not own features h*d_k:(h+1)*d_k of every position, it gets a slab of "
-    "consecutive positions instead.",
-    (
-        "Multi-head attention cuts each position's feature vector into H pieces, one per head: "
-        "head h owns the features h*d_k:(h+1)*d_k of every position. Only the feature axis is "
-        "cut; every head still sees every position.",
-        "Two steps: reshape the last axis D into (H, d_k), giving (B, T, H, d_k); then swap the "
-        "time and head axes with Tensor.transpose. A single reshape to (B, H, T, d_k) has the "
-        "right shape and the wrong numbers.",
-        "Cut the last axis: (B, T, D) -> (B, T, H, d_k) with reshape, then transpose axes 1 and 2 "
-        "-> (B, H, T, d_k).",
-    ),
-)
-SPLIT_INTERLEAVED = misconception(
-    "split-interleaved",
-    "Your split_heads gives head h every H-th feature (h, h+H, h+2H, ...) instead of the block "
-    "h*d_k:(h+1)*d_k.",
-    (
-        "Head h must own one contiguous block of features, h*d_k:(h+1)*d_k: the first d_k outputs "
-        "of w_q belong to head 0, the next d_k to head 1, and so on. Taking every H-th feature "
-        "gives each head a scattered set that no weight layout expects.",
-        "When you reshape the feature axis, the head axis comes first and the within-head axis "
-        "second: (H, d_k), not (d_k, H).",
-        "Reshape (B, T, D) -> (B, T, H, d_k), H before d_k, then transpose axes 1 and 2; no "
-        "permute that moves d_k in front of H.",
-    ),
-)
-MERGE_NO_TRANSPOSE = misconception(
-    "merge-view-no-transpose",
-    "Your merge_heads reshapes (B, H, T, d_k) straight to (B, T, D) without a transpose: "
-    "positions and heads get mixed up.",
-    (
-        "merge_heads undoes split_heads: each position gets its whole feature vector back, the "
-        "heads side by side. The head axis sits in front of time, so it must move back next to "
-        "the features before the two can be joined.",
-        "First swap the head and time axes back (Tensor.transpose), then join (H, d_k) into one "
-        "axis with Tensor.reshape; Tensor.view fails on a transposed tensor, which is not "
-        "contiguous.",
-        "transpose(1, 2) gives (B, T, H, d_k); reshape that to (B, T, H * d_k) (reshape, not "
-        "view).",
-    ),
-)
-MERGE_INTERLEAVED = misconception(
-    "merge-interleaved",
-    "Your merge_heads interleaves the heads feature by feature instead of putting head h in the "
-    "block h*d_k:(h+1)*d_k.",
-    (
-        "Head h's output belongs in the block h*d_k:(h+1)*d_k, the block split_heads took it "
-        "from; W_O's input features are laid out in that order.",
-        "Bring the time axis back with one transpose of axes 1 and 2, then join the last two axes "
-        "in the order (H, d_k); do not permute d_k in front of H.",
-        "After transpose(1, 2) the tensor is (B, T, H, d_k): reshape exactly that to (B, T, H * "
-        "d_k).",
-    ),
-)
-SPLIT_NO_ERROR = misconception(
-    "split-no-valueerror",
-    "split_heads(x with D = {D}, num_heads={H}) should raise ValueError (D is not divisible by "
-    "H), but it {got}.",
-    (
-        "H heads of equal width need d_k = D / H to be a whole number. When it is not, the honest "
-        "answer is a clear error at once; a reshape that fails later, or one that silently drops "
-        "features, hides the cause.",
-        "Before reshaping, test whether D is divisible by num_heads (the remainder, %), and raise "
-        "ValueError when it is not, with a message that names both numbers.",
-        "Here D = {D} and num_heads = {H}: when D % num_heads is not 0, raise ValueError with a "
-        "message such as f'd_model = {{D}} is not divisible by num_heads = {{num_heads}}'.",
-    ),
-)
-SPLIT_ERROR_UNCLEAR = misconception(
-    "split-error-unclear",
-    "split_heads raised ValueError, but its message ({text!r}) does not say what is wrong.",
-    (
-        "An error message is written for the person who made the mistake: it should say what is "
-        "wrong and with which values, so they can fix it without reading your code.",
-        "Put both numbers in the ValueError's message and name the rule they break: d_model must "
-        "be divisible by num_heads.",
-        "Your message was {text!r}. Say, for example, f'd_model = {{D}} is not divisible by "
-        "num_heads = {{num_heads}}', so a student who passes d_model=10, num_heads=3 reads why.",
-    ),
-)
-WEIGHTS_AVERAGED = misconception(
-    "mha-weights-averaged",
-    "The weights you returned have shape {got}: averaged over the heads (as nn.MultiheadAttention "
-    "does by default). This kit returns one map per head, (B, H, L, S).",
-    (
-        "Each head computes its own attention pattern, and that per-head map is what you inspect, "
-        "plot and test. Averaging over the heads throws that information away.",
-        "Return the weights with the head axis kept, (B, H, L, S): the weights that "
-        "scaled_dot_product_attention gives on the split tensors, after dropout, with no mean "
-        "over the heads.",
-        "Your weights are {got}: return the (B, H, L, S) weights you multiplied v with, without a "
-        ".mean(dim=1).",
-    ),
-)
-MHA_SCALE = misconception(
-    "mha-wrong-scale",
-    "Inside multi-head attention your scores were divided by {used}, but each head's queries have "
-    "d_k = {d_k} features, so the divisor is √d_k = {expected:g}.",
-    (
-        "Each head takes its dot products over its own d_k features, not over the whole model "
-        "width, and the scale must match the width of the vectors that were multiplied.",
-        "Divide by the square root of the per-head width d_k = D // H. Calling "
-        "scaled_dot_product_attention on the split (B, H, T, d_k) tensors does this for you: it "
-        "reads d_k from the last axis of q.",
-        "Here d_k = {d_k}, so the divisor is √d_k = {expected:g}, not {used}: pass the split q, k "
-        "and v to scaled_dot_product_attention instead of scaling them yourself.",
-    ),
-)
-NO_WO = misconception(
-    "mha-no-output-projection",
-    "Your multi-head attention never applies w_o: the output is the concatenated heads. Output "
-    "feature slice h then only ever sees head h.",
-    (
-        "The heads attend independently; W_O is the one place where their results are mixed, so "
-        "that every output feature can use what every head found.",
-        "Apply the output projection self.w_o to the merged heads, (B, L, D), as the last step of "
-        "forward.",
-        "Last step: merge_heads on the (B, H, L, d_k) heads, pass the result through self.w_o, "
-        "and return that together with the weights.",
-    ),
-)
-WO_BEFORE_MERGE = misconception(
-    "mha-wo-before-merge",
-    "You applied w_o before the heads were merged (to the values, before attention): each output "
-    "slice h still comes from head h's attention only, so W_O mixes nothing.",
-    (
-        "W_O mixes what the heads produced, so it can act only once those results exist, side by "
-        "side: after attention, and after merging.",
-        "The order of forward: project q, k, v with w_q, w_k, w_v; split; attend; merge_heads; "
-        "only then apply self.w_o.",
-        "The values go through self.w_v, not self.w_o; self.w_o takes the merged (B, L, D) heads "
-        "as its input.",
-    ),
-)
-WO_PER_HEAD = misconception(
-    "mha-wo-per-head",
-    "You applied W_O to each head separately (its diagonal block only): every output slice "
-    "depends on one head only, so the heads are never mixed.",
-    (
-        "W_O is one (D, D) matrix acting on all the heads at once; its off-diagonal blocks are "
-        "what lets output slice h use head g's result. Applied head by head, only its diagonal "
-        "blocks ever act.",
-        "Merge the heads first, then apply the whole self.w_o (the nn.Linear) once, to the merged "
-        "tensor.",
-        "self.w_o on the output of merge_heads, (B, L, D): no loop over the heads and no slicing "
-        "of w_o.weight.",
-    ),
-)
-WO_NO_MIXING = misconception(
-    "wo-no-mixing",
-    "With a random W_O, changing head {head}'s queries changed output features {changed} only: "
-    "your output does not mix the heads.",
-    (
-        "With a general W_O every output feature is a mix of all the heads, so changing one head "
-        "should change every output feature. In yours the heads stay apart to the end.",
-        "Apply self.w_o once, to the merged (B, L, D) tensor that holds all the heads side by "
-        "side; not per head, and not before attention.",
-        "Head {head} reached only the features {changed}: pass the merged heads, all of them, "
-        "through self.w_o in one call.",
-    ),
-)
-WO_NOT_SEPARATE = misconception(
-    "wo-identity-mixes",
-    "With W_O = identity, changing head {head}'s queries should change output features {expected} "
-    "only (head {head}'s slice), but it changed {changed}.",
-    (
-        "With W_O = I the output is just the merged heads, so head h can show up only in its own "
-        "slice of features, h*d_k:(h+1)*d_k. Features outside that slice changed: heads or "
-        "positions got mixed before W_O.",
-        "Check split_heads and merge_heads (the feature axis is reshaped, time and heads are "
-        "transposed), and that w_o acts after merging, on the whole tensor.",
-        "Head {head} should land in features {expected} only, but it changed {changed}: check on "
-        "a small tensor that merge_heads(split_heads(x, H)) gives back x, and where self.w_o is "
-        "applied.",
-    ),
-)
-VALUE_DEFAULT = misconception(
-    "mha-value-defaults-to-query",
-    "forward(query, key) with value omitted should use value = key, but yours used the query.",
-    (
-        "Cross-attention is usually called with the queries and one memory: forward(query, key). "
-        "That memory serves as both keys and values, so a missing value means the key, not the "
-        "query.",
-        "Fill in the defaults in order, at the top of forward: first the key from the query (when "
-        "it is None), then the value from the key (when it is None).",
-        "When value is None it becomes the key (after the key got its own default), not the query.",
-    ),
-)
-KEY_DEFAULT = misconception(
-    "mha-defaults-not-self-attention",
-    "forward(x) should equal forward(x, x, x) (self-attention), but it does not.",
-    (
-        "Calling forward(x) alone means self-attention: the sequence attends to itself, so x is "
-        "the query, the key and the value.",
-        "At the top of forward, replace a key of None by the query, then a value of None by the "
-        "key.",
-        "Test `key is None` and fall back to the query; then test `value is None` and fall back "
-        "to the key.",
-    ),
-)
-LOOP_OVER_HEADS = misconception(
-    "mha-loop-over-heads",
-    "Your forward runs a Python loop over the heads: with H = 2 it made {mm2} matrix products "
-    "({ops2} tensor ops in all), with H = 8 it made {mm8} ({ops8}). The work should not depend on "
-    "H.",
-    (
-        "The heads are independent and have the same shape, so together they are one batched "
-        "computation: the head axis is just one more batch axis. One big kernel keeps the "
-        "hardware busy; H small ones pay the Python and launch overhead H times, and each is too "
-        "small to use the hardware well.",
-        "Keep the heads as an axis, (B, H, T, d_k), from split_heads through "
-        "scaled_dot_product_attention and the product with v: @ and torch.softmax act on all the "
-        "leading axes at once.",
-        "No `for h in range(...)`: split_heads gives q, k and v of shape (B, H, T, d_k), and one "
-        "call of scaled_dot_product_attention covers every head.",
-    ),
-)
-DROPOUT_IN_EVAL = misconception(
-    "mha-dropout-in-eval",
-    "In eval mode, your output with dropout=0.5 differs from the output with dropout=0: dropout "
-    "must act in training mode only.",
-    (
-        "Dropout is a regulariser for training; in evaluation the model must be deterministic and "
-        "use all of its weights.",
-        "Use the module self.dropout (an nn.Dropout), which follows the module's train/eval mode. "
-        "F.dropout defaults to training=True, and a random mask of your own never switches off.",
-        "Pass the weights through self.dropout; not F.dropout(..., training=True), and not a mask "
-        "such as torch.rand(...) < p.",
-    ),
-)
-DROPOUT_IGNORED = misconception(
-    "mha-dropout-ignored",
-    "In training mode with dropout=0.5, no attention weight was dropped.",
-    (
-        "Attention dropout removes random attention weights during training, so that the model "
-        "does not rely on any single key; with dropout=0.5 about half of them should vanish.",
-        "Apply self.dropout (built in __init__) to the attention weights, after the softmax and "
-        "before the product with the values.",
-        "Take the weights from scaled_dot_product_attention, pass them through self.dropout, and "
-        "multiply the result with v yourself.",
-    ),
-)
-DROPOUT_NOT_ON_WEIGHTS = misconception(
-    "mha-dropout-not-on-weights",
-    "In training mode your output is not what the returned weights give (weights @ v, merged, "
-    "w_o): dropout acted somewhere else, or you returned the weights from before dropout.",
-    (
-        "Dropout acts on the attention weights here, and the weights you return must be the ones "
-        "actually applied, so that the output follows from them (weights @ v, merged, w_o), as in "
-        "nn.MultiheadAttention.",
-        "Apply self.dropout to the weights, use that result in the product with v, and return "
-        "that same tensor; not the output of scaled_dot_product_attention, which used the weights "
-        "before dropout.",
-        "Drop the weights first, compute the heads from the dropped weights and v, and return the "
-        "dropped weights, not the ones from before.",
-    ),
-)
-DROPOUT_NOT_RESCALED = misconception(
-    "mha-dropout-not-rescaled",
-    "Your dropped-out weights are not rescaled: the kept ones should be divided by (1 - p).",
-    (
-        "Inverted dropout divides the kept values by (1 - p), so that every weight has the same "
-        "expected value in training as in evaluation.",
-        "Use nn.Dropout (self.dropout): it zeroes each value with probability p and scales the "
-        "rest by 1/(1 - p); a mask of your own would have to do both.",
-        "Pass the weights through self.dropout instead of multiplying them by a 0/1 mask.",
-    ),
-)
-DROPOUT_WRONG_RATE = misconception(
-    "mha-dropout-wrong-rate",
-    "In training mode with dropout={p}, your code dropped {dropped:.0%} of the attention weights; "
-    "about {p:.0%} should be dropped.",
-    (
-        "The dropout probability p is the chance that a weight is DROPPED, not kept: "
-        "nn.Dropout(0.1) keeps about 90% of the values.",
-        "Use the module self.dropout built from the dropout argument, not a probability you "
-        "compute or invert yourself.",
-        "With dropout={p}, about {p:.0%} of the weights should become 0, but yours dropped "
-        "{dropped:.0%}: use nn.Dropout(dropout), not nn.Dropout(1 - dropout).",
-    ),
-)
-DROPOUT_NOT_RANDOM = misconception(
-    "mha-dropout-not-random",
-    "Two training-mode calls dropped exactly the same attention weights: your dropout is not "
-    "random.",
-    (
-        "Dropout makes a fresh random choice at every call; a fixed pattern removes the same keys "
-        "every time, which is not a regulariser but a different model.",
-        "Use self.dropout (nn.Dropout), which draws a new mask from the random generator at each "
-        "call; do not store a mask, and do not reseed the generator.",
-        "Call self.dropout on the weights inside forward, at every call: no mask built once in "
-        "__init__, and no torch.manual_seed in forward.",
-    ),
-)
-INPUT_IGNORED = misconception(
-    "mha-input-ignored",
-    "forward gave the same output for two different {which}: the {which} is not used.",
-    (
-        "Attention reads three inputs: the queries decide where to look, the keys what is found "
-        "there, and the values what is returned. Each of them must reach the output.",
-        "Project the query with w_q, the key with w_k and the value with w_v, and use those three "
-        "projections; do not build k or v from the query.",
-        "The {which} changed but your output did not: q comes from self.w_q(query), k from "
-        "self.w_k(key) and v from self.w_v(value), each split into heads.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+SPLIT_NO_TRANSPOSE = MISTAKES["split-view-no-transpose"]
+SPLIT_INTERLEAVED = MISTAKES["split-interleaved"]
+MERGE_NO_TRANSPOSE = MISTAKES["merge-view-no-transpose"]
+MERGE_INTERLEAVED = MISTAKES["merge-interleaved"]
+SPLIT_NO_ERROR = MISTAKES["split-no-valueerror"]
+SPLIT_ERROR_UNCLEAR = MISTAKES["split-error-unclear"]
+WEIGHTS_AVERAGED = MISTAKES["mha-weights-averaged"]
+MHA_SCALE = MISTAKES["mha-wrong-scale"]
+NO_WO = MISTAKES["mha-no-output-projection"]
+WO_BEFORE_MERGE = MISTAKES["mha-wo-before-merge"]
+WO_PER_HEAD = MISTAKES["mha-wo-per-head"]
+WO_NO_MIXING = MISTAKES["wo-no-mixing"]
+WO_NOT_SEPARATE = MISTAKES["wo-identity-mixes"]
+VALUE_DEFAULT = MISTAKES["mha-value-defaults-to-query"]
+KEY_DEFAULT = MISTAKES["mha-defaults-not-self-attention"]
+LOOP_OVER_HEADS = MISTAKES["mha-loop-over-heads"]
+DROPOUT_IN_EVAL = MISTAKES["mha-dropout-in-eval"]
+DROPOUT_IGNORED = MISTAKES["mha-dropout-ignored"]
+DROPOUT_NOT_ON_WEIGHTS = MISTAKES["mha-dropout-not-on-weights"]
+DROPOUT_NOT_RESCALED = MISTAKES["mha-dropout-not-rescaled"]
+DROPOUT_WRONG_RATE = MISTAKES["mha-dropout-wrong-rate"]
+DROPOUT_NOT_RANDOM = MISTAKES["mha-dropout-not-random"]
+INPUT_IGNORED = MISTAKES["mha-input-ignored"]
 # --------------------------------------------------------------------------- models
 # What multi-head attention with a given mistake computes, in float64, to recognise it. The
 # @model functions are left out of the student copy (student_copy.py); where a verdict's

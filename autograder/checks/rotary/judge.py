@@ -6,7 +6,8 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, misconception
+from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
@@ -16,275 +17,28 @@ CHECKS = CheckList("rotary")
 
 # --------------------------------------------------------------------------- misconceptions
 
-INTERLEAVED = misconception(
-    "rope-interleaved-pairs",
-    "{what}: you rotated neighbouring features (2i, 2i + 1) together: the interleaved "
-    "convention of Meta's LLaMA code and GPT-J. This kit (like LLaMA's Hugging Face code and "
-    "GPT-NeoX) pairs feature i with feature i + d/2.",
-    (
-        "Rotary embeddings turn pairs of features by an angle that depends on the position. "
-        "Which two features form a pair is a convention, and weights trained with one are wrong "
-        "with the other: this kit pairs feature i with feature i + d/2.",
-        "Split the last dimension into two halves (slices up to and from d // 2) and rotate the "
-        "i-th feature of the first half with the i-th of the second; no [..., ::2] and "
-        "[..., 1::2] slices.",
-        "Both conventions are rotations, but weights trained with one are wrong with the other: "
-        "split x into its halves x1 = x[..., :d/2], x2 = x[..., d/2:] and rotate (x1[i], x2[i]).",
-    ),
-)
-DIRECTION = misconception(
-    "rope-rotation-direction",
-    "{what}: you rotated by -p·θ_i instead of +p·θ_i (the sign of the sin term is on the "
-    "wrong half).",
-    (
-        "Turning by +p·θ and by -p·θ both keep lengths, but only one is the formula the weights "
-        "were trained with: the first feature of a pair becomes x1·cos - x2·sin.",
-        "Check the sign of the sin term in each half: minus in the first half, plus in the second.",
-        "out[..., i] = x1·cos - x2·sin and out[..., i + d/2] = x2·cos + x1·sin; in the "
-        "rotate_half form, rotate_half(x) = cat(-x2, x1), not cat(x2, -x1).",
-    ),
-)
-EXPONENT_I = misconception(
-    "rope-exponent-i-over-d",
-    "{what}: your frequencies are base^(-i/d) with i the pair index; the exponent is 2i/d, so "
-    "the frequencies fall from 1 to about 1/base across the pairs.",
-    (
-        "The frequencies θ_i = base^(-2i/d) fall geometrically from 1 to about 1/base across "
-        "the d/2 pairs; with i/d they stop near 1/√base, and far positions are told apart less "
-        "well.",
-        "The exponent takes the even indices 0, 2, ..., d - 2 divided by d: torch.arange with "
-        "a step of 2.",
-        "torch.arange(0, d, 2) / d is the exponent (the even indices 2i), not "
-        "torch.arange(d // 2) / d.",
-    ),
-)
-PAIR_FREQUENCY = misconception(
-    "rope-pair-frequency",
-    "{what}: each of your d columns has its own frequency base^(-j/d), so the two features of "
-    "a pair (i, i + d/2) turn by different angles: that is not a rotation.",
-    (
-        "A rotation turns both features of a pair by the same angle, so there are d/2 "
-        "frequencies, one per pair, not d.",
-        "Build d/2 frequencies, multiply them by the positions into a (T, d/2) table of angles, "
-        "and use the same angle for x1[i] and x2[i].",
-        "Compute d/2 frequencies θ_i = base^(-2i/d), one per pair, and use θ_i for both "
-        "features i and i + d/2 (torch.cat([angles, angles], dim=-1) when you work on full "
-        "width).",
-    ),
-)
-LAYOUT_MISMATCH = misconception(
-    "rope-frequency-layout-mismatch",
-    "{what}: you pair the halves (i, i + d/2), but laid out the angles for interleaved pairs "
-    "(repeat_interleave: θ_0, θ_0, θ_1, θ_1, ...), so the two features of a pair turn by "
-    "different angles. This is what mixing code from the two conventions gives.",
-    (
-        "Each convention lays its angles out to match its pairs: halves (i, i + d/2) repeat "
-        "the table of angles as a whole block, interleaved pairs repeat each angle in place. "
-        "Mixing the two turns the features of a pair by different angles.",
-        "With halves, either work on the two halves with a (T, d/2) table of angles, or, at "
-        "full width, concatenate the table with itself along the last dimension.",
-        "For pairs (i, i + d/2) the full-width angles are torch.cat([angles, angles], dim=-1); "
-        "repeat_interleave(2) belongs to the interleaved convention only.",
-    ),
-)
-NO_SIN = misconception(
-    "rope-missing-sin-term",
-    "{what}: you multiplied x by cos(p·θ) but left out the sin term, which mixes the two "
-    "features of each pair: this shrinks the vectors instead of rotating them.",
-    (
-        "A rotation mixes the two features of a pair: each new feature combines both old ones. "
-        "Multiplying by cos alone scales each feature on its own and shrinks the vector.",
-        "Each half of the output needs a cos term of its own half and a sin term of the other "
-        "half.",
-        "out = x·cos + rotate_half(x)·sin, with rotate_half(x) = cat(-x2, x1).",
-    ),
-)
-BASE_IGNORED = misconception(
-    "rope-base-ignored",
-    "{what}: your frequencies use base 10000 although base = {base:g} was passed.",
-    (
-        "base sets how fast the frequencies fall across the pairs, and with it the longest "
-        "distance the rotation tells apart; each model chooses its own, so it is an argument.",
-        "Use the function's base parameter where the frequencies θ_i are computed; no literal "
-        "10000 in the computation.",
-        "Use the `base` argument in θ_i = base^(-2i/d); models such as LLaMA 3 (500000) change "
-        "it to reach longer contexts.",
-    ),
-)
-POSITIONS_IGNORED = misconception(
-    "rope-positions-ignored",
-    "{what}: your rotation does not follow the positions passed ({shown}): {how}. "
-    "A KV cache calls apply_rotary on new tokens at positions p0, p0 + 1, ...: their "
-    "queries and keys must be turned by those angles.",
-    (
-        "The angle depends on each token's actual position, which is not always its row: with "
-        "a KV cache, the new tokens sit at positions p0, p0 + 1, ...",
-        "Build the (T, d/2) angles from the positions tensor passed in (shape (T,)), as a "
-        "column times the row of frequencies.",
-        "Build the angles from the `positions` argument (positions[:, None] * θ), not from "
-        "torch.arange(x.size(-2)).",
-    ),
-)
-POSITIONS_ROUNDED = misconception(
-    "rope-positions-rounded",
-    "{what}: at far positions your angles use the positions rounded to a low-precision float "
-    "(bfloat16 or float16: above 256, bfloat16 keeps only every 2nd, 4th, 8th ... integer).",
-    (
-        "Low-precision floats cannot hold every large integer: in bfloat16, positions above "
-        "256 are rounded, so far tokens get the angle of a neighbour.",
-        "Compute the angles in float32 or float64 (cast the positions to one of them), and cast "
-        "only cos and sin to x's dtype, at the end.",
-        "Turn the positions into float32 or float64 (positions.float()) before multiplying by "
-        "θ; never into the dtype of half-precision activations.",
-    ),
-)
-DTYPE_NOT_KEPT = misconception(
-    "rope-dtype-not-kept",
-    "{what} has dtype {got}, but x was {expected}: apply_rotary must keep x's dtype.",
-    (
-        "A layer returns its input's dtype: mixed-precision models pass float16 or bfloat16 "
-        "and expect the same back, while PyTorch's type promotion silently widens a product.",
-        "Compute the angles in high precision, then cast cos and sin to x.dtype (Tensor.to) "
-        "before multiplying them with x.",
-        "Cast cos and sin to x.dtype (cos.to(x.dtype)); a float32 x times a float64 cos gives "
-        "float64, and x.float() turns a float64 x into float32.",
-    ),
-)
-LENGTH_CHANGED = misconception(
-    "rope-length-changed",
-    "apply_rotary changed the length of row {row} from {before:.4g} to {after:.4g}: a rotation "
-    "keeps every vector's length.",
-    (
-        "A rotation keeps every vector's length: if a length changes, what you applied is not "
-        "a pure rotation (a term is missing, or the two features of a pair turn by different "
-        "angles).",
-        "For each pair, the new first feature combines the cos of itself and the sin of its "
-        "partner, the new second feature likewise, with one angle per pair.",
-        "Each pair (x1[i], x2[i]) becomes (x1·cos - x2·sin, x2·cos + x1·sin): both terms are "
-        "needed, with the same angle for both features of the pair.",
-    ),
-)
-NOT_RELATIVE = misconception(
-    "rope-not-relative",
-    "q·k after rotation does not depend on the offset between the positions only: shifting "
-    "both positions by {shift} changed the score of rows ({i}, {j}) (offset {offset}) from "
-    "{before:.5g} to {after:.5g}.",
-    (
-        "This is the point of rotary embeddings: once q is turned for position m and k for "
-        "position n, their dot product depends on n - m only. That holds when each pair turns "
-        "by p·θ_i, with the same θ_i for both its features.",
-        "Check that the angle is exactly position times frequency (no offset, no frequency per "
-        "column), that q and k are turned the same way, and that nothing but a rotation is "
-        "applied.",
-        "Rotate the pairs (x1[i], x2[i]) by p·θ_i with one θ_i per pair: then "
-        "R(m)q · R(n)k = q · R(n - m)k.",
-    ),
-)
-OFFSET_ZERO = misconception(
-    "rope-offset-zero-changed",
-    "Rows ({i}, {j}) sit at the same position, yet their score after rotation is {after:.5g}, "
-    "not q·k = {before:.5g}: two vectors turned by the same rotation keep their dot product.",
-    (
-        "Two vectors turned by the same rotation keep their dot product: a query and a key at "
-        "the same position must score as they did before the rotation.",
-        "Apply exactly the same operation to q and to k at a given position, and nothing but "
-        "the rotation: no scaling, no added position vector.",
-        "Rotate both q and k by the same angles for the same position, and only rotate (no "
-        "scaling, no added terms).",
-    ),
-)
-NO_ROTATION = misconception(
-    "rope-no-rotation",
-    "Your apply_rotary does not depend on the position: every score equals the unrotated q·k.",
-    (
-        "Rotary embeddings carry the position into q and k by turning them; an output that does "
-        "not depend on the positions brings no position information to attention.",
-        "The angles are the positions times θ_i: check that they reach the output, through cos "
-        "and sin.",
-        "The angle of pair i at position p is p·θ_i: rows at different positions turn by "
-        "different angles.",
-    ),
-)
-ODD_NO_VALUEERROR = misconception(
-    "rope-odd-width-no-valueerror",
-    "apply_rotary on a head of odd width d = {d} should raise ValueError, but it {got}.",
-    (
-        "Rotations act on pairs of features, so an odd width cannot be rotated: the function "
-        "should say so at once, not fail in a slice or return something wrong.",
-        "Read d from x's last dimension before any computation, test its parity with %, and "
-        "raise ValueError.",
-        "Check d = x.size(-1) first and raise ValueError(f'... d = {{d}} is odd ...') when "
-        "d % 2 is not 0. Rotations act on pairs of features.",
-    ),
-)
-ODD_UNCLEAR = misconception(
-    "rope-odd-width-error-unclear",
-    "Your ValueError for the odd width d = {d} says {text!r}: it should give d, so the reader "
-    "sees which width was wrong.",
-    (
-        "An error message should say what is wrong with the input, here the width, so that the "
-        "caller can fix the call without reading your code.",
-        "Build the message with an f-string that shows d (and says it must be even).",
-        "For example: ValueError(f'rotary embeddings need an even head width, got d = {{d}}').",
-    ),
-)
-ROTATES_V = misconception(
-    "rope-rotates-v",
-    "{what}: you rotated v as well. Rotary embeddings turn queries and keys only, so that their "
-    "scores see relative positions; the values carry content and are not rotated.",
-    (
-        "Rotary embeddings bring relative positions into the scores q·k. The values carry "
-        "content and are mixed by the weights; they take no part in the scores.",
-        "Call apply_rotary on q and on k only, with the same positions and base, and pass v on "
-        "to attention as it is.",
-        "q, k = apply_rotary(q, positions), apply_rotary(k, positions); leave v as it is.",
-    ),
-)
-ROTATES_ONE = misconception(
-    "rope-rotates-one-side",
-    "{what}: you rotated only the {which}; the scores see relative positions only when both "
-    "queries and keys are rotated.",
-    (
-        "Only when both q and k are turned does their dot product depend on the offset between "
-        "positions; turning one side keeps absolute positions in the scores.",
-        "apply_rotary twice: once on q, once on k, with the same positions and base.",
-        "Rotate q and k, at the same positions, before scaled_dot_product_attention.",
-    ),
-)
-NOT_ROTATED = misconception(
-    "rope-attention-not-rotated",
-    "{what}: your result is plain attention, with no rotation of q or k.",
-    (
-        "rotary_attention is attention whose queries and keys carry their positions through a "
-        "rotation; without it, attention ignores the order of the tokens.",
-        "Use your apply_rotary, with the positions and base passed in, on q and k before "
-        "attention.",
-        "Call apply_rotary on q and on k before scaled_dot_product_attention.",
-    ),
-)
-ATTENTION_NOT_RELATIVE = misconception(
-    "rope-attention-not-relative",
-    "Shifting every position by {shift} changed rotary_attention's {which}: with rotary "
-    "embeddings attention sees relative positions only.",
-    (
-        "With rotary embeddings the scores depend only on the offsets between positions, so "
-        "adding the same number to every position changes nothing.",
-        "Rotate q and k by the positions passed in, and add nothing else that depends on "
-        "absolute positions.",
-        "Rotate q and k (both, with the same positions) and nothing else.",
-    ),
-)
-NOT_ATTENTION = misconception(
-    "rope-attention-not-attention",
-    "{what}: {why}.",
-    (
-        "After the rotation, rotary_attention is ordinary scaled dot-product attention: the "
-        "same weights and output, computed from the rotated q and k.",
-        "Call scaled_dot_product_attention from the earlier exercise with the rotated q and k, "
-        "v and the mask, and return what it returns, unchanged.",
-        "Return scaled_dot_product_attention(q_rotated, k_rotated, v, mask) unchanged.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
+INTERLEAVED = MISTAKES["rope-interleaved-pairs"]
+DIRECTION = MISTAKES["rope-rotation-direction"]
+EXPONENT_I = MISTAKES["rope-exponent-i-over-d"]
+PAIR_FREQUENCY = MISTAKES["rope-pair-frequency"]
+LAYOUT_MISMATCH = MISTAKES["rope-frequency-layout-mismatch"]
+NO_SIN = MISTAKES["rope-missing-sin-term"]
+BASE_IGNORED = MISTAKES["rope-base-ignored"]
+POSITIONS_IGNORED = MISTAKES["rope-positions-ignored"]
+POSITIONS_ROUNDED = MISTAKES["rope-positions-rounded"]
+DTYPE_NOT_KEPT = MISTAKES["rope-dtype-not-kept"]
+LENGTH_CHANGED = MISTAKES["rope-length-changed"]
+NOT_RELATIVE = MISTAKES["rope-not-relative"]
+OFFSET_ZERO = MISTAKES["rope-offset-zero-changed"]
+NO_ROTATION = MISTAKES["rope-no-rotation"]
+ODD_NO_VALUEERROR = MISTAKES["rope-odd-width-no-valueerror"]
+ODD_UNCLEAR = MISTAKES["rope-odd-width-error-unclear"]
+ROTATES_V = MISTAKES["rope-rotates-v"]
+ROTATES_ONE = MISTAKES["rope-rotates-one-side"]
+NOT_ROTATED = MISTAKES["rope-attention-not-rotated"]
+ATTENTION_NOT_RELATIVE = MISTAKES["rope-attention-not-relative"]
+NOT_ATTENTION = MISTAKES["rope-attention-not-attention"]
 
 # --------------------------------------------------------------------------- models
 
