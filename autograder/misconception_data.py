@@ -13,9 +13,14 @@ The texts are English str.format templates whose {placeholders} the verdict that
 mistake fills; they are the msgids of the module's gettext catalog, checks-<module>.po, which
 `make translations` (catalogs.py) extracts from these files in the order they are written.
 
-A judge loads its module's file by id, `MISTAKES = misconceptions_of(__name__)`, then
-`OFF_BY_ONE = MISTAKES["local-window-off-by-one"]`; loading declares every misconception of the
-file in core's registry, once, whichever judge file of the module asks first.
+A judge loads its module's file, `MISTAKES = misconceptions_of(__name__)`, and names each
+mistake by its id where it detects it, `Failure(MISTAKES["local-window-off-by-one"], ...)`: the
+id the student reads in the feedback, the mutants' `# expects:` and this file's table are one
+name, with no second one to keep in step. Another module's are imported as
+`from ..attention.judge import MISTAKES as ATTENTION_MISTAKES`. Loading declares every
+misconception of the file in core's registry, once, whichever judge file of the module asks
+first; tests/kit/test_misconception_data.py proves every id used is declared and every one
+declared is used.
 """
 
 from __future__ import annotations

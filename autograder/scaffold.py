@@ -79,14 +79,13 @@ from . import probe
 CHECKS = CheckList("{name}")
 
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-ADDS_INSTEAD = MISTAKES["{name}-adds-instead"]
 DOUBLE = CHECKS.exercise("double", probe=probe.probe_double)
 
 
 @DOUBLE.check("reference", "matches the reference", 1, inputs=probe.inputs_basic)
 def verdict_reference(got, want, x):
     out = tensor(got, "out", "the output", shape=want["out"].shape, dtype=want["out"].dtype)
-    candidates = [(ADDS_INSTEAD, lambda: x["x"] + 2, {{}})]
+    candidates = [(MISTAKES["{name}-adds-instead"], lambda: x["x"] + 2, {{}})]
     assert_close(out, want["out"], "the output", candidates)
 ''',
         f"autograder/checks/{name}/misconceptions.toml": f"""# The misconceptions of {name}.py's checks: one table per id; message and hint levels (idea,

@@ -15,26 +15,8 @@ from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("attention")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-SOFTMAX_DIM = MISTAKES["softmax-wrong-dim"]
-NO_SCALING = MISTAKES["no-scaling"]
-WRONG_SCALE = MISTAKES["wrong-scale"]
-RETURNED_SCORES = MISTAKES["returned-scores"]
-MASK_INVERTED = MISTAKES["mask-inverted"]
-MASK_AFTER_SOFTMAX = MISTAKES["mask-after-softmax"]
-MASK_IGNORED = MISTAKES["mask-ignored"]
-NAN_BLOCKED_ROW = MISTAKES["nan-on-blocked-row"]
-BLOCKED_ROW_NOT_ZERO = MISTAKES["blocked-row-not-zero"]
-FILL_TOO_WEAK = MISTAKES["mask-fill-too-weak"]
-CAUSAL_LEAK = MISTAKES["causal-leak"]
-BIAS_AFTER_SOFTMAX = MISTAKES["bias-after-softmax"]
-BIAS_SCALED = MISTAKES["bias-scaled"]
-MASK_LEAKS = MISTAKES["mask-leaks"]
-DTYPE_NOT_KEPT = MISTAKES["dtype-not-kept"]
-BIAS_IGNORED = MISTAKES["bias-ignored"]
 # --------------------------------------------------------------------------- trusted models
 # What attention with a given mistake computes, in float64, to recognise that mistake.
 
@@ -74,24 +56,24 @@ def _candidates(x, which: str):
 
     d_k = x["q"].size(-1)
     found = [
-        (NO_SCALING, lazy(scale=1.0), {}),
-        (SOFTMAX_DIM, lazy(dim=-2), {}),
+        (MISTAKES["no-scaling"], lazy(scale=1.0), {}),
+        (MISTAKES["softmax-wrong-dim"], lazy(dim=-2), {}),
     ]
     if x.get("mask") is not None:
         found += [
-            (MASK_INVERTED, lazy(invert=True), {}),
-            (MASK_AFTER_SOFTMAX, lazy(mask_mode="after"), {}),
-            (MASK_IGNORED, lazy(mask_mode="none"), {}),
+            (MISTAKES["mask-inverted"], lazy(invert=True), {}),
+            (MISTAKES["mask-after-softmax"], lazy(mask_mode="after"), {}),
+            (MISTAKES["mask-ignored"], lazy(mask_mode="none"), {}),
         ]
     if x.get("bias") is not None:
         found += [
-            (BIAS_AFTER_SOFTMAX, lazy(bias_mode="after"), {}),
-            (BIAS_SCALED, lazy(bias_mode="scaled"), {}),
-            (BIAS_IGNORED, lazy(bias_mode="none"), {}),
+            (MISTAKES["bias-after-softmax"], lazy(bias_mode="after"), {}),
+            (MISTAKES["bias-scaled"], lazy(bias_mode="scaled"), {}),
+            (MISTAKES["bias-ignored"], lazy(bias_mode="none"), {}),
         ]
     if which == "weights":
         scores = lambda: x["q"].double() @ x["k"].double().transpose(-2, -1) / math.sqrt(d_k)  # noqa: E731
-        found.append((RETURNED_SCORES, scores, {}))
+        found.append((MISTAKES["returned-scores"], scores, {}))
     return found
 
 
@@ -102,9 +84,11 @@ def _scale_failure(x, weights) -> Failure | None:
     if c is None or math.isclose(c, math.sqrt(d_k), rel_tol=1e-3):
         return None
     if math.isclose(c, 1.0, rel_tol=1e-3):
-        return Failure(NO_SCALING)
+        return Failure(MISTAKES["no-scaling"])
     names = {"d_k": d_k, "d_v": x["v"].size(-1), "S": x["k"].size(-2), "L": x["q"].size(-2)}
-    return Failure(WRONG_SCALE, used=name_scale(c, names), expected=math.sqrt(d_k), d_k=d_k)
+    return Failure(
+        MISTAKES["wrong-scale"], used=name_scale(c, names), expected=math.sqrt(d_k), d_k=d_k
+    )
 
 
 def _compare(got, want, x, *, prefix=""):
@@ -116,7 +100,9 @@ def _compare(got, want, x, *, prefix=""):
     for name, value in (("output", out), ("weights", weights)):
         expected = want[prefix + ("out" if name == "output" else name)].dtype
         if value.dtype != expected:
-            raise Failure(DTYPE_NOT_KEPT, what=f"the {name}", got=value.dtype, expected=expected)
+            raise Failure(
+                MISTAKES["dtype-not-kept"], what=f"the {name}", got=value.dtype, expected=expected
+            )
     if not close(weights, want[prefix + "weights"]):
         failure = _scale_failure(x, weights)
         if failure:
@@ -139,25 +125,25 @@ def _consistent(got, x, *, out="out", weights="weights"):
     w = tensor(got, weights, "the weights", floating=True, shape=(*batch, L, S))
     o = tensor(got, out, "the output", floating=True, shape=(*batch, L, x["v"].size(-1)))
     if not (torch.isfinite(w).all() and torch.isfinite(o).all()):
-        raise Failure(NAN_BLOCKED_ROW)
+        raise Failure(MISTAKES["nan-on-blocked-row"])
     mask = x.get("mask")
     if mask is not None:
         mask = mask.expand(*batch, L, S)
         open_rows = ~mask.all(dim=-1)
         leaked = w[mask & open_rows[..., None]]
         if leaked.numel() and leaked.abs().max() > 0:
-            raise Failure(MASK_LEAKS)
+            raise Failure(MISTAKES["mask-leaks"])
     else:
         open_rows = torch.ones(*batch, L, dtype=torch.bool)
     sums = w.sum(dim=-1)
     if not close(sums[open_rows], torch.ones_like(sums[open_rows])):
         if close(w.sum(dim=-2), torch.ones_like(w.sum(dim=-2))):
-            raise Failure(SOFTMAX_DIM)
+            raise Failure(MISTAKES["softmax-wrong-dim"])
         assert_close(
             sums[open_rows], torch.ones_like(sums[open_rows]), "the row sums of the weights"
         )
     if (w[~open_rows] != 0).any():
-        raise Failure(BLOCKED_ROW_NOT_ZERO)
+        raise Failure(MISTAKES["blocked-row-not-zero"])
     assert_close(o, (w.double() @ x["v"].double()).to(o.dtype), "the output (weights @ v)")
 
 
@@ -206,7 +192,7 @@ def verdict_rows_sum(got, want, x):
     if close(weights.sum(dim=-1), ones):
         return
     if close(weights.sum(dim=-2), torch.ones_like(weights.sum(dim=-2))):
-        raise Failure(SOFTMAX_DIM)
+        raise Failure(MISTAKES["softmax-wrong-dim"])
     assert_close(weights.sum(dim=-1), ones, "the row sums of the weights")
 
 
@@ -248,9 +234,9 @@ def verdict_blocked_row(got, want, x):
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     row = x["row"]
     if not (torch.isfinite(weights[:, row]).all() and torch.isfinite(out[:, row]).all()):
-        raise Failure(NAN_BLOCKED_ROW)
+        raise Failure(MISTAKES["nan-on-blocked-row"])
     if weights[:, row].abs().max() > 0 or out[:, row].abs().max() > tolerance(out.dtype)["atol"]:
-        raise Failure(BLOCKED_ROW_NOT_ZERO)
+        raise Failure(MISTAKES["blocked-row-not-zero"])
     _consistent(got, x)
 
 
@@ -268,12 +254,12 @@ def verdict_blocked_keys(got, want, x):
     out = tensor(got, "out", "the output", floating=True)
     out2 = tensor(got, "out2", "the output", floating=True)
     if not close(out2, out):
-        raise Failure(FILL_TOO_WEAK)
+        raise Failure(MISTAKES["mask-fill-too-weak"])
     third = {**x, "k": x["k3"]}
     weights3 = tensor(got, "weights3", "the weights", floating=True, shape=want["weights3"].shape)
     blocked = x["mask"].expand_as(weights3)
     if torch.nan_to_num(weights3[blocked], nan=1.0).abs().max() > 0:
-        raise Failure(FILL_TOO_WEAK)
+        raise Failure(MISTAKES["mask-fill-too-weak"])
     _consistent(got, third, out="out3", weights="weights3")
 
 
@@ -290,7 +276,7 @@ def verdict_causal(got, want, x):
     out2 = tensor(got, "out2", "the output", floating=True, shape=want["out"].shape)
     _consistent(got, x)
     if not close(out[:, :t], out2[:, :t]):
-        raise Failure(CAUSAL_LEAK)
+        raise Failure(MISTAKES["causal-leak"])
 
 
 ATTENTION_WITH_BIAS = CHECKS.exercise("attention_with_bias", probe=probe.probe_bias)

@@ -12,35 +12,7 @@ from ...verdicts import assert_close, close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("blocks")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-LN_UNBIASED = MISTAKES["ln-unbiased-variance"]
-LN_EPS_OUTSIDE = MISTAKES["ln-eps-outside-sqrt"]
-LN_EPS_IGNORED = MISTAKES["ln-eps-ignored"]
-LN_WRONG_DIM = MISTAKES["ln-wrong-dim"]
-LN_AFFINE_IGNORED = MISTAKES["ln-affine-ignored"]
-FFN_GELU_TANH = MISTAKES["ffn-gelu-tanh"]
-FFN_WRONG_ACT = MISTAKES["ffn-wrong-activation"]
-FFN_NO_ACT = MISTAKES["ffn-no-activation"]
-FFN_DROPOUT_IN_EVAL = MISTAKES["ffn-dropout-in-eval"]
-POST_FOR_PRE = MISTAKES["block-post-ln-for-pre-ln"]
-PRE_FOR_POST = MISTAKES["block-pre-ln-for-post-ln"]
-MISSING_RESIDUAL = MISTAKES["block-missing-residual"]
-NORM_TWICE = MISTAKES["block-norm-twice"]
-RESIDUAL_FROM_NORMED = MISTAKES["block-residual-from-normed"]
-RETURNS_PRE_NORM = MISTAKES["block-returns-pre-norm"]
-MASK_IGNORED = MISTAKES["block-mask-ignored"]
-BLOCK_DROPOUT_IN_EVAL = MISTAKES["block-dropout-in-eval"]
-
-LN_ANNOTATED = MISTAKES["ln-unbiased-std-plus-eps"]
-LN_SQRT_STD = MISTAKES["ln-divided-by-sqrt-std"]
-ONE_NORM_TWICE = MISTAKES["block-one-norm-for-both"]
-FFN_DROPOUT_IGNORED = MISTAKES["ffn-dropout-ignored"]
-FFN_DROPOUT_MISPLACED = MISTAKES["ffn-dropout-misplaced"]
-BLOCK_DROPOUT_IGNORED = MISTAKES["block-dropout-ignored"]
-BLOCK_DROPOUT_MISPLACED = MISTAKES["block-dropout-misplaced"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- layer_norm
 
@@ -72,19 +44,27 @@ def _ln_candidates(case):
         return lambda: _ln_case(case, **kw)
 
     found = [
-        (LN_UNBIASED, lazy(correction=1), {}),  # first: in the basic check it is also
-        (LN_ANNOTATED, lazy(correction=1, eps_mode="outside"), {}),  # within tol of this one
-        (LN_EPS_OUTSIDE, lazy(eps_mode="outside"), {}),
-        (LN_SQRT_STD, lazy(eps_mode="sqrt-std"), {}),
-        (LN_SQRT_STD, lazy(eps_mode="sqrt-std-outside"), {}),
-        (LN_EPS_IGNORED, lazy(eps=0.0), {"eps": eps}),
-        (LN_EPS_IGNORED, lazy(eps=1e-5), {"eps": eps}),
-        (LN_WRONG_DIM, lazy(dims=tuple(range(x.dim()))), {}),
+        (
+            MISTAKES["ln-unbiased-variance"],
+            lazy(correction=1),
+            {},
+        ),  # first: in the basic check it is also
+        (
+            MISTAKES["ln-unbiased-std-plus-eps"],
+            lazy(correction=1, eps_mode="outside"),
+            {},
+        ),  # within tol of this one
+        (MISTAKES["ln-eps-outside-sqrt"], lazy(eps_mode="outside"), {}),
+        (MISTAKES["ln-divided-by-sqrt-std"], lazy(eps_mode="sqrt-std"), {}),
+        (MISTAKES["ln-divided-by-sqrt-std"], lazy(eps_mode="sqrt-std-outside"), {}),
+        (MISTAKES["ln-eps-ignored"], lazy(eps=0.0), {"eps": eps}),
+        (MISTAKES["ln-eps-ignored"], lazy(eps=1e-5), {"eps": eps}),
+        (MISTAKES["ln-wrong-dim"], lazy(dims=tuple(range(x.dim()))), {}),
     ]
     if x.dim() > 1:
-        found.append((LN_WRONG_DIM, lazy(dims=(0,)), {}))
+        found.append((MISTAKES["ln-wrong-dim"], lazy(dims=(0,)), {}))
     if w is not None:
-        found.append((LN_AFFINE_IGNORED, lazy(weight=None, bias=None), {}))
+        found.append((MISTAKES["ln-affine-ignored"], lazy(weight=None, bias=None), {}))
     return found
 
 
@@ -178,11 +158,15 @@ def _verdict_ffn(got, want, x, activation):
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32)
     other = "relu" if activation == "gelu" else "gelu"
     candidates = [
-        (FFN_WRONG_ACT, lambda: _ffn(x, ACTS[other]), {"used": other, "asked": activation}),
-        (FFN_NO_ACT, lambda: _ffn(x, ACTS["none"]), {}),
+        (
+            MISTAKES["ffn-wrong-activation"],
+            lambda: _ffn(x, ACTS[other]),
+            {"used": other, "asked": activation},
+        ),
+        (MISTAKES["ffn-no-activation"], lambda: _ffn(x, ACTS["none"]), {}),
     ]
     if activation == "gelu":
-        candidates.insert(0, (FFN_GELU_TANH, lambda: _ffn(x, ACTS["gelu-tanh"]), {}))
+        candidates.insert(0, (MISTAKES["ffn-gelu-tanh"], lambda: _ffn(x, ACTS["gelu-tanh"]), {}))
     assert_close(out, want["out"], what, candidates)
 
 
@@ -218,7 +202,7 @@ def verdict_ffn_dropout_eval(got, want, x):
     what = _ffn_what(x, dropout=0.5) + " in eval mode"
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32)
     if not torch.equal(out, tensor(got, "out2", what, shape=x["x"].shape)):
-        raise Failure(FFN_DROPOUT_IN_EVAL)
+        raise Failure(MISTAKES["ffn-dropout-in-eval"])
     same = tensor(got, "no_dropout", what, shape=x["x"].shape)
     assert_close(out, same, what + ", compared with your FeedForward with dropout=0")
 
@@ -238,14 +222,14 @@ def verdict_ffn_dropout_train(got, want, x):
     what = _ffn_what(x, dropout=p) + " in training mode"
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32).double()
     if not torch.isfinite(out).all():
-        raise Failure(FFN_DROPOUT_MISPLACED, why="the output is not finite")
+        raise Failure(MISTAKES["ffn-dropout-misplaced"], why="the output is not finite")
     w2, b2 = sd["linear2.weight"].double(), sd["linear2.bias"].double()
     rows = (out - b2).reshape(-1, w2.size(0)).T  # (d_model, N)
     hidden = torch.linalg.lstsq(w2, rows).solution  # (d_ff, N)
     rebuilt = (w2 @ hidden).T.reshape(out.shape) + b2
     if not torch.allclose(rebuilt, out, atol=1e-4, rtol=1e-4):
         why = "the output is not linear2 of any hidden vector: dropout acted after linear2"
-        raise Failure(FFN_DROPOUT_MISPLACED, why=why)
+        raise Failure(MISTAKES["ffn-dropout-misplaced"], why=why)
     pre = F.linear(x["x"].double(), sd["linear1.weight"].double(), sd["linear1.bias"].double())
     hidden = hidden.T.reshape(pre.shape)
     # Float32 output, float64 recovery: the hidden values carry errors of about 1e-5. The
@@ -258,8 +242,10 @@ def verdict_ffn_dropout_train(got, want, x):
         return
     kind, detail = findings[0]
     if kind == "ignored":
-        raise Failure(FFN_DROPOUT_IGNORED, p=p)
-    raise Failure(FFN_DROPOUT_MISPLACED, why="in the hidden layer linear2 received, " + detail)
+        raise Failure(MISTAKES["ffn-dropout-ignored"], p=p)
+    raise Failure(
+        MISTAKES["ffn-dropout-misplaced"], why="in the hidden layer linear2 received, " + detail
+    )
 
 
 # --------------------------------------------------------------------------- TransformerBlock
@@ -348,20 +334,30 @@ def _block_candidates(x, norm_first, activation):
 
     asked = "pre" if norm_first else "post"
     found = [
-        (POST_FOR_PRE, lazy("post"), {}) if norm_first else (PRE_FOR_POST, lazy("pre"), {}),
-        (MISSING_RESIDUAL, lazy(f"{asked}-no-res-attn"), {"sublayer": "attention"}),
-        (MISSING_RESIDUAL, lazy(f"{asked}-no-res-ffn"), {"sublayer": "feed-forward"}),
-        (NORM_TWICE, lazy("norm-twice"), {}),
-        (ONE_NORM_TWICE, lazy(f"{asked}-only-norm1"), {"norm": "norm1"}),
-        (ONE_NORM_TWICE, lazy(f"{asked}-only-norm2"), {"norm": "norm2"}),
+        (MISTAKES["block-post-ln-for-pre-ln"], lazy("post"), {})
+        if norm_first
+        else (MISTAKES["block-pre-ln-for-post-ln"], lazy("pre"), {}),
+        (
+            MISTAKES["block-missing-residual"],
+            lazy(f"{asked}-no-res-attn"),
+            {"sublayer": "attention"},
+        ),
+        (
+            MISTAKES["block-missing-residual"],
+            lazy(f"{asked}-no-res-ffn"),
+            {"sublayer": "feed-forward"},
+        ),
+        (MISTAKES["block-norm-twice"], lazy("norm-twice"), {}),
+        (MISTAKES["block-one-norm-for-both"], lazy(f"{asked}-only-norm1"), {"norm": "norm1"}),
+        (MISTAKES["block-one-norm-for-both"], lazy(f"{asked}-only-norm2"), {"norm": "norm2"}),
     ]
     if norm_first:
-        found.append((RESIDUAL_FROM_NORMED, lazy("residual-from-normed"), {}))
-        found.append((MASK_IGNORED, lazy("mask-ignored-pre"), {}))
+        found.append((MISTAKES["block-residual-from-normed"], lazy("residual-from-normed"), {}))
+        found.append((MISTAKES["block-mask-ignored"], lazy("mask-ignored-pre"), {}))
     else:
-        found.append((RETURNS_PRE_NORM, lazy("post-no-norm2"), {"norm": "norm2"}))
-        found.append((RETURNS_PRE_NORM, lazy("post-no-norm1"), {"norm": "norm1"}))
-        found.append((MASK_IGNORED, lazy("mask-ignored"), {}))
+        found.append((MISTAKES["block-returns-pre-norm"], lazy("post-no-norm2"), {"norm": "norm2"}))
+        found.append((MISTAKES["block-returns-pre-norm"], lazy("post-no-norm1"), {"norm": "norm1"}))
+        found.append((MISTAKES["block-mask-ignored"], lazy("mask-ignored"), {}))
     return found
 
 
@@ -419,7 +415,7 @@ def verdict_block_dropout_eval(got, want, x):
     shape = x["x"].shape
     out = tensor(got, "out", what, shape=shape, dtype=torch.float32)
     if not torch.equal(out, tensor(got, "out2", what, shape=shape)):
-        raise Failure(BLOCK_DROPOUT_IN_EVAL)
+        raise Failure(MISTAKES["block-dropout-in-eval"])
     same = tensor(got, "no_dropout", what, shape=shape)
     assert_close(out, same, what + ", compared with your block with dropout=0")
 
@@ -477,7 +473,9 @@ def verdict_block_dropout_train(got, want, x):
         sub = x["attn_out" if active == "attn" else "ffn_out"].double().reshape(-1, D)
         details = {"p": p, "kind": kind, "sublayer": sublayer}
         if not torch.isfinite(out).all():
-            raise Failure(BLOCK_DROPOUT_MISPLACED, why="the output is not finite", **details)
+            raise Failure(
+                MISTAKES["block-dropout-misplaced"], why="the output is not finite", **details
+            )
         for base, final in wirings:
             fits, pattern = _fit_rows(out, base, sub, final, 1 / (1 - p), tol=1e-4)
             if fits.all():
@@ -486,16 +484,20 @@ def verdict_block_dropout_train(got, want, x):
         else:
             tol = {"atol": 1e-4, "rtol": 1e-4}
             if any(close(out, final(base + sub), tol) for base, final in wirings):
-                raise Failure(BLOCK_DROPOUT_IGNORED, **details)
+                raise Failure(MISTAKES["block-dropout-ignored"], **details)
             if any(_fit_rows(out, b, sub, f, 1.0, tol=1e-4)[0].all() for b, f in wirings):
                 why = "the values kept were not divided by 1 - p"
             else:
                 why = "no pattern of dropped values of the sub-layer's output explains it"
-            raise Failure(BLOCK_DROPOUT_MISPLACED, why=why, **details)
+            raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **details)
     kept = torch.cat(kept)
     dropped = 1 - float(kept.mean())
     if abs(dropped - p) > 5 * (p * (1 - p) / kept.numel()) ** 0.5:
         why = f"{dropped:.0%} of {kept.numel()} values were dropped, but p = {p:g}"
         raise Failure(
-            BLOCK_DROPOUT_MISPLACED, why=why, p=p, kind="Pre-LN and Post-LN", sublayer="every"
+            MISTAKES["block-dropout-misplaced"],
+            why=why,
+            p=p,
+            kind="Pre-LN and Post-LN",
+            sublayer="every",
         )

@@ -14,16 +14,7 @@ from . import probe_entropy as probe
 
 CHECKS = CheckList("diagnostics")
 
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-ENTROPY_LOG2 = MISTAKES["entropy-log2"]
-ENTROPY_BLOCKED_ROWS = MISTAKES["entropy-counts-blocked-rows"]
-ENTROPY_NAN = MISTAKES["entropy-nan"]
-ENTROPY_SIGN = MISTAKES["entropy-sign"]
-ENTROPY_DIM = MISTAKES["entropy-wrong-dim"]
-ENTROPY_SUMMED = MISTAKES["entropy-summed-rows"]
-ENTROPY_AXES = MISTAKES["entropy-mean-wrong-axes"]
-CLASSIFY_LOG_S = MISTAKES["classify-relative-to-log-s"]
-CLASSIFY_WRONG = MISTAKES["classify-wrong-labels"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 # What head_entropy computes with a given mistake, in float64, to recognise that mistake.
@@ -44,11 +35,11 @@ def _candidates(w, like):
         return lambda: _entropy(w, **kw).to(like.dtype)
 
     return [
-        (ENTROPY_LOG2, lazy(log=torch.log2), {}),
-        (ENTROPY_BLOCKED_ROWS, lazy(keep_blocked=True), {}),
-        (ENTROPY_SIGN, lambda: -_entropy(w).to(like.dtype), {}),
-        (ENTROPY_DIM, lazy(dim=-2), {}),
-        (ENTROPY_SUMMED, lazy(reduce="sum"), {}),
+        (MISTAKES["entropy-log2"], lazy(log=torch.log2), {}),
+        (MISTAKES["entropy-counts-blocked-rows"], lazy(keep_blocked=True), {}),
+        (MISTAKES["entropy-sign"], lambda: -_entropy(w).to(like.dtype), {}),
+        (MISTAKES["entropy-wrong-dim"], lazy(dim=-2), {}),
+        (MISTAKES["entropy-summed-rows"], lazy(reduce="sum"), {}),
     ]
 
 
@@ -86,10 +77,12 @@ def _check_entropy(got, want_value, w):
         }
         if value.size(0) in axes:
             per, over = axes[value.size(0)]
-            raise Failure(ENTROPY_AXES, got=tuple(value.shape), per=per, over=over)
+            raise Failure(
+                MISTAKES["entropy-mean-wrong-axes"], got=tuple(value.shape), per=per, over=over
+            )
     value = tensor(got, "entropy", "head_entropy's result", shape=(H,))
     if not torch.isfinite(value).all():
-        raise Failure(ENTROPY_NAN)
+        raise Failure(MISTAKES["entropy-nan"])
     assert_close(value, want_value, "the head entropies", _candidates(w, value))
 
 
@@ -143,5 +136,10 @@ def verdict_classify(got, want, x):
         if value == want[key]:
             continue
         if mask is not None and value == _labels(w, mask, relative_to_s=True):
-            raise Failure(CLASSIFY_LOG_S)
-        raise Failure(CLASSIFY_WRONG, got=value.split(","), want=want[key].split(","), what=what)
+            raise Failure(MISTAKES["classify-relative-to-log-s"])
+        raise Failure(
+            MISTAKES["classify-wrong-labels"],
+            got=value.split(","),
+            want=want[key].split(","),
+            what=what,
+        )

@@ -20,17 +20,7 @@ except ImportError:
 
 CHECKS = CheckList("diagnostics")
 
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-GRAD_ACCUMULATED = MISTAKES["ln-grad-accumulated"]
-GRAD_SQUARED = MISTAKES["ln-grad-squared-norm"]
-GRAD_SUM_OF_NORMS = MISTAKES["ln-grad-sum-of-norms"]
-FINAL_NORM_IGNORED = MISTAKES["ln-final-norm-ignored"]
-PATTERN = MISTAKES["ln-placement-pattern"]
-NOT_MEASURED = MISTAKES["ln-placement-not-measured"]
-WRONG_STACKS = MISTAKES["ln-placement-stacks"]
-WEIGHTS_DIFFER = MISTAKES["ln-placement-weights-differ"]
-INPUTS_DIFFER = MISTAKES["ln-placement-inputs-differ"]
-FINAL_NORM_SETUP = MISTAKES["ln-placement-final-norm"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- layer_gradient_norms
 
@@ -78,16 +68,22 @@ def verdict_norms(got, want, x):
         norms, tol = _norms(got, key, what, n)
         norm_first, final = key == "pre", probe.final_norm() if key == "pre" else None
         candidates = [
-            (GRAD_SQUARED, lambda k=key: want[k].pow(2), {}),
-            (GRAD_SUM_OF_NORMS, lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"), {}),
+            (MISTAKES["ln-grad-squared-norm"], lambda k=key: want[k].pow(2), {}),
+            (
+                MISTAKES["ln-grad-sum-of-norms"],
+                lambda nf=norm_first, f=final: _trusted_norms(x, nf, f, "sum"),
+                {},
+            ),
         ]
         if key == "pre":
-            candidates.append((FINAL_NORM_IGNORED, lambda: _trusted_norms(x, True, None), {}))
+            candidates.append(
+                (MISTAKES["ln-final-norm-ignored"], lambda: _trusted_norms(x, True, None), {})
+            )
         assert_close(norms, want[key], what, candidates, tol=tol)
     again, tol = _norms(got, "post_again", "the second call's result", n)
     if not torch.allclose(again, want["post"], **(tol or tolerance(torch.float64))):
         ratio = float(again.sum() / want["post"].sum())
-        raise Failure(GRAD_ACCUMULATED, ratio=ratio)
+        raise Failure(MISTAKES["ln-grad-accumulated"], ratio=ratio)
 
 
 # --------------------------------------------------------------------------- the experiment
@@ -140,10 +136,14 @@ def verdict_placement(got, want, x):
     post = tensor(got, "post_ln", 'compare_ln_placement(...)["post_ln"]', shape=(layers,))
     calls = got.get("calls")
     if calls == 0:
-        raise Failure(NOT_MEASURED, detail="layer_gradient_norms was never called")
+        raise Failure(
+            MISTAKES["ln-placement-not-measured"], detail="layer_gradient_norms was never called"
+        )
     if calls != 2:
         raise Failure(
-            WRONG_STACKS, layers=layers, detail=f"layer_gradient_norms was called {calls} times"
+            MISTAKES["ln-placement-stacks"],
+            layers=layers,
+            detail=f"layer_gradient_norms was called {calls} times",
         )
     runs = {}
     for i in (0, 1):
@@ -154,34 +154,40 @@ def verdict_placement(got, want, x):
                 if call.get("blocks") != layers
                 else f"the blocks of call {i + 1} are not all of one placement"
             )
-            raise Failure(WRONG_STACKS, layers=layers, detail=detail)
+            raise Failure(MISTAKES["ln-placement-stacks"], layers=layers, detail=detail)
         runs[call["norm_first"]] = call
     if set(runs) != {"pre", "post"}:
-        raise Failure(WRONG_STACKS, layers=layers, detail="both calls measured the same placement")
+        raise Failure(
+            MISTAKES["ln-placement-stacks"],
+            layers=layers,
+            detail="both calls measured the same placement",
+        )
     a, b = runs["pre"], runs["post"]
     names = sorted(k for k in a if k.startswith("w/"))
     if not names or names != sorted(k for k in b if k.startswith("w/")):
         raise Failure(
-            WRONG_STACKS, layers=layers, detail="the two stacks hold different parameters"
+            MISTAKES["ln-placement-stacks"],
+            layers=layers,
+            detail="the two stacks hold different parameters",
         )
     for name in names:
         if not _same(a[name], b[name]):
-            raise Failure(WEIGHTS_DIFFER, name=name[2:])
+            raise Failure(MISTAKES["ln-placement-weights-differ"], name=name[2:])
     shape = (x["batch"], x["seq_len"], probe.D_MODEL)
     for key, what in (("x", "inputs x"), ("target", "targets")):
         for run in (a, b):
             tensor(run, key, f"the {what} given to layer_gradient_norms", shape=shape)
         if not _same(a[key], b[key]):
-            raise Failure(INPUTS_DIFFER, what=what)
+            raise Failure(MISTAKES["ln-placement-inputs-differ"], what=what)
     if a.get("final_norm") != "LayerNorm":
         raise Failure(
-            FINAL_NORM_SETUP,
+            MISTAKES["ln-placement-final-norm"],
             detail="The Pre-LN stack was measured without a final LayerNorm "
             f"(final_norm: {a.get('final_norm')}).",
         )
     if b.get("final_norm") != "none":
         raise Failure(
-            FINAL_NORM_SETUP,
+            MISTAKES["ln-placement-final-norm"],
             detail="The Post-LN stack was given a final_norm; its last block already ends with "
             "a LayerNorm.",
         )
@@ -190,9 +196,10 @@ def verdict_placement(got, want, x):
         return
     if _matches(pre, results["post"]) and _matches(post, results["pre"]):
         raise Failure(
-            PATTERN, detail='"pre_ln" holds the Post-LN stack\'s norms and the other way round'
+            MISTAKES["ln-placement-pattern"],
+            detail='"pre_ln" holds the Post-LN stack\'s norms and the other way round',
         )
     raise Failure(
-        NOT_MEASURED,
+        MISTAKES["ln-placement-not-measured"],
         detail="the returned vectors are not what the two calls of layer_gradient_norms returned",
     )

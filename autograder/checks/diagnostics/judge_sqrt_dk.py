@@ -27,6 +27,7 @@ from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
 
 CHECKS = CheckList("diagnostics")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # The experiment's curves come from draws the docstring prescribes (q, then k, from a fresh
 # torch.Generator().manual_seed(seed) per d_k; k then q is accepted too), so they are compared
@@ -41,19 +42,6 @@ SCALED_SPREAD = 0.25
 UNSCALED_FALL, UNSCALED_RISE = 1.0, 0.05
 SATURATED_AT = 7  # the index of 256, 320 or 384 in the drawn d_k values
 SATURATED_ENTROPY, SATURATED_MAX = 0.5, 0.8
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-SQRTDK_LOG2 = MISTAKES["sqrtdk-entropy-bits"]
-SQRTDK_BY_D_K = MISTAKES["sqrtdk-divides-by-d_k"]
-SQRTDK_SWAPPED = MISTAKES["sqrtdk-scaled-swapped"]
-SQRTDK_MAX_DIM = MISTAKES["sqrtdk-max-over-queries"]
-SQRTDK_SUM_ROWS = MISTAKES["sqrtdk-not-averaged"]
-SQRTDK_NAN = MISTAKES["sqrtdk-zero-log-zero"]
-SQRTDK_NOT_SATURATING = MISTAKES["sqrtdk-finding-unscaled"]
-SQRTDK_SCALED_DRIFTS = MISTAKES["sqrtdk-finding-scaled"]
-SQRTDK_OTHER_RUN = MISTAKES["sqrtdk-not-this-run"]
 
 # --------------------------------------------------------------------------- models
 
@@ -81,13 +69,13 @@ def _candidates(x, scaled: bool, which: int):
         return lambda: _saturation(q, k, **kw)[which].float()
 
     found = [
-        (SQRTDK_LOG2, lazy(scale=plain, log=torch.log2), {}),
-        (SQRTDK_MAX_DIM, lazy(scale=plain, max_dim=-2), {}),
-        (SQRTDK_SUM_ROWS, lazy(scale=plain, reduce="sum"), {}),
-        (SQRTDK_SWAPPED, lazy(scale="none" if scaled else "sqrt"), {}),
+        (MISTAKES["sqrtdk-entropy-bits"], lazy(scale=plain, log=torch.log2), {}),
+        (MISTAKES["sqrtdk-max-over-queries"], lazy(scale=plain, max_dim=-2), {}),
+        (MISTAKES["sqrtdk-not-averaged"], lazy(scale=plain, reduce="sum"), {}),
+        (MISTAKES["sqrtdk-scaled-swapped"], lazy(scale="none" if scaled else "sqrt"), {}),
     ]
     if scaled:
-        found.insert(0, (SQRTDK_BY_D_K, lazy(scale="d_k"), {}))
+        found.insert(0, (MISTAKES["sqrtdk-divides-by-d_k"], lazy(scale="d_k"), {}))
     return found
 
 
@@ -139,7 +127,7 @@ def verdict_saturation(got, want, x):
             what = _what(name, tag)
             value = tensor(got, key, what, shape=())
             if name == "entropy" and not torch.isfinite(value):
-                raise Failure(SQRTDK_NAN)
+                raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
             assert_close(value, want[key], what, _candidates(x, tag == "scaled", index))
 
 
@@ -198,15 +186,17 @@ def verdict_experiment(got, want, x):
         return
     swapped = {key: curves[_other(key)] for key in QUANTITIES}
     if _within(swapped, reference):
-        raise Failure(SQRTDK_SWAPPED, what="sqrt_dk_experiment")
+        raise Failure(MISTAKES["sqrtdk-scaled-swapped"], what="sqrt_dk_experiment")
     for key in QUANTITIES:
         if not torch.isfinite(curves[key]).all() and key.startswith("entropy"):
-            raise Failure(SQRTDK_NAN)
+            raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
         what = f'sqrt_dk_experiment(...)["{key}"]'
         assert_close(curves[key], reference[key], what, tol=SPREAD[key.rsplit("_", 1)[0]])
     # Every curve is within the seed-to-seed spread, but this is not the run asked for.
     err, key = max(((curves[k] - reference[k]).abs().max().item(), k) for k in QUANTITIES)
-    raise Failure(SQRTDK_OTHER_RUN, what=f'sqrt_dk_experiment(...)["{key}"]', err=err)
+    raise Failure(
+        MISTAKES["sqrtdk-not-this-run"], what=f'sqrt_dk_experiment(...)["{key}"]', err=err
+    )
 
 
 @SQRT_DK_EXPERIMENT.check(
@@ -219,35 +209,35 @@ def verdict_finding(got, want, x):
     curves = {key: value.double() for key, value in _curves(got, x).items()}
     scaled = curves["entropy_scaled"]
     if not torch.isfinite(scaled).all() or not torch.isfinite(curves["entropy_unscaled"]).all():
-        raise Failure(SQRTDK_NAN)
+        raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
     spread = float(scaled.max() - scaled.min())
     if spread > SCALED_SPREAD:
-        raise Failure(SQRTDK_SCALED_DRIFTS, spread=spread, allowed=SCALED_SPREAD)
+        raise Failure(MISTAKES["sqrtdk-finding-scaled"], spread=spread, allowed=SCALED_SPREAD)
     unscaled, largest = curves["entropy_unscaled"], curves["max_weight_unscaled"]
     fall = float(unscaled[0] - unscaled[-1])
     if fall < UNSCALED_FALL:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy falls by {fall:.3f} nats from the smallest d_k to the largest "
             f"(expected at least {UNSCALED_FALL:g})",
         )
     rise = float((unscaled[1:] - unscaled[:-1]).max())
     if rise > UNSCALED_RISE:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy rises by {rise:.3f} nats between two neighbouring d_k "
             f"(expected to fall, or rise by at most {UNSCALED_RISE:g})",
         )
     d_k = x["d_ks"][SATURATED_AT]
     if unscaled[SATURATED_AT] >= SATURATED_ENTROPY:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy at d_k = {d_k} is {float(unscaled[SATURATED_AT]):.3f} nats "
             f"(expected below {SATURATED_ENTROPY:g})",
         )
     if largest[SATURATED_AT] <= SATURATED_MAX:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the mean largest weight at d_k = {d_k} is "
             f"{float(largest[SATURATED_AT]):.3f} (expected above {SATURATED_MAX:g})",
         )

@@ -24,13 +24,7 @@ CHECKS = CheckList("diagnostics")
 # ordered differently) rounds differently, and Adam carries those differences from step to step.
 CURVE_TOL = {"atol": 1e-3, "rtol": 1e-3}
 
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-WO_NOT_IDENTITY = MISTAKES["wo-not-identity"]
-WO_NOT_FROZEN = MISTAKES["wo-not-frozen"]
-NO_ZERO_GRAD = MISTAKES["train-no-zero-grad"]
-LOSS_AFTER_STEP = MISTAKES["train-loss-after-step"]
-CURVES_SWAPPED = MISTAKES["wo-curves-swapped"]
-DIFFERENT_START = MISTAKES["wo-runs-differ"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 
 def _as_curve(got, key, what, steps):
@@ -127,10 +121,10 @@ def verdict_identity(got, want, x):
     D = x["D"]
     weight = tensor(got, "weight", "w_o.weight", shape=(D, D))
     if not close(weight, torch.eye(D)):
-        raise Failure(WO_NOT_IDENTITY)
+        raise Failure(MISTAKES["wo-not-identity"])
     after = tensor(got, "after", "w_o.weight", shape=(D, D))
     if got.get("requires_grad") is not False or not close(after, torch.eye(D)):
-        raise Failure(WO_NOT_FROZEN)
+        raise Failure(MISTAKES["wo-not-frozen"])
 
 
 TRAIN_RECALL = CHECKS.exercise("train_recall", probe=probe.probe_train)
@@ -156,8 +150,8 @@ def verdict_train(got, want, x):
         want["losses"],
         "the loss curve",
         [
-            (NO_ZERO_GRAD, variant(zero_grad=False), {}),
-            (LOSS_AFTER_STEP, variant(after_step=True), {}),
+            (MISTAKES["train-no-zero-grad"], variant(zero_grad=False), {}),
+            (MISTAKES["train-loss-after-step"], variant(after_step=True), {}),
         ],
         tol=CURVE_TOL,
     )
@@ -180,10 +174,10 @@ def verdict_experiment(got, want, x):
     identity = _as_curve(got, "identity", "the 'identity' curve", steps)
     tol = CURVE_TOL
     if close(learned, want["identity"], tol) and close(identity, want["learned"], tol):
-        raise Failure(CURVES_SWAPPED)
+        raise Failure(MISTAKES["wo-curves-swapped"])
     if not close(learned, want["learned"], tol):
-        raise Failure(DIFFERENT_START, which="'learned'")
+        raise Failure(MISTAKES["wo-runs-differ"], which="'learned'")
     if not close(identity, want["identity"], tol):
         if close(identity, _curve(x["seed"], steps, identity=True), tol):
-            raise Failure(WO_NOT_FROZEN)
-        raise Failure(DIFFERENT_START, which="'identity'")
+            raise Failure(MISTAKES["wo-not-frozen"])
+        raise Failure(MISTAKES["wo-runs-differ"], which="'identity'")

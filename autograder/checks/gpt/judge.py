@@ -1,4 +1,4 @@
-"""Judge side of gpt.py's checks: misconceptions, models of wrong computations, verdicts.
+"""Judge side of gpt.py's checks: verdicts (models of wrong computations: judge_models.py).
 
 Property checks (causality, return_attn, weight tying, too long, greedy, cropping, modes)
 judge the student's own runs; only the checks titled after the reference compare with it.
@@ -14,168 +14,21 @@ import torch.nn.functional as F
 
 from ...core import CRASH, WRONG_TYPE, CheckList, Failure
 from ...misconception_data import misconceptions_of
-from ...trusted.masks import causal_mask
-from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
+from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
 from . import probe
-
-try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
-    from ...trusted import gpt as trusted
-except ImportError:
-    trusted = None
+from .judge_models import (
+    _LOGITS_MISTAKES,
+    _generate,
+    _logits_replays,
+    _name,
+    _scale_replays,
+    _scale_variants,
+    _tying_replays,
+    _variants,
+)
 
 CHECKS = CheckList("gpt")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-NO_TYING = MISTAKES["gpt-no-weight-tying"]
-NO_EMBED_SCALE = MISTAKES["gpt-no-embed-scale"]
-NO_FINAL_NORM = MISTAKES["gpt-no-final-norm"]
-LOG_SOFTMAX = MISTAKES["gpt-log-softmax-output"]
-NO_CAUSAL = MISTAKES["gpt-no-causal-mask"]
-CONSTANT = MISTAKES["gpt-ignores-input"]
-TOO_LONG = MISTAKES["gpt-too-long"]
-ATTN_LIST = MISTAKES["gpt-return-attn"]
-NO_CROPPING = MISTAKES["gen-no-cropping"]
-CROP_FIRST = MISTAKES["gen-crop-keeps-first"]
-CONTEXT = MISTAKES["gen-wrong-context"]
-TEMPERATURE_AFTER = MISTAKES["gen-temperature-after-softmax"]
-TEMPERATURE_MULTIPLIED = MISTAKES["gen-temperature-multiplied"]
-TEMPERATURE_ZERO = MISTAKES["gen-temperature-zero-divides"]
-TOPK_AFTER = MISTAKES["gen-topk-after-sampling"]
-TOPK_EXTRA = MISTAKES["gen-topk-keeps-k-plus-1"]
-TOPK_CLAMP = MISTAKES["gen-topk-not-clamped"]
-GREEDY = MISTAKES["gen-greedy-not-argmax"]
-OTHER_TOKENS = MISTAKES["gen-other-tokens"]
-GRAD_TRACKING = MISTAKES["gen-grad-tracking"]
-TRAIN_MODE = MISTAKES["gen-train-mode"]
-MODE_NOT_RESTORED = MISTAKES["gen-mode-not-restored"]
-TRAIN_RESULT = MISTAKES["train-wrong-return"]
-TRAIN_NOT_SHIFTED = MISTAKES["train-targets-not-shifted"]
-TRAIN_NO_UPDATE = MISTAKES["train-no-update"]
-TRAIN_LOSS_HIGH = MISTAKES["train-loss-too-high"]
-
-# --------------------------------------------------------------------------- models
-# What MiniGPT and generate compute with a given mistake, to recognise it by its output.
-
-
-@model
-def _built(x):
-    """The trusted MiniGPT with x's weights, in eval mode."""
-    return probe.load_weights(trusted.MiniGPT(**x["config"]), x["state"]).eval()
-
-
-@model
-def _logits(
-    x,
-    idx,
-    *,
-    scale=True,
-    causal=True,
-    final_norm=True,
-    log_softmax=False,
-    embed=None,
-    head=None,
-    built=None,
-):
-    """MiniGPT's logits on x's weights, with the mistakes named by the flags; embed and head
-    replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
-    _built(x), when the caller replays many mistakes on the same weights."""
-    model = built if built is not None else _built(x)
-    idx = idx.cpu()
-    T = idx.size(1)
-    embed = model.token_embed.weight if embed is None else embed
-    head = model.lm_head.weight if head is None else head
-    with torch.no_grad():
-        h = F.embedding(idx, embed) * (model.d_model**0.5 if scale else 1.0)
-        h = model.pos_encoding(h)
-        mask = causal_mask(T) if causal else None
-        for block in model.blocks:
-            h, _ = block(h, mask=mask)
-        logits = F.linear(model.final_norm(h) if final_norm else h, head)
-    return logits.log_softmax(dim=-1) if log_softmax else logits
-
-
-# The mistakes the logits check names, as _logits flags.
-_LOGITS_MISTAKES = {
-    "no-embed-scale": {"scale": False},
-    "no-causal": {"causal": False},
-    "no-final-norm": {"final_norm": False},
-    "log-softmax": {"log_softmax": True},
-}
-
-
-def _name(flags: dict) -> str:
-    return ",".join(f"{k}={int(v)}" for k, v in sorted(flags.items())) or "correct"
-
-
-def _variants():
-    """The correct model first, then every combination of the mistakes named elsewhere."""
-    return [
-        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
-        for s in (True, False)
-        for f in (True, False)
-        for ls in (False, True)
-        for c in (True, False)
-    ]
-
-
-def _logits_replays(x):
-    built = _built(x)
-    return {n: _logits(x, x["idx"], built=built, **kw) for n, kw in _LOGITS_MISTAKES.items()}
-
-
-def _tying_replays(x):
-    """MiniGPT's logits with E and W (untied), E and E, W and W (tied), each with every
-    combination of the mistakes the logits check charges."""
-    E, W = x["state"]["token_embed.weight"], x["head"]
-    built, found = _built(x), {}
-    for flags in _variants():
-        for label, (embed, head) in {"untied": (E, W), "E": (E, E), "W": (W, W)}.items():
-            found[f"{_name(flags)}/{label}"] = _logits(
-                x, x["idx"], embed=embed, head=head, built=built, **flags
-            )
-    return found
-
-
-def _scale_variants():
-    return [
-        {"final_norm": final_norm, "log_softmax": log_softmax}
-        for final_norm in (True, False)
-        for log_softmax in (False, True)
-    ]
-
-
-def _scale_replays(x):
-    built, found = _built(x), {}
-    for flags in _scale_variants():
-        found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], built=built, **flags)
-        found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, built=built, **flags)
-    return found
-
-
-@model
-def _generate(x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0):
-    model = probe.scripted(x).eval()
-    gen = torch.Generator().manual_seed(x["seed"])
-    idx, m, V = x["prompt"].cpu(), model.max_len, x["table"].size(0)
-    with torch.no_grad():
-        for _ in range(n):
-            logits = model(idx[:, -m:] if crop == "last" else idx[:, :m])[:, -1]
-            if temperature == 0:
-                next_id = logits.argmax(dim=-1, keepdim=True)
-            else:
-                if temp == "divide":
-                    logits = logits / temperature
-                elif temp == "multiply":
-                    logits = logits * temperature
-                if top_k is not None and top_k_on:
-                    kth = logits.topk(min(top_k + extra, V), dim=-1).values[:, -1:]
-                    logits = logits.masked_fill(logits < kth, float("-inf"))
-                next_id = torch.multinomial(logits.softmax(dim=-1), 1, generator=gen)
-            idx = torch.cat([idx, next_id], dim=1)
-    return idx
-
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- MiniGPT
 
@@ -196,7 +49,12 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 )
 def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    named = (NO_EMBED_SCALE, NO_CAUSAL, NO_FINAL_NORM, LOG_SOFTMAX)
+    named = (
+        MISTAKES["gpt-no-embed-scale"],
+        MISTAKES["gpt-no-causal-mask"],
+        MISTAKES["gpt-no-final-norm"],
+        MISTAKES["gpt-log-softmax-output"],
+    )
     mistakes = dict(zip(_LOGITS_MISTAKES, named, strict=True))
     candidates = [(m, want.get(f"replay/{n}"), {}) for n, m in mistakes.items()]
     assert_close(logits, want["logits"], "the logits", candidates)
@@ -222,7 +80,7 @@ def verdict_tying(got, want, x):
         name = _name(flags)
         if close(logits, want[f"replay/{name}/untied"]):
             raise Failure(
-                NO_TYING,
+                MISTAKES["gpt-no-weight-tying"],
                 detail="they are two separate matrices (loaded with different values, your "
                 "logits read tokens with one and scored them with the other)",
             )
@@ -230,7 +88,7 @@ def verdict_tying(got, want, x):
             break
     else:
         raise Failure(
-            NO_TYING,
+            MISTAKES["gpt-no-weight-tying"],
             detail="with different token_embed and lm_head weights loaded, your logits match "
             "no MiniGPT, tied or untied, so the tying cannot be confirmed; make the logits "
             "check pass first",
@@ -241,7 +99,7 @@ def verdict_tying(got, want, x):
         "n_params"
     ]:
         raise Failure(
-            NO_TYING,
+            MISTAKES["gpt-no-weight-tying"],
             detail=f"they share one storage but are two Parameters: parameters() counts "
             f"{n_params} numbers instead of {want['n_params']}",
         )
@@ -262,7 +120,7 @@ def verdict_embed_scale(got, want, x):
     if any(close(logits, want[f"replay/scaled/{n}"]) for n in names):
         return
     if any(close(logits, want[f"replay/unscaled/{n}"]) for n in names):
-        raise Failure(NO_EMBED_SCALE)
+        raise Failure(MISTAKES["gpt-no-embed-scale"])
     assert_close(logits, want["logits"], "the logits")
 
 
@@ -276,7 +134,14 @@ def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     logits2 = tensor(got, "logits2", "the logits", shape=_shape(x, "idx2"))
-    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
+    assert_causal(
+        logits,
+        logits2,
+        want["logits"],
+        x["t"],
+        MISTAKES["gpt-no-causal-mask"],
+        MISTAKES["gpt-ignores-input"],
+    )
 
 
 @MINI_GPT.check(
@@ -291,13 +156,19 @@ def verdict_attn(got, want, x):
     summing to 1, and the same logits as forward(idx)."""
     layers = x["config"]["num_layers"]
     if "problem" in got:
-        raise Failure(ATTN_LIST, layers=layers, detail=got["problem"])
+        raise Failure(MISTAKES["gpt-return-attn"], layers=layers, detail=got["problem"])
     if got.get("layers") != layers:
-        raise Failure(ATTN_LIST, layers=layers, detail=f"the list has {got.get('layers')}")
+        raise Failure(
+            MISTAKES["gpt-return-attn"], layers=layers, detail=f"the list has {got.get('layers')}"
+        )
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     plain = tensor(got, "plain", "the logits of forward(idx)", shape=_shape(x))
     if not close(logits, plain):
-        raise Failure(ATTN_LIST, layers=layers, detail="its logits differ from forward(idx)'s")
+        raise Failure(
+            MISTAKES["gpt-return-attn"],
+            layers=layers,
+            detail="its logits differ from forward(idx)'s",
+        )
     B, T = x["idx"].shape
     future = torch.ones(T, T, dtype=torch.bool).triu(1)
     for i in range(layers):
@@ -306,11 +177,11 @@ def verdict_attn(got, want, x):
         if not torch.isfinite(weights).all():
             assert_close(weights, want[f"weights{i}"], what)  # names the NaN / inf
         if weights[..., future].abs().max() > 0:
-            raise Failure(NO_CAUSAL)
+            raise Failure(MISTAKES["gpt-no-causal-mask"])
         sums = weights.sum(dim=-1)
         if not close(sums, torch.ones_like(sums)):
             detail = f"the rows of block {i}'s weights do not sum to 1 (not softmax weights)"
-            raise Failure(ATTN_LIST, layers=layers, detail=detail)
+            raise Failure(MISTAKES["gpt-return-attn"], layers=layers, detail=detail)
 
 
 @MINI_GPT.check(
@@ -324,12 +195,12 @@ def verdict_too_long(got, want, x):
     n = x["config"]["max_len"]
     if got.get(f"T{n}") != "ok":
         detail = f"T = max_len = {n} should work, but it raised {got.get(f'T{n}')}"
-        raise Failure(TOO_LONG, max_len=n, detail=detail)
+        raise Failure(MISTAKES["gpt-too-long"], max_len=n, detail=detail)
     if got.get(f"T{n + 1}") != "ValueError":
         outcome = got.get(f"T{n + 1}")
         outcome = "returned logits" if outcome == "ok" else f"raised {outcome}"
         detail = f"T = {n + 1} should raise ValueError, but it {outcome}"
-        raise Failure(TOO_LONG, max_len=n, detail=detail)
+        raise Failure(MISTAKES["gpt-too-long"], max_len=n, detail=detail)
 
 
 # --------------------------------------------------------------------------- generate
@@ -339,13 +210,15 @@ def _ids(got, x, name, n, temperature, top_k):
     """The run's token ids: (B, T0 + n) int64 starting with the prompt, or a Failure."""
     V = x["table"].size(0)
     if f"{name}/too_long" in got:
-        raise Failure(NO_CROPPING, T=got[f"{name}/too_long"], max_len=x["pos"].size(0))
+        raise Failure(
+            MISTAKES["gen-no-cropping"], T=got[f"{name}/too_long"], max_len=x["pos"].size(0)
+        )
     if f"{name}/error" in got:
         error = got[f"{name}/error"]
         if temperature == 0:
-            raise Failure(TEMPERATURE_ZERO, error=error)
+            raise Failure(MISTAKES["gen-temperature-zero-divides"], error=error)
         if top_k is not None and top_k > V:
-            raise Failure(TOPK_CLAMP, k=top_k, V=V, error=error)
+            raise Failure(MISTAKES["gen-topk-not-clamped"], k=top_k, V=V, error=error)
         raise Failure(CRASH, error=error, where="")
     B, T0 = x["prompt"].shape
     what = f"generate(..., {n}, temperature={temperature}, top_k={top_k})"
@@ -394,7 +267,7 @@ def verdict_greedy(got, want, x):
         T0 = x["prompt"].size(1)
         for step in range(n):
             if not torch.equal(_step_logits(x, ids, step).argmax(-1), ids[:, T0 + step]):
-                raise Failure(GREEDY, step=step)
+                raise Failure(MISTAKES["gen-greedy-not-argmax"], step=step)
 
 
 @GENERATE.check(
@@ -413,19 +286,19 @@ def verdict_crop(got, want, x):
         calls, m, T0 = got.get(f"{name}/calls"), x["pos"].size(0), x["prompt"].size(1)
         if calls != n:
             detail = f"it called the model {calls} times for {n} new tokens, not once per token"
-            raise Failure(CONTEXT, detail=detail)
+            raise Failure(MISTAKES["gen-wrong-context"], detail=detail)
         for step in range(n):
             seen = tensor(got, f"{name}/context{step}", "a context generate fed the model")
             prefix = ids[:, : T0 + step]
             if close(seen, prefix[:, -m:]):
                 continue
             if close(seen, prefix[:, :m]):
-                raise Failure(CROP_FIRST)
+                raise Failure(MISTAKES["gen-crop-keeps-first"])
             detail = (
                 f"at new token {step} the sequence had {prefix.size(1)} tokens and the model "
                 f"was fed {tuple(seen.shape)}"
             )
-            raise Failure(CONTEXT, detail=detail)
+            raise Failure(MISTAKES["gen-wrong-context"], detail=detail)
 
 
 def _tokens_verdict(check):
@@ -451,7 +324,7 @@ def _tokens_verdict(check):
             row, step = _first_difference(ids, reference, x["prompt"].size(1))
             T0 = x["prompt"].size(1)
             raise Failure(
-                OTHER_TOKENS,
+                MISTAKES["gen-other-tokens"],
                 what=what,
                 row=row,
                 step=step,
@@ -464,11 +337,19 @@ def _tokens_verdict(check):
 
 def _mistakes(temperature, top_k):
     """(misconception, the _generate arguments that model it, details), tried in order."""
-    found = [(CROP_FIRST, {"crop": "first"}, {})]
+    found = [(MISTAKES["gen-crop-keeps-first"], {"crop": "first"}, {})]
     if temperature not in (0, 1):
         found += [
-            (TEMPERATURE_AFTER, {"temp": "nowhere"}, {"temperature": temperature}),
-            (TEMPERATURE_MULTIPLIED, {"temp": "multiply"}, {"temperature": temperature}),
+            (
+                MISTAKES["gen-temperature-after-softmax"],
+                {"temp": "nowhere"},
+                {"temperature": temperature},
+            ),
+            (
+                MISTAKES["gen-temperature-multiplied"],
+                {"temp": "multiply"},
+                {"temperature": temperature},
+            ),
         ]
     return found
 
@@ -497,7 +378,14 @@ def _check_top_k(ids, x, k, n):
             extra_only = extra_only and bool((chosen >= k1).all())
     if outside is not None:
         step, row = outside
-        raise Failure(TOPK_EXTRA if extra_only else TOPK_AFTER, k=k, step=step, row=row)
+        raise Failure(
+            MISTAKES["gen-topk-keeps-k-plus-1"]
+            if extra_only
+            else MISTAKES["gen-topk-after-sampling"],
+            k=k,
+            step=step,
+            row=row,
+        )
 
 
 GENERATE.check(
@@ -536,11 +424,13 @@ GENERATE.check(
 def verdict_modes(got, want, x):
     for start in ("train", "eval"):
         if got.get(f"{start}/grad") or got.get(f"{start}/requires_grad"):
-            raise Failure(GRAD_TRACKING)
+            raise Failure(MISTAKES["gen-grad-tracking"])
         if got.get(f"{start}/training"):
-            raise Failure(TRAIN_MODE)
+            raise Failure(MISTAKES["gen-train-mode"])
         if got.get(f"{start}/after") != start:
-            raise Failure(MODE_NOT_RESTORED, got=got.get(f"{start}/after"), expected=start)
+            raise Failure(
+                MISTAKES["gen-mode-not-restored"], got=got.get(f"{start}/after"), expected=start
+            )
 
 
 # --------------------------------------------------------------------------- train (slow)
@@ -593,20 +483,28 @@ TRAIN = CHECKS.exercise("train", probe=probe.probe_train)
 def verdict_train(got, want, x):
     steps = probe.TRAIN_ARGS["steps"]
     if "losses_type" in got:
-        raise Failure(TRAIN_RESULT, steps=steps, detail=f"it returned a {got['losses_type']}")
+        raise Failure(
+            MISTAKES["train-wrong-return"],
+            steps=steps,
+            detail=f"it returned a {got['losses_type']}",
+        )
     losses = tensor(got, "losses", "the list of losses")
     if losses.shape != (steps,):
-        raise Failure(TRAIN_RESULT, steps=steps, detail=f"the list has {losses.numel()} items")
+        raise Failure(
+            MISTAKES["train-wrong-return"],
+            steps=steps,
+            detail=f"the list has {losses.numel()} items",
+        )
     alphabet, data = probe.corpus()
     T, starts = probe.TRAIN_ARGS["seq_len"], x["eval_starts"].cpu()
     before, _ = _eval_losses(probe.train_model(alphabet, x["model_seed"]), data, starts, T)
     loss, identity = _eval_losses(_trained(got, alphabet), data, starts, T)
     high = {"loss": loss, "solution": TRAIN_SOLUTION_LOSS, "threshold": TRAIN_THRESHOLD}
     if not math.isfinite(loss) or not torch.isfinite(losses).all():
-        raise Failure(TRAIN_LOSS_HIGH, **high)
+        raise Failure(MISTAKES["train-loss-too-high"], **high)
     if abs(loss - before) < 1e-4:
-        raise Failure(TRAIN_NO_UPDATE, before=before, loss=loss)
+        raise Failure(MISTAKES["train-no-update"], before=before, loss=loss)
     if loss >= TRAIN_THRESHOLD and identity < 1.0:
-        raise Failure(TRAIN_NOT_SHIFTED, identity=identity, loss=loss)
+        raise Failure(MISTAKES["train-targets-not-shifted"], identity=identity, loss=loss)
     if loss >= TRAIN_THRESHOLD:
-        raise Failure(TRAIN_LOSS_HIGH, **high)
+        raise Failure(MISTAKES["train-loss-too-high"], **high)

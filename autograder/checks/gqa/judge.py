@@ -16,27 +16,11 @@ from ...diagnosis import infer_scale, name_scale
 from ...misconception_data import misconceptions_of
 from ...trusted.multihead import split_heads
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
-from ..attention.judge import NO_SCALING
+from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
 
 CHECKS = CheckList("gqa")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-REPEAT_TILED = MISTAKES["gqa-repeat-tiled"]
-WRONG_GROUP_COUNT = MISTAKES["gqa-wrong-group-count"]
-KV_FULL_WIDTH = MISTAKES["gqa-kv-full-width"]
-GQA_SCALE = MISTAKES["gqa-wrong-scale"]
-ONE_KV_HEAD = MISTAKES["gqa-one-kv-head"]
-WRONG_GROUPS = MISTAKES["gqa-wrong-groups"]
-NO_WO = MISTAKES["gqa-no-output-projection"]
-NO_ERROR = MISTAKES["gqa-no-valueerror"]
-ERROR_UNCLEAR = MISTAKES["gqa-error-unclear"]
-BYTES_FULL_WIDTH = MISTAKES["gqa-kv-bytes-full-width"]
-BYTES_KEYS_ONLY = MISTAKES["gqa-kv-bytes-keys-only"]
-BYTES_ELEMENTS = MISTAKES["gqa-kv-bytes-elements"]
-BYTES_WRONG = MISTAKES["gqa-kv-bytes-wrong"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 # What grouped-query attention with a given mistake computes, in float64, to recognise it.
@@ -79,12 +63,14 @@ def _repeat_tiled(t, n_rep):
 @model
 def _kv_bytes(case, mistake=None):
     """kv_cache_bytes for one case (D, H, H_kv, T, dtype), with one of the named mistakes
-    (BYTES_FULL_WIDTH, BYTES_KEYS_ONLY, BYTES_ELEMENTS) or none."""
+    (gqa-kv-bytes-full-width, gqa-kv-bytes-keys-only, gqa-kv-bytes-elements) or none."""
     D, H, H_kv, T, dtype = case
     size = getattr(torch, dtype).itemsize
-    heads = H if mistake is BYTES_FULL_WIDTH else H_kv
-    count = 1 if mistake is BYTES_KEYS_ONLY else 2
-    return count * T * heads * (D // H) * (1 if mistake is BYTES_ELEMENTS else size)
+    heads = H if mistake is MISTAKES["gqa-kv-bytes-full-width"] else H_kv
+    count = 1 if mistake is MISTAKES["gqa-kv-bytes-keys-only"] else 2
+    return (
+        count * T * heads * (D // H) * (1 if mistake is MISTAKES["gqa-kv-bytes-elements"] else size)
+    )
 
 
 @model
@@ -124,15 +110,15 @@ def _candidates(x, which, like):
     D, H, H_kv = x["x"].size(-1), x["H"], x["H_kv"]
     found = []
     if 1 < H_kv < H:
-        found += [(REPEAT_TILED, lazy(pairing="tiled"), {})]
+        found += [(MISTAKES["gqa-repeat-tiled"], lazy(pairing="tiled"), {})]
     if H_kv > 1:
-        found += [(ONE_KV_HEAD, lazy(pairing="first"), {})]
+        found += [(MISTAKES["gqa-one-kv-head"], lazy(pairing="first"), {})]
     for c in (math.sqrt(D), math.sqrt(H_kv * D // H)):
         if not math.isclose(c, math.sqrt(D // H)):
-            found.append((GQA_SCALE, lazy(scale=c), _scale_details(x, c)))
-    found.append((NO_SCALING, lazy(scale=1.0), {}))
+            found.append((MISTAKES["gqa-wrong-scale"], lazy(scale=c), _scale_details(x, c)))
+    found.append((ATTENTION_MISTAKES["no-scaling"], lazy(scale=1.0), {}))
     if which == "out":
-        found.append((NO_WO, lazy(wo=False), {}))
+        found.append((MISTAKES["gqa-no-output-projection"], lazy(wo=False), {}))
     return found
 
 
@@ -147,8 +133,8 @@ def _scale_failure(x, weights, pairings=("ok",)):
         if math.isclose(c, math.sqrt(q.size(-1)), rel_tol=1e-3):
             return None
         if math.isclose(c, 1.0, rel_tol=1e-3):
-            return Failure(NO_SCALING)
-        return Failure(GQA_SCALE, **_scale_details(x, c))
+            return Failure(ATTENTION_MISTAKES["no-scaling"])
+        return Failure(MISTAKES["gqa-wrong-scale"], **_scale_details(x, c))
     return None
 
 
@@ -175,7 +161,13 @@ def _parameters(got, x):
         if name in ("w_k.weight", "w_v.weight") and shape == (D, D) and H_kv < H:
             layer = name.split(".")[0]
             raise Failure(
-                KV_FULL_WIDTH, name=layer, D=D, got=D, H_kv=H_kv, d_k=d_k, expected=H_kv * d_k
+                MISTAKES["gqa-kv-full-width"],
+                name=layer,
+                D=D,
+                got=D,
+                H_kv=H_kv,
+                d_k=d_k,
+                expected=H_kv * d_k,
             )
         raise Failure(
             WRONG_SHAPE,
@@ -191,7 +183,7 @@ def result(got, x, prefix=""):
     seen = got.get(prefix + "kv_heads_seen")
     if type(seen) is int:
         H, H_kv = x["H"], x["H_kv"]
-        raise Failure(WRONG_GROUP_COUNT, seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
+        raise Failure(MISTAKES["gqa-wrong-group-count"], seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
     B, T, D = x["x"].shape
     dtype = x["x"].dtype
     weights = tensor(got, prefix + "weights", "the weights", shape=(B, x["H"], T, T), dtype=dtype)
@@ -224,7 +216,7 @@ def verdict_repeat(got, want, x):
         what = f"repeat_kv(x of shape {(B, H_kv, T, d)}, n_rep={n_rep})"
         value = tensor(got, f"x{i}", what, shape=(B, H_kv * n_rep, T, d), dtype=xi.dtype)
         tiled = lambda xi=xi, n_rep=n_rep: _repeat_tiled(xi, n_rep)  # noqa: E731
-        assert_close(value, want[f"x{i}"], what, [(REPEAT_TILED, tiled, {})])
+        assert_close(value, want[f"x{i}"], what, [(MISTAKES["gqa-repeat-tiled"], tiled, {})])
 
 
 # --------------------------------------------------------------------------- sizes
@@ -262,10 +254,10 @@ def verdict_sizes_error(got, want, x):
         details = {"D": D, "H": H, "H_kv": H_kv, "why": _why(case, D, H, H_kv)}
         outcome = got.get(f"{case}/outcome")
         if outcome != "ValueError":
-            raise Failure(NO_ERROR, got=str(outcome)[:100], **details)
+            raise Failure(MISTAKES["gqa-no-valueerror"], got=str(outcome)[:100], **details)
         text = str(got.get(f"{case}/text", ""))[:300]
         if not _says_which(case, text, D):
-            raise Failure(ERROR_UNCLEAR, text=text, **details)
+            raise Failure(MISTAKES["gqa-error-unclear"], text=text, **details)
 
 
 # --------------------------------------------------------------------------- the layer
@@ -369,11 +361,13 @@ def verdict_groups(got, want, x):
     if changed == expected:
         return
     if changed == [[h for h in range(H) if h % H_kv == g] for g in range(H_kv)]:
-        raise Failure(REPEAT_TILED)
+        raise Failure(MISTAKES["gqa-repeat-tiled"])
     if changed[0] == list(range(H)) and not any(changed[1:]):
-        raise Failure(ONE_KV_HEAD)
+        raise Failure(MISTAKES["gqa-one-kv-head"])
     g = next(g for g in range(H_kv) if changed[g] != expected[g])
-    raise Failure(WRONG_GROUPS, g=g, changed=changed[g] or "none", expected=expected[g])
+    raise Failure(
+        MISTAKES["gqa-wrong-groups"], g=g, changed=changed[g] or "none", expected=expected[g]
+    )
 
 
 # --------------------------------------------------------------------------- kv_cache_bytes
@@ -413,7 +407,11 @@ def verdict_kv_bytes(got, want, x):
         "size": getattr(torch, dtype).itemsize,
         "dtype": dtype,
     }
-    for mistake in (BYTES_FULL_WIDTH, BYTES_KEYS_ONLY, BYTES_ELEMENTS):
+    for mistake in (
+        MISTAKES["gqa-kv-bytes-full-width"],
+        MISTAKES["gqa-kv-bytes-keys-only"],
+        MISTAKES["gqa-kv-bytes-elements"],
+    ):
         try:
             named = all(
                 value == _kv_bytes(case, mistake)
@@ -423,4 +421,4 @@ def verdict_kv_bytes(got, want, x):
             named = False
         if named:
             raise Failure(mistake, **details)
-    raise Failure(BYTES_WRONG, **details)
+    raise Failure(MISTAKES["gqa-kv-bytes-wrong"], **details)

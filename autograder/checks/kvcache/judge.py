@@ -1,4 +1,4 @@
-"""Judge side of kvcache.py's checks: misconceptions, models of wrong decoding, verdicts.
+"""Judge side of kvcache.py's checks: verdicts (models of wrong decoding: judge_models.py).
 
 Only the checks titled "matches the reference" compare values with it. The cache checks judge
 what append returned against the student's own inputs; the positions and incremental checks
@@ -9,7 +9,6 @@ float64, the decoding a known mistake gives on the same weights and tokens.
 
 from __future__ import annotations
 
-import math
 import re
 
 import torch
@@ -17,184 +16,30 @@ import torch
 from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure
 from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
-from ..rotary.judge import ROTATES_V
+from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import probe
-
-CHECKS = CheckList("kvcache")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-POSITIONS_RESTART = MISTAKES["kv-positions-restart"]
-WRONG_AXIS = MISTAKES["kv-append-wrong-axis"]
-NEW_ONLY = MISTAKES["kv-append-new-only"]
-LAYERS_SHARED = MISTAKES["kv-layers-share-cache"]
-LENGTH_CALLS = MISTAKES["kv-length-counts-calls"]
-LENGTH_WRONG = MISTAKES["kv-length-wrong"]
-APPEND_FAILED = MISTAKES["kv-append-failed"]
-NO_VALUEERROR = MISTAKES["kv-append-no-valueerror"]
-ERROR_UNCLEAR = MISTAKES["kv-append-error-unclear"]
-CACHE_UNROTATED = MISTAKES["kv-cache-unrotated-keys"]
-KEYS_UNROTATED = MISTAKES["kv-keys-used-unrotated"]
-ROTATED_TWICE = MISTAKES["kv-keys-rotated-twice"]
-NO_MASK = MISTAKES["kv-prefill-no-mask"]
-MASK_NOT_OFFSET = MISTAKES["kv-mask-not-offset"]
-NOT_RESET = MISTAKES["kv-cache-not-reset"]
-FEEDS_ALL = MISTAKES["kv-generate-feeds-all"]
-NOT_GREEDY = MISTAKES["kv-generate-not-greedy"]
-PROMPT_LOST = MISTAKES["kv-generate-prompt-lost"]
-STEP_FAILED = MISTAKES["kv-decoding-failed"]
-INCREMENTAL_DIFFERS = MISTAKES["kv-incremental-differs"]
-DEGENERATE = MISTAKES["kv-output-degenerate"]
-
-# --------------------------------------------------------------------------- models
-# What cached decoding with a given mistake computes, in float64, to recognise it.
-
-# A float32 run against a float64 model of the same computation (two layers, norms):
-# errors of a few float32 epsilons times the sizes, far below what a mistake changes.
-MODEL_TOL = {"atol": 1e-4, "rtol": 1e-4}
-# Two float32 runs of the student's own code (a cached step, the full recomputation): the
-# same operations on differently shaped inputs, so summation orders differ.
-OWN_TOL = {"atol": 1e-5, "rtol": 1e-5}
-
-
-@model
-def _rope(x, positions, base=10000.0):
-    """The rotary model (halves convention), float64 in, float64 out: judge-side, because the
-    student copy of the kit leaves out rotary's stand-in (it is an exercise)."""
-    half = x.size(-1) // 2
-    theta = float(base) ** (-torch.arange(half, dtype=torch.float64) * (2.0 / x.size(-1)))
-    angles = torch.outer(positions.to(torch.float64), theta)
-    z = torch.complex(x[..., :half].double(), x[..., half:].double()) * torch.polar(
-        torch.ones_like(angles), angles
-    )
-    return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
-
-
-class _Cache:
-    def __init__(self, layers):
-        self.k = [None] * layers
-        self.v = [None] * layers
-
-
-def _linear(x, state, name):
-    return x @ state[name].double().T
-
-
-def _split(t, n):
-    B, T, F = t.shape
-    return t.reshape(B, T, n, F // n).transpose(1, 2)
-
-
-@model
-def _mask(how, T, S, positions, key_positions):
-    if "no-mask" in how:
-        return torch.zeros(T, S, dtype=torch.bool)
-    if "mask-not-offset" in how:
-        return torch.ones(T, S, dtype=torch.bool).triu(1)
-    if "restart-mask" in how:
-        return key_positions[None, :] > torch.arange(T)[:, None]
-    return key_positions[None, :] > positions[:, None]
-
-
-@model
-def _layer64(x, cfg, state, prefix, cache, layer, how=()):
-    """One CachedAttention call in float64, with the mistakes named in `how`."""
-    x = x.double()
-    B, T, D = x.shape
-    H, H_kv, base = cfg["H"], cfg["H_kv"], cfg["base"]
-    old = cache.k[layer] if cache is not None else None
-    p0 = 0 if old is None else old.size(2)
-    positions = torch.arange(p0, p0 + T)
-    turn = torch.arange(T) if ("restart" in how or "restart-mask" in how) else positions
-    q = _rope(_split(_linear(x, state, prefix + "w_q.weight"), H), turn, base)
-    k = _split(_linear(x, state, prefix + "w_k.weight"), H_kv)
-    v = _split(_linear(x, state, prefix + "w_v.weight"), H_kv)
-    if "unrotated" not in how:
-        k = _rope(k, turn, base)
-    if "values-rotated" in how:
-        v = _rope(v, turn, base)
-    keys, values = k, v
-    if cache is not None:
-        if old is not None:
-            keys, values = torch.cat([old, k], dim=2), torch.cat([cache.v[layer], v], dim=2)
-        cache.k[layer], cache.v[layer] = keys, values
-        if "new-only" in how:
-            keys, values = k, v
-    S = keys.size(2)
-    if "twice" in how:
-        keys = _rope(keys, torch.arange(S), base)
-    mask = _mask(how, T, S, positions, torch.arange(S))
-    n_rep = H // H_kv
-    keys, values = keys.repeat_interleave(n_rep, 1), values.repeat_interleave(n_rep, 1)
-    scores = (q @ keys.transpose(-2, -1) / math.sqrt(D // H)).masked_fill(mask, float("-inf"))
-    heads = scores.softmax(dim=-1) @ values
-    return _linear(heads.transpose(1, 2).reshape(B, T, D), state, prefix + "w_o.weight")
-
-
-@model
-def _rms(x, weight):
-    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * weight.double()
-
-
-@model
-def _decoder64(x, calls, how=(), cache=None):
-    """TinyDecoder in float64 on each call's tokens in turn (sharing `cache` when given)."""
-    state, outs = x["state"], []
-    for tokens in calls:
-        h = state["token_embed.weight"].double()[tokens]
-        for i in range(x["L"]):
-            normed = _rms(h, state[f"norms.{i}.weight"])
-            h = h + _layer64(normed, x, state, f"layers.{i}.", cache, i, how)
-        outs.append(_linear(_rms(h, state["norm.weight"]), state, "lm_head.weight"))
-    return outs
-
-
-# The mistakes a decoding run can show, each with the misconception that names it.
-# A single step whose mask lets it see key 0 only outputs that key's value whatever the
-# rotation: the mask mistake is named before the restart that also restarts the mask.
-LAYER_MISTAKES = (
-    (POSITIONS_RESTART, ("restart",)),
-    (MASK_NOT_OFFSET, ("mask-not-offset",)),
-    (POSITIONS_RESTART, ("restart-mask",)),
-    (KEYS_UNROTATED, ("unrotated",)),
-    (ROTATED_TWICE, ("twice",)),
-    (NO_MASK, ("no-mask",)),
-    (NEW_ONLY, ("new-only",)),
-    (ROTATES_V, ("values-rotated",)),
+from .judge_models import (
+    LAYER_MISTAKES,
+    MODEL_TOL,
+    OWN_TOL,
+    _Cache,
+    _decoder64,
+    _layer64,
+    _layer_candidates,
+    _layer_runs,
 )
 
-
-@model
-def _layer_runs(x, how=()):
-    """Each call's output and the final cache, in float64, for the layer checks' inputs."""
-    cache = _Cache(2)
-    outs = [_layer64(xi, x, x["state"], "", cache, x["layer"], how) for xi in x["xs"]]
-    return outs, cache
-
-
-def _details(x, i, what):
-    p0 = sum(xi.size(1) for xi in x["xs"][:i])
-    T = x["xs"][i].size(1)
-    details = {"p0": p0, "T": T, "S": p0 + T}
-    return details if what is None else {"what": what, **details}
-
-
-def _layer_candidates(x, i, what=None):
-    """(misconception, lazy float32 output of call i under that mistake, details); `what` is
-    left to assert_close when None."""
-
-    def lazy(how):
-        return lambda: _layer_runs(x, how)[0][i].float()
-
-    return [(m, lazy(how), _details(x, i, what)) for m, how in LAYER_MISTAKES]
+CHECKS = CheckList("kvcache")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 
 def _failed(got, what):
     if "error" in got:
         at = got.get("error-at")
         where = "the call on the whole sequence (no cache)" if at == "full" else f"call {at}"
-        raise Failure(STEP_FAILED, what=what, where=where, error=str(got["error"])[:300])
+        raise Failure(
+            MISTAKES["kv-decoding-failed"], what=what, where=where, error=str(got["error"])[:300]
+        )
 
 
 def _calls_text(x):
@@ -224,7 +69,9 @@ def _cache_run(got, x, key):
         for layer, (k, v) in enumerate(call):
             if f"{key}/error-at" in got and got[f"{key}/error-at"] == f"{i}/{layer}":
                 where = f"call {i} on layer {layer}, {k.size(2)} new tokens"
-                raise Failure(APPEND_FAILED, where=where, error=str(got[f"{key}/error"])[:300])
+                raise Failure(
+                    MISTAKES["kv-append-failed"], where=where, error=str(got[f"{key}/error"])[:300]
+                )
             given[layer].append((k, v))
             for j, name in ((0, "keys"), (1, "values")):
                 what = f"KVCache.append's {name} after call {i} on layer {layer}"
@@ -245,16 +92,19 @@ def _appended(got, key, what, given, layer, j):
     if tuple(value.shape) != tuple(expected.shape):
         shape = tuple(value.shape)
         if len(parts) > 1 and shape == tuple(parts[-1].shape):
-            raise Failure(NEW_ONLY, what=what, T=parts[-1].size(2), S=expected.size(2))
+            raise Failure(
+                MISTAKES["kv-append-new-only"], what=what, T=parts[-1].size(2), S=expected.size(2)
+            )
         for dim, axis in AXES.items():
             if shape == tuple(torch.cat(parts, dim=dim).shape):
+                wrong_axis = MISTAKES["kv-append-wrong-axis"]
                 raise Failure(
-                    WRONG_AXIS, what=what, got=shape, expected=tuple(expected.shape), dim=dim,
+                    wrong_axis, what=what, got=shape, expected=tuple(expected.shape), dim=dim,
                     axis=axis,
                 )  # fmt: skip
         both = [p[j] for pairs in zip(*given, strict=False) for p in pairs]
         if shape[2] == sum(t.size(2) for t in both) or shape[2] > expected.size(2):
-            raise Failure(LAYERS_SHARED, what=what)
+            raise Failure(MISTAKES["kv-layers-share-cache"], what=what)
         raise Failure(WRONG_SHAPE, what=what, got=shape, expected=tuple(expected.shape))
     assert_close(value, expected, what)
 
@@ -263,8 +113,14 @@ def _length_ok(value, layer, calls, expected):
     if value == expected and type(value) is int:
         return
     if value == calls and type(value) is int:
-        raise Failure(LENGTH_CALLS, layer=layer, got=value, calls=calls, expected=expected)
-    raise Failure(LENGTH_WRONG, layer=layer, got=str(value)[:50], expected=expected)
+        raise Failure(
+            MISTAKES["kv-length-counts-calls"],
+            layer=layer,
+            got=value,
+            calls=calls,
+            expected=expected,
+        )
+    raise Failure(MISTAKES["kv-length-wrong"], layer=layer, got=str(value)[:50], expected=expected)
 
 
 APPEND = CHECKS.exercise("append", probe=probe.probe_append)
@@ -315,14 +171,16 @@ def verdict_append_errors(got, want, x):
     }
     if got.get("first/outcome") != "returned":
         what = f"k {_shape_text(k1)} on an empty layer"
-        raise Failure(APPEND_FAILED, where=what, error=str(got.get("first/outcome"))[:100])
+        raise Failure(
+            MISTAKES["kv-append-failed"], where=what, error=str(got.get("first/outcome"))[:100]
+        )
     for case, (text, tensors) in cases.items():
         outcome = got.get(f"{case}/outcome")
         if outcome != "ValueError":
-            raise Failure(NO_VALUEERROR, case=text, got=str(outcome)[:100])
+            raise Failure(MISTAKES["kv-append-no-valueerror"], case=text, got=str(outcome)[:100])
         message = str(got.get(f"{case}/text", ""))[:300]
         if not _says_shape(message, tensors):
-            raise Failure(ERROR_UNCLEAR, case=text, text=message)
+            raise Failure(MISTAKES["kv-append-error-unclear"], case=text, text=message)
 
 
 # --------------------------------------------------------------------------- CachedAttention
@@ -352,9 +210,9 @@ def verdict_layer(got, want, x):
         return lambda: _layer64(whole, x, x["state"], "", None, 0, how).float()
 
     candidates = [
-        (NO_MASK, mistake(("no-mask",)), {}),
-        (ROTATES_V, mistake(("values-rotated",)), {}),
-        (KEYS_UNROTATED, mistake(("unrotated",)), {}),
+        (MISTAKES["kv-prefill-no-mask"], mistake(("no-mask",)), {}),
+        (ROTARY_MISTAKES["rope-rotates-v"], mistake(("values-rotated",)), {}),
+        (MISTAKES["kv-keys-used-unrotated"], mistake(("unrotated",)), {}),
     ]
     assert_close(full, want["full"], no_cache, candidates)
 
@@ -377,11 +235,14 @@ def verdict_contents(got, want, x):
         (
             "keys",
             [
-                (CACHE_UNROTATED, stored("keys", ("unrotated",)), {}),
-                (POSITIONS_RESTART, stored("keys", ("restart",)), p0),
+                (MISTAKES["kv-cache-unrotated-keys"], stored("keys", ("unrotated",)), {}),
+                (MISTAKES["kv-positions-restart"], stored("keys", ("restart",)), p0),
             ],
         ),
-        ("values", [(ROTATES_V, stored("values", ("values-rotated",)), {})]),
+        (
+            "values",
+            [(ROTARY_MISTAKES["rope-rotates-v"], stored("values", ("values-rotated",)), {})],
+        ),
     ):
         try:
             expected = stored(name)()
@@ -395,12 +256,14 @@ def verdict_contents(got, want, x):
 def _degenerate(value, what):
     """Fails outputs no attention gives: non-finite, all zero, or the same for every row."""
     if not torch.isfinite(value).all():
-        raise Failure(DEGENERATE, what=what, how="not finite (NaN or infinity)")
+        raise Failure(
+            MISTAKES["kv-output-degenerate"], what=what, how="not finite (NaN or infinity)"
+        )
     flat = value.reshape(-1, value.size(-1)).double()
     if flat.abs().max() == 0:
-        raise Failure(DEGENERATE, what=what, how="all zero")
+        raise Failure(MISTAKES["kv-output-degenerate"], what=what, how="all zero")
     if flat.size(0) > 1 and (flat - flat[:1]).abs().max() <= 1e-6:
-        raise Failure(DEGENERATE, what=what, how="the same for every token")
+        raise Failure(MISTAKES["kv-output-degenerate"], what=what, how="the same for every token")
 
 
 def _named(value, candidates):
@@ -442,7 +305,7 @@ def verdict_positions(got, want, x):
         _named(out, _layer_candidates(x, i, step))
         err = float((out.double() - rows.double()).abs().max())
         where = f"at call {i} ({out.size(1)} tokens after {start - out.size(1)})"
-        raise Failure(INCREMENTAL_DIFFERS, what=what, where=where, err=err)
+        raise Failure(MISTAKES["kv-incremental-differs"], what=what, where=where, err=err)
 
 
 # --------------------------------------------------------------------------- greedy_decode
@@ -453,7 +316,12 @@ def _generated(got, key, x, prompt):
     what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
     if f"{key}/error" in got:
         where = "a call to the model"
-        raise Failure(STEP_FAILED, what=what, where=where, error=str(got[f"{key}/error"])[:300])
+        raise Failure(
+            MISTAKES["kv-decoding-failed"],
+            what=what,
+            where=where,
+            error=str(got[f"{key}/error"])[:300],
+        )
     B, T0 = prompt.shape
     n = x["n"]
     tokens = tensor(got, f"{key}/tokens", f"{what}'s tokens", shape=(B, T0 + n))
@@ -465,7 +333,7 @@ def _generated(got, key, x, prompt):
         got, f"{key}/logits", f"{what}'s logits", shape=(B, n, x["V"]), dtype=torch.float32
     )
     if not torch.equal(tokens[:, :T0].long(), prompt):
-        raise Failure(PROMPT_LOST, T0=T0, n=n)
+        raise Failure(MISTAKES["kv-generate-prompt-lost"], T0=T0, n=n)
     chosen = logits.argmax(dim=-1)
     for i in range(n):
         picked = tokens[:, T0 + i].long()
@@ -473,7 +341,12 @@ def _generated(got, key, x, prompt):
         mine = logits[:, i].gather(1, picked[:, None].clamp(0, x["V"] - 1)).squeeze(1)
         if ((picked < 0) | (picked >= x["V"]) | (best - mine > 1e-6)).any():
             b = int(((picked != chosen[:, i]) | (picked < 0)).nonzero()[0])
-            raise Failure(NOT_GREEDY, index=T0 + i, got=int(picked[b]), expected=int(chosen[b, i]))
+            raise Failure(
+                MISTAKES["kv-generate-not-greedy"],
+                index=T0 + i,
+                got=int(picked[b]),
+                expected=int(chosen[b, i]),
+            )
     return tokens.long(), logits
 
 
@@ -508,7 +381,9 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
         for m, how in LAYER_MISTAKES
     ]
     every = [tokens[:, : T0 + i] for i in range(n)]
-    found.append((FEEDS_ALL, lambda: _decoded(x, every, (), _Cache(x["L"])), details))
+    found.append(
+        (MISTAKES["kv-generate-feeds-all"], lambda: _decoded(x, every, (), _Cache(x["L"])), details)
+    )
     earlier = got.get("a/tokens")
     if type(earlier) is torch.Tensor and earlier.shape[0] == tokens.shape[0]:
 
@@ -517,7 +392,7 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
             _decoder64(x, _steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
             return _decoded(x, calls, (), cache)
 
-        found.append((NOT_RESET, leaked, details))
+        found.append((MISTAKES["kv-cache-not-reset"], leaked, details))
     return found
 
 
@@ -543,7 +418,9 @@ def verdict_incremental(got, want, x):
     full = got.get("full")
     if isinstance(full, str):
         where = "the model without a cache, on the whole prefix"
-        raise Failure(STEP_FAILED, what="TinyDecoder", where=where, error=full[:300])
+        raise Failure(
+            MISTAKES["kv-decoding-failed"], what="TinyDecoder", where=where, error=full[:300]
+        )
     shape = (b.size(0), T0 + n - 1, x["V"])
     full = tensor({"full": full}, "full", "the model's logits without a cache", shape=shape)
     _degenerate(full, "the model's logits without a cache")
@@ -558,12 +435,13 @@ def verdict_incremental(got, want, x):
         cached_right = False
     if cached_right:
         no_cache = "the model without a cache"
-        _named(expected, [(NO_MASK, lambda: _decoded(x, [tokens[:, :-1]], ("no-mask",)),
+        no_mask = MISTAKES["kv-prefill-no-mask"]
+        _named(expected, [(no_mask, lambda: _decoded(x, [tokens[:, :-1]], ("no-mask",)),
                            {"what": no_cache})])  # fmt: skip
     diff = (logits.double() - expected.double()).abs().amax(dim=(0, 2))
     step = int((diff > OWN_TOL["atol"] + OWN_TOL["rtol"] * expected.abs().max()).nonzero()[0])
     where = f"at new token {step}"
-    raise Failure(INCREMENTAL_DIFFERS, what=what, where=where, err=float(diff[step]))
+    raise Failure(MISTAKES["kv-incremental-differs"], what=what, where=where, err=float(diff[step]))
 
 
 def _same_run(got, want, x, key):

@@ -23,30 +23,12 @@ import torch.nn.functional as F
 from ...core import WRONG_TYPE, CheckList, Failure
 from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
-from ..gqa.judge import REPEAT_TILED, kv_map
+from ..gqa.judge import MISTAKES as GQA_MISTAKES
+from ..gqa.judge import kv_map
 from . import probe
 
 CHECKS = CheckList("llama")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-ROTATES_V = MISTAKES["llama-rotates-v"]
-NO_ROTARY = MISTAKES["llama-no-rotary"]
-ONE_SIDE = MISTAKES["llama-rotary-one-side"]
-BASE_IGNORED = MISTAKES["llama-base-ignored"]
-POSITIONS_IGNORED = MISTAKES["llama-positions-ignored"]
-POST_NORM = MISTAKES["llama-post-norm"]
-NORMS_SWAPPED = MISTAKES["llama-norms-swapped"]
-NO_FINAL_NORM = MISTAKES["llama-no-final-norm"]
-EMBED_SCALE = MISTAKES["llama-embed-scale"]
-NO_CAUSAL = MISTAKES["llama-no-causal-mask"]
-CONSTANT = MISTAKES["llama-ignores-input"]
-MAX_LEN = MISTAKES["llama-max-len-limit"]
-KV_HEADS = MISTAKES["llama-kv-heads"]
-PARAMETERS = MISTAKES["llama-parameters"]
-NOT_TRAINABLE = MISTAKES["llama-not-trainable"]
-LOSS_HIGH = MISTAKES["llama-train-loss-too-high"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 # What MiniLlama computes, in float64, with the mistakes named by the flags.
@@ -137,25 +119,28 @@ def _attention_mistakes(x):
     c = x["config"]
     shown = ", ".join(str(int(p)) for p in x["positions"]) if "positions" in x else ""
     return [
-        (ROTATES_V, {"rotary": "qkv"}, {}),
-        (NO_ROTARY, {"rotary": ""}, {}),
-        (ONE_SIDE, {"rotary": "q"}, {"which": "queries"}),
-        (ONE_SIDE, {"rotary": "k"}, {"which": "keys"}),
-        (BASE_IGNORED, {"base": 10000.0}, {"base": c["base"]}),
-        (POSITIONS_IGNORED, {"arange": True}, {"positions": shown}),
-        (REPEAT_TILED, {"pairing": "tiled"}, {}),
+        (MISTAKES["llama-rotates-v"], {"rotary": "qkv"}, {}),
+        (MISTAKES["llama-no-rotary"], {"rotary": ""}, {}),
+        (MISTAKES["llama-rotary-one-side"], {"rotary": "q"}, {"which": "queries"}),
+        (MISTAKES["llama-rotary-one-side"], {"rotary": "k"}, {"which": "keys"}),
+        (MISTAKES["llama-base-ignored"], {"base": 10000.0}, {"base": c["base"]}),
+        (MISTAKES["llama-positions-ignored"], {"arange": True}, {"positions": shown}),
+        (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
     ]
 
 
 def _block_mistakes():
-    return [(POST_NORM, {"norm": "post"}, {}), (NORMS_SWAPPED, {"norm": "swapped"}, {})]
+    return [
+        (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
+        (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
+    ]
 
 
 def _model_mistakes():
     return [
-        (NO_FINAL_NORM, {"final_norm": False}, {}),
-        (EMBED_SCALE, {"scale": True}, {}),
-        (NO_CAUSAL, {"causal": False}, {}),
+        (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
+        (MISTAKES["llama-embed-scale"], {"scale": True}, {}),
+        (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
     ]
 
 
@@ -205,9 +190,20 @@ def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
         seen = got[f"{prefix}param/{name}"]
         own = tuple(int(s) for s in seen.tolist()) if isinstance(seen, torch.Tensor) else seen
         if own != shape and name.endswith(("w_k.weight", "w_v.weight")):
-            raise Failure(KV_HEADS, H_kv=H_kv, name=name, got=own, expected=shape, kv=shape[0])
+            raise Failure(
+                MISTAKES["llama-kv-heads"],
+                H_kv=H_kv,
+                name=name,
+                got=own,
+                expected=shape,
+                kv=shape[0],
+            )
         if own != shape:
-            raise Failure(PARAMETERS, what=what, detail=f"{name} has shape {own}, not {shape}")
+            raise Failure(
+                MISTAKES["llama-parameters"],
+                what=what,
+                detail=f"{name} has shape {own}, not {shape}",
+            )
     if names != list(expected):
         missing = [n for n in expected if n not in names]
         extra = [n for n in names if n not in expected]
@@ -218,13 +214,15 @@ def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
             if extra
             else "the parameters are created in another order"
         )
-        raise Failure(PARAMETERS, what=what, detail=detail)
+        raise Failure(MISTAKES["llama-parameters"], what=what, detail=detail)
 
 
 def _loaded_or_fail(got, expected, what, c):
     if any(k.startswith("param/") for k in got):
         _fits(got, expected, what, c["num_kv_heads"])
-        raise Failure(PARAMETERS, what=what, detail="the grader's weights do not load")
+        raise Failure(
+            MISTAKES["llama-parameters"], what=what, detail="the grader's weights do not load"
+        )
 
 
 # --------------------------------------------------------------------------- RotaryAttention
@@ -345,7 +343,14 @@ def verdict_logits(got, want, x):
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
     logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
-    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
+    assert_causal(
+        logits,
+        logits2,
+        want["logits"],
+        x["t"],
+        MISTAKES["llama-no-causal-mask"],
+        MISTAKES["llama-ignores-input"],
+    )
 
 
 @MINI_LLAMA_FORWARD.check(
@@ -358,7 +363,9 @@ def verdict_causal(got, want, x):
 def verdict_shapes(got, want, x):
     if "error" in got:
         T = x["idx2"].size(1)
-        raise Failure(MAX_LEN, max_len=x["config"]["max_len"], error=got["error"], T=T)
+        raise Failure(
+            MISTAKES["llama-max-len-limit"], max_len=x["config"]["max_len"], error=got["error"], T=T
+        )
     _logits(got, x)
     _logits(got, x, "logits2", "idx2")
 
@@ -449,7 +456,7 @@ def trained_flags(got, x) -> dict:
 )
 def verdict_train(got, want, x):
     if "train_error" in got:
-        raise Failure(NOT_TRAINABLE, detail=str(got["train_error"])[:300])
+        raise Failure(MISTAKES["llama-not-trainable"], detail=str(got["train_error"])[:300])
     config = probe.TRAIN_CONFIG
     alphabet, _ = probe.corpus()
     _loaded_or_fail(got, probe.model_shapes(config, len(alphabet)), "MiniLlama", config)
@@ -464,7 +471,10 @@ def verdict_train(got, want, x):
             got="other names",
         )
     if all(close(state[k].float(), v) for k, v in x["state"].items()):
-        raise Failure(NOT_TRAINABLE, detail="its weights did not change in 200 optimiser steps")
+        raise Failure(
+            MISTAKES["llama-not-trainable"],
+            detail="its weights did not change in 200 optimiser steps",
+        )
     flags: dict = {}
     try:
         flags = trained_flags(got, x)
@@ -474,4 +484,9 @@ def verdict_train(got, want, x):
     # A mistake charged by another check is held to the looser bar (see above).
     threshold = TRAIN_THRESHOLD_NAMED if flags else TRAIN_THRESHOLD
     if not math.isfinite(loss) or not torch.isfinite(losses).all() or loss >= threshold:
-        raise Failure(LOSS_HIGH, loss=loss, solution=TRAIN_SOLUTION_LOSS, threshold=threshold)
+        raise Failure(
+            MISTAKES["llama-train-loss-too-high"],
+            loss=loss,
+            solution=TRAIN_SOLUTION_LOSS,
+            threshold=threshold,
+        )

@@ -11,25 +11,11 @@ from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("masks")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 # Paid in the worker before any student code, outside every check's CPU seconds
 # (limits.warm_ups_of): the device checks call the masks with device='meta'.
 WARM_UP = ("meta",)
 
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-NOT_BOOL = MISTAKES["mask-not-bool"]
-CAUSAL_DIAGONAL = MISTAKES["causal-blocks-diagonal"]
-CAUSAL_TRANSPOSED = MISTAKES["causal-transposed"]
-CAUSAL_INVERTED = MISTAKES["causal-inverted"]
-PADDING_OFF_BY_ONE = MISTAKES["padding-off-by-one"]
-PADDING_INVERTED = MISTAKES["padding-inverted"]
-PADDING_AXES = MISTAKES["padding-missing-axes"]
-CAUSAL_MASK_LEAKS = MISTAKES["causal-mask-leaks"]
-CAUSAL_BLOCKS_PAST = MISTAKES["causal-blocks-past"]
-WINDOW_OFF_BY_ONE = MISTAKES["window-off-by-one"]
-WINDOW_NOT_CAUSAL = MISTAKES["window-not-causal"]
-WINDOW_NO_ERROR = MISTAKES["window-no-valueerror"]
 # --------------------------------------------------------------------------- models
 # What a mask with a given mistake holds, to recognise that mistake (left out of the student
 # copy: student_copy.py).
@@ -70,7 +56,7 @@ def window_with_mistake(L, w, how):
 def _bool_mask(got, key, what, shape):
     value = tensor(got, key, what)
     if value.dtype != torch.bool:
-        raise Failure(NOT_BOOL, what=what, got=value.dtype)
+        raise Failure(MISTAKES["mask-not-bool"], what=what, got=value.dtype)
     if tuple(value.shape) != tuple(shape):
         tensor(got, key, what, shape=shape)  # raises the shape failure
     return value
@@ -112,10 +98,10 @@ def verdict_causal(got, want, x):
             want[f"m{n}"],
             f"causal_mask({L})",
             [
-                (CAUSAL_DIAGONAL, lambda L=L: _upper(L, 0), {}),
-                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 1).T, {}),
-                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 0).T, {}),
-                (CAUSAL_INVERTED, lambda L=L: ~_upper(L, 1), {}),
+                (MISTAKES["causal-blocks-diagonal"], lambda L=L: _upper(L, 0), {}),
+                (MISTAKES["causal-transposed"], lambda L=L: _upper(L, 1).T, {}),
+                (MISTAKES["causal-transposed"], lambda L=L: _upper(L, 0).T, {}),
+                (MISTAKES["causal-inverted"], lambda L=L: ~_upper(L, 1), {}),
             ],
         )
 
@@ -150,9 +136,9 @@ def verdict_causal_invariance(got, want, x):
         _attend(x["q" + tag], x["k" + tag], x["v" + tag], mask) for tag in ("", "2", "3")
     )
     if not close(out[:, :t], out2[:, :t]):
-        raise Failure(CAUSAL_MASK_LEAKS)
+        raise Failure(MISTAKES["causal-mask-leaks"])
     if close(out[:, t], out3[:, t]):
-        raise Failure(CAUSAL_BLOCKS_PAST, t=t)
+        raise Failure(MISTAKES["causal-blocks-past"], t=t)
 
 
 # --------------------------------------------------------------------------- padding_mask
@@ -174,18 +160,30 @@ def verdict_padding(got, want, x):
         lengths = torch.as_tensor(lengths)
         value = tensor(got, name, what)
         if value.dtype != torch.bool:
-            raise Failure(NOT_BOOL, what=what, got=value.dtype)
+            raise Failure(MISTAKES["mask-not-bool"], what=what, got=value.dtype)
         if value.dim() != 4 and value.numel() == lengths.numel() * S:
-            raise Failure(PADDING_AXES, got=tuple(value.shape))
+            raise Failure(MISTAKES["padding-missing-axes"], got=tuple(value.shape))
         mask = _bool_mask(got, name, what, (len(lengths), 1, 1, S))
         assert_close(
             mask,
             want[name],
             what,
             [
-                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "after"), {}),
-                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "from-last"), {}),
-                (PADDING_INVERTED, lambda n=lengths, S=S: _padding(n, S, "inverted"), {}),
+                (
+                    MISTAKES["padding-off-by-one"],
+                    lambda n=lengths, S=S: _padding(n, S, "after"),
+                    {},
+                ),
+                (
+                    MISTAKES["padding-off-by-one"],
+                    lambda n=lengths, S=S: _padding(n, S, "from-last"),
+                    {},
+                ),
+                (
+                    MISTAKES["padding-inverted"],
+                    lambda n=lengths, S=S: _padding(n, S, "inverted"),
+                    {},
+                ),
             ],
         )
 
@@ -212,10 +210,22 @@ def verdict_window(got, want, x):
             want[f"w{n}"],
             what,
             [
-                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "wider"), {}),
-                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "narrower"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "two-sided"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "future"), {}),
+                (MISTAKES["window-off-by-one"], lambda w=w: window_with_mistake(L, w, "wider"), {}),
+                (
+                    MISTAKES["window-off-by-one"],
+                    lambda w=w: window_with_mistake(L, w, "narrower"),
+                    {},
+                ),
+                (
+                    MISTAKES["window-not-causal"],
+                    lambda w=w: window_with_mistake(L, w, "two-sided"),
+                    {},
+                ),
+                (
+                    MISTAKES["window-not-causal"],
+                    lambda w=w: window_with_mistake(L, w, "future"),
+                    {},
+                ),
             ],
         )
 
@@ -230,7 +240,7 @@ def verdict_window(got, want, x):
 def verdict_window_errors(got, want, x):
     for n, w in enumerate(x["windows"]):
         if got.get(f"w{n}") != "ValueError":
-            raise Failure(WINDOW_NO_ERROR, window=w, got=got.get(f"w{n}"))
+            raise Failure(MISTAKES["window-no-valueerror"], window=w, got=got.get(f"w{n}"))
 
 
 @SLIDING_WINDOW_MASK.check(

@@ -12,26 +12,7 @@ from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-RMS_SUBTRACTS_MEAN = MISTAKES["rms-norm-subtracts-mean"]
-RMS_EPS_OUTSIDE = MISTAKES["rms-norm-eps-outside-sqrt"]
-RMS_EPS_IGNORED = MISTAKES["rms-norm-eps-ignored"]
-RMS_ROOT_OF_SUM = MISTAKES["rms-norm-root-of-sum"]
-RMS_NO_ROOT = MISTAKES["rms-norm-no-root"]
-RMS_WRONG_DIM = MISTAKES["rms-norm-wrong-dim"]
-RMS_WEIGHT_IGNORED = MISTAKES["rms-norm-weight-ignored"]
-RMSNORM_WEIGHT_IGNORED = MISTAKES["rmsnorm-module-weight-ignored"]
-RMSNORM_EPS_IGNORED = MISTAKES["rmsnorm-module-eps-ignored"]
-SWIGLU_GATE_SWAPPED = MISTAKES["swiglu-gate-on-wrong-branch"]
-SWIGLU_GELU = MISTAKES["swiglu-gelu-for-silu"]
-SWIGLU_SIGMOID = MISTAKES["swiglu-sigmoid-for-silu"]
-SWIGLU_RELU = MISTAKES["swiglu-relu-for-silu"]
-SWIGLU_NO_GATE = MISTAKES["swiglu-no-gate"]
-SWIGLU_NO_ACT = MISTAKES["swiglu-no-activation"]
-SWIGLU_SILU_AFTER = MISTAKES["swiglu-silu-after-product"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- rms_norm
 
@@ -70,15 +51,15 @@ def _structure_mistakes(case):
     (label, id, keywords of _rms)."""
     x = case["x"]
     found = [
-        ("centred", RMS_SUBTRACTS_MEAN, {"center": True}),
-        ("sum", RMS_ROOT_OF_SUM, {"reduce": "sum"}),
-        ("no-root", RMS_NO_ROOT, {"root": False}),
-        ("all-dims", RMS_WRONG_DIM, {"dims": tuple(range(x.dim()))}),
+        ("centred", MISTAKES["rms-norm-subtracts-mean"], {"center": True}),
+        ("sum", MISTAKES["rms-norm-root-of-sum"], {"reduce": "sum"}),
+        ("no-root", MISTAKES["rms-norm-no-root"], {"root": False}),
+        ("all-dims", MISTAKES["rms-norm-wrong-dim"], {"dims": tuple(range(x.dim()))}),
     ]
     if x.dim() > 1:
-        found.append(("dim-0", RMS_WRONG_DIM, {"dims": (0,)}))
+        found.append(("dim-0", MISTAKES["rms-norm-wrong-dim"], {"dims": (0,)}))
     if case.get("weight") is not None:
-        found.append(("no-weight", RMS_WEIGHT_IGNORED, {"use_weight": False}))
+        found.append(("no-weight", MISTAKES["rms-norm-weight-ignored"], {"use_weight": False}))
     return found
 
 
@@ -86,10 +67,12 @@ def _eps_mistakes(case):
     """Mistakes in where eps goes and which eps is used (charged by the rms-norm-eps check):
     (label, id, keywords of _rms, details)."""
     eps = case.get("eps", 1e-6)
-    found = [("eps-outside", RMS_EPS_OUTSIDE, {"eps_mode": "outside"}, {})]
+    found = [("eps-outside", MISTAKES["rms-norm-eps-outside-sqrt"], {"eps_mode": "outside"}, {})]
     for other in (0.0, 1e-6, 1e-5):
         if other != eps:
-            found.append((f"eps-{other:g}", RMS_EPS_IGNORED, {"eps": other}, {"eps": eps}))
+            found.append(
+                (f"eps-{other:g}", MISTAKES["rms-norm-eps-ignored"], {"eps": other}, {"eps": eps})
+            )
     return found
 
 
@@ -235,11 +218,17 @@ def verdict_rms_module(got, want, x):
         ):
             continue
         case = {"eps": eps, **case}
-        candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
+        candidates = [
+            (MISTAKES["rmsnorm-module-weight-ignored"], _model(case, use_weight=False), {})
+        ]
         for other in (1e-6, 1e-5, 0.0):
             if other != eps:
                 candidates.append(
-                    (RMSNORM_EPS_IGNORED, _model(case, eps=other), {"eps": eps, "used": other})
+                    (
+                        MISTAKES["rmsnorm-module-eps-ignored"],
+                        _model(case, eps=other),
+                        {"eps": eps, "used": other},
+                    )
                 )
         # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
         candidates += [(m, _model(case, **kw), d) for _, m, kw, d in mistakes]
@@ -280,15 +269,15 @@ def _swiglu_candidates(x, sd):
         return lambda: _swiglu(x, sd, variant, act)
 
     return [
-        (SWIGLU_GATE_SWAPPED, lazy("swapped"), {}),
-        (SWIGLU_GELU, lazy(act="gelu"), {}),
-        (SWIGLU_GELU, lazy(act="gelu-tanh"), {}),
-        (SWIGLU_SIGMOID, lazy(act="sigmoid"), {}),
-        (SWIGLU_RELU, lazy(act="relu"), {}),
-        (SWIGLU_NO_GATE, lazy("up-only"), {"branch": "w_up"}),
-        (SWIGLU_NO_GATE, lazy("gate-only"), {"branch": "w_gate"}),
-        (SWIGLU_NO_ACT, lazy(act="none"), {}),
-        (SWIGLU_SILU_AFTER, lazy("after-product"), {}),
+        (MISTAKES["swiglu-gate-on-wrong-branch"], lazy("swapped"), {}),
+        (MISTAKES["swiglu-gelu-for-silu"], lazy(act="gelu"), {}),
+        (MISTAKES["swiglu-gelu-for-silu"], lazy(act="gelu-tanh"), {}),
+        (MISTAKES["swiglu-sigmoid-for-silu"], lazy(act="sigmoid"), {}),
+        (MISTAKES["swiglu-relu-for-silu"], lazy(act="relu"), {}),
+        (MISTAKES["swiglu-no-gate"], lazy("up-only"), {"branch": "w_up"}),
+        (MISTAKES["swiglu-no-gate"], lazy("gate-only"), {"branch": "w_gate"}),
+        (MISTAKES["swiglu-no-activation"], lazy(act="none"), {}),
+        (MISTAKES["swiglu-silu-after-product"], lazy("after-product"), {}),
     ]
 
 

@@ -15,43 +15,12 @@ from ...diagnosis import infer_scale, name_scale
 from ...misconception_data import misconceptions_of
 from ...trusted import multihead as trusted
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
-from ..attention.judge import (
-    BLOCKED_ROW_NOT_ZERO,
-    MASK_IGNORED,
-    MASK_INVERTED,
-    NAN_BLOCKED_ROW,
-    NO_SCALING,
-)
+from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
 
 CHECKS = CheckList("multihead")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-SPLIT_NO_TRANSPOSE = MISTAKES["split-view-no-transpose"]
-SPLIT_INTERLEAVED = MISTAKES["split-interleaved"]
-MERGE_NO_TRANSPOSE = MISTAKES["merge-view-no-transpose"]
-MERGE_INTERLEAVED = MISTAKES["merge-interleaved"]
-SPLIT_NO_ERROR = MISTAKES["split-no-valueerror"]
-SPLIT_ERROR_UNCLEAR = MISTAKES["split-error-unclear"]
-WEIGHTS_AVERAGED = MISTAKES["mha-weights-averaged"]
-MHA_SCALE = MISTAKES["mha-wrong-scale"]
-NO_WO = MISTAKES["mha-no-output-projection"]
-WO_BEFORE_MERGE = MISTAKES["mha-wo-before-merge"]
-WO_PER_HEAD = MISTAKES["mha-wo-per-head"]
-WO_NO_MIXING = MISTAKES["wo-no-mixing"]
-WO_NOT_SEPARATE = MISTAKES["wo-identity-mixes"]
-VALUE_DEFAULT = MISTAKES["mha-value-defaults-to-query"]
-KEY_DEFAULT = MISTAKES["mha-defaults-not-self-attention"]
-LOOP_OVER_HEADS = MISTAKES["mha-loop-over-heads"]
-DROPOUT_IN_EVAL = MISTAKES["mha-dropout-in-eval"]
-DROPOUT_IGNORED = MISTAKES["mha-dropout-ignored"]
-DROPOUT_NOT_ON_WEIGHTS = MISTAKES["mha-dropout-not-on-weights"]
-DROPOUT_NOT_RESCALED = MISTAKES["mha-dropout-not-rescaled"]
-DROPOUT_WRONG_RATE = MISTAKES["mha-dropout-wrong-rate"]
-DROPOUT_NOT_RANDOM = MISTAKES["mha-dropout-not-random"]
-INPUT_IGNORED = MISTAKES["mha-input-ignored"]
 # --------------------------------------------------------------------------- models
 # What multi-head attention with a given mistake computes, in float64, to recognise it. The
 # @model functions are left out of the student copy (student_copy.py); where a verdict's
@@ -177,23 +146,23 @@ def _candidates(x, which, like):
 
     D = x["query"].size(-1)
     found = [
-        (SPLIT_NO_TRANSPOSE, lazy(split="no-transpose"), {}),
-        (SPLIT_INTERLEAVED, lazy(split="interleaved"), {}),
-        (MHA_SCALE, lazy(scale=math.sqrt(D)), _scale_details(x, math.sqrt(D))),
-        (NO_SCALING, lazy(scale=1.0), {}),
+        (MISTAKES["split-view-no-transpose"], lazy(split="no-transpose"), {}),
+        (MISTAKES["split-interleaved"], lazy(split="interleaved"), {}),
+        (MISTAKES["mha-wrong-scale"], lazy(scale=math.sqrt(D)), _scale_details(x, math.sqrt(D))),
+        (ATTENTION_MISTAKES["no-scaling"], lazy(scale=1.0), {}),
     ]
     if x.get("mask") is not None:
         found += [
-            (MASK_INVERTED, lazy(mask_mode="inverted"), {}),
-            (MASK_IGNORED, lazy(mask_mode="ignored"), {}),
+            (ATTENTION_MISTAKES["mask-inverted"], lazy(mask_mode="inverted"), {}),
+            (ATTENTION_MISTAKES["mask-ignored"], lazy(mask_mode="ignored"), {}),
         ]
     if which == "out":
         found += [
-            (MERGE_NO_TRANSPOSE, lazy(merge="no-transpose"), {}),
-            (MERGE_INTERLEAVED, lazy(merge="interleaved"), {}),
-            (NO_WO, lazy(wo="none"), {}),
-            (WO_BEFORE_MERGE, lazy(wo="values"), {}),
-            (WO_PER_HEAD, lazy(wo="per-head"), {}),
+            (MISTAKES["merge-view-no-transpose"], lazy(merge="no-transpose"), {}),
+            (MISTAKES["merge-interleaved"], lazy(merge="interleaved"), {}),
+            (MISTAKES["mha-no-output-projection"], lazy(wo="none"), {}),
+            (MISTAKES["mha-wo-before-merge"], lazy(wo="values"), {}),
+            (MISTAKES["mha-wo-per-head"], lazy(wo="per-head"), {}),
         ]
     return found
 
@@ -206,8 +175,8 @@ def _scale_failure(x, weights):
     if c is None or math.isclose(c, math.sqrt(d_k), rel_tol=1e-3):
         return None
     if math.isclose(c, 1.0, rel_tol=1e-3):
-        return Failure(NO_SCALING)
-    return Failure(MHA_SCALE, **_scale_details(x, c))
+        return Failure(ATTENTION_MISTAKES["no-scaling"])
+    return Failure(MISTAKES["mha-wrong-scale"], **_scale_details(x, c))
 
 
 # --------------------------------------------------------------------------- result guards
@@ -232,7 +201,7 @@ def _result(got, x, prefix="", *, averaged_ok=False):
     dtype = x["query"].dtype
     if type(value) is torch.Tensor and value.dim() == 3 and value.shape == (B, L, S):
         if not averaged_ok:
-            raise Failure(WEIGHTS_AVERAGED, got=tuple(value.shape))
+            raise Failure(MISTAKES["mha-weights-averaged"], got=tuple(value.shape))
         weights = _float(got, prefix + "weights", "the weights", (B, L, S), dtype)[:, None]
         return _float(got, prefix + "out", "the output", (B, L, D), dtype), weights
     weights = _float(got, prefix + "weights", "the weights", (B, x["H"], L, S), dtype)
@@ -301,7 +270,7 @@ def verdict_split(got, want, x):
         what = f"split_heads(x of shape {(B, T, D)}, {H})"
         value = got.get(f"x{i}")
         if type(value) is torch.Tensor and tuple(value.shape) == (B, T, H, D // H) and T != H:
-            raise Failure(SPLIT_NO_TRANSPOSE)
+            raise Failure(MISTAKES["split-view-no-transpose"])
         xi = x[f"x{i}"]
         value = _float(got, f"x{i}", what, (B, H, T, D // H), xi.dtype)
         assert_close(
@@ -309,8 +278,16 @@ def verdict_split(got, want, x):
             want[f"x{i}"],
             what,
             [
-                (SPLIT_NO_TRANSPOSE, lambda xi=xi, H=H: _split(xi, H, "no-transpose"), {}),
-                (SPLIT_INTERLEAVED, lambda xi=xi, H=H: _split(xi, H, "interleaved"), {}),
+                (
+                    MISTAKES["split-view-no-transpose"],
+                    lambda xi=xi, H=H: _split(xi, H, "no-transpose"),
+                    {},
+                ),
+                (
+                    MISTAKES["split-interleaved"],
+                    lambda xi=xi, H=H: _split(xi, H, "interleaved"),
+                    {},
+                ),
             ],
         )
 
@@ -335,8 +312,8 @@ def verdict_merge(got, want, x):
             want[f"x{i}"],
             what,
             [
-                (MERGE_NO_TRANSPOSE, lambda xi=xi: _merge(xi, "no-transpose"), {}),
-                (MERGE_INTERLEAVED, lambda xi=xi: _merge(xi, "interleaved"), {}),
+                (MISTAKES["merge-view-no-transpose"], lambda xi=xi: _merge(xi, "no-transpose"), {}),
+                (MISTAKES["merge-interleaved"], lambda xi=xi: _merge(xi, "interleaved"), {}),
             ],
         )
 
@@ -351,10 +328,10 @@ def verdict_merge(got, want, x):
 def verdict_split_error(got, want, x):
     D, H = x["x"].size(-1), x["H"]
     if got.get("outcome") != "ValueError":
-        raise Failure(SPLIT_NO_ERROR, D=D, H=H, got=got.get("outcome"))
+        raise Failure(MISTAKES["split-no-valueerror"], D=D, H=H, got=got.get("outcome"))
     text = str(got.get("text", ""))
     if "divisib" not in text.lower() and not (str(D) in text and str(H) in text):
-        raise Failure(SPLIT_ERROR_UNCLEAR, text=text)
+        raise Failure(MISTAKES["split-error-unclear"], text=text)
 
 
 # --------------------------------------------------------------------------- MultiHeadAttention
@@ -404,13 +381,13 @@ def verdict_blocked_row(got, want, x):
     out, weights = _result(got, x, averaged_ok=True)
     row = x["row"]
     if not (torch.isfinite(weights[:, :, row]).all() and torch.isfinite(out[:, row]).all()):
-        raise Failure(NAN_BLOCKED_ROW)
+        raise Failure(ATTENTION_MISTAKES["nan-on-blocked-row"])
     if weights[:, :, row].abs().max() > 0:
         others = weights[:, :, torch.arange(weights.size(-2)) != row]
         allowed = ~x["mask"][torch.arange(x["mask"].size(0)) != row].expand_as(others)
         if others[allowed].abs().max() == 0:  # every weight sits on a blocked key
-            raise Failure(MASK_INVERTED)
-        raise Failure(BLOCKED_ROW_NOT_ZERO)
+            raise Failure(ATTENTION_MISTAKES["mask-inverted"])
+        raise Failure(ATTENTION_MISTAKES["blocked-row-not-zero"])
     if not torch.isfinite(weights).all():
         raise Failure(NOT_FINITE, what="the weights", count=int((~weights.isfinite()).sum()))
     _rows_sum_to_one(weights, torch.arange(weights.size(-2)) != row)
@@ -441,19 +418,19 @@ def verdict_defaults(got, want, x):
         inputs = memory if len(names) > 1 else x
         out[tag] = _result(got, inputs, prefix=f"{tag}/", averaged_ok=True)[0]
     if not close(out["self"], out["self3"]):
-        raise Failure(KEY_DEFAULT)
+        raise Failure(MISTAKES["mha-defaults-not-self-attention"])
     if not close(out["kv"], out["kv3"]):
         if close(out["kv"], out["kvq"]):
-            raise Failure(VALUE_DEFAULT)
+            raise Failure(MISTAKES["mha-value-defaults-to-query"])
         assert_close(
             out["kv"],
             out["kv3"],
             "forward(query, key), which should equal forward(query, key, key)",
         )
     if close(out["kv3"], out["kvm2"]):
-        raise Failure(INPUT_IGNORED, which="values")
+        raise Failure(MISTAKES["mha-input-ignored"], which="values")
     if close(out["self3"], out["kv3"]):
-        raise Failure(INPUT_IGNORED, which="keys and values")
+        raise Failure(MISTAKES["mha-input-ignored"], which="keys and values")
 
 
 @MULTI_HEAD_ATTENTION.check(
@@ -512,19 +489,23 @@ def verdict_wo(got, want, x):
         if changed != list(range(H)):
             out = got["random/base"]
             for mistake, output, _ in _candidates(x, "out", out):
-                if mistake not in (NO_WO, WO_BEFORE_MERGE, WO_PER_HEAD):
+                if mistake not in (
+                    MISTAKES["mha-no-output-projection"],
+                    MISTAKES["mha-wo-before-merge"],
+                    MISTAKES["mha-wo-per-head"],
+                ):
                     continue
                 try:
                     if close(out, output()):
                         raise Failure(mistake)
                 except ModelUnavailable:  # the student copy: not named there
                     continue
-            raise Failure(WO_NO_MIXING, head=h, changed=_feature_text(x, changed))
+            raise Failure(MISTAKES["wo-no-mixing"], head=h, changed=_feature_text(x, changed))
     for h in range(H):
         changed = _slices_changed(got, x, "identity", h)
         if changed != [h]:
             raise Failure(
-                WO_NOT_SEPARATE,
+                MISTAKES["wo-identity-mixes"],
                 head=h,
                 expected=_feature_text(x, [h]),
                 changed=_feature_text(x, changed),
@@ -555,7 +536,7 @@ def verdict_vector(got, want, x):
             )
         counts[k] = value
     if counts["mm8"] > counts["mm2"] or counts["ops8"] > counts["ops2"]:
-        raise Failure(LOOP_OVER_HEADS, **counts)
+        raise Failure(MISTAKES["mha-loop-over-heads"], **counts)
     # Code that computes nothing makes no loop either: the weights must be attention weights.
     B, T, _ = x["query"].shape
     for H in (2, 8):
@@ -585,29 +566,29 @@ def verdict_dropout(got, want, x):
         t[tag] = _result(got, x, prefix=f"{tag}/")
     for tag in ("eval", "eval-grad"):
         if not (close(t[tag][0], t["p0"][0]) and close(t[tag][1], t["p0"][1])):
-            raise Failure(DROPOUT_IN_EVAL)
+            raise Failure(MISTAKES["mha-dropout-in-eval"])
     (o0, w0), (o, w) = t["p0"], t["train"]
     if close(w, w0):
         if close(o, o0):
-            raise Failure(DROPOUT_IGNORED)
-        raise Failure(DROPOUT_NOT_ON_WEIGHTS)
+            raise Failure(MISTAKES["mha-dropout-ignored"])
+        raise Failure(MISTAKES["mha-dropout-not-on-weights"])
     kept = w != 0
     if not kept.all() and close(w[kept], w0[kept]):
-        raise Failure(DROPOUT_NOT_RESCALED)
+        raise Failure(MISTAKES["mha-dropout-not-rescaled"])
     candidates = w0 != 0
     dropped = float((~kept[candidates]).double().mean())
     spread = 5 * math.sqrt(p * (1 - p) / int(candidates.sum()))
     if abs(dropped - p) > spread:
-        raise Failure(DROPOUT_WRONG_RATE, p=p, dropped=dropped)
+        raise Failure(MISTAKES["mha-dropout-wrong-rate"], p=p, dropped=dropped)
     assert_close(
         w,
         torch.where(kept, w0 / (1 - p), 0.0),
         "the training-mode weights (each either 0 or w / (1 - p))",
     )
     if torch.equal(t["train2"][1] != 0, kept):
-        raise Failure(DROPOUT_NOT_RANDOM)
+        raise Failure(MISTAKES["mha-dropout-not-random"])
     # Placement: where the student's dropout-0 output follows from its weights the standard
     # way (w_o(merge(w @ v))), the training output must follow from the dropped weights the
     # same way. Code whose output path differs is charged in the checks that name that.
     if close(o0, _follows(x, w0).to(o.dtype)) and not close(o, _follows(x, w).to(o.dtype)):
-        raise Failure(DROPOUT_NOT_ON_WEIGHTS)
+        raise Failure(MISTAKES["mha-dropout-not-on-weights"])

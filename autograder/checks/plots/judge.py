@@ -18,60 +18,59 @@ from ...verdicts import assert_close, tensor
 from . import probe
 
 CHECKS = CheckList("plots")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 # Paid in the worker before any student code, outside every check's CPU seconds
 # (limits.warm_ups_of): every check draws a figure (matplotlib's import, fonts).
 WARM_UP = ("matplotlib",)
 
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-NOT_A_FIGURE = MISTAKES["plot-not-a-figure"]
-TRANSPOSED = MISTAKES["plot-transposed"]
-LABELS = MISTAKES["plot-tick-labels"]
-PANELS = MISTAKES["plot-panels"]
-CURVES = MISTAKES["plot-sqrt-dk-lines"]
-COLOUR_SCALE = MISTAKES["plot-colour-scale"]
-NO_COLORBAR = MISTAKES["plot-no-colorbar"]
-SPARE_AXES_ON = MISTAKES["plot-spare-axes-on"]
-HEADS_COLUMN_MAJOR = MISTAKES["plot-heads-column-major"]
-LAYER_MEAN = MISTAKES["plot-layer-mean"]
-LOG2_AXIS = MISTAKES["plot-log2-axis"]
 # --------------------------------------------------------------------------- verdicts
 
 
 def _start(got, what):
     if "not_a_figure" in got:
-        raise Failure(NOT_A_FIGURE, what=what, got=got["not_a_figure"])
+        raise Failure(MISTAKES["plot-not-a-figure"], what=what, got=got["not_a_figure"])
 
 
 def _count(got, what, expected, detail):
     if got.get("panels") != expected:
-        raise Failure(PANELS, what=what, got=got.get("panels"), expected=expected, detail=detail)
+        raise Failure(
+            MISTAKES["plot-panels"],
+            what=what,
+            got=got.get("panels"),
+            expected=expected,
+            detail=detail,
+        )
 
 
 def _labels(got, what, i, rows, cols):
     for axis, key, tokens in (("x", "x", cols), ("y", "y", rows)):
         if got.get(f"{key}{i}") != "|".join(tokens):
-            raise Failure(LABELS, what=what, axis=axis, got=got.get(f"{key}{i}"), expected=tokens)
+            raise Failure(
+                MISTAKES["plot-tick-labels"],
+                what=what,
+                axis=axis,
+                got=got.get(f"{key}{i}"),
+                expected=tokens,
+            )
 
 
 def _image(got, what, i, expected, candidates=()):
     value = tensor(got, f"image{i}", f"{what}'s heatmap {i}")
     if value.shape == expected.T.shape and value.shape != expected.shape:
-        raise Failure(TRANSPOSED, what=what)
+        raise Failure(MISTAKES["plot-transposed"], what=what)
     tensor(got, f"image{i}", f"{what}'s heatmap {i}", shape=expected.shape)
     assert_close(
         value,
         expected.float(),
         f"{what}'s heatmap {i}",
-        [(TRANSPOSED, expected.T.float(), {}), *candidates],
+        [(MISTAKES["plot-transposed"], expected.T.float(), {}), *candidates],
     )
 
 
 def _colour_scale(got, what, i):
     vmin, vmax = tensor(got, f"clim{i}", f"{what}'s colour limits").tolist()
     if not (vmin == 0 and vmax == 1):
-        raise Failure(COLOUR_SCALE, what=what, i=i, vmin=vmin, vmax=vmax)
+        raise Failure(MISTAKES["plot-colour-scale"], what=what, i=i, vmin=vmin, vmax=vmax)
 
 
 PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
@@ -103,14 +102,14 @@ def verdict_attention_colour(got, want, x):
     _count(got, what, 1, "one map")
     _colour_scale(got, what, 0)
     if not got.get("colorbar0"):
-        raise Failure(NO_COLORBAR, what=what)
+        raise Failure(MISTAKES["plot-no-colorbar"], what=what)
 
 
 def _layer_candidates(w):
     """What a wrong reduction of one layer's (B, H, T, T) weights draws."""
 
     def named(shown, value):
-        return (LAYER_MEAN, value, {"shown": shown})
+        return (MISTAKES["plot-layer-mean"], value, {"shown": shown})
 
     return [
         named("the sum over the heads", lambda: w[0].sum(dim=0).float()),
@@ -178,15 +177,15 @@ def verdict_heads(got, want, x):
         )
 
     if not shows(row_major) and shows(column_major):
-        raise Failure(HEADS_COLUMN_MAJOR, what=what)
+        raise Failure(MISTAKES["plot-heads-column-major"], what=what)
     for i, h in enumerate(row_major):
         if not 0 <= h < H:
             detail = f"heatmap {i} sits in grid cell {cells[i]}, where no head goes row by row"
-            raise Failure(PANELS, what=what, got=H, expected=H, detail=detail)
+            raise Failure(MISTAKES["plot-panels"], what=what, got=H, expected=H, detail=detail)
         _image(got, what, i, weights[h])
         _labels(got, what, i, tokens, tokens)
     if got.get("spare_on"):
-        raise Failure(SPARE_AXES_ON, what=what, count=got["spare_on"])
+        raise Failure(MISTAKES["plot-spare-axes-on"], what=what, count=got["spare_on"])
 
 
 PLOT_SQRT_DK = CHECKS.exercise("plot_sqrt_dk", probe=probe.probe_sqrt_dk)
@@ -201,16 +200,21 @@ PLOT_SQRT_DK = CHECKS.exercise("plot_sqrt_dk", probe=probe.probe_sqrt_dk)
 def verdict_sqrt_dk(got, want, x):
     _start(got, "plot_sqrt_dk")
     if got.get("axes") != 2:
-        raise Failure(CURVES, detail=f"expected 2 Axes, got {got.get('axes')}")
+        raise Failure(
+            MISTAKES["plot-sqrt-dk-lines"], detail=f"expected 2 Axes, got {got.get('axes')}"
+        )
     r = x["results"]
     n = r["d_k"].numel()
     for i, name in enumerate(("entropy", "max_weight")):
         if got.get(f"lines{i}") != 2:
-            raise Failure(CURVES, detail=f"Axes {i} has {got.get(f'lines{i}')} lines, expected 2")
+            raise Failure(
+                MISTAKES["plot-sqrt-dk-lines"],
+                detail=f"Axes {i} has {got.get(f'lines{i}')} lines, expected 2",
+            )
         for j, tag in enumerate(("scaled", "unscaled")):
             if got.get(f"label{i}_{j}") != tag:
                 raise Failure(
-                    CURVES,
+                    MISTAKES["plot-sqrt-dk-lines"],
                     detail=f"line {j} of Axes {i} is labelled "
                     f"{got.get(f'label{i}_{j}')!r}, expected {tag!r}",
                 )
@@ -225,6 +229,6 @@ def verdict_sqrt_dk(got, want, x):
         scale, base = got.get(f"xscale{i}"), got.get(f"xbase{i}")
         if scale != "log" or base != 2:
             shown = "linear" if scale == "linear" else f"{scale} (base {base})"
-            raise Failure(LOG2_AXIS, i=i, scale=shown)
+            raise Failure(MISTAKES["plot-log2-axis"], i=i, scale=shown)
         if not got.get(f"legend{i}"):
-            raise Failure(CURVES, detail=f"Axes {i} has no legend")
+            raise Failure(MISTAKES["plot-sqrt-dk-lines"], detail=f"Axes {i} has no legend")

@@ -14,28 +14,8 @@ from ...verdicts import ModelUnavailable, assert_close, dropout_finding, model, 
 from . import probe
 
 CHECKS = CheckList("positional")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-SWAPPED = MISTAKES["pe-sin-cos-swapped"]
-EXPONENT_I = MISTAKES["pe-exponent-i-over-d"]
-EXPONENT_4I = MISTAKES["pe-exponent-4i-over-d"]
-TABLE_DTYPE = MISTAKES["pe-table-not-float32"]
-ODD_PLUS_ONE = MISTAKES["pe-odd-d-plus-one"]
-PAIR_FREQUENCY = MISTAKES["pe-pair-frequency"]
-FROM_ONE = MISTAKES["pe-positions-from-one"]
-HALVES = MISTAKES["pe-halves-layout"]
-NOT_RELATIVE = MISTAKES["pe-not-relative"]
-IS_PARAMETER = MISTAKES["pe-is-parameter"]
-NOT_BUFFER = MISTAKES["pe-not-in-state-dict"]
-SLICE_AXIS = MISTAKES["pe-slice-wrong-axis"]
-TOO_LONG = MISTAKES["pe-too-long-no-valueerror"]
-UNCLEAR_ERROR = MISTAKES["pe-error-unclear"]
-NOT_ROTATION = MISTAKES["pe-pair-not-rotation"]
-DROPOUT_IN_EVAL = MISTAKES["pe-dropout-in-eval"]
-PE_DROPOUT_IGNORED = MISTAKES["pe-dropout-ignored"]
-PE_DROPOUT_MISPLACED = MISTAKES["pe-dropout-misplaced"]
 # --------------------------------------------------------------------------- models
 
 # float32 rounds the angle p·ω with a relative error of a few units in the last place, so the
@@ -61,14 +41,18 @@ def _table(positions, D, *, swap=False, exponent="2i", start=0, layout="interlea
 
 
 def _mistakes(positions, D):
-    odd = [(ODD_PLUS_ONE, lambda: _table(positions, D + 1)[:, :D], {})] if D % 2 else []
+    odd = (
+        [(MISTAKES["pe-odd-d-plus-one"], lambda: _table(positions, D + 1)[:, :D], {})]
+        if D % 2
+        else []
+    )
     return odd + [
-        (SWAPPED, lambda: _table(positions, D, swap=True), {}),
-        (EXPONENT_I, lambda: _table(positions, D, exponent="i"), {}),
-        (EXPONENT_4I, lambda: _table(positions, D, exponent="4i"), {}),
-        (PAIR_FREQUENCY, lambda: _table(positions, D, exponent="j"), {}),
-        (FROM_ONE, lambda: _table(positions, D, start=1), {}),
-        (HALVES, lambda: _table(positions, D, layout="halves"), {}),
+        (MISTAKES["pe-sin-cos-swapped"], lambda: _table(positions, D, swap=True), {}),
+        (MISTAKES["pe-exponent-i-over-d"], lambda: _table(positions, D, exponent="i"), {}),
+        (MISTAKES["pe-exponent-4i-over-d"], lambda: _table(positions, D, exponent="4i"), {}),
+        (MISTAKES["pe-pair-frequency"], lambda: _table(positions, D, exponent="j"), {}),
+        (MISTAKES["pe-positions-from-one"], lambda: _table(positions, D, start=1), {}),
+        (MISTAKES["pe-halves-layout"], lambda: _table(positions, D, layout="halves"), {}),
     ]
 
 
@@ -122,7 +106,7 @@ def table(got, key, what, shape, *, strict=True):
     value = tensor(got, key, what, shape=shape)
     if value.dtype != torch.float32:
         if strict or not value.is_floating_point():
-            raise Failure(TABLE_DTYPE, what=what, got=value.dtype)
+            raise Failure(MISTAKES["pe-table-not-float32"], what=what, got=value.dtype)
         value = value.float()
     return value
 
@@ -132,12 +116,16 @@ def _named(positions, D, first):
     the "encoding" check (even D) alone; the later table checks name only their own, and let
     the others pass (_charged)."""
     found = _mistakes(positions, D)
-    return found if first else [c for c in found if c[0] is ODD_PLUS_ONE]
+    return found if first else [c for c in found if c[0] is MISTAKES["pe-odd-d-plus-one"]]
 
 
 def _charged(positions, D):
     """{mistake id: its table}: the mistakes that every D shows, charged by "encoding"."""
-    return {m.id: output() for m, output, _ in _mistakes(positions, D) if m is not ODD_PLUS_ONE}
+    return {
+        m.id: output()
+        for m, output, _ in _mistakes(positions, D)
+        if m is not MISTAKES["pe-odd-d-plus-one"]
+    }
 
 
 def _replay_table(name, positions, D, first):
@@ -268,10 +256,13 @@ def verdict_relative(got, want, x):
 
 def _fail_pair(pe, n, D, pair, why):
     # The classic layouts that break the rotation are named as themselves.
-    for mistake, kw in ((PAIR_FREQUENCY, {"exponent": "j"}), (HALVES, {"layout": "halves"})):
+    for mistake, kw in (
+        (MISTAKES["pe-pair-frequency"], {"exponent": "j"}),
+        (MISTAKES["pe-halves-layout"], {"layout": "halves"}),
+    ):
         if _matches(pe, lambda kw=kw: _table(range(n), D, **kw), range(n), 3.0):
             raise Failure(mistake, what=f"sinusoidal_encoding({n}, {D})")
-    raise Failure(NOT_ROTATION, cols=f"({2 * pair}, {2 * pair + 1})", why=why)
+    raise Failure(MISTAKES["pe-pair-not-rotation"], cols=f"({2 * pair}, {2 * pair + 1})", why=why)
 
 
 # --------------------------------------------------------------------------- PositionalEncoding
@@ -295,15 +286,15 @@ def verdict_buffer(got, want, x):
     before = tensor(got, "before_step", what, shape=x["x"].shape)
     after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
     if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
-        raise Failure(IS_PARAMETER)
+        raise Failure(MISTAKES["pe-is-parameter"])
     why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
     moves = "moves" if got.get("is_buffer") else "does not move"
     if not got.get("in_state_dict") or "load_error" in got:
-        raise Failure(NOT_BUFFER, why=why, moves=moves)
+        raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves=moves)
     loaded = tensor(got, "loaded_out", what + " after load_state_dict", shape=x["x"].shape)
     if not close_enough(loaded, x["x"].double() + x["state"].double()):
         why = "forward does not add the pe that load_state_dict loaded"
-        raise Failure(NOT_BUFFER, why=why, moves="may not move")
+        raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves="may not move")
     pe = table(got, "pe", "the buffer pe", (1, max_len, D))
     # The buffer holds the table: the reference's, or the student's own (whose values the
     # checks above grade, so a wrong table is not charged again here).
@@ -317,7 +308,9 @@ def verdict_buffer(got, want, x):
 
 def _forward_failure(got, key, what):
     if key + "/error" in got:
-        raise Failure(SLICE_AXIS, what=what, detail="it raised: " + got[key + "/error"])
+        raise Failure(
+            MISTAKES["pe-slice-wrong-axis"], what=what, detail="it raised: " + got[key + "/error"]
+        )
 
 
 def _check_forward(got, key, x, pe, what):
@@ -327,7 +320,11 @@ def _check_forward(got, key, x, pe, what):
     expected = x.double() + pe[0, :T].double()
     if B == 1:  # pe[:, :x.size(0)] adds PE(0) everywhere instead of PE(0..T-1)
         if close_enough(out, x.double() + pe[0, :1].double()):
-            raise Failure(SLICE_AXIS, what=what, detail=f"you added pe[:, :{B}], the batch size")
+            raise Failure(
+                MISTAKES["pe-slice-wrong-axis"],
+                what=what,
+                detail=f"you added pe[:, :{B}], the batch size",
+            )
     assert_close(out, expected.float(), what)
 
 
@@ -364,7 +361,7 @@ def verdict_dropout_eval(got, want, x):
     out = tensor(got, "out", what, shape=shape, dtype=torch.float32)
     out2 = tensor(got, "out2", what, shape=shape, dtype=torch.float32)
     if not torch.equal(out, out2):
-        raise Failure(DROPOUT_IN_EVAL)
+        raise Failure(MISTAKES["pe-dropout-in-eval"])
     _forward_failure(got, "no_dropout", what)
     same = tensor(got, "no_dropout", what, shape=shape)
     assert_close(out, same, what + ", compared with your module with dropout=0")
@@ -388,8 +385,8 @@ def verdict_dropout_train(got, want, x):
         return
     kind, detail = finding
     if kind == "ignored":
-        raise Failure(PE_DROPOUT_IGNORED, p=probe.P_DROP)
-    raise Failure(PE_DROPOUT_MISPLACED, why=detail)
+        raise Failure(MISTAKES["pe-dropout-ignored"], p=probe.P_DROP)
+    raise Failure(MISTAKES["pe-dropout-misplaced"], why=detail)
 
 
 @POSITIONAL_ENCODING.check(
@@ -402,7 +399,9 @@ def verdict_dropout_train(got, want, x):
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]
     if got.get("got") != "ValueError":
-        raise Failure(TOO_LONG, max_len=max_len, T=T, got=got.get("got"))
+        raise Failure(
+            MISTAKES["pe-too-long-no-valueerror"], max_len=max_len, T=T, got=got.get("got")
+        )
     text = str(got.get("text", ""))
     if not (re.search(rf"(?<!\d){T}(?!\d)", text) and re.search(rf"(?<!\d){max_len}(?!\d)", text)):
-        raise Failure(UNCLEAR_ERROR, T=T, max_len=max_len, text=text)
+        raise Failure(MISTAKES["pe-error-unclear"], T=T, max_len=max_len, text=text)

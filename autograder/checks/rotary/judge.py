@@ -14,31 +14,7 @@ from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("rotary")
-
-# --------------------------------------------------------------------------- misconceptions
-
-MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
-INTERLEAVED = MISTAKES["rope-interleaved-pairs"]
-DIRECTION = MISTAKES["rope-rotation-direction"]
-EXPONENT_I = MISTAKES["rope-exponent-i-over-d"]
-PAIR_FREQUENCY = MISTAKES["rope-pair-frequency"]
-LAYOUT_MISMATCH = MISTAKES["rope-frequency-layout-mismatch"]
-NO_SIN = MISTAKES["rope-missing-sin-term"]
-BASE_IGNORED = MISTAKES["rope-base-ignored"]
-POSITIONS_IGNORED = MISTAKES["rope-positions-ignored"]
-POSITIONS_ROUNDED = MISTAKES["rope-positions-rounded"]
-DTYPE_NOT_KEPT = MISTAKES["rope-dtype-not-kept"]
-LENGTH_CHANGED = MISTAKES["rope-length-changed"]
-NOT_RELATIVE = MISTAKES["rope-not-relative"]
-OFFSET_ZERO = MISTAKES["rope-offset-zero-changed"]
-NO_ROTATION = MISTAKES["rope-no-rotation"]
-ODD_NO_VALUEERROR = MISTAKES["rope-odd-width-no-valueerror"]
-ODD_UNCLEAR = MISTAKES["rope-odd-width-error-unclear"]
-ROTATES_V = MISTAKES["rope-rotates-v"]
-ROTATES_ONE = MISTAKES["rope-rotates-one-side"]
-NOT_ROTATED = MISTAKES["rope-attention-not-rotated"]
-ATTENTION_NOT_RELATIVE = MISTAKES["rope-attention-not-relative"]
-NOT_ATTENTION = MISTAKES["rope-attention-not-attention"]
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 
@@ -121,26 +97,36 @@ def _candidates(case):
 
     shown = ", ".join(str(int(p)) for p in positions[:4]) + (", ..." if T > 4 else "")
     found = [
-        ("interleaved", INTERLEAVED, m(pairs="interleaved"), {}),
-        ("backwards", DIRECTION, m(sign=-1.0), {}),
-        ("exponent-i", EXPONENT_I, m(exponent="i"), {}),
-        ("per-column", PAIR_FREQUENCY, m(layout="columns"), {}),
-        ("repeat-interleave", LAYOUT_MISMATCH, m(layout="repeat"), {}),
-        ("cos-only", NO_SIN, m(sin_term=False), {}),
-        ("interleaved-backwards", INTERLEAVED, m(pairs="interleaved", sign=-1.0), {}),
+        ("interleaved", MISTAKES["rope-interleaved-pairs"], m(pairs="interleaved"), {}),
+        ("backwards", MISTAKES["rope-rotation-direction"], m(sign=-1.0), {}),
+        ("exponent-i", MISTAKES["rope-exponent-i-over-d"], m(exponent="i"), {}),
+        ("per-column", MISTAKES["rope-pair-frequency"], m(layout="columns"), {}),
+        ("repeat-interleave", MISTAKES["rope-frequency-layout-mismatch"], m(layout="repeat"), {}),
+        ("cos-only", MISTAKES["rope-missing-sin-term"], m(sin_term=False), {}),
+        (
+            "interleaved-backwards",
+            MISTAKES["rope-interleaved-pairs"],
+            m(pairs="interleaved", sign=-1.0),
+            {},
+        ),
     ]
     if base != 10000.0:
-        found.append(("base-10000", BASE_IGNORED, m(base=10000.0), {"base": base}))
+        found.append(("base-10000", MISTAKES["rope-base-ignored"], m(base=10000.0), {"base": base}))
     how = "every row is turned by θ_i, as if at position 1: the positions were never multiplied in"
     found.append(
-        ("at-one", POSITIONS_IGNORED, m(positions=torch.ones(T)), {"shown": shown, "how": how})
+        (
+            "at-one",
+            MISTAKES["rope-positions-ignored"],
+            m(positions=torch.ones(T)),
+            {"shown": shown, "how": how},
+        )
     )
     if not torch.equal(positions, torch.arange(T)):
         how = "you rotated the rows by 0, 1, ..., T-1"
         found.append(
             (
                 "at-rows",
-                POSITIONS_IGNORED,
+                MISTAKES["rope-positions-ignored"],
                 m(positions=torch.arange(T)),
                 {"shown": shown, "how": how},
             )
@@ -184,7 +170,7 @@ def _rotation(got, key, case, what, want, *, named, charged=(), exact=None):
     x, positions = case["x"], case["positions"]
     out = tensor(got, key, what, floating=True, shape=x.shape)
     if out.dtype != x.dtype:
-        raise Failure(DTYPE_NOT_KEPT, what=what, got=out.dtype, expected=x.dtype)
+        raise Failure(MISTAKES["rope-dtype-not-kept"], what=what, got=out.dtype, expected=x.dtype)
     exact = want[key] if exact is None else exact
     if _fits(out, exact, x, positions):
         return
@@ -228,13 +214,15 @@ def _show(positions):
 # Which mistake each apply_rotary check names. The reference check names those every input
 # shows; a base, an offset and far positions show one more mistake each, named in its check.
 _EVERYWHERE = (
-    INTERLEAVED,
-    DIRECTION,
-    EXPONENT_I,
-    PAIR_FREQUENCY,
-    LAYOUT_MISMATCH,
-    NO_SIN,
-    POSITIONS_IGNORED,  # at reference's positions 0 .. T-1, only when never multiplied in
+    MISTAKES["rope-interleaved-pairs"],
+    MISTAKES["rope-rotation-direction"],
+    MISTAKES["rope-exponent-i-over-d"],
+    MISTAKES["rope-pair-frequency"],
+    MISTAKES["rope-frequency-layout-mismatch"],
+    MISTAKES["rope-missing-sin-term"],
+    MISTAKES[
+        "rope-positions-ignored"
+    ],  # at reference's positions 0 .. T-1, only when never multiplied in
 )
 
 
@@ -260,12 +248,18 @@ def verdict_reference(got, want, x):
     "apply_rotary uses the positions passed: a cache's p0 .. p0 + T - 1, or any order",
     2,
     inputs=probe.inputs_positions,
-    replays=_exempt_replays((POSITIONS_IGNORED,), _EVERYWHERE),
+    replays=_exempt_replays((MISTAKES["rope-positions-ignored"],), _EVERYWHERE),
 )
 def verdict_positions(got, want, x):
     for name, case in x.items():
         _rotation(
-            got, name, case, _what(case), want, named=(POSITIONS_IGNORED,), charged=_EVERYWHERE
+            got,
+            name,
+            case,
+            _what(case),
+            want,
+            named=(MISTAKES["rope-positions-ignored"],),
+            charged=_EVERYWHERE,
         )
 
 
@@ -274,11 +268,19 @@ def verdict_positions(got, want, x):
     "apply_rotary uses the base passed (θ_i = base^(-2i/d), base ≠ 10000)",
     1,
     inputs=probe.inputs_base,
-    replays=_exempt_replays((BASE_IGNORED,), _EVERYWHERE),
+    replays=_exempt_replays((MISTAKES["rope-base-ignored"],), _EVERYWHERE),
 )
 def verdict_base(got, want, x):
     for name, case in x.items():
-        _rotation(got, name, case, _what(case), want, named=(BASE_IGNORED,), charged=_EVERYWHERE)
+        _rotation(
+            got,
+            name,
+            case,
+            _what(case),
+            want,
+            named=(MISTAKES["rope-base-ignored"],),
+            charged=_EVERYWHERE,
+        )
 
 
 @APPLY_ROTARY.check(
@@ -302,7 +304,7 @@ def verdict_far(got, want, x):
     ]
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
         if not _fits(out, exact, case["x"], case["positions"]):
-            raise Failure(POSITIONS_ROUNDED, what=what)
+            raise Failure(MISTAKES["rope-positions-rounded"], what=what)
     _rotation(got, "far", case, what, want, named=(), charged=_EVERYWHERE, exact=exact)
 
 
@@ -351,12 +353,15 @@ def verdict_relative(got, want, x):
         if bad.any():
             row = int(bad.nonzero()[0])
             raise Failure(
-                LENGTH_CHANGED, row=row, before=float(before[row]), after=float(after[row])
+                MISTAKES["rope-length-changed"],
+                row=row,
+                before=float(before[row]),
+                after=float(after[row]),
             )
     if torch.equal(runs["q1"], runs["q2"]) and torch.equal(runs["k1"], runs["k2"]):
         shown = ", ".join(str(int(p)) for p in positions[:4]) + ", ..."
         how = f"shifting every position by {shift} changed nothing"
-        raise Failure(POSITIONS_IGNORED, what=what, shown=shown, how=how)
+        raise Failure(MISTAKES["rope-positions-ignored"], what=what, shown=shown, how=how)
     plain = q @ k.T
     s1, s2 = runs["q1"] @ runs["k1"].T, runs["q2"] @ runs["k2"].T
     sizes = q.norm(dim=-1)[:, None] * k.norm(dim=-1)[None, :]
@@ -368,13 +373,17 @@ def verdict_relative(got, want, x):
         if bad.any():
             i, j = (int(v) for v in bad.nonzero()[0])
             raise Failure(
-                OFFSET_ZERO, i=i, j=j, before=float(plain[i, j]), after=float(scores[i, j])
+                MISTAKES["rope-offset-zero-changed"],
+                i=i,
+                j=j,
+                before=float(plain[i, j]),
+                after=float(scores[i, j]),
             )
     bad = (s1 - s2).abs() > allowed
     if bad.any():
         i, j = (int(v) for v in bad.nonzero()[0])
         raise Failure(
-            NOT_RELATIVE,
+            MISTAKES["rope-not-relative"],
             shift=shift,
             i=i,
             j=j,
@@ -384,7 +393,7 @@ def verdict_relative(got, want, x):
         )
     moved = ~same & ((s1 - plain).abs() > 10 * allowed)
     if not moved.any():
-        raise Failure(NO_ROTATION)
+        raise Failure(MISTAKES["rope-no-rotation"])
 
 
 @APPLY_ROTARY.check(
@@ -397,10 +406,10 @@ def verdict_relative(got, want, x):
 def verdict_odd(got, want, x):
     d = x["x"].size(-1)
     if got.get("got") != "ValueError":
-        raise Failure(ODD_NO_VALUEERROR, d=d, got=str(got.get("got"))[:80])
+        raise Failure(MISTAKES["rope-odd-width-no-valueerror"], d=d, got=str(got.get("got"))[:80])
     text = str(got.get("text", ""))
     if not re.search(rf"(?<!\d){d}(?!\d)", text):
-        raise Failure(ODD_UNCLEAR, d=d, text=text[:200])
+        raise Failure(MISTAKES["rope-odd-width-error-unclear"], d=d, text=text[:200])
 
 
 # --------------------------------------------------------------------------- rotary_attention
@@ -468,10 +477,10 @@ def verdict_attention(got, want, x):
 
     for index, name, value in ((1, "weights", weights), (0, "output", out)):
         candidates = [
-            (ROTATES_V, attended(index, rq, rk, rv), {}),
-            (NOT_ROTATED, attended(index, q, k, v), {}),
-            (ROTATES_ONE, attended(index, rq, k, v), {"which": "queries"}),
-            (ROTATES_ONE, attended(index, q, rk, v), {"which": "keys"}),
+            (MISTAKES["rope-rotates-v"], attended(index, rq, rk, rv), {}),
+            (MISTAKES["rope-attention-not-rotated"], attended(index, q, k, v), {}),
+            (MISTAKES["rope-rotates-one-side"], attended(index, rq, k, v), {"which": "queries"}),
+            (MISTAKES["rope-rotates-one-side"], attended(index, q, rk, v), {"which": "keys"}),
         ]
         if index == 1 and close(value, expected_w.float(), tol):
             continue
@@ -505,21 +514,31 @@ def verdict_attention_shift(got, want, x):
     tol = {"atol": 3e-5, "rtol": 1e-4}
     (out, w), (out2, w2) = runs[""], runs["2"]
     if not close(w2, w, tol):
-        raise Failure(ATTENTION_NOT_RELATIVE, shift=x["shift"], which="weights")
+        raise Failure(MISTAKES["rope-attention-not-relative"], shift=x["shift"], which="weights")
     if not close(out2, out, tol):
         # Same weights, another output: the values were changed by the positions.
-        raise Failure(ROTATES_V, what=what)
+        raise Failure(MISTAKES["rope-rotates-v"], what=what)
 
 
 def _is_attention(out, w, x, what, positions):
     if (w[x["mask"].expand_as(w)] != 0).any():
-        raise Failure(NOT_ATTENTION, what=what, why="a key the causal mask blocks got weight")
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"],
+            what=what,
+            why="a key the causal mask blocks got weight",
+        )
     sums = w.sum(dim=-1)  # within the weights' own dtype's tolerance: float32 rows of 8
     if not close(sums, torch.ones_like(sums)):  # sum to 1 only within a few 1e-7
-        raise Failure(NOT_ATTENTION, what=what, why="the weights of a row do not sum to 1")
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"],
+            what=what,
+            why="the weights of a row do not sum to 1",
+        )
     tol = {"atol": 1e-5, "rtol": 1e-5}
     if not close(out.double(), w.double() @ x["v"].double(), tol):
         rotated = _output(lambda: _rope(x["v"], positions))  # None in the student copy
         if rotated is not None and close(out.double(), w.double() @ rotated, tol):
-            raise Failure(ROTATES_V, what=what)
-        raise Failure(NOT_ATTENTION, what=what, why="the output is not weights @ v")
+            raise Failure(MISTAKES["rope-rotates-v"], what=what)
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"], what=what, why="the output is not weights @ v"
+        )
