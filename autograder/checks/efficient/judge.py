@@ -16,23 +16,8 @@ from ...core import NOT_FINITE, CheckList, Failure
 from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close
 from ..masks.judge import window_with_mistake
+from . import judge_models as models
 from . import probe
-from .judge_models import (
-    PHI,
-    _blocks_diagonal,
-    _chunked_candidates,
-    _dtype,
-    _exact,
-    _floating,
-    _linear,
-    _linear_candidates,
-    _mistaken_loops,
-    _oracle,
-    _pattern_candidates,
-    _same,
-    _strided_blocked,
-    _worst,
-)
 
 CHECKS = CheckList("efficient")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -79,18 +64,18 @@ def _enough_work(got, p, what, need, of):
 
 def _compare_pair(got, want, prefix, what, x, wrong):
     shape = want[f"{prefix}/out"].shape
-    out = _floating(got, f"{prefix}/out", f"{what}'s output", shape)
-    weights = _floating(
+    out = models._floating(got, f"{prefix}/out", f"{what}'s output", shape)
+    weights = models._floating(
         got, f"{prefix}/weights", f"{what}'s weights", want[f"{prefix}/weights"].shape
     )
     assert_close(
         weights,
         want[f"{prefix}/weights"],
         f"{what}'s weights",
-        _pattern_candidates(x, "weights", wrong),
+        models._pattern_candidates(x, "weights", wrong),
     )
     assert_close(
-        out, want[f"{prefix}/out"], f"{what}'s output", _pattern_candidates(x, "out", wrong)
+        out, want[f"{prefix}/out"], f"{what}'s output", models._pattern_candidates(x, "out", wrong)
     )
 
 
@@ -146,7 +131,7 @@ def verdict_strided(got, want, x):
             (MISTAKES["strided-absolute-positions"], "absolute"),
         ]
         wrong = [
-            (m, lambda k=k, s=s: _strided_blocked(T, s, k), {"stride": s, "before": s - 1})
+            (m, lambda k=k, s=s: models._strided_blocked(T, s, k), {"stride": s, "before": s - 1})
             for m, k in wrong
         ]
         _compare_pair(got, want, f"s{n}", f"strided_attention(stride={s})", x, wrong)
@@ -156,23 +141,23 @@ def verdict_strided(got, want, x):
 
 def _linear_verdict(got, want, x, causal):
     what = f"linear_attention(causal={causal})"
-    out = _floating(got, "out", what, want["out"].shape)
+    out = models._floating(got, "out", what, want["out"].shape)
     # The quadratic form of the same kernel, computed here: an oracle independent of want.
-    quadratic = _oracle(lambda: _linear(x, causal=causal), want["out"])
+    quadratic = models._oracle(lambda: models._linear(x, causal=causal), want["out"])
     if not close(out, quadratic):
         # A map that is not positive makes some normalisers nearly 0, where float32 rounding
         # is amplified: to *name* that mistake (never to pass), compare with a loose tolerance.
         loose = {"atol": 1e-3, "rtol": 1e-2}
         for phi in ("elu(x)", "relu(x)", "x (no map)"):
             try:
-                mapped = _linear(x, phi=phi, causal=causal)
+                mapped = models._linear(x, phi=phi, causal=causal)
             except ModelUnavailable:  # the student copy: not named there
                 break
             if close(out, mapped, loose):
                 raise Failure(
                     MISTAKES["linear-feature-map"], measured=f" (it behaves like phi(x) = {phi})"
                 )
-    assert_close(out, quadratic, what, _linear_candidates(x, causal))
+    assert_close(out, quadratic, what, models._linear_candidates(x, causal))
     assert_close(out, want["out"], what)
 
 
@@ -198,7 +183,7 @@ def verdict_linear(got, want, x):
 def verdict_feature_map(got, want, x):
     # Each row is phi(q) (phi(0), phi(b)) / normaliser: the ratio of its two entries is
     # phi(b) / phi(0), the student's own map at b, whatever the normaliser or a scale of q.
-    out = _floating(got, "out", "linear_attention's output", x["v"].shape).double()
+    out = models._floating(got, "out", "linear_attention's output", x["v"].shape).double()
     first, second = out[..., 0], out[..., 1]
     if not (torch.isfinite(out).all() and (first > 0).all()):
         measured = ": your outputs give phi(0) = 0 (or NaN), as plain elu, relu or no map do"
@@ -208,7 +193,7 @@ def verdict_feature_map(got, want, x):
     tol = {"atol": 1e-5, "rtol": 1e-4}  # a ratio of two float32 results
     if close(ratio, F.elu(b) + 1, tol):
         return
-    for name, phi in PHI.items():
+    for name, phi in models.PHI.items():
         if phi(torch.zeros(())) > 0 and close(ratio, phi(b) / phi(torch.zeros(())), tol):
             raise Failure(
                 MISTAKES["linear-feature-map"], measured=f" (it behaves like phi(x) = {name})"
@@ -296,11 +281,11 @@ def verdict_chunked(got, want, x):
     for n, (causal, chunk) in enumerate(x["cases"]):
         key = f"case{n}"
         what = f"chunked_attention(causal={causal}, chunk_size={chunk})"
-        out = _floating(got, key, what, want[key].shape)
-        exact = _oracle(lambda c=causal: _exact(x, c), want[key])
-        if causal and not close(out, exact) and _blocks_diagonal(out, x):
+        out = models._floating(got, key, what, want[key].shape)
+        exact = models._oracle(lambda c=causal: models._exact(x, c), want[key])
+        if causal and not close(out, exact) and models._blocks_diagonal(out, x):
             raise Failure(MISTAKES["chunked-causal-blocks-diagonal"])
-        assert_close(out, exact, what, _chunked_candidates(x, causal, chunk))
+        assert_close(out, exact, what, models._chunked_candidates(x, causal, chunk))
         assert_close(out, want[key], what)
 
 
@@ -310,8 +295,8 @@ def _same_keys_gate(got, x, *, large=False):
     wrong way of combining chunks can (they are charged where they are named)."""
     what = "chunked_attention with every key the same"
     v = x["same_v"]
-    out = _floating(got, "same", what, v.shape)
-    mean = v.double().mean(dim=-2, keepdim=True).expand_as(v).to(_dtype(x))
+    out = models._floating(got, "same", what, v.shape)
+    mean = v.double().mean(dim=-2, keepdim=True).expand_as(v).to(models._dtype(x))
     if close(out, mean):
         return
     if not torch.isfinite(out).all():
@@ -339,11 +324,11 @@ def verdict_chunked_rescale(got, want, x):
     T = x["q"].size(-2)
     for causal in (False, True):
         what = f"chunked_attention(causal={causal})"
-        whole = _floating(got, f"c{int(causal)}/chunkT", what, x["v"].shape)
-        chunks = _floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
-        if _same(chunks, whole):
+        whole = models._floating(got, f"c{int(causal)}/chunkT", what, x["v"].shape)
+        chunks = models._floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
+        if models._same(chunks, whole):
             continue
-        for mistake, replay, details in _mistaken_loops(x, causal, 4):
+        for mistake, replay, details in models._mistaken_loops(x, causal, 4):
             try:
                 replayed = replay()
             except ModelUnavailable:  # the student copy: these mistakes go unnamed
@@ -351,7 +336,10 @@ def verdict_chunked_rescale(got, want, x):
             if close(chunks, replayed):
                 raise Failure(mistake, **details)
         raise Failure(
-            MISTAKES["chunked-depends-on-chunk-size"], causal=causal, T=T, err=_worst(chunks, whole)
+            MISTAKES["chunked-depends-on-chunk-size"],
+            causal=causal,
+            T=T,
+            err=models._worst(chunks, whole),
         )
 
 
@@ -370,15 +358,15 @@ def verdict_chunked_shift(got, want, x):
     tol = {"atol": 1e-4, "rtol": 1e-4}
     for causal in (0, 1):
         what = f"chunked_attention(causal={bool(causal)})"
-        base = _floating(got, f"c{causal}/k", what, x["v"].shape)
+        base = models._floating(got, f"c{causal}/k", what, x["v"].shape)
         for name in ("k_up", "k_down"):
-            shifted = _floating(got, f"c{causal}/{name}", what, x["v"].shape)
+            shifted = models._floating(got, f"c{causal}/{name}", what, x["v"].shape)
             # Only what the shift broke: entries the small scores already gave as NaN are
             # another mistake's, charged where it is named.
             if (torch.isfinite(base) & ~torch.isfinite(shifted)).any():
                 raise Failure(MISTAKES["chunked-overflow"])
-            if not _same(shifted, base, tol):
-                err = _worst(shifted, base)
+            if not models._same(shifted, base, tol):
+                err = models._worst(shifted, base)
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
 
 
@@ -428,8 +416,8 @@ def verdict_chunked_memory(got, want, x):
                     full=full,
                 )
             shape = (B, H, xs["rows"].numel(), d_v) if "rows" in xs else xs["v"].shape
-            out = _floating(got, p + "out", what, shape)
-            plain = _floating(got, p + "plain", what, shape)
-            if not _same(out, plain):
+            out = models._floating(got, p + "out", what, shape)
+            plain = models._floating(got, p + "plain", what, shape)
+            if not models._same(out, plain):
                 detail = "its result under the recorder differs from the same call unobserved"
                 raise Failure(MISTAKES["computation-not-recorded"], what=what, detail=detail)

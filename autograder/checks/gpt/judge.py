@@ -15,17 +15,8 @@ import torch.nn.functional as F
 from ...core import CRASH, WRONG_TYPE, CheckList, Failure
 from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
+from . import judge_models as models
 from . import probe
-from .judge_models import (
-    _LOGITS_MISTAKES,
-    _generate,
-    _logits_replays,
-    _name,
-    _scale_replays,
-    _scale_variants,
-    _tying_replays,
-    _variants,
-)
 
 CHECKS = CheckList("gpt")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -45,7 +36,7 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
     "MiniGPT's logits match the reference (grader's weights, eval mode)",
     3,
     inputs=probe.inputs_model,
-    replays=_logits_replays,
+    replays=models._logits_replays,
 )
 def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
@@ -55,7 +46,7 @@ def verdict_logits(got, want, x):
         MISTAKES["gpt-no-final-norm"],
         MISTAKES["gpt-log-softmax-output"],
     )
-    mistakes = dict(zip(_LOGITS_MISTAKES, named, strict=True))
+    mistakes = dict(zip(models._LOGITS_MISTAKES, named, strict=True))
     candidates = [(m, want.get(f"replay/{n}"), {}) for n, m in mistakes.items()]
     assert_close(logits, want["logits"], "the logits", candidates)
 
@@ -66,7 +57,7 @@ def verdict_logits(got, want, x):
     2,
     inputs=probe.inputs_tying,
     probe=probe.probe_tying,
-    replays=_tying_replays,
+    replays=models._tying_replays,
 )
 def verdict_tying(got, want, x):
     """Decided from logits, which need the real computation: after loading
@@ -76,8 +67,8 @@ def verdict_tying(got, want, x):
     with the reference), each also with the known mistakes the logits check names (so a
     mistake there costs nothing here)."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    for flags in _variants():
-        name = _name(flags)
+    for flags in models._variants():
+        name = models._name(flags)
         if close(logits, want[f"replay/{name}/untied"]):
             raise Failure(
                 MISTAKES["gpt-no-weight-tying"],
@@ -110,13 +101,13 @@ def verdict_tying(got, want, x):
     "token embeddings are multiplied by √D (a model with no blocks)",
     1,
     inputs=probe.inputs_scale,
-    replays=_scale_replays,
+    replays=models._scale_replays,
 )
 def verdict_embed_scale(got, want, x):
     """Only the scale: the logits may be those of the √D model with another difference
     (no final norm, a log_softmax output), which the logits check charges."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    names = [_name(flags) for flags in _scale_variants()]
+    names = [models._name(flags) for flags in models._scale_variants()]
     if any(close(logits, want[f"replay/scaled/{n}"]) for n in names):
         return
     if any(close(logits, want[f"replay/unscaled/{n}"]) for n in names):
@@ -314,7 +305,7 @@ def _tokens_verdict(check):
                 continue
             for mistake, kwargs, details in _mistakes(temperature, top_k):
                 try:
-                    replayed = _generate(x, n, temperature, top_k, **kwargs)
+                    replayed = models._generate(x, n, temperature, top_k, **kwargs)
                 except ModelUnavailable:  # the student copy: these mistakes go unnamed
                     break
                 if torch.equal(ids, replayed):
@@ -336,7 +327,7 @@ def _tokens_verdict(check):
 
 
 def _mistakes(temperature, top_k):
-    """(misconception, the _generate arguments that model it, details), tried in order."""
+    """(misconception, the models._generate arguments that model it, details), tried in order."""
     found = [(MISTAKES["gen-crop-keeps-first"], {"crop": "first"}, {})]
     if temperature not in (0, 1):
         found += [

@@ -17,17 +17,8 @@ from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure
 from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
+from . import judge_models as models
 from . import probe
-from .judge_models import (
-    LAYER_MISTAKES,
-    MODEL_TOL,
-    OWN_TOL,
-    _Cache,
-    _decoder64,
-    _layer64,
-    _layer_candidates,
-    _layer_runs,
-)
 
 CHECKS = CheckList("kvcache")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -201,13 +192,13 @@ def verdict_layer(got, want, x):
     _failed(got, what)
     for i, out in enumerate(_outputs(got, x, what)):
         details = f"{what}, call {i}"
-        assert_close(out, want[f"out{i}"], details, _layer_candidates(x, i))
+        assert_close(out, want[f"out{i}"], details, models._layer_candidates(x, i))
     whole = torch.cat(x["xs"], dim=1)
     full = tensor(got, "full", what + " without a cache", shape=whole.shape, dtype=whole.dtype)
     no_cache = what + " without a cache"
 
     def mistake(how):
-        return lambda: _layer64(whole, x, x["state"], "", None, 0, how).float()
+        return lambda: models._layer64(whole, x, x["state"], "", None, 0, how).float()
 
     candidates = [
         (MISTAKES["kv-prefill-no-mask"], mistake(("no-mask",)), {}),
@@ -228,7 +219,7 @@ def verdict_contents(got, want, x):
 
     def stored(name, how=()):
         """The layer's cached keys or values at the end, float32, under the mistakes `how`."""
-        return lambda: getattr(_layer_runs(x, how)[1], name[0])[x["layer"]].float()
+        return lambda: getattr(models._layer_runs(x, how)[1], name[0])[x["layer"]].float()
 
     p0 = {"p0": x["xs"][0].size(1)}
     for name, wrong in (
@@ -250,7 +241,7 @@ def verdict_contents(got, want, x):
             expected = want[f"cache/{name}"]
         what = f"the cache's {name}[{x['layer']}] after calls of {_calls_text(x)} tokens"
         value = tensor(got, f"cache/{name}", what, shape=expected.shape, dtype=torch.float32)
-        assert_close(value, expected, what, wrong, tol=MODEL_TOL)
+        assert_close(value, expected, what, wrong, tol=models.MODEL_TOL)
 
 
 def _degenerate(value, what):
@@ -267,11 +258,11 @@ def _degenerate(value, what):
 
 
 def _named(value, candidates):
-    """Raise the first candidate's Failure whose output matches value (MODEL_TOL); a
+    """Raise the first candidate's Failure whose output matches value (models.MODEL_TOL); a
     candidate whose model the student copy lacks is skipped."""
     for mistake, output, details in candidates:
         try:
-            named = close(value, output(), MODEL_TOL)
+            named = close(value, output(), models.MODEL_TOL)
         except ModelUnavailable:
             continue
         if named:
@@ -299,10 +290,10 @@ def verdict_positions(got, want, x):
     for i, out in enumerate(outs):
         rows = full[:, start : start + out.size(1)]
         start += out.size(1)
-        if close(out, rows, OWN_TOL):
+        if close(out, rows, models.OWN_TOL):
             continue
         step = f"{what}, call {i}"
-        _named(out, _layer_candidates(x, i, step))
+        _named(out, models._layer_candidates(x, i, step))
         err = float((out.double() - rows.double()).abs().max())
         where = f"at call {i} ({out.size(1)} tokens after {start - out.size(1)})"
         raise Failure(MISTAKES["kv-incremental-differs"], what=what, where=where, err=err)
@@ -358,7 +349,9 @@ def _steps(tokens, T0):
 
 @model
 def _decoded(x, calls, how=(), cache=None):
-    return torch.stack([out[:, -1] for out in _decoder64(x, calls, how, cache)], dim=1).float()
+    return torch.stack(
+        [out[:, -1] for out in models._decoder64(x, calls, how, cache)], dim=1
+    ).float()
 
 
 def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
@@ -372,24 +365,28 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
         prefixes = [tokens[:, : T0 + i] for i in range(n)]
         return [
             (m, (lambda how=how: _decoded(x, prefixes, how)), details)
-            for m, how in LAYER_MISTAKES
+            for m, how in models.LAYER_MISTAKES
             if how[0] in ("no-mask", "values-rotated", "unrotated")
         ]
     calls = _steps(tokens, T0)
     found = [
-        (m, (lambda how=how: _decoded(x, calls, how, _Cache(x["L"]))), details)
-        for m, how in LAYER_MISTAKES
+        (m, (lambda how=how: _decoded(x, calls, how, models._Cache(x["L"]))), details)
+        for m, how in models.LAYER_MISTAKES
     ]
     every = [tokens[:, : T0 + i] for i in range(n)]
     found.append(
-        (MISTAKES["kv-generate-feeds-all"], lambda: _decoded(x, every, (), _Cache(x["L"])), details)
+        (
+            MISTAKES["kv-generate-feeds-all"],
+            lambda: _decoded(x, every, (), models._Cache(x["L"])),
+            details,
+        )
     )
     earlier = got.get("a/tokens")
     if type(earlier) is torch.Tensor and earlier.shape[0] == tokens.shape[0]:
 
         def leaked():
-            cache = _Cache(x["L"])
-            _decoder64(x, _steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
+            cache = models._Cache(x["L"])
+            models._decoder64(x, _steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
             return _decoded(x, calls, (), cache)
 
         found.append((MISTAKES["kv-cache-not-reset"], leaked, details))
@@ -425,12 +422,14 @@ def verdict_incremental(got, want, x):
     full = tensor({"full": full}, "full", "the model's logits without a cache", shape=shape)
     _degenerate(full, "the model's logits without a cache")
     expected = full[:, T0 - 1 :].float()
-    if close(logits, expected, OWN_TOL):
+    if close(logits, expected, models.OWN_TOL):
         return
     _named(logits, _generate_candidates(got, x, tokens, T0, what))
     # The cached run is right but the full run is not: the mistake is in the no-cache path.
     try:
-        cached_right = close(logits, _decoded(x, _steps(tokens, T0), (), _Cache(x["L"])), MODEL_TOL)
+        cached_right = close(
+            logits, _decoded(x, _steps(tokens, T0), (), models._Cache(x["L"])), models.MODEL_TOL
+        )
     except ModelUnavailable:  # the student copy: the mistake is not named there
         cached_right = False
     if cached_right:
@@ -439,7 +438,9 @@ def verdict_incremental(got, want, x):
         _named(expected, [(no_mask, lambda: _decoded(x, [tokens[:, :-1]], ("no-mask",)),
                            {"what": no_cache})])  # fmt: skip
     diff = (logits.double() - expected.double()).abs().amax(dim=(0, 2))
-    step = int((diff > OWN_TOL["atol"] + OWN_TOL["rtol"] * expected.abs().max()).nonzero()[0])
+    step = int(
+        (diff > models.OWN_TOL["atol"] + models.OWN_TOL["rtol"] * expected.abs().max()).nonzero()[0]
+    )
     where = f"at new token {step}"
     raise Failure(MISTAKES["kv-incremental-differs"], what=what, where=where, err=float(diff[step]))
 

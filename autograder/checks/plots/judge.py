@@ -73,6 +73,14 @@ def _colour_scale(got, what, i):
         raise Failure(MISTAKES["plot-colour-scale"], what=what, i=i, vmin=vmin, vmax=vmax)
 
 
+def _one_map(got):
+    """plot_attention ran and drew one map: what the feedback calls it."""
+    what = "plot_attention"
+    _start(got, what)
+    _count(got, what, 1, "one map")
+    return what
+
+
 PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
 
 
@@ -83,9 +91,7 @@ PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
     inputs=probe.inputs_attention,
 )
 def verdict_attention(got, want, x):
-    what = "plot_attention"
-    _start(got, what)
-    _count(got, what, 1, "one map")
+    what = _one_map(got)
     _image(got, what, 0, x["weights"])
     _labels(got, what, 0, x["queries"], x["keys"])
 
@@ -97,9 +103,7 @@ def verdict_attention(got, want, x):
     inputs=probe.inputs_attention,
 )
 def verdict_attention_colour(got, want, x):
-    what = "plot_attention"
-    _start(got, what)
-    _count(got, what, 1, "one map")
+    what = _one_map(got)
     _colour_scale(got, what, 0)
     if not got.get("colorbar0"):
         raise Failure(MISTAKES["plot-no-colorbar"], what=what)

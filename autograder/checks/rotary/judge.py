@@ -239,8 +239,14 @@ APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
     inputs=probe.inputs_reference,
 )
 def verdict_reference(got, want, x):
+    _every_case(got, want, x, named=_EVERYWHERE)
+
+
+def _every_case(got, want, x, *, named, charged=()):
+    """Each case of x rotated as the reference; `named` mistakes are named where they show,
+    the `charged` ones left to the checks that name them."""
     for name, case in x.items():
-        _rotation(got, name, case, _what(case), want, named=_EVERYWHERE)
+        _rotation(got, name, case, _what(case), want, named=named, charged=charged)
 
 
 @APPLY_ROTARY.check(
@@ -251,16 +257,7 @@ def verdict_reference(got, want, x):
     replays=_exempt_replays((MISTAKES["rope-positions-ignored"],), _EVERYWHERE),
 )
 def verdict_positions(got, want, x):
-    for name, case in x.items():
-        _rotation(
-            got,
-            name,
-            case,
-            _what(case),
-            want,
-            named=(MISTAKES["rope-positions-ignored"],),
-            charged=_EVERYWHERE,
-        )
+    _every_case(got, want, x, named=(MISTAKES["rope-positions-ignored"],), charged=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
@@ -271,16 +268,7 @@ def verdict_positions(got, want, x):
     replays=_exempt_replays((MISTAKES["rope-base-ignored"],), _EVERYWHERE),
 )
 def verdict_base(got, want, x):
-    for name, case in x.items():
-        _rotation(
-            got,
-            name,
-            case,
-            _what(case),
-            want,
-            named=(MISTAKES["rope-base-ignored"],),
-            charged=_EVERYWHERE,
-        )
+    _every_case(got, want, x, named=(MISTAKES["rope-base-ignored"],), charged=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
