@@ -94,6 +94,7 @@ SHIPS = (
     "autograder/i18n.py",
     "autograder/ladder.py",
     "autograder/limits.py",
+    "autograder/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml
     "autograder/model_replays.py",  # the left-out models answer what make dist recorded
     "autograder/notebook.py",
     "autograder/options.py",
