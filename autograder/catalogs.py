@@ -4,10 +4,10 @@ into the .po catalogs of each language (autograder/locale/<lang>/LC_MESSAGES/).
 Two sources, one template per gettext domain:
 - the texts the code marks with _(), ngettext() or N_() (i18n.py), found by Babel's Python
   extractor, as `pybabel extract -k N_ autograder` would: domain `kit`;
-- the misconceptions, from the registry (every judge imported): each `message` and each
-  written hint level. Those declared under autograder/checks/<module>/ go to domain
-  `checks-<module>`, the others (core, worker, sandbox, verdicts) and the names of the hint
-  levels to `kit`.
+- the misconceptions: each `message` and each written hint level. Those of the exercise
+  modules are data, autograder/checks/<module>/misconceptions.toml (misconception_data.py),
+  read here in the order written, into domain `checks-<module>`; the kit's own (core, worker,
+  sandbox, verdicts) come from the registry, with the names of the hint levels, into `kit`.
 
 Merging keeps every translation written, adds the new texts with an empty msgstr (shown in
 English until someone translates them) and drops the texts no longer used. The catalogs are
@@ -27,7 +27,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
-from . import core, registry
+from . import core, misconception_data, registry
 from .i18n import ADVICE_SUFFIX, KIT_DOMAIN, LOCALES
 from .paths import BUILD, PACKAGE
 
@@ -71,10 +71,14 @@ def misconception_texts() -> dict[str, list[tuple[str, str]]]:
     for module in ("worker", "verdicts", "sandbox.runner"):  # the kit's own misconceptions
         importlib.import_module(f"autograder.{module}")
     found: dict[str, list[tuple[str, str]]] = {KIT_DOMAIN: [(n, "") for n in core.HINT_LEVELS]}
-    for mid, m in registry.all_misconceptions().items():
-        for text in (m.message, *m.hints):
-            if text:
-                found.setdefault(domain_of(mid), []).append((text, mid))
+    for mid, m in core.declared().items():
+        if domain_of(mid) == KIT_DOMAIN:
+            found[KIT_DOMAIN].extend((text, mid) for text in (m.message, *m.hints) if text)
+    for module in registry.modules():
+        path = misconception_data.data_file(module)
+        for mid, (message, hints) in misconception_data.read(path).items():
+            texts = [(text, mid) for text in (message, *hints) if text]
+            found.setdefault(f"checks-{module}", []).extend(texts)
     return found
 
 

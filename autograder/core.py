@@ -57,6 +57,8 @@ def misconception(
     declares its own through `Misconceptions(__name__)`.
 
     `hint` is the ladder `(idea, operation or API, nearly the code)`, or one string (level 3).
+    `origin` is the module it belongs to (its catalog), by default the caller's module; the
+    exercise modules' misconceptions are data (misconception_data.py) and name their package.
     """
     hints = ("", "", hint) if isinstance(hint, str) else tuple(hint)
     if len(hints) != len(HINT_LEVELS):

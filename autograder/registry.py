@@ -3,8 +3,10 @@
 Each exercise module's checks are a package, autograder/checks/<module>/:
     probe*.py   input builders and probes: the only kit code a process that runs student
                 code imports (with core and probing); never verdicts or reference code
-    judge*.py   misconceptions, models of known wrong computations, verdicts, and the
-                check declarations: judge.py holds CHECKS, a core.CheckList
+    judge*.py   models of known wrong computations, verdicts, and the check declarations:
+                judge.py holds CHECKS, a core.CheckList
+    misconceptions.toml  the misconceptions (id, message, hint ladder) the judges load by id
+                (misconception_data.py); the msgids of the module's gettext catalog
 Course order comes from syllabus.MODULES; nothing else lists the modules.
 """
 

@@ -71,32 +71,32 @@ def probe_double(mod, x: dict) -> dict:
 
 from __future__ import annotations
 
-from ...core import CheckList, Misconceptions
+from ...core import CheckList
+from ...misconception_data import misconceptions_of
 from ...verdicts import assert_close, tensor
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("{name}")
 
-ADDS_INSTEAD = misconception(
-    "{name}-adds-instead",
-    "You added x to 2 instead of multiplying it by 2.",
-    (
-        "Doubling a number scales it; adding a constant shifts it.",
-        "Use multiplication, elementwise over the tensor.",
-        "Multiply x by 2 (not x + 2).",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint ladders
 DOUBLE = CHECKS.exercise("double", probe=probe.probe_double)
 
 
 @DOUBLE.check("reference", "matches the reference", 1, inputs=probe.inputs_basic)
 def verdict_reference(got, want, x):
     out = tensor(got, "out", "the output", shape=want["out"].shape, dtype=want["out"].dtype)
-    candidates = [(ADDS_INSTEAD, lambda: x["x"] + 2, {{}})]
+    candidates = [(MISTAKES["{name}-adds-instead"], lambda: x["x"] + 2, {{}})]
     assert_close(out, want["out"], "the output", candidates)
 ''',
+        f"autograder/checks/{name}/misconceptions.toml": f"""# The misconceptions of {name}.py's checks: one table per id; message and hint levels (idea,
+# operation, code) are English templates, the msgids of checks-{name}.po.
+
+[{name}-adds-instead]
+message = "You added x to 2 instead of multiplying it by 2."
+idea = "Doubling a number scales it; adding a constant shifts it."
+operation = "Use multiplication, elementwise over the tensor."
+code = "Multiply x by 2 (not x + 2)."
+""",
         f"autograder/trusted/{name}.py": f'''"""Trusted {name}, used when another module that imports it is graded.
 
 Built from PyTorch built-ins where one exists; a kit test proves it equal to the solution.

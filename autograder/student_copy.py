@@ -95,6 +95,7 @@ SHIPS = (
     "autograder/i18n.py",
     "autograder/ladder.py",
     "autograder/limits.py",
+    "autograder/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml
     "autograder/model_replays.py",  # the left-out models answer what make dist recorded
     "autograder/notebook.py",
     "autograder/options.py",
@@ -139,6 +140,7 @@ SHIPS = (
     # `make fixtures` stores there), translations
     "autograder/checks/__init__.py",
     "autograder/checks/{module}/*.py",
+    "autograder/checks/{module}/misconceptions.toml",
     "autograder/fixtures/*",
     "autograder/locale/*/LC_MESSAGES/kit.po",
     "autograder/locale/*/LC_MESSAGES/checks-{module}.po",

@@ -156,9 +156,15 @@ def test_enough_efficient_variants():
 def test_every_efficient_mutant_names_an_efficient_misconception():
     from conftest import expected_misconception
 
-    from autograder.checks.efficient import judge as checks_efficient
+    from autograder.checks.efficient import judge, judge_models
 
-    ids = {v.id for v in vars(checks_efficient).values() if isinstance(v, Misconception)}
+    ids = set(judge.MISTAKES)  # checks/efficient/misconceptions.toml, and the kit's own it uses
+    ids |= {
+        v.id
+        for m in (judge, judge_models)
+        for v in vars(m).values()
+        if isinstance(v, Misconception)
+    }
     for param in variants("mutants"):
         if param.values[0] == "efficient":
             assert expected_misconception(param.values[1]) in ids, param.values[1].name

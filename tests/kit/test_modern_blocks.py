@@ -109,4 +109,4 @@ def test_rmsnorm_check_excuses_only_a_named_rms_norm_mistake():
     alone = {**want, **centred}
     with pytest.raises(Failure) as caught:
         judge.verdict_rms_module(alone, want, x)
-    assert caught.value.misconception is judge.RMS_SUBTRACTS_MEAN
+    assert caught.value.misconception is judge.MISTAKES["rms-norm-subtracts-mean"]

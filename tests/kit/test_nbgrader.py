@@ -38,9 +38,10 @@ import pytest
 from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
 from autograder import course, course_config, course_judge, fixtures, notebook, registry, sinks
-from autograder.checks.attention.judge import NO_SCALING
+from autograder.checks.attention.judge import MISTAKES
 from autograder.references import References
 
+NO_SCALING = MISTAKES["no-scaling"]  # the misconception the cycle's mutant makes
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
 MUTANT = KIT / "mutants" / "attention" / "no_scaling.py"
 SEED = "424242"

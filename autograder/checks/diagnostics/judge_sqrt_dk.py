@@ -20,14 +20,14 @@ import math
 
 import torch
 
-from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import WRONG_TYPE, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("diagnostics")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # The experiment's curves come from draws the docstring prescribes (q, then k, from a fresh
 # torch.Generator().manual_seed(seed) per d_k; k then q is accepted too), so they are compared
@@ -42,119 +42,6 @@ SCALED_SPREAD = 0.25
 UNSCALED_FALL, UNSCALED_RISE = 1.0, 0.05
 SATURATED_AT = 7  # the index of 256, 320 or 384 in the drawn d_k values
 SATURATED_ENTROPY, SATURATED_MAX = 0.5, 0.8
-
-# --------------------------------------------------------------------------- misconceptions
-
-SQRTDK_LOG2 = misconception(
-    "sqrtdk-entropy-bits",
-    "Your entropy is in bits (log base 2); the kit measures it in nats (natural log).",
-    (
-        "The unit of an entropy follows the base of its logarithm; the kit measures in nats "
-        "(natural log), where a uniform row over S keys has entropy ln S.",
-        "Use the natural logarithm: torch.log, or torch.special.xlogy, which also gives 0 "
-        "log 0 = 0.",
-        "Use torch.log (or torch.special.xlogy(w, w)), not torch.log2: a uniform row over S "
-        "keys then has entropy log S.",
-    ),
-)
-SQRTDK_BY_D_K = misconception(
-    "sqrtdk-divides-by-d_k",
-    "Your scaled scores were divided by d_k instead of √d_k.",
-    (
-        "The dot product of two random d_k-dimensional vectors with unit-variance entries "
-        "has variance d_k, so its spread (standard deviation) is √d_k: dividing by √d_k "
-        "brings it back to 1, dividing by d_k overshoots.",
-        "Divide the scores by the square root of the key dimension, read from the last "
-        "dimension of q (or k).",
-        "Divide by q.size(-1) ** 0.5 (or math.sqrt(d_k)), not by q.size(-1).",
-    ),
-)
-SQRTDK_SWAPPED = misconception(
-    "sqrtdk-scaled-swapped",
-    "{what}: your scaled and unscaled results are swapped.",
-    (
-        "The experiment compares attention with and without the 1/√d_k factor; each value of "
-        "the flag gives its own variant.",
-        "Branch on the scaled argument: divide by √d_k only when it is True.",
-        "scaled=True divides the scores by √d_k; scaled=False uses q kᵀ as it is.",
-    ),
-)
-SQRTDK_MAX_DIM = misconception(
-    "sqrtdk-max-over-queries",
-    "Your largest weight is taken over the queries (dim=-2), not over each row's keys.",
-    (
-        "Saturation is about one query's distribution over the keys: how much of its weight "
-        "goes to its single largest key.",
-        "Take the maximum along the keys (the last dimension) for each row, then average "
-        "those maxima.",
-        "Each row (one query) is a distribution over the keys: its largest weight is an amax "
-        "over dim=-1; then .mean() over the rows.",
-    ),
-)
-SQRTDK_SUM_ROWS = misconception(
-    "sqrtdk-not-averaged",
-    "{what} is summed over the rows instead of averaged.",
-    (
-        "The experiment reports a typical row, the mean over all rows, so that its numbers "
-        "do not depend on the batch size or the sequence length.",
-        "Reduce each row over the keys first (sum for the entropy, max for the largest "
-        "weight), then take the mean over everything that remains.",
-        "Sum over the keys (dim=-1) for each row's entropy, then take .mean() over all rows.",
-    ),
-)
-SQRTDK_NAN = misconception(
-    "sqrtdk-zero-log-zero",
-    "Your entropy is NaN when the softmax saturates: weights that underflow to 0 give "
-    "0 * log 0 = 0 * -inf = NaN.",
-    (
-        "When the softmax saturates, many weights underflow to exactly 0. They add nothing "
-        "to the entropy (0 log 0 = 0, the limit of w log w), but the literal formula "
-        "computes 0 × -∞ = NaN.",
-        "Use torch.special.xlogy for w log w, or set the terms of the zero weights to 0 with "
-        "torch.where before summing.",
-        "By convention 0 log 0 = 0: torch.special.xlogy(w, w) computes w log w that way.",
-    ),
-)
-SQRTDK_NOT_SATURATING = misconception(
-    "sqrtdk-finding-unscaled",
-    "Your unscaled curves do not show the saturation our solution measures: {detail}.",
-    (
-        "Without the 1/√d_k scale the scores spread more as d_k grows, so the softmax puts "
-        "nearly all the weight on one key: the entropy falls towards 0 and the largest "
-        "weight climbs towards 1.",
-        "In the unscaled branch use the raw scores q kᵀ, with no division at all, and draw "
-        "new q and k for every d_k.",
-        "Check the unscaled branch: softmax(q kᵀ) with no division; fresh q and k for each d_k.",
-    ),
-)
-SQRTDK_SCALED_DRIFTS = misconception(
-    "sqrtdk-finding-scaled",
-    "Your scaled entropy moves by {spread:.3f} nats across d_k; with the 1/√d_k scale it "
-    "stays within {allowed} nats in our solution's runs.",
-    (
-        "With the 1/√d_k factor the scores keep the same spread whatever d_k is, so the "
-        "scaled entropy stays almost flat across the experiment.",
-        "Scale by the d_k of the current run, read from the tensors themselves, not by a "
-        "constant or by the first d_k.",
-        "Scale by q.size(-1) ** 0.5 (the d_k of this run), not by a fixed number.",
-    ),
-)
-SQRTDK_OTHER_RUN = misconception(
-    "sqrtdk-not-this-run",
-    "{what} looks like a run of the experiment, but not the run the grader asked for (largest "
-    "difference {err:.3g}): the values do not come from q and k drawn with this seed and "
-    "these d_k values.",
-    (
-        "An experiment is reproducible: with the seed and the d_k values it is given, it "
-        "draws exactly the q and k its docstring prescribes, so the grader can run it again.",
-        "For each d_k, make a fresh torch.Generator seeded with the given seed and draw q, "
-        "then k, from it with torch.randn(..., generator=...); never return stored numbers.",
-        "For each d_k in d_ks: a new generator, torch.Generator().manual_seed with the seed "
-        "you are given (not a fixed one); then q and k, each torch.randn of shape (batch, L, "
-        "d_k) with that generator, q first. The grader calls the function with fresh "
-        "arguments.",
-    ),
-)
 
 # --------------------------------------------------------------------------- models
 
@@ -182,13 +69,13 @@ def _candidates(x, scaled: bool, which: int):
         return lambda: _saturation(q, k, **kw)[which].float()
 
     found = [
-        (SQRTDK_LOG2, lazy(scale=plain, log=torch.log2), {}),
-        (SQRTDK_MAX_DIM, lazy(scale=plain, max_dim=-2), {}),
-        (SQRTDK_SUM_ROWS, lazy(scale=plain, reduce="sum"), {}),
-        (SQRTDK_SWAPPED, lazy(scale="none" if scaled else "sqrt"), {}),
+        (MISTAKES["sqrtdk-entropy-bits"], lazy(scale=plain, log=torch.log2), {}),
+        (MISTAKES["sqrtdk-max-over-queries"], lazy(scale=plain, max_dim=-2), {}),
+        (MISTAKES["sqrtdk-not-averaged"], lazy(scale=plain, reduce="sum"), {}),
+        (MISTAKES["sqrtdk-scaled-swapped"], lazy(scale="none" if scaled else "sqrt"), {}),
     ]
     if scaled:
-        found.insert(0, (SQRTDK_BY_D_K, lazy(scale="d_k"), {}))
+        found.insert(0, (MISTAKES["sqrtdk-divides-by-d_k"], lazy(scale="d_k"), {}))
     return found
 
 
@@ -240,7 +127,7 @@ def verdict_saturation(got, want, x):
             what = _what(name, tag)
             value = tensor(got, key, what, shape=())
             if name == "entropy" and not torch.isfinite(value):
-                raise Failure(SQRTDK_NAN)
+                raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
             assert_close(value, want[key], what, _candidates(x, tag == "scaled", index))
 
 
@@ -299,15 +186,17 @@ def verdict_experiment(got, want, x):
         return
     swapped = {key: curves[_other(key)] for key in QUANTITIES}
     if _within(swapped, reference):
-        raise Failure(SQRTDK_SWAPPED, what="sqrt_dk_experiment")
+        raise Failure(MISTAKES["sqrtdk-scaled-swapped"], what="sqrt_dk_experiment")
     for key in QUANTITIES:
         if not torch.isfinite(curves[key]).all() and key.startswith("entropy"):
-            raise Failure(SQRTDK_NAN)
+            raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
         what = f'sqrt_dk_experiment(...)["{key}"]'
         assert_close(curves[key], reference[key], what, tol=SPREAD[key.rsplit("_", 1)[0]])
     # Every curve is within the seed-to-seed spread, but this is not the run asked for.
     err, key = max(((curves[k] - reference[k]).abs().max().item(), k) for k in QUANTITIES)
-    raise Failure(SQRTDK_OTHER_RUN, what=f'sqrt_dk_experiment(...)["{key}"]', err=err)
+    raise Failure(
+        MISTAKES["sqrtdk-not-this-run"], what=f'sqrt_dk_experiment(...)["{key}"]', err=err
+    )
 
 
 @SQRT_DK_EXPERIMENT.check(
@@ -321,35 +210,35 @@ def verdict_finding(got, want, x):
     curves = {key: value.double() for key, value in _curves(got, x).items()}
     scaled = curves["entropy_scaled"]
     if not torch.isfinite(scaled).all() or not torch.isfinite(curves["entropy_unscaled"]).all():
-        raise Failure(SQRTDK_NAN)
+        raise Failure(MISTAKES["sqrtdk-zero-log-zero"])
     spread = float(scaled.max() - scaled.min())
     if spread > SCALED_SPREAD:
-        raise Failure(SQRTDK_SCALED_DRIFTS, spread=spread, allowed=SCALED_SPREAD)
+        raise Failure(MISTAKES["sqrtdk-finding-scaled"], spread=spread, allowed=SCALED_SPREAD)
     unscaled, largest = curves["entropy_unscaled"], curves["max_weight_unscaled"]
     fall = float(unscaled[0] - unscaled[-1])
     if fall < UNSCALED_FALL:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy falls by {fall:.3f} nats from the smallest d_k to the largest "
             f"(expected at least {UNSCALED_FALL:g})",
         )
     rise = float((unscaled[1:] - unscaled[:-1]).max())
     if rise > UNSCALED_RISE:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy rises by {rise:.3f} nats between two neighbouring d_k "
             f"(expected to fall, or rise by at most {UNSCALED_RISE:g})",
         )
     d_k = x["d_ks"][SATURATED_AT]
     if unscaled[SATURATED_AT] >= SATURATED_ENTROPY:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the entropy at d_k = {d_k} is {float(unscaled[SATURATED_AT]):.3f} nats "
             f"(expected below {SATURATED_ENTROPY:g})",
         )
     if largest[SATURATED_AT] <= SATURATED_MAX:
         raise Failure(
-            SQRTDK_NOT_SATURATING,
+            MISTAKES["sqrtdk-finding-unscaled"],
             detail=f"the mean largest weight at d_k = {d_k} is "
             f"{float(largest[SATURATED_AT]):.3f} (expected above {SATURATED_MAX:g})",
         )

@@ -11,13 +11,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import WRONG_TYPE, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...trusted.multihead import MultiHeadAttention
 from ...verdicts import assert_close, close, model, tensor
 from . import probe_wo as probe
 from .probe_wo import one_thread
-
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
 CHECKS = CheckList("diagnostics")
 
@@ -25,81 +24,7 @@ CHECKS = CheckList("diagnostics")
 # ordered differently) rounds differently, and Adam carries those differences from step to step.
 CURVE_TOL = {"atol": 1e-3, "rtol": 1e-3}
 
-WO_NOT_IDENTITY = misconception(
-    "wo-not-identity",
-    "After fix_wo_to_identity, w_o.weight is not the identity matrix.",
-    (
-        "The experiment replaces the learned output projection W_O by the identity, so that "
-        "the heads' concatenated outputs pass through unchanged: its weight must be exactly "
-        "the D × D identity (and its bias, if any, zero).",
-        "Overwrite the weight in place, without autograd recording it (torch.no_grad, "
-        "Tensor.copy_), with torch.eye of the right size; zero the bias if there is one.",
-        "Inside a torch.no_grad() block: copy_ torch.eye(D) into attn.w_o.weight, and "
-        "zero_() the bias when it is not None.",
-    ),
-)
-WO_NOT_FROZEN = misconception(
-    "wo-not-frozen",
-    "After fix_wo_to_identity, W_O still changes in training (it requires grad, or the "
-    "optimizer updates it): the 'identity' run is then just another learned W_O.",
-    (
-        "Fixing W_O to the identity tests something only if it stays the identity during "
-        "training: it must get no gradient and no optimizer update.",
-        "Turn off requires_grad on W_O's parameters, and build the optimizer from the "
-        "parameters that still require grad.",
-        "attn.w_o.weight.requires_grad_(False), and give the optimizer only parameters with "
-        "p.requires_grad.",
-    ),
-)
-NO_ZERO_GRAD = misconception(
-    "train-no-zero-grad",
-    "Your loss curve is the one you get without optimizer.zero_grad(): gradients pile up "
-    "from step to step.",
-    (
-        "PyTorch adds each backward pass's gradients to .grad; unless they are cleared, "
-        "every step follows the sum of all past gradients, not the current batch's.",
-        "Clear the gradients once per step, before the backward pass (Optimizer.zero_grad).",
-        "Each step: zero_grad() on the optimizer, then backward() on the loss, then step().",
-    ),
-)
-LOSS_AFTER_STEP = misconception(
-    "train-loss-after-step",
-    "Your curve records each batch's loss after the update (a second forward pass), not "
-    "the loss that was minimised.",
-    (
-        "A training curve records the loss the optimizer was minimising at each step, "
-        "measured on that batch before the update.",
-        "Record the Python number (Tensor.item) of the loss you called backward on, not the "
-        "loss of a second forward pass after the step.",
-        "Record loss.item() of the loss you called backward() on.",
-    ),
-)
-CURVES_SWAPPED = misconception(
-    "wo-curves-swapped",
-    "Your two curves are swapped: 'learned' holds the identity run and the other way round.",
-    (
-        "The two runs differ only in W_O: 'learned' trains it as usual, 'identity' fixes it; "
-        "each name must hold its own run.",
-        "Call fix_wo_to_identity only in the run stored under 'identity'.",
-        "'learned': the model trained as it is built; 'identity': the model after "
-        "fix_wo_to_identity was applied to its attention.",
-    ),
-)
-DIFFERENT_START = misconception(
-    "wo-runs-differ",
-    "Your {which} curve differs from the reference. If train_recall's check fails too, fix "
-    "that first; otherwise the two runs do not start from the same weights "
-    "(torch.manual_seed(seed) before each RecallModel()) or do not see the same batches "
-    "(train_recall(..., seed=seed)).",
-    (
-        "A controlled comparison changes one thing: both runs start from the same initial "
-        "weights and see the same batches, so any difference in the curves comes from W_O "
-        "alone.",
-        "Reseed the global generator (torch.manual_seed) with the given seed right before "
-        "building each model, and pass the same seed to train_recall.",
-        "Follow the TODO's order: seed, build the model, (fix W_O), train_recall.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 
 def _as_curve(got, key, what, steps):
@@ -197,10 +122,10 @@ def verdict_identity(got, want, x):
     D = x["D"]
     weight = tensor(got, "weight", "w_o.weight", shape=(D, D))
     if not close(weight, torch.eye(D)):
-        raise Failure(WO_NOT_IDENTITY)
+        raise Failure(MISTAKES["wo-not-identity"])
     after = tensor(got, "after", "w_o.weight", shape=(D, D))
     if got.get("requires_grad") is not False or not close(after, torch.eye(D)):
-        raise Failure(WO_NOT_FROZEN)
+        raise Failure(MISTAKES["wo-not-frozen"])
 
 
 TRAIN_RECALL = CHECKS.exercise("train_recall", probe=probe.probe_train)
@@ -226,8 +151,8 @@ def verdict_train(got, want, x):
         want["losses"],
         "the loss curve",
         [
-            (NO_ZERO_GRAD, variant(zero_grad=False), {}),
-            (LOSS_AFTER_STEP, variant(after_step=True), {}),
+            (MISTAKES["train-no-zero-grad"], variant(zero_grad=False), {}),
+            (MISTAKES["train-loss-after-step"], variant(after_step=True), {}),
         ],
         tol=CURVE_TOL,
     )
@@ -250,10 +175,10 @@ def verdict_experiment(got, want, x):
     identity = _as_curve(got, "identity", "the 'identity' curve", steps)
     tol = CURVE_TOL
     if close(learned, want["identity"], tol) and close(identity, want["learned"], tol):
-        raise Failure(CURVES_SWAPPED)
+        raise Failure(MISTAKES["wo-curves-swapped"])
     if not close(learned, want["learned"], tol):
-        raise Failure(DIFFERENT_START, which="'learned'")
+        raise Failure(MISTAKES["wo-runs-differ"], which="'learned'")
     if not close(identity, want["identity"], tol):
         if close(identity, _curve(x["seed"], steps, identity=True), tol):
-            raise Failure(WO_NOT_FROZEN)
-        raise Failure(DIFFERENT_START, which="'identity'")
+            raise Failure(MISTAKES["wo-not-frozen"])
+        raise Failure(MISTAKES["wo-runs-differ"], which="'identity'")

@@ -255,23 +255,22 @@ def inputs_chunked_memory(gen):
 # --------------------------------------------------------------------------- probes
 
 
-def probe_local(mod, x):
+def _pattern_runs(fn, name, x, sizes, tag):
+    """fn(q, k, v, size) for each size (a window, a stride): its (out, weights) under
+    "<tag><n>/out" and "<tag><n>/weights"."""
     got = {}
-    for n, w in enumerate(x["windows"]):
-        out, weights = pair(
-            mod.local_attention(x["q"], x["k"], x["v"], w), "local_attention's result"
-        )
-        got[f"w{n}/out"], got[f"w{n}/weights"] = out, weights
+    for n, size in enumerate(sizes):
+        out, weights = pair(fn(x["q"], x["k"], x["v"], size), f"{name}'s result")
+        got[f"{tag}{n}/out"], got[f"{tag}{n}/weights"] = out, weights
     return got
 
 
+def probe_local(mod, x):
+    return _pattern_runs(mod.local_attention, "local_attention", x, x["windows"], "w")
+
+
 def probe_strided(mod, x):
-    got = {}
-    for n, s in enumerate(x["strides"]):
-        out, weights = pair(
-            mod.strided_attention(x["q"], x["k"], x["v"], s), "strided_attention's result"
-        )
-        got[f"s{n}/out"], got[f"s{n}/weights"] = out, weights
+    got = _pattern_runs(mod.strided_attention, "strided_attention", x, x["strides"], "s")
     # The docstring promises ValueError for stride < 1: record what stride 0 does.
     try:
         mod.strided_attention(x["q"], x["k"], x["v"], 0)

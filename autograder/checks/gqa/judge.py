@@ -11,190 +11,16 @@ import math
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...diagnosis import infer_scale, name_scale
+from ...misconception_data import misconceptions_of
 from ...trusted.multihead import split_heads
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
-from ..attention.judge import NO_SCALING
+from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("gqa")
-
-# --------------------------------------------------------------------------- misconceptions
-
-REPEAT_TILED = misconception(
-    "gqa-repeat-tiled",
-    "Your key/value heads are tiled (0, 1, ..., H_kv-1, 0, 1, ...) instead of each repeated "
-    "n_rep times in a row (0, 0, ..., 1, 1, ...): query head h meets key head h % H_kv, not "
-    "h // n_rep. Tensor.repeat does this; the shape is right and the pairing is wrong.",
-    (
-        "Consecutive query heads form a group that shares one key/value head: query heads 0 to "
-        "n_rep - 1 all meet key/value head 0, the next n_rep meet head 1, and so on. Copying "
-        "the heads in the wrong order keeps the shape and breaks that pairing.",
-        "Repeat along the head dimension (dim=1) so that the copies of one head stay next to "
-        "each other: torch.repeat_interleave does this, Tensor.repeat tiles the whole block.",
-        "torch.repeat_interleave(..., n_rep, dim=1), or x[:, :, None].expand(B, H_kv, n_rep, "
-        "T, d).reshape(B, H_kv * n_rep, T, d): the repeats of one head must sit next to each "
-        "other, as consecutive query heads form a group.",
-    ),
-)
-WRONG_GROUP_COUNT = misconception(
-    "gqa-wrong-group-count",
-    "Your code passed {seen} key heads to scaled_dot_product_attention, but there are H = {H} "
-    "query heads: each of the H_kv = {H_kv} key/value heads should be repeated "
-    "n_rep = H / H_kv = {n_rep} times.",
-    (
-        "Each key/value head serves a whole group of query heads. After the repeat there must "
-        "be exactly one key/value head for every query head, so the number of repeats is the "
-        "size of one group.",
-        "n_rep is the ratio of the two head counts (query heads per key/value head), an "
-        "integer division computed once in __init__ and passed to repeat_kv.",
-        "n_rep is the number of query heads per key/value head: num_heads // num_kv_heads "
-        "(not num_kv_heads, nor num_kv_heads // num_heads).",
-    ),
-)
-KV_FULL_WIDTH = misconception(
-    "gqa-kv-full-width",
-    "Your {name} maps D = {D} features to {got}, but the keys and values have only H_kv = "
-    "{H_kv} heads of d_k = {d_k} features: {expected} outputs. Full-width key/value "
-    "projections are multi-head attention, and save no memory.",
-    (
-        "What grouped-query attention saves is the key/value cache: keys and values have fewer "
-        "heads than queries, so their projections produce fewer features than d_model.",
-        "Keep the nn.Linear layers the stub creates, with their output sizes; reshape the "
-        "outputs of w_k and w_v into num_kv_heads heads, not num_heads.",
-        "Keep the projections the stub creates: w_k and w_v are nn.Linear(d_model, "
-        "num_kv_heads * d_k); only w_q and w_o are D -> D.",
-    ),
-)
-GQA_SCALE = misconception(
-    "gqa-wrong-scale",
-    "Your scores were divided by {used}, but one query head has d_k = {d_k} features, so the "
-    "divisor is √d_k = {expected:.4g}.",
-    (
-        "Scaled dot-product attention divides each score by the square root of the width of "
-        "the two vectors in that dot product, and a score is a dot product inside one head.",
-        "The width of one head is d_k = d_model // num_heads. The scaled_dot_product_attention "
-        "of the earlier exercise divides by the square root of q's last dimension, so give it "
-        "the split (B, H, T, d_k) tensors and add no scale of your own.",
-        "The scale belongs to one head: √d_k with d_k = D // H, not √D nor the width of all "
-        "key/value heads. scaled_dot_product_attention(q, k, v, mask) on the split tensors "
-        "does it.",
-    ),
-)
-ONE_KV_HEAD = misconception(
-    "gqa-one-kv-head",
-    "Every query head used key/value head 0: the other key/value heads are ignored. That is "
-    "multi-query attention whatever num_kv_heads says.",
-    (
-        "With num_kv_heads key/value heads, each group of query heads has keys and values of "
-        "its own; sending every group to one head wastes the others (that is multi-query "
-        "attention).",
-        "Reshape the outputs of w_k and w_v into num_kv_heads heads, (B, H_kv, T, d_k), then "
-        "repeat them with repeat_kv; do not index or slice out a single head.",
-        "Split the keys and values into num_kv_heads heads and repeat each n_rep times "
-        "(repeat_kv), so query head h meets key/value head h // n_rep.",
-    ),
-)
-WRONG_GROUPS = misconception(
-    "gqa-wrong-groups",
-    "Changing key head {g} (its rows of w_k) changed the weights of query heads {changed}; "
-    "it should change those of query heads {expected} (its group) and no other.",
-    (
-        "A key/value head should influence only the query heads of its own group: group g is "
-        "the n_rep consecutive query heads g·n_rep to (g + 1)·n_rep - 1.",
-        "Check the order of the reshape and the transpose on k and v, (B, T, H_kv, d_k) -> "
-        "(B, H_kv, T, d_k), then repeat along dim=1 so that the copies of one head stay "
-        "together.",
-        "Query head h belongs to group h // n_rep: repeat each key/value head n_rep times in a "
-        "row (repeat_kv) after splitting k and v into (B, H_kv, T, d_k).",
-    ),
-)
-NO_WO = misconception(
-    "gqa-no-output-projection",
-    "Your grouped-query attention never applies w_o: the output is the concatenated heads.",
-    (
-        "After attention the heads sit side by side; the output projection mixes them, so that "
-        "every output feature can draw on every head. Without it the learned W_O is unused.",
-        "Merge the heads back into (B, T, d_model) (transpose, then reshape) and pass the "
-        "result through the output layer the stub creates.",
-        "Finish with self.w_o(merged heads): W_O mixes the heads into every output feature.",
-    ),
-)
-NO_ERROR = misconception(
-    "gqa-no-valueerror",
-    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) should raise "
-    "ValueError ({why}), but it {got}.",
-    (
-        "A layer built with sizes that cannot work should refuse at once with a clear error, "
-        "rather than fail later in a confusing reshape or silently drop heads.",
-        "At the top of __init__, test each divisibility with the % operator and raise "
-        "ValueError when a remainder is not 0 (num_kv_heads must also be at least 1).",
-        "Check the sizes first in __init__: num_heads % num_kv_heads and d_model % num_heads "
-        "must both be 0; raise ValueError saying which is not.",
-    ),
-)
-ERROR_UNCLEAR = misconception(
-    "gqa-error-unclear",
-    "GroupedQueryAttention(d_model={D}, num_heads={H}, num_kv_heads={H_kv}) raised "
-    "ValueError, but its message ({text!r}) does not say which: {why}.",
-    (
-        "An error message should tell the caller which sizes do not fit, so that they can fix "
-        "the call without reading your code.",
-        "Raise one ValueError per condition, and put the sizes involved into its message with "
-        "an f-string.",
-        "Name the sizes that do not fit, e.g. 'num_kv_heads = 4 does not divide num_heads = 6' "
-        "or 'num_heads = 4 does not divide d_model = 10'.",
-    ),
-)
-BYTES_FULL_WIDTH = misconception(
-    "gqa-kv-bytes-full-width",
-    "kv_cache_bytes({args}) returned {got}: the size of num_heads key/value heads. GQA caches "
-    "only num_kv_heads heads, {expected} bytes.",
-    (
-        "The memory grouped-query attention saves is in the key/value cache: only the "
-        "key/value heads are stored, and there are fewer of them than query heads.",
-        "Count num_kv_heads heads, not num_heads; each is still d_k = d_model // num_heads wide "
-        "(a key/value head is as wide as a query head).",
-        "bytes = 2 x T x num_kv_heads x d_k x bytes per element, with d_k = d_model // num_heads.",
-    ),
-)
-BYTES_KEYS_ONLY = misconception(
-    "gqa-kv-bytes-keys-only",
-    "kv_cache_bytes({args}) returned {got}, half of {expected}: the keys only. The cache holds "
-    "the values too.",
-    (
-        "A KV cache stores two tensors: the keys and the values of every past token.",
-        "Keys and values have the same shape, (T, num_kv_heads, d_k), so the count has a factor 2.",
-        "Count both: 2 x T x num_kv_heads x d_k x bytes per element.",
-    ),
-)
-BYTES_ELEMENTS = misconception(
-    "gqa-kv-bytes-elements",
-    "kv_cache_bytes({args}) returned {got}, the number of elements; in bytes it is {expected} "
-    "({size} bytes per {dtype} element).",
-    (
-        "The function returns bytes: a count of numbers must be multiplied by the memory one "
-        "number takes, which depends on its dtype.",
-        "Ask torch for the size of one element of `dtype` (element_size() of a tensor of that "
-        "dtype, or dtype.itemsize) rather than keeping a table of your own.",
-        "Multiply by the bytes per element: torch.empty((), dtype=dtype).element_size() or "
-        "dtype.itemsize (2 for float16/bfloat16, 4 for float32, 8 for float64).",
-    ),
-)
-BYTES_WRONG = misconception(
-    "gqa-kv-bytes-wrong",
-    "kv_cache_bytes({args}) returned {got}, expected {expected}.",
-    (
-        "The cache holds a key and a value for every position and every key/value head, each "
-        "a vector of d_k numbers of the given dtype: its size is the product of these counts.",
-        "The factors are 2 (keys and values), T, num_kv_heads, d_k = d_model // num_heads and "
-        "the bytes of one element of dtype: check each against the docstring.",
-        "bytes = 2 (keys and values) x T x num_kv_heads x d_k x bytes per element.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 # What grouped-query attention with a given mistake computes, in float64, to recognise it.
@@ -237,12 +63,14 @@ def _repeat_tiled(t, n_rep):
 @model
 def _kv_bytes(case, mistake=None):
     """kv_cache_bytes for one case (D, H, H_kv, T, dtype), with one of the named mistakes
-    (BYTES_FULL_WIDTH, BYTES_KEYS_ONLY, BYTES_ELEMENTS) or none."""
+    (gqa-kv-bytes-full-width, gqa-kv-bytes-keys-only, gqa-kv-bytes-elements) or none."""
     D, H, H_kv, T, dtype = case
     size = getattr(torch, dtype).itemsize
-    heads = H if mistake is BYTES_FULL_WIDTH else H_kv
-    count = 1 if mistake is BYTES_KEYS_ONLY else 2
-    return count * T * heads * (D // H) * (1 if mistake is BYTES_ELEMENTS else size)
+    heads = H if mistake is MISTAKES["gqa-kv-bytes-full-width"] else H_kv
+    count = 1 if mistake is MISTAKES["gqa-kv-bytes-keys-only"] else 2
+    return (
+        count * T * heads * (D // H) * (1 if mistake is MISTAKES["gqa-kv-bytes-elements"] else size)
+    )
 
 
 @model
@@ -282,15 +110,15 @@ def _candidates(x, which, like):
     D, H, H_kv = x["x"].size(-1), x["H"], x["H_kv"]
     found = []
     if 1 < H_kv < H:
-        found += [(REPEAT_TILED, lazy(pairing="tiled"), {})]
+        found += [(MISTAKES["gqa-repeat-tiled"], lazy(pairing="tiled"), {})]
     if H_kv > 1:
-        found += [(ONE_KV_HEAD, lazy(pairing="first"), {})]
+        found += [(MISTAKES["gqa-one-kv-head"], lazy(pairing="first"), {})]
     for c in (math.sqrt(D), math.sqrt(H_kv * D // H)):
         if not math.isclose(c, math.sqrt(D // H)):
-            found.append((GQA_SCALE, lazy(scale=c), _scale_details(x, c)))
-    found.append((NO_SCALING, lazy(scale=1.0), {}))
+            found.append((MISTAKES["gqa-wrong-scale"], lazy(scale=c), _scale_details(x, c)))
+    found.append((ATTENTION_MISTAKES["no-scaling"], lazy(scale=1.0), {}))
     if which == "out":
-        found.append((NO_WO, lazy(wo=False), {}))
+        found.append((MISTAKES["gqa-no-output-projection"], lazy(wo=False), {}))
     return found
 
 
@@ -305,8 +133,8 @@ def _scale_failure(x, weights, pairings=("ok",)):
         if math.isclose(c, math.sqrt(q.size(-1)), rel_tol=1e-3):
             return None
         if math.isclose(c, 1.0, rel_tol=1e-3):
-            return Failure(NO_SCALING)
-        return Failure(GQA_SCALE, **_scale_details(x, c))
+            return Failure(ATTENTION_MISTAKES["no-scaling"])
+        return Failure(MISTAKES["gqa-wrong-scale"], **_scale_details(x, c))
     return None
 
 
@@ -333,7 +161,13 @@ def _parameters(got, x):
         if name in ("w_k.weight", "w_v.weight") and shape == (D, D) and H_kv < H:
             layer = name.split(".")[0]
             raise Failure(
-                KV_FULL_WIDTH, name=layer, D=D, got=D, H_kv=H_kv, d_k=d_k, expected=H_kv * d_k
+                MISTAKES["gqa-kv-full-width"],
+                name=layer,
+                D=D,
+                got=D,
+                H_kv=H_kv,
+                d_k=d_k,
+                expected=H_kv * d_k,
             )
         raise Failure(
             WRONG_SHAPE,
@@ -349,7 +183,7 @@ def result(got, x, prefix=""):
     seen = got.get(prefix + "kv_heads_seen")
     if type(seen) is int:
         H, H_kv = x["H"], x["H_kv"]
-        raise Failure(WRONG_GROUP_COUNT, seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
+        raise Failure(MISTAKES["gqa-wrong-group-count"], seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
     B, T, D = x["x"].shape
     dtype = x["x"].dtype
     weights = tensor(got, prefix + "weights", "the weights", shape=(B, x["H"], T, T), dtype=dtype)
@@ -382,7 +216,7 @@ def verdict_repeat(got, want, x):
         what = f"repeat_kv(x of shape {(B, H_kv, T, d)}, n_rep={n_rep})"
         value = tensor(got, f"x{i}", what, shape=(B, H_kv * n_rep, T, d), dtype=xi.dtype)
         tiled = lambda xi=xi, n_rep=n_rep: _repeat_tiled(xi, n_rep)  # noqa: E731
-        assert_close(value, want[f"x{i}"], what, [(REPEAT_TILED, tiled, {})])
+        assert_close(value, want[f"x{i}"], what, [(MISTAKES["gqa-repeat-tiled"], tiled, {})])
 
 
 # --------------------------------------------------------------------------- sizes
@@ -421,10 +255,10 @@ def verdict_sizes_error(got, want, x):
         details = {"D": D, "H": H, "H_kv": H_kv, "why": _why(case, D, H, H_kv)}
         outcome = got.get(f"{case}/outcome")
         if outcome != "ValueError":
-            raise Failure(NO_ERROR, got=str(outcome)[:100], **details)
+            raise Failure(MISTAKES["gqa-no-valueerror"], got=str(outcome)[:100], **details)
         text = str(got.get(f"{case}/text", ""))[:300]
         if not _says_which(case, text, D):
-            raise Failure(ERROR_UNCLEAR, text=text, **details)
+            raise Failure(MISTAKES["gqa-error-unclear"], text=text, **details)
 
 
 # --------------------------------------------------------------------------- the layer
@@ -529,11 +363,13 @@ def verdict_groups(got, want, x):
     if changed == expected:
         return
     if changed == [[h for h in range(H) if h % H_kv == g] for g in range(H_kv)]:
-        raise Failure(REPEAT_TILED)
+        raise Failure(MISTAKES["gqa-repeat-tiled"])
     if changed[0] == list(range(H)) and not any(changed[1:]):
-        raise Failure(ONE_KV_HEAD)
+        raise Failure(MISTAKES["gqa-one-kv-head"])
     g = next(g for g in range(H_kv) if changed[g] != expected[g])
-    raise Failure(WRONG_GROUPS, g=g, changed=changed[g] or "none", expected=expected[g])
+    raise Failure(
+        MISTAKES["gqa-wrong-groups"], g=g, changed=changed[g] or "none", expected=expected[g]
+    )
 
 
 # --------------------------------------------------------------------------- kv_cache_bytes
@@ -573,7 +409,11 @@ def verdict_kv_bytes(got, want, x):
         "size": getattr(torch, dtype).itemsize,
         "dtype": dtype,
     }
-    for mistake in (BYTES_FULL_WIDTH, BYTES_KEYS_ONLY, BYTES_ELEMENTS):
+    for mistake in (
+        MISTAKES["gqa-kv-bytes-full-width"],
+        MISTAKES["gqa-kv-bytes-keys-only"],
+        MISTAKES["gqa-kv-bytes-elements"],
+    ):
         try:
             named = all(
                 value == _kv_bytes(case, mistake)
@@ -583,4 +423,4 @@ def verdict_kv_bytes(got, want, x):
             named = False
         if named:
             raise Failure(mistake, **details)
-    raise Failure(BYTES_WRONG, **details)
+    raise Failure(MISTAKES["gqa-kv-bytes-wrong"], **details)

@@ -20,223 +20,15 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import WRONG_TYPE, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
-from ..gqa.judge import REPEAT_TILED, kv_map
+from ..gqa.judge import MISTAKES as GQA_MISTAKES
+from ..gqa.judge import kv_map
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("llama")
-
-# --------------------------------------------------------------------------- misconceptions
-
-ROTATES_V = misconception(
-    "llama-rotates-v",
-    "{what} is what you get when the values are rotated too: rotary embeddings turn the "
-    "queries and the keys only.",
-    (
-        "Rotary embeddings encode where a query and a key sit, so that their dot product "
-        "depends on the distance between them; the values carry the content that is mixed, "
-        "and turning them only scrambles it.",
-        "Call apply_rotary on the query heads and on the key heads, each at `positions` with "
-        "self.base, and pass the values to the attention untouched.",
-        "apply_rotary(q, positions, self.base) and apply_rotary(k, ...), before repeat_kv; v goes "
-        "from its split straight into repeat_kv.",
-    ),
-)
-NO_ROTARY = misconception(
-    "llama-no-rotary",
-    "{what} is what you get without rotary embeddings: your attention never sees where the "
-    "tokens are (MiniLlama adds no positions anywhere else).",
-    (
-        "A LLaMA-style model has no position embedding: the only place position enters is the "
-        "rotation of the queries and keys. Without it, attention treats the sequence as a bag "
-        "of tokens.",
-        "Rotate the split query heads and key heads with apply_rotary (imported from rotary), "
-        "at the given positions and with self.base.",
-        "After the split into heads: apply_rotary(q, positions, self.base), and the same call "
-        "for k, before the attention.",
-    ),
-)
-ONE_SIDE = misconception(
-    "llama-rotary-one-side",
-    "{what} is what you get when only the {which} are rotated: rotary embeddings turn both "
-    "the queries and the keys.",
-    (
-        "The dot product of a query turned by m·θ and a key turned by n·θ depends on m - n: "
-        "that needs both turned. Turning one side only makes the score depend on one absolute "
-        "position.",
-        "Call apply_rotary twice, once on the query heads and once on the key heads, with the "
-        "same positions and base.",
-        "Two calls with the same arguments: apply_rotary(q, positions, self.base) and "
-        "apply_rotary(k, positions, self.base).",
-    ),
-)
-BASE_IGNORED = misconception(
-    "llama-base-ignored",
-    "{what} is what rotary embeddings with base 10000 give, but this attention was built "
-    "with base = {base}: the module's own base was not used.",
-    (
-        "The frequency base is a setting of the model (LLaMA 3 uses 500000): the attention "
-        "stores it when it is built, and every rotation must use it.",
-        "Pass self.base as apply_rotary's third argument; its default is 10000.",
-        "apply_rotary(..., positions, self.base) for both q and k.",
-    ),
-)
-POSITIONS_IGNORED = misconception(
-    "llama-positions-ignored",
-    "{what} is what you get when the rows are rotated at 0 .. T-1, but this call passed the "
-    "positions {positions}: use the positions you are given.",
-    (
-        "The caller decides where the rows sit: a KV cache passes p0 + arange(T), and other "
-        "callers other positions. The attention must not assume that the rows start at 0.",
-        "Rotate with the forward's `positions` argument, not with a torch.arange of your own.",
-        "apply_rotary(q, positions, self.base): `positions` is forward's second argument.",
-    ),
-)
-POST_NORM = misconception(
-    "llama-post-norm",
-    "{what} is what a post-norm block gives (x = norm(x + sublayer(x))): MiniLlama's blocks "
-    "are pre-norm, x = x + sublayer(norm(x)).",
-    (
-        "In a pre-norm block each sub-layer reads a normalised copy of the stream, and its "
-        "output is added to the stream itself, which is never normalised inside the block; "
-        "that keeps a clean residual path through every layer and makes deep models train.",
-        "Apply attn_norm to the input of the attention and ffn_norm to the input of the "
-        "feed-forward; add each sub-layer's output to x as it was, with no norm after the sum.",
-        "x + self.attn(self.attn_norm(x), ...)[0]: the norm inside the sub-layer's call, the "
-        "sum outside, no norm around it; the same pattern with ffn_norm and ffn.",
-    ),
-)
-NORMS_SWAPPED = misconception(
-    "llama-norms-swapped",
-    "{what} is what you get with the two norms swapped: attn_norm belongs before the "
-    "attention and ffn_norm before the feed-forward.",
-    (
-        "Each sub-layer has its own norm with its own learned weight; loaded weights only work "
-        "when each norm sits where it was trained.",
-        "Use self.attn_norm on the attention's input and self.ffn_norm on the feed-forward's "
-        "input.",
-        "self.attn(self.attn_norm(x), ...) and self.ffn(self.ffn_norm(x)).",
-    ),
-)
-NO_FINAL_NORM = misconception(
-    "llama-no-final-norm",
-    "{what} is what the model gives without the final norm: lm_head(x) instead of "
-    "lm_head(final_norm(x)).",
-    (
-        "Pre-norm blocks never normalise the residual stream itself, so after the last block "
-        "its scale has grown with depth; the head needs a normalised stream.",
-        "Apply self.final_norm to the output of the last block, then self.lm_head.",
-        "After the loop: self.lm_head(self.final_norm(...)), the norm between the last block and "
-        "the head.",
-    ),
-)
-EMBED_SCALE = misconception(
-    "llama-embed-scale",
-    "{what} is what you get when the token embeddings are multiplied by √D: MiniGPT does "
-    "that to match its sinusoidal positions, but MiniLlama adds no positions and scales "
-    "nothing.",
-    (
-        "MiniGPT scaled its embeddings to the size of the positions it added; MiniLlama adds "
-        "no position vector (rotary turns q and k instead), so the embeddings go in as they are.",
-        "The stream starts as self.token_embed(idx): no multiplication, no addition.",
-        "self.token_embed(idx) as it is, without * d_model ** 0.5.",
-    ),
-)
-NO_CAUSAL = misconception(
-    "llama-no-causal-mask",
-    "Your model lets later tokens change the logits of earlier positions: the blocks run "
-    "without the causal mask, so position t can read the token it should predict.",
-    (
-        "A language model predicts token t + 1 from tokens 0 .. t; if position t can attend to "
-        "later tokens, it reads the answer during training and fails when generating.",
-        "Build one causal mask (T, T) with causal_mask on idx's device and pass it to every "
-        "block, which passes it to the attention.",
-        "causal_mask(T, device=idx.device), built once before the loop and passed to every "
-        "block call with the positions.",
-    ),
-)
-CONSTANT = misconception(
-    "llama-ignores-input",
-    "Your logits after position {t} stayed the same when the tokens there changed: the model "
-    "does not read its input.",
-    (
-        "The logits at each position are a function of the tokens up to it: different tokens "
-        "must give different logits.",
-        "Start the stream from self.token_embed(idx) and feed it through the blocks, the final "
-        "norm and the head.",
-        "token_embed(idx) -> each block in turn -> final_norm -> lm_head: the logits must be "
-        "computed from idx.",
-    ),
-)
-MAX_LEN = misconception(
-    "llama-max-len-limit",
-    "MiniLlama (max_len = {max_len}) raised {error} for T = {T}: rotary angles are computed "
-    "from the positions, so forward takes any T.",
-    (
-        "MiniGPT had a table of max_len sinusoidal positions and could not go past it; "
-        "MiniLlama has no position table, so there is nothing to run out of.",
-        "Do not compare T with self.max_len in forward: max_len is only the context that "
-        "generation feeds.",
-        "Remove the comparison of T with self.max_len: torch.arange(T, device=idx.device) gives "
-        "positions for any T.",
-    ),
-)
-KV_HEADS = misconception(
-    "llama-kv-heads",
-    "With num_kv_heads = {H_kv}, your {name} has shape {got}, expected {expected}: the key "
-    "and value projections have H_kv·d_k = {kv} outputs, so the blocks must be built with "
-    "num_kv_heads, not num_heads.",
-    (
-        "Grouped-query attention saves memory by giving the keys and values fewer heads than "
-        "the queries; the model's num_kv_heads must reach every attention layer.",
-        "Keep the given __init__ code: each LlamaBlock gets num_kv_heads, and passes it to "
-        "RotaryAttention (GroupedQueryAttention creates w_k and w_v from it).",
-        "LlamaBlock(d_model, num_heads, num_kv_heads, d_ff, base, eps) in MiniLlama.__init__.",
-    ),
-)
-PARAMETERS = misconception(
-    "llama-parameters",
-    "{what}'s parameters do not match the ones the stub creates: {detail}. The grader loads "
-    "its weights by these names and shapes.",
-    (
-        "The grader tests your code with its own weights, loaded by name; that needs the "
-        "parameters the stub creates, in its order, with their shapes.",
-        "Keep the given __init__ code as it is and add no parameters of your own; compare "
-        "model.state_dict().keys() with the docstring's names.",
-        "The names are token_embed, blocks.i.attn_norm, blocks.i.attn.w_q ... w_o, "
-        "blocks.i.ffn_norm, blocks.i.ffn.w_gate / w_up / w_down, final_norm, lm_head.",
-    ),
-)
-NOT_TRAINABLE = misconception(
-    "llama-not-trainable",
-    "Your MiniLlama cannot be trained: {detail}.",
-    (
-        "Training needs a gradient from the loss back to every parameter: the forward must be "
-        "one differentiable computation on the model's parameters.",
-        "No torch.no_grad, .detach(), .item() or .data in forward, and no copies of the "
-        "weights made outside autograd; compute with the modules' own parameters.",
-        "forward is only modules and tensor operations: token_embed, the blocks, final_norm, "
-        "lm_head, with no torch.no_grad() around any of them.",
-    ),
-)
-LOSS_HIGH = misconception(
-    "llama-train-loss-too-high",
-    "After training your MiniLlama, its loss on held-out text is {loss:.3f} nats per "
-    "character; our solution's runs reach at most {solution:.2f} and we ask for below "
-    "{threshold:.2f}.",
-    (
-        "The training run is the grader's own (its weights, its batches, AdamW); what differs "
-        "is your model's forward. A correct forward learns the corpus in the run's budget.",
-        "Make the other checks pass first; then look for anything that blocks learning: a "
-        "stream that is never normalised before the head, an attention that cannot see "
-        "positions, parameters that are not used.",
-        "forward: token_embed(idx) -> blocks(x, positions, causal mask) -> final_norm -> "
-        "lm_head, with each block pre-norm and rotary on q and k.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 # What MiniLlama computes, in float64, with the mistakes named by the flags.
@@ -327,25 +119,28 @@ def _attention_mistakes(x):
     c = x["config"]
     shown = ", ".join(str(int(p)) for p in x["positions"]) if "positions" in x else ""
     return [
-        (ROTATES_V, {"rotary": "qkv"}, {}),
-        (NO_ROTARY, {"rotary": ""}, {}),
-        (ONE_SIDE, {"rotary": "q"}, {"which": "queries"}),
-        (ONE_SIDE, {"rotary": "k"}, {"which": "keys"}),
-        (BASE_IGNORED, {"base": 10000.0}, {"base": c["base"]}),
-        (POSITIONS_IGNORED, {"arange": True}, {"positions": shown}),
-        (REPEAT_TILED, {"pairing": "tiled"}, {}),
+        (MISTAKES["llama-rotates-v"], {"rotary": "qkv"}, {}),
+        (MISTAKES["llama-no-rotary"], {"rotary": ""}, {}),
+        (MISTAKES["llama-rotary-one-side"], {"rotary": "q"}, {"which": "queries"}),
+        (MISTAKES["llama-rotary-one-side"], {"rotary": "k"}, {"which": "keys"}),
+        (MISTAKES["llama-base-ignored"], {"base": 10000.0}, {"base": c["base"]}),
+        (MISTAKES["llama-positions-ignored"], {"arange": True}, {"positions": shown}),
+        (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
     ]
 
 
 def _block_mistakes():
-    return [(POST_NORM, {"norm": "post"}, {}), (NORMS_SWAPPED, {"norm": "swapped"}, {})]
+    return [
+        (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
+        (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
+    ]
 
 
 def _model_mistakes():
     return [
-        (NO_FINAL_NORM, {"final_norm": False}, {}),
-        (EMBED_SCALE, {"scale": True}, {}),
-        (NO_CAUSAL, {"causal": False}, {}),
+        (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
+        (MISTAKES["llama-embed-scale"], {"scale": True}, {}),
+        (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
     ]
 
 
@@ -395,9 +190,20 @@ def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
         seen = got[f"{prefix}param/{name}"]
         own = tuple(int(s) for s in seen.tolist()) if isinstance(seen, torch.Tensor) else seen
         if own != shape and name.endswith(("w_k.weight", "w_v.weight")):
-            raise Failure(KV_HEADS, H_kv=H_kv, name=name, got=own, expected=shape, kv=shape[0])
+            raise Failure(
+                MISTAKES["llama-kv-heads"],
+                H_kv=H_kv,
+                name=name,
+                got=own,
+                expected=shape,
+                kv=shape[0],
+            )
         if own != shape:
-            raise Failure(PARAMETERS, what=what, detail=f"{name} has shape {own}, not {shape}")
+            raise Failure(
+                MISTAKES["llama-parameters"],
+                what=what,
+                detail=f"{name} has shape {own}, not {shape}",
+            )
     if names != list(expected):
         missing = [n for n in expected if n not in names]
         extra = [n for n in names if n not in expected]
@@ -408,13 +214,15 @@ def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
             if extra
             else "the parameters are created in another order"
         )
-        raise Failure(PARAMETERS, what=what, detail=detail)
+        raise Failure(MISTAKES["llama-parameters"], what=what, detail=detail)
 
 
 def _loaded_or_fail(got, expected, what, c):
     if any(k.startswith("param/") for k in got):
         _fits(got, expected, what, c["num_kv_heads"])
-        raise Failure(PARAMETERS, what=what, detail="the grader's weights do not load")
+        raise Failure(
+            MISTAKES["llama-parameters"], what=what, detail="the grader's weights do not load"
+        )
 
 
 # --------------------------------------------------------------------------- RotaryAttention
@@ -535,7 +343,14 @@ def verdict_logits(got, want, x):
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
     logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
-    assert_causal(logits, logits2, want["logits"], x["t"], NO_CAUSAL, CONSTANT)
+    assert_causal(
+        logits,
+        logits2,
+        want["logits"],
+        x["t"],
+        MISTAKES["llama-no-causal-mask"],
+        MISTAKES["llama-ignores-input"],
+    )
 
 
 @MINI_LLAMA_FORWARD.check(
@@ -549,7 +364,9 @@ def verdict_causal(got, want, x):
 def verdict_shapes(got, want, x):
     if "error" in got:
         T = x["idx2"].size(1)
-        raise Failure(MAX_LEN, max_len=x["config"]["max_len"], error=got["error"], T=T)
+        raise Failure(
+            MISTAKES["llama-max-len-limit"], max_len=x["config"]["max_len"], error=got["error"], T=T
+        )
     _logits(got, x)
     _logits(got, x, "logits2", "idx2")
 
@@ -642,7 +459,7 @@ def trained_flags(got, x) -> dict:
 @no_reference
 def verdict_train(got, want, x):
     if "train_error" in got:
-        raise Failure(NOT_TRAINABLE, detail=str(got["train_error"])[:300])
+        raise Failure(MISTAKES["llama-not-trainable"], detail=str(got["train_error"])[:300])
     config = probe.TRAIN_CONFIG
     alphabet, _ = probe.corpus()
     _loaded_or_fail(got, probe.model_shapes(config, len(alphabet)), "MiniLlama", config)
@@ -657,7 +474,10 @@ def verdict_train(got, want, x):
             got="other names",
         )
     if all(close(state[k].float(), v) for k, v in x["state"].items()):
-        raise Failure(NOT_TRAINABLE, detail="its weights did not change in 200 optimiser steps")
+        raise Failure(
+            MISTAKES["llama-not-trainable"],
+            detail="its weights did not change in 200 optimiser steps",
+        )
     flags: dict = {}
     try:
         flags = trained_flags(got, x)
@@ -667,4 +487,9 @@ def verdict_train(got, want, x):
     # A mistake charged by another check is held to the looser bar (see above).
     threshold = TRAIN_THRESHOLD_NAMED if flags else TRAIN_THRESHOLD
     if not math.isfinite(loss) or not torch.isfinite(losses).all() or loss >= threshold:
-        raise Failure(LOSS_HIGH, loss=loss, solution=TRAIN_SOLUTION_LOSS, threshold=threshold)
+        raise Failure(
+            MISTAKES["llama-train-loss-too-high"],
+            loss=loss,
+            solution=TRAIN_SOLUTION_LOSS,
+            threshold=threshold,
+        )

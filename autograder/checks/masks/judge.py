@@ -4,168 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...trusted.attention import scaled_dot_product_attention
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("masks")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 # Paid in the worker before any student code, outside every check's CPU seconds
 # (limits.warm_ups_of): the device checks call the masks with device='meta'.
 WARM_UP = ("meta",)
 
-# --------------------------------------------------------------------------- misconceptions
-
-NOT_BOOL = misconception(
-    "mask-not-bool",
-    "{what} has dtype {got}; masks in this kit are bool tensors (True = blocked).",
-    (
-        "A mask in this kit answers yes or no for every (query, key) pair: blocked or not. A "
-        "float or int tensor belongs to another convention (added to the scores, or multiplied "
-        "with them), and code that uses your mask would read it wrongly.",
-        "Build the mask from comparisons (>, >=) and the element-wise |, which give bool tensors, "
-        "or create it with dtype=torch.bool.",
-        "Your {what} has dtype {got}: compare positions (such as j > i), or pass dtype=torch.bool "
-        "when you create the tensor you cut the triangle from.",
-    ),
-)
-CAUSAL_DIAGONAL = misconception(
-    "causal-blocks-diagonal",
-    "Your causal mask blocks the diagonal: token i cannot attend to itself, and the first token "
-    "sees nothing at all.",
-    (
-        "A token may always attend to itself: causal means no looking ahead, not no looking at "
-        "the present. Blocking the diagonal also leaves the first token with no key at all.",
-        "Block only the strict upper triangle, the entries where key j > query i. Tensor.triu's "
-        "diagonal argument says where the triangle starts.",
-        "triu with diagonal=1 (strictly above the diagonal), not diagonal=0 (which includes it). "
-        "Check L = 3 by hand: the diagonal must be False.",
-    ),
-)
-CAUSAL_TRANSPOSED = misconception(
-    "causal-transposed",
-    "Your causal mask is transposed: it blocks the past (key j < query i) instead of the future.",
-    (
-        "Rows are queries and columns are keys. Query i may look back at the keys j ≤ i; what it "
-        "may not see is the future, the keys j > i, which lie above the diagonal.",
-        "Block the upper triangle (Tensor.triu), not the lower one (Tensor.tril).",
-        "triu(diagonal=1) on an (L, L) bool tensor of ones: row i is True at the columns j > i "
-        "and False at the columns j ≤ i.",
-    ),
-)
-CAUSAL_INVERTED = misconception(
-    "causal-inverted",
-    "Your causal mask marks the allowed keys with True; in this kit True means blocked.",
-    (
-        "In this kit True means blocked. A mask that marks the allowed keys with True does the "
-        "opposite of what every caller of it expects.",
-        "Return the keys to block (j > i), not the keys to keep (j ≤ i): negate your current mask "
-        "(~), or take the other triangle with the right diagonal.",
-        "True strictly above the diagonal, triu(diagonal=1), and False on and below it.",
-    ),
-)
-PADDING_OFF_BY_ONE = misconception(
-    "padding-off-by-one",
-    "Your padding mask is off by one: with length n, positions 0..n-1 are real tokens and "
-    "positions n.. are padding.",
-    (
-        "Positions count from 0: a sequence of length n has its real tokens at positions 0..n-1, "
-        "and the padding starts at position n itself.",
-        "Compare every position with its sequence's length using >= (at or past the end), not > "
-        "and not against length - 1.",
-        "Blocked where position >= length: torch.arange(S) compared with the lengths as a column, "
-        "lengths[:, None], gives (B, S).",
-    ),
-)
-PADDING_INVERTED = misconception(
-    "padding-inverted",
-    "Your padding mask marks the real tokens with True; in this kit True means blocked.",
-    (
-        "In this kit True means blocked. A padding mask must mark the padding keys, the ones no "
-        "query may attend to, not the real tokens.",
-        "The padding positions are the ones at or past each sequence's length: make those True, "
-        "and the positions before the length False.",
-        "True where p >= length (the padding), False where p < length (the real tokens).",
-    ),
-)
-PADDING_AXES = misconception(
-    "padding-missing-axes",
-    "Your padding mask has shape {got}; it must be (B, 1, 1, S) to broadcast against scores "
-    "shaped (B, H, L, S).",
-    (
-        "The scores of multi-head attention have shape (B, H, L, S). A padding mask depends only "
-        "on the sequence b and the key position, so it needs axes of size 1 for the heads and the "
-        "queries, and broadcasting repeats it over them.",
-        "Insert two new axes of size 1 between the batch axis and the key axis: None indexing, or "
-        "Tensor.unsqueeze twice.",
-        "Your mask is {got}: index it with [:, None, None, :] to get (B, 1, 1, S).",
-    ),
-)
-CAUSAL_MASK_LEAKS = misconception(
-    "causal-mask-leaks",
-    "Attention under your causal mask lets later tokens change the outputs of earlier ones.",
-    (
-        "A causal mask exists so that a position's output depends only on itself and the "
-        "positions before it; with yours, later tokens still reach earlier outputs, so some "
-        "future key is left unblocked.",
-        "Every key j > i must be True in row i: the whole strict upper triangle, in every row.",
-        "triu(diagonal=1) of an (L, L) tensor of ones, as bool. Check L = 3 by hand: row 0 must "
-        "be [False, True, True], row 2 all False.",
-    ),
-)
-CAUSAL_BLOCKS_PAST = misconception(
-    "causal-blocks-past",
-    "Under your causal mask, changing the tokens before position {t} did not change the output at "
-    "position {t}: your mask blocks the past too.",
-    (
-        "Causal means that only the future is hidden. Every earlier key must stay visible, or the "
-        "model cannot use its context.",
-        "Block only the keys j > query i: in row i, the keys j < i and the key j = i must be "
-        "False.",
-        "Row {t} of your mask must be False at the columns 0..{t}; only the columns after {t} are "
-        "True.",
-    ),
-)
-WINDOW_OFF_BY_ONE = misconception(
-    "window-off-by-one",
-    "Your window is off by one: with window w, a query sees exactly w keys, itself and the w - 1 "
-    "before it.",
-    (
-        "A window of w keys means that a query sees exactly w keys: itself and the w - 1 before "
-        "it. Count them on a small case: with w = 2, query 5 sees keys 4 and 5.",
-        "The distance back is i - j: block a key when that distance reaches the window size (>=), "
-        "not only when it exceeds it.",
-        "Blocked when i - j >= window (too far back), not i - j > window, with the query "
-        "positions i as a column (L, 1) and the key positions j as a row (1, L).",
-    ),
-)
-WINDOW_NOT_CAUSAL = misconception(
-    "window-not-causal",
-    "Your sliding window lets queries see future keys: the window must also be causal.",
-    (
-        "A sliding window is local causal attention: it limits how far back a query looks, and "
-        "the future stays hidden as in any causal mask.",
-        "Combine two blocked conditions with the element-wise or (|): the future (j > i) and too "
-        "far back (i - j >= window).",
-        "Add the future, j > i, to your distance condition with |; i is a column (L, 1) and j a "
-        "row (1, L) of positions, so both conditions are (L, L).",
-    ),
-)
-WINDOW_NO_ERROR = misconception(
-    "window-no-valueerror",
-    "sliding_window_mask(L, window={window}) should raise ValueError (a query must see at least "
-    "itself), but {got}.",
-    (
-        "A query must at least see itself, so a window below 1 describes no valid mask. Bad input "
-        "deserves a clear error at once, not an all-blocked mask that turns into NaN far away.",
-        "Check the window before building anything, and raise ValueError when it is below 1, with "
-        "a message that gives the value received.",
-        "At the top of the function: when window < 1, raise ValueError with a message such as "
-        "f'window must be at least 1, got {{window}}'.",
-    ),
-)
 # --------------------------------------------------------------------------- models
 # What a mask with a given mistake holds, to recognise that mistake (left out of the student
 # copy: student_copy.py).
@@ -206,7 +56,7 @@ def window_with_mistake(L, w, how):
 def _bool_mask(got, key, what, shape):
     value = tensor(got, key, what)
     if value.dtype != torch.bool:
-        raise Failure(NOT_BOOL, what=what, got=value.dtype)
+        raise Failure(MISTAKES["mask-not-bool"], what=what, got=value.dtype)
     if tuple(value.shape) != tuple(shape):
         tensor(got, key, what, shape=shape)  # raises the shape failure
     return value
@@ -248,10 +98,10 @@ def verdict_causal(got, want, x):
             want[f"m{n}"],
             f"causal_mask({L})",
             [
-                (CAUSAL_DIAGONAL, lambda L=L: _upper(L, 0), {}),
-                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 1).T, {}),
-                (CAUSAL_TRANSPOSED, lambda L=L: _upper(L, 0).T, {}),
-                (CAUSAL_INVERTED, lambda L=L: ~_upper(L, 1), {}),
+                (MISTAKES["causal-blocks-diagonal"], lambda L=L: _upper(L, 0), {}),
+                (MISTAKES["causal-transposed"], lambda L=L: _upper(L, 1).T, {}),
+                (MISTAKES["causal-transposed"], lambda L=L: _upper(L, 0).T, {}),
+                (MISTAKES["causal-inverted"], lambda L=L: ~_upper(L, 1), {}),
             ],
         )
 
@@ -288,9 +138,9 @@ def verdict_causal_invariance(got, want, x):
         _attend(x["q" + tag], x["k" + tag], x["v" + tag], mask) for tag in ("", "2", "3")
     )
     if not close(out[:, :t], out2[:, :t]):
-        raise Failure(CAUSAL_MASK_LEAKS)
+        raise Failure(MISTAKES["causal-mask-leaks"])
     if close(out[:, t], out3[:, t]):
-        raise Failure(CAUSAL_BLOCKS_PAST, t=t)
+        raise Failure(MISTAKES["causal-blocks-past"], t=t)
 
 
 # --------------------------------------------------------------------------- padding_mask
@@ -312,18 +162,30 @@ def verdict_padding(got, want, x):
         lengths = torch.as_tensor(lengths)
         value = tensor(got, name, what)
         if value.dtype != torch.bool:
-            raise Failure(NOT_BOOL, what=what, got=value.dtype)
+            raise Failure(MISTAKES["mask-not-bool"], what=what, got=value.dtype)
         if value.dim() != 4 and value.numel() == lengths.numel() * S:
-            raise Failure(PADDING_AXES, got=tuple(value.shape))
+            raise Failure(MISTAKES["padding-missing-axes"], got=tuple(value.shape))
         mask = _bool_mask(got, name, what, (len(lengths), 1, 1, S))
         assert_close(
             mask,
             want[name],
             what,
             [
-                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "after"), {}),
-                (PADDING_OFF_BY_ONE, lambda n=lengths, S=S: _padding(n, S, "from-last"), {}),
-                (PADDING_INVERTED, lambda n=lengths, S=S: _padding(n, S, "inverted"), {}),
+                (
+                    MISTAKES["padding-off-by-one"],
+                    lambda n=lengths, S=S: _padding(n, S, "after"),
+                    {},
+                ),
+                (
+                    MISTAKES["padding-off-by-one"],
+                    lambda n=lengths, S=S: _padding(n, S, "from-last"),
+                    {},
+                ),
+                (
+                    MISTAKES["padding-inverted"],
+                    lambda n=lengths, S=S: _padding(n, S, "inverted"),
+                    {},
+                ),
             ],
         )
 
@@ -350,10 +212,22 @@ def verdict_window(got, want, x):
             want[f"w{n}"],
             what,
             [
-                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "wider"), {}),
-                (WINDOW_OFF_BY_ONE, lambda w=w: window_with_mistake(L, w, "narrower"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "two-sided"), {}),
-                (WINDOW_NOT_CAUSAL, lambda w=w: window_with_mistake(L, w, "future"), {}),
+                (MISTAKES["window-off-by-one"], lambda w=w: window_with_mistake(L, w, "wider"), {}),
+                (
+                    MISTAKES["window-off-by-one"],
+                    lambda w=w: window_with_mistake(L, w, "narrower"),
+                    {},
+                ),
+                (
+                    MISTAKES["window-not-causal"],
+                    lambda w=w: window_with_mistake(L, w, "two-sided"),
+                    {},
+                ),
+                (
+                    MISTAKES["window-not-causal"],
+                    lambda w=w: window_with_mistake(L, w, "future"),
+                    {},
+                ),
             ],
         )
 
@@ -369,7 +243,7 @@ def verdict_window(got, want, x):
 def verdict_window_errors(got, want, x):
     for n, w in enumerate(x["windows"]):
         if got.get(f"w{n}") != "ValueError":
-            raise Failure(WINDOW_NO_ERROR, window=w, got=got.get(f"w{n}"))
+            raise Failure(MISTAKES["window-no-valueerror"], window=w, got=got.get(f"w{n}"))
 
 
 @SLIDING_WINDOW_MASK.check(

@@ -6,204 +6,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import CheckList, Misconceptions
+from ...core import CheckList
+from ...misconception_data import misconceptions_of
 from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("modern_blocks")
-
-# --------------------------------------------------------------------------- misconceptions
-
-RMS_SUBTRACTS_MEAN = misconception(
-    "rms-norm-subtracts-mean",
-    "{what}: you subtracted the mean before dividing, which is LayerNorm; RMSNorm does not "
-    "centre x, it only divides by the root mean square.",
-    (
-        "RMSNorm keeps one half of LayerNorm: it rescales each vector to a fixed size (root "
-        "mean square 1) but does not shift it, so the mean of its features stays where it was.",
-        "One reduction only: the mean of the squares over the last dimension, then a division. "
-        "The mean of x itself is never computed nor subtracted.",
-        "y = x / sqrt(mean(x²) + eps): no x - x.mean(...). Dropping the centring is the whole "
-        "point of RMSNorm (one reduction instead of two).",
-    ),
-)
-RMS_EPS_OUTSIDE = misconception(
-    "rms-norm-eps-outside-sqrt",
-    "{what}: you added eps outside the square root, x / (sqrt(mean(x²)) + eps); RMSNorm "
-    "computes x / sqrt(mean(x²) + eps). They differ when the mean square is small.",
-    (
-        "eps keeps the denominator away from zero when a vector is (nearly) all zeros; that is "
-        "exactly where its place in the formula changes the result, so follow the formula: eps "
-        "is added to the mean square.",
-        "Add eps to the mean square first, then take the square root (torch.sqrt, or "
-        "torch.rsqrt and multiply).",
-        "torch.sqrt(mean_square + eps) (or torch.rsqrt(mean_square + eps)), as nn.RMSNorm does.",
-    ),
-)
-RMS_EPS_IGNORED = misconception(
-    "rms-norm-eps-ignored",
-    "{what}: your result does not use the eps it was given (eps = {eps:g}).",
-    (
-        "eps is an argument: the caller (and the model whose weights are loaded) chose its "
-        "value, and another eps gives other outputs for small vectors.",
-        "Use the function's eps parameter in the denominator; no literal such as 1e-6 or 1e-5 "
-        "in the computation.",
-        "Use the eps argument inside the square root; do not hard-code a value or leave it out.",
-    ),
-)
-RMS_ROOT_OF_SUM = misconception(
-    "rms-norm-root-of-sum",
-    "{what}: you divided by the root of the sum of squares (the L2 norm), not of their mean: "
-    "your output is smaller by a factor sqrt(D).",
-    (
-        "RMSNorm gives one feature a typical size of 1, whatever the width D: that takes the "
-        "average of the squares, not their total, which grows with D.",
-        "Reduce the squares with .mean over the last dimension (keepdim=True), not .sum and "
-        "not torch.linalg.norm.",
-        "Root *mean* square: x.pow(2).mean(dim=-1, keepdim=True), not .sum(...). After RMSNorm "
-        "each vector has mean square 1, not norm 1.",
-    ),
-)
-RMS_NO_ROOT = misconception(
-    "rms-norm-no-root",
-    "{what}: you divided by the mean square itself, without taking its square root.",
-    (
-        "The mean square is measured in units of x squared; to rescale x, divide by its square "
-        "root, which is measured in units of x.",
-        "Take torch.sqrt of (mean square + eps) before dividing, or multiply by its torch.rsqrt.",
-        "y = x / sqrt(mean(x²) + eps): torch.sqrt or torch.rsqrt of the mean square.",
-    ),
-)
-RMS_WRONG_DIM = misconception(
-    "rms-norm-wrong-dim",
-    "{what}: you took the mean square over the wrong dimension(s); RMSNorm normalises each "
-    "vector over its own last dimension (the D features).",
-    (
-        "Each token's vector is normalised on its own, from its own D features: tokens and "
-        "batch entries never share a scale.",
-        "Reduce over the last dimension only (dim=-1) and keep it (keepdim=True), so that the "
-        "(..., 1) result broadcasts back over x.",
-        "x.pow(2).mean(dim=-1, keepdim=True): not dim=0, and not over the whole tensor.",
-    ),
-)
-RMS_WEIGHT_IGNORED = misconception(
-    "rms-norm-weight-ignored",
-    "{what}: the weight was not applied.",
-    (
-        "After normalising, a learned gain per feature gives each feature back the size the "
-        "model needs; when the caller passes a weight, it must be applied.",
-        "Multiply the normalised result by weight, of shape (D,), which broadcasts over the "
-        "leading dimensions; only when weight is not None.",
-        "After normalising, multiply by weight feature by feature (it broadcasts along the last "
-        "dimension), in a branch taken when weight is not None.",
-    ),
-)
-RMSNORM_WEIGHT_IGNORED = misconception(
-    "rmsnorm-module-weight-ignored",
-    "{what}: your RMSNorm does not multiply by its own parameter self.weight (the grader "
-    "loaded a weight that is not all ones).",
-    (
-        "The module keeps its learned gain as a parameter; forward must use that parameter, or "
-        "training and loaded weights have no effect.",
-        "In forward, call your rms_norm function and give it the module's own parameter and "
-        "eps, the attributes set in __init__.",
-        "forward hands self.weight and self.eps to rms_norm: the learned gain is the module's "
-        "only parameter.",
-    ),
-)
-RMSNORM_EPS_IGNORED = misconception(
-    "rmsnorm-module-eps-ignored",
-    "{what}: your RMSNorm does not use the eps it was built with (self.eps = {eps:g}); it "
-    "used {used:g}.",
-    (
-        "The eps a module is built with is part of its configuration: a model built with "
-        "eps = 1e-5 must compute with 1e-5, not with a default.",
-        "Use the eps stored in __init__ when forward calls rms_norm; do not rely on rms_norm's "
-        "default value.",
-        "Pass self.eps on as rms_norm's third argument, after self.weight.",
-    ),
-)
-SWIGLU_GATE_SWAPPED = misconception(
-    "swiglu-gate-on-wrong-branch",
-    "{what}: SiLU went on the up branch, silu(w_up(x)) * w_gate(x); the gate is w_gate: "
-    "silu(w_gate(x)) * w_up(x).",
-    (
-        "SwiGLU's two input projections play different parts: the gate goes through the "
-        "activation, the up branch stays linear. With trained weights the parts are fixed by "
-        "name.",
-        "Apply F.silu to the output of self.w_gate, keep self.w_up linear, and multiply the two.",
-        "The weights were trained (here: loaded) for their roles: w_gate goes through SiLU, "
-        "w_up stays linear.",
-    ),
-)
-SWIGLU_GELU = misconception(
-    "swiglu-gelu-for-silu",
-    "{what}: you used GELU on the gate (that is GEGLU); SwiGLU uses SiLU (Swish), "
-    "silu(h) = h * sigmoid(h).",
-    (
-        "The members of the GLU family differ only in the activation on the gate: GEGLU uses "
-        "GELU, ReGLU ReLU, SwiGLU SiLU (Swish). SwiGLU's weights expect SiLU.",
-        "Use torch.nn.functional.silu (F.silu) on the gate branch, not F.gelu.",
-        "F.silu(self.w_gate(x)): the FeedForward of blocks.py used GELU, SwiGLU does not.",
-    ),
-)
-SWIGLU_SIGMOID = misconception(
-    "swiglu-sigmoid-for-silu",
-    "{what}: you gated with sigmoid(w_gate(x)) (that is the original GLU); SwiGLU's gate is "
-    "silu(h) = h * sigmoid(h).",
-    (
-        "SiLU is h times sigmoid(h): a smooth gate that also carries the size of h. The "
-        "sigmoid alone is the original GLU, whose gate is a number between 0 and 1.",
-        "F.silu computes h * sigmoid(h) in one call: use it on the gate branch.",
-        "F.silu(h), or h * torch.sigmoid(h): the sigmoid alone forgets the factor h.",
-    ),
-)
-SWIGLU_RELU = misconception(
-    "swiglu-relu-for-silu",
-    "{what}: you used ReLU on the gate (that is ReGLU); SwiGLU uses SiLU.",
-    (
-        "The members of the GLU family differ only in the activation on the gate; ReLU makes "
-        "ReGLU. SwiGLU uses SiLU, which is smooth and lets small negative values through.",
-        "Replace the ReLU (F.relu or torch.relu) on the gate branch by F.silu.",
-        "F.silu(self.w_gate(x)).",
-    ),
-)
-SWIGLU_NO_GATE = misconception(
-    "swiglu-no-gate",
-    "{what}: there is no gate: your output is w_down(silu({branch}(x))), one branch only; "
-    "SwiGLU multiplies the activated gate with the linear up branch.",
-    (
-        "A gated linear unit multiplies two projections of the same input: the activated gate "
-        "decides, feature by feature, how much of the linear branch gets through.",
-        "Compute both branches, self.w_gate and self.w_up of x, activate the gate, multiply "
-        "element by element, then project down with self.w_down.",
-        "w_down(silu(w_gate(x)) * w_up(x)): both branches, multiplied element by element.",
-    ),
-)
-SWIGLU_NO_ACT = misconception(
-    "swiglu-no-activation",
-    "{what}: the gate has no activation: w_down(w_gate(x) * w_up(x)) is a bilinear map.",
-    (
-        "Without a non-linearity the product of two linear maps is bilinear, not the gated "
-        "unit the weights were trained for.",
-        "F.silu goes on the gate branch only, before the element-wise product.",
-        "Apply F.silu to the gate branch before the product.",
-    ),
-)
-SWIGLU_SILU_AFTER = misconception(
-    "swiglu-silu-after-product",
-    "{what}: you applied SiLU to the product, silu(w_gate(x) * w_up(x)); only the gate "
-    "branch goes through SiLU.",
-    (
-        "The activation belongs to the gate alone: once activated, the gate scales the linear "
-        "up branch. Activating the product computes something else.",
-        "In this order: F.silu on the output of w_gate, times the output of w_up, then w_down; "
-        "no activation after the product.",
-        "silu(w_gate(x)) * w_up(x), then w_down.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- rms_norm
 
@@ -242,15 +51,15 @@ def _structure_mistakes(case):
     (label, id, keywords of _rms)."""
     x = case["x"]
     found = [
-        ("centred", RMS_SUBTRACTS_MEAN, {"center": True}),
-        ("sum", RMS_ROOT_OF_SUM, {"reduce": "sum"}),
-        ("no-root", RMS_NO_ROOT, {"root": False}),
-        ("all-dims", RMS_WRONG_DIM, {"dims": tuple(range(x.dim()))}),
+        ("centred", MISTAKES["rms-norm-subtracts-mean"], {"center": True}),
+        ("sum", MISTAKES["rms-norm-root-of-sum"], {"reduce": "sum"}),
+        ("no-root", MISTAKES["rms-norm-no-root"], {"root": False}),
+        ("all-dims", MISTAKES["rms-norm-wrong-dim"], {"dims": tuple(range(x.dim()))}),
     ]
     if x.dim() > 1:
-        found.append(("dim-0", RMS_WRONG_DIM, {"dims": (0,)}))
+        found.append(("dim-0", MISTAKES["rms-norm-wrong-dim"], {"dims": (0,)}))
     if case.get("weight") is not None:
-        found.append(("no-weight", RMS_WEIGHT_IGNORED, {"use_weight": False}))
+        found.append(("no-weight", MISTAKES["rms-norm-weight-ignored"], {"use_weight": False}))
     return found
 
 
@@ -258,10 +67,12 @@ def _eps_mistakes(case):
     """Mistakes in where eps goes and which eps is used (charged by the rms-norm-eps check):
     (label, id, keywords of _rms, details)."""
     eps = case.get("eps", 1e-6)
-    found = [("eps-outside", RMS_EPS_OUTSIDE, {"eps_mode": "outside"}, {})]
+    found = [("eps-outside", MISTAKES["rms-norm-eps-outside-sqrt"], {"eps_mode": "outside"}, {})]
     for other in (0.0, 1e-6, 1e-5):
         if other != eps:
-            found.append((f"eps-{other:g}", RMS_EPS_IGNORED, {"eps": other}, {"eps": eps}))
+            found.append(
+                (f"eps-{other:g}", MISTAKES["rms-norm-eps-ignored"], {"eps": other}, {"eps": eps})
+            )
     return found
 
 
@@ -407,11 +218,17 @@ def verdict_rms_module(got, want, x):
         ):
             continue
         case = {"eps": eps, **case}
-        candidates = [(RMSNORM_WEIGHT_IGNORED, _model(case, use_weight=False), {})]
+        candidates = [
+            (MISTAKES["rmsnorm-module-weight-ignored"], _model(case, use_weight=False), {})
+        ]
         for other in (1e-6, 1e-5, 0.0):
             if other != eps:
                 candidates.append(
-                    (RMSNORM_EPS_IGNORED, _model(case, eps=other), {"eps": eps, "used": other})
+                    (
+                        MISTAKES["rmsnorm-module-eps-ignored"],
+                        _model(case, eps=other),
+                        {"eps": eps, "used": other},
+                    )
                 )
         # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
         candidates += [(m, _model(case, **kw), d) for _, m, kw, d in mistakes]
@@ -452,15 +269,15 @@ def _swiglu_candidates(x, sd):
         return lambda: _swiglu(x, sd, variant, act)
 
     return [
-        (SWIGLU_GATE_SWAPPED, lazy("swapped"), {}),
-        (SWIGLU_GELU, lazy(act="gelu"), {}),
-        (SWIGLU_GELU, lazy(act="gelu-tanh"), {}),
-        (SWIGLU_SIGMOID, lazy(act="sigmoid"), {}),
-        (SWIGLU_RELU, lazy(act="relu"), {}),
-        (SWIGLU_NO_GATE, lazy("up-only"), {"branch": "w_up"}),
-        (SWIGLU_NO_GATE, lazy("gate-only"), {"branch": "w_gate"}),
-        (SWIGLU_NO_ACT, lazy(act="none"), {}),
-        (SWIGLU_SILU_AFTER, lazy("after-product"), {}),
+        (MISTAKES["swiglu-gate-on-wrong-branch"], lazy("swapped"), {}),
+        (MISTAKES["swiglu-gelu-for-silu"], lazy(act="gelu"), {}),
+        (MISTAKES["swiglu-gelu-for-silu"], lazy(act="gelu-tanh"), {}),
+        (MISTAKES["swiglu-sigmoid-for-silu"], lazy(act="sigmoid"), {}),
+        (MISTAKES["swiglu-relu-for-silu"], lazy(act="relu"), {}),
+        (MISTAKES["swiglu-no-gate"], lazy("up-only"), {"branch": "w_up"}),
+        (MISTAKES["swiglu-no-gate"], lazy("gate-only"), {"branch": "w_gate"}),
+        (MISTAKES["swiglu-no-activation"], lazy(act="none"), {}),
+        (MISTAKES["swiglu-silu-after-product"], lazy("after-product"), {}),
     ]
 
 

@@ -10,335 +10,17 @@ import math
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, Misconceptions, no_reference
+from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, no_reference
 from ...diagnosis import infer_scale, name_scale
+from ...misconception_data import misconceptions_of
 from ...trusted import multihead as trusted
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
-from ..attention.judge import (
-    BLOCKED_ROW_NOT_ZERO,
-    MASK_IGNORED,
-    MASK_INVERTED,
-    NAN_BLOCKED_ROW,
-    NO_SCALING,
-)
+from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("multihead")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- misconceptions
-
-SPLIT_NO_TRANSPOSE = misconception(
-    "split-view-no-transpose",
-    "Your split_heads reshapes (view) the features without moving the head axis forward with a "
-    "transpose: head h does not own features h*d_k:(h+1)*d_k of every position, it gets a slab of "
-    "consecutive positions instead.",
-    (
-        "Multi-head attention cuts each position's feature vector into H pieces, one per head: "
-        "head h owns the features h*d_k:(h+1)*d_k of every position. Only the feature axis is "
-        "cut; every head still sees every position.",
-        "Two steps: reshape the last axis D into (H, d_k), giving (B, T, H, d_k); then swap the "
-        "time and head axes with Tensor.transpose. A single reshape to (B, H, T, d_k) has the "
-        "right shape and the wrong numbers.",
-        "Cut the last axis: (B, T, D) -> (B, T, H, d_k) with reshape, then transpose axes 1 and 2 "
-        "-> (B, H, T, d_k).",
-    ),
-)
-SPLIT_INTERLEAVED = misconception(
-    "split-interleaved",
-    "Your split_heads gives head h every H-th feature (h, h+H, h+2H, ...) instead of the block "
-    "h*d_k:(h+1)*d_k.",
-    (
-        "Head h must own one contiguous block of features, h*d_k:(h+1)*d_k: the first d_k outputs "
-        "of w_q belong to head 0, the next d_k to head 1, and so on. Taking every H-th feature "
-        "gives each head a scattered set that no weight layout expects.",
-        "When you reshape the feature axis, the head axis comes first and the within-head axis "
-        "second: (H, d_k), not (d_k, H).",
-        "Reshape (B, T, D) -> (B, T, H, d_k), H before d_k, then transpose axes 1 and 2; no "
-        "permute that moves d_k in front of H.",
-    ),
-)
-MERGE_NO_TRANSPOSE = misconception(
-    "merge-view-no-transpose",
-    "Your merge_heads reshapes (B, H, T, d_k) straight to (B, T, D) without a transpose: "
-    "positions and heads get mixed up.",
-    (
-        "merge_heads undoes split_heads: each position gets its whole feature vector back, the "
-        "heads side by side. The head axis sits in front of time, so it must move back next to "
-        "the features before the two can be joined.",
-        "First swap the head and time axes back (Tensor.transpose), then join (H, d_k) into one "
-        "axis with Tensor.reshape; Tensor.view fails on a transposed tensor, which is not "
-        "contiguous.",
-        "transpose(1, 2) gives (B, T, H, d_k); reshape that to (B, T, H * d_k) (reshape, not "
-        "view).",
-    ),
-)
-MERGE_INTERLEAVED = misconception(
-    "merge-interleaved",
-    "Your merge_heads interleaves the heads feature by feature instead of putting head h in the "
-    "block h*d_k:(h+1)*d_k.",
-    (
-        "Head h's output belongs in the block h*d_k:(h+1)*d_k, the block split_heads took it "
-        "from; W_O's input features are laid out in that order.",
-        "Bring the time axis back with one transpose of axes 1 and 2, then join the last two axes "
-        "in the order (H, d_k); do not permute d_k in front of H.",
-        "After transpose(1, 2) the tensor is (B, T, H, d_k): reshape exactly that to (B, T, H * "
-        "d_k).",
-    ),
-)
-SPLIT_NO_ERROR = misconception(
-    "split-no-valueerror",
-    "split_heads(x with D = {D}, num_heads={H}) should raise ValueError (D is not divisible by "
-    "H), but it {got}.",
-    (
-        "H heads of equal width need d_k = D / H to be a whole number. When it is not, the honest "
-        "answer is a clear error at once; a reshape that fails later, or one that silently drops "
-        "features, hides the cause.",
-        "Before reshaping, test whether D is divisible by num_heads (the remainder, %), and raise "
-        "ValueError when it is not, with a message that names both numbers.",
-        "Here D = {D} and num_heads = {H}: when D % num_heads is not 0, raise ValueError with a "
-        "message such as f'd_model = {{D}} is not divisible by num_heads = {{num_heads}}'.",
-    ),
-)
-SPLIT_ERROR_UNCLEAR = misconception(
-    "split-error-unclear",
-    "split_heads raised ValueError, but its message ({text!r}) does not say what is wrong.",
-    (
-        "An error message is written for the person who made the mistake: it should say what is "
-        "wrong and with which values, so they can fix it without reading your code.",
-        "Put both numbers in the ValueError's message and name the rule they break: d_model must "
-        "be divisible by num_heads.",
-        "Your message was {text!r}. Say, for example, f'd_model = {{D}} is not divisible by "
-        "num_heads = {{num_heads}}', so a student who passes d_model=10, num_heads=3 reads why.",
-    ),
-)
-WEIGHTS_AVERAGED = misconception(
-    "mha-weights-averaged",
-    "The weights you returned have shape {got}: averaged over the heads (as nn.MultiheadAttention "
-    "does by default). This kit returns one map per head, (B, H, L, S).",
-    (
-        "Each head computes its own attention pattern, and that per-head map is what you inspect, "
-        "plot and test. Averaging over the heads throws that information away.",
-        "Return the weights with the head axis kept, (B, H, L, S): the weights that "
-        "scaled_dot_product_attention gives on the split tensors, after dropout, with no mean "
-        "over the heads.",
-        "Your weights are {got}: return the (B, H, L, S) weights you multiplied v with, without a "
-        ".mean(dim=1).",
-    ),
-)
-MHA_SCALE = misconception(
-    "mha-wrong-scale",
-    "Inside multi-head attention your scores were divided by {used}, but each head's queries have "
-    "d_k = {d_k} features, so the divisor is √d_k = {expected:g}.",
-    (
-        "Each head takes its dot products over its own d_k features, not over the whole model "
-        "width, and the scale must match the width of the vectors that were multiplied.",
-        "Divide by the square root of the per-head width d_k = D // H. Calling "
-        "scaled_dot_product_attention on the split (B, H, T, d_k) tensors does this for you: it "
-        "reads d_k from the last axis of q.",
-        "Here d_k = {d_k}, so the divisor is √d_k = {expected:g}, not {used}: pass the split q, k "
-        "and v to scaled_dot_product_attention instead of scaling them yourself.",
-    ),
-)
-NO_WO = misconception(
-    "mha-no-output-projection",
-    "Your multi-head attention never applies w_o: the output is the concatenated heads. Output "
-    "feature slice h then only ever sees head h.",
-    (
-        "The heads attend independently; W_O is the one place where their results are mixed, so "
-        "that every output feature can use what every head found.",
-        "Apply the output projection self.w_o to the merged heads, (B, L, D), as the last step of "
-        "forward.",
-        "Last step: merge_heads on the (B, H, L, d_k) heads, pass the result through self.w_o, "
-        "and return that together with the weights.",
-    ),
-)
-WO_BEFORE_MERGE = misconception(
-    "mha-wo-before-merge",
-    "You applied w_o before the heads were merged (to the values, before attention): each output "
-    "slice h still comes from head h's attention only, so W_O mixes nothing.",
-    (
-        "W_O mixes what the heads produced, so it can act only once those results exist, side by "
-        "side: after attention, and after merging.",
-        "The order of forward: project q, k, v with w_q, w_k, w_v; split; attend; merge_heads; "
-        "only then apply self.w_o.",
-        "The values go through self.w_v, not self.w_o; self.w_o takes the merged (B, L, D) heads "
-        "as its input.",
-    ),
-)
-WO_PER_HEAD = misconception(
-    "mha-wo-per-head",
-    "You applied W_O to each head separately (its diagonal block only): every output slice "
-    "depends on one head only, so the heads are never mixed.",
-    (
-        "W_O is one (D, D) matrix acting on all the heads at once; its off-diagonal blocks are "
-        "what lets output slice h use head g's result. Applied head by head, only its diagonal "
-        "blocks ever act.",
-        "Merge the heads first, then apply the whole self.w_o (the nn.Linear) once, to the merged "
-        "tensor.",
-        "self.w_o on the output of merge_heads, (B, L, D): no loop over the heads and no slicing "
-        "of w_o.weight.",
-    ),
-)
-WO_NO_MIXING = misconception(
-    "wo-no-mixing",
-    "With a random W_O, changing head {head}'s queries changed output features {changed} only: "
-    "your output does not mix the heads.",
-    (
-        "With a general W_O every output feature is a mix of all the heads, so changing one head "
-        "should change every output feature. In yours the heads stay apart to the end.",
-        "Apply self.w_o once, to the merged (B, L, D) tensor that holds all the heads side by "
-        "side; not per head, and not before attention.",
-        "Head {head} reached only the features {changed}: pass the merged heads, all of them, "
-        "through self.w_o in one call.",
-    ),
-)
-WO_NOT_SEPARATE = misconception(
-    "wo-identity-mixes",
-    "With W_O = identity, changing head {head}'s queries should change output features {expected} "
-    "only (head {head}'s slice), but it changed {changed}.",
-    (
-        "With W_O = I the output is just the merged heads, so head h can show up only in its own "
-        "slice of features, h*d_k:(h+1)*d_k. Features outside that slice changed: heads or "
-        "positions got mixed before W_O.",
-        "Check split_heads and merge_heads (the feature axis is reshaped, time and heads are "
-        "transposed), and that w_o acts after merging, on the whole tensor.",
-        "Head {head} should land in features {expected} only, but it changed {changed}: check on "
-        "a small tensor that merge_heads(split_heads(x, H)) gives back x, and where self.w_o is "
-        "applied.",
-    ),
-)
-VALUE_DEFAULT = misconception(
-    "mha-value-defaults-to-query",
-    "forward(query, key) with value omitted should use value = key, but yours used the query.",
-    (
-        "Cross-attention is usually called with the queries and one memory: forward(query, key). "
-        "That memory serves as both keys and values, so a missing value means the key, not the "
-        "query.",
-        "Fill in the defaults in order, at the top of forward: first the key from the query (when "
-        "it is None), then the value from the key (when it is None).",
-        "When value is None it becomes the key (after the key got its own default), not the query.",
-    ),
-)
-KEY_DEFAULT = misconception(
-    "mha-defaults-not-self-attention",
-    "forward(x) should equal forward(x, x, x) (self-attention), but it does not.",
-    (
-        "Calling forward(x) alone means self-attention: the sequence attends to itself, so x is "
-        "the query, the key and the value.",
-        "At the top of forward, replace a key of None by the query, then a value of None by the "
-        "key.",
-        "Test `key is None` and fall back to the query; then test `value is None` and fall back "
-        "to the key.",
-    ),
-)
-LOOP_OVER_HEADS = misconception(
-    "mha-loop-over-heads",
-    "Your forward runs a Python loop over the heads: with H = 2 it made {mm2} matrix products "
-    "({ops2} tensor ops in all), with H = 8 it made {mm8} ({ops8}). The work should not depend on "
-    "H.",
-    (
-        "The heads are independent and have the same shape, so together they are one batched "
-        "computation: the head axis is just one more batch axis. One big kernel keeps the "
-        "hardware busy; H small ones pay the Python and launch overhead H times, and each is too "
-        "small to use the hardware well.",
-        "Keep the heads as an axis, (B, H, T, d_k), from split_heads through "
-        "scaled_dot_product_attention and the product with v: @ and torch.softmax act on all the "
-        "leading axes at once.",
-        "No `for h in range(...)`: split_heads gives q, k and v of shape (B, H, T, d_k), and one "
-        "call of scaled_dot_product_attention covers every head.",
-    ),
-)
-DROPOUT_IN_EVAL = misconception(
-    "mha-dropout-in-eval",
-    "In eval mode, your output with dropout=0.5 differs from the output with dropout=0: dropout "
-    "must act in training mode only.",
-    (
-        "Dropout is a regulariser for training; in evaluation the model must be deterministic and "
-        "use all of its weights.",
-        "Use the module self.dropout (an nn.Dropout), which follows the module's train/eval mode. "
-        "F.dropout defaults to training=True, and a random mask of your own never switches off.",
-        "Pass the weights through self.dropout; not F.dropout(..., training=True), and not a mask "
-        "such as torch.rand(...) < p.",
-    ),
-)
-DROPOUT_IGNORED = misconception(
-    "mha-dropout-ignored",
-    "In training mode with dropout=0.5, no attention weight was dropped.",
-    (
-        "Attention dropout removes random attention weights during training, so that the model "
-        "does not rely on any single key; with dropout=0.5 about half of them should vanish.",
-        "Apply self.dropout (built in __init__) to the attention weights, after the softmax and "
-        "before the product with the values.",
-        "Take the weights from scaled_dot_product_attention, pass them through self.dropout, and "
-        "multiply the result with v yourself.",
-    ),
-)
-DROPOUT_NOT_ON_WEIGHTS = misconception(
-    "mha-dropout-not-on-weights",
-    "In training mode your output is not what the returned weights give (weights @ v, merged, "
-    "w_o): dropout acted somewhere else, or you returned the weights from before dropout.",
-    (
-        "Dropout acts on the attention weights here, and the weights you return must be the ones "
-        "actually applied, so that the output follows from them (weights @ v, merged, w_o), as in "
-        "nn.MultiheadAttention.",
-        "Apply self.dropout to the weights, use that result in the product with v, and return "
-        "that same tensor; not the output of scaled_dot_product_attention, which used the weights "
-        "before dropout.",
-        "Drop the weights first, compute the heads from the dropped weights and v, and return the "
-        "dropped weights, not the ones from before.",
-    ),
-)
-DROPOUT_NOT_RESCALED = misconception(
-    "mha-dropout-not-rescaled",
-    "Your dropped-out weights are not rescaled: the kept ones should be divided by (1 - p).",
-    (
-        "Inverted dropout divides the kept values by (1 - p), so that every weight has the same "
-        "expected value in training as in evaluation.",
-        "Use nn.Dropout (self.dropout): it zeroes each value with probability p and scales the "
-        "rest by 1/(1 - p); a mask of your own would have to do both.",
-        "Pass the weights through self.dropout instead of multiplying them by a 0/1 mask.",
-    ),
-)
-DROPOUT_WRONG_RATE = misconception(
-    "mha-dropout-wrong-rate",
-    "In training mode with dropout={p}, your code dropped {dropped:.0%} of the attention weights; "
-    "about {p:.0%} should be dropped.",
-    (
-        "The dropout probability p is the chance that a weight is DROPPED, not kept: "
-        "nn.Dropout(0.1) keeps about 90% of the values.",
-        "Use the module self.dropout built from the dropout argument, not a probability you "
-        "compute or invert yourself.",
-        "With dropout={p}, about {p:.0%} of the weights should become 0, but yours dropped "
-        "{dropped:.0%}: use nn.Dropout(dropout), not nn.Dropout(1 - dropout).",
-    ),
-)
-DROPOUT_NOT_RANDOM = misconception(
-    "mha-dropout-not-random",
-    "Two training-mode calls dropped exactly the same attention weights: your dropout is not "
-    "random.",
-    (
-        "Dropout makes a fresh random choice at every call; a fixed pattern removes the same keys "
-        "every time, which is not a regulariser but a different model.",
-        "Use self.dropout (nn.Dropout), which draws a new mask from the random generator at each "
-        "call; do not store a mask, and do not reseed the generator.",
-        "Call self.dropout on the weights inside forward, at every call: no mask built once in "
-        "__init__, and no torch.manual_seed in forward.",
-    ),
-)
-INPUT_IGNORED = misconception(
-    "mha-input-ignored",
-    "forward gave the same output for two different {which}: the {which} is not used.",
-    (
-        "Attention reads three inputs: the queries decide where to look, the keys what is found "
-        "there, and the values what is returned. Each of them must reach the output.",
-        "Project the query with w_q, the key with w_k and the value with w_v, and use those three "
-        "projections; do not build k or v from the query.",
-        "The {which} changed but your output did not: q comes from self.w_q(query), k from "
-        "self.w_k(key) and v from self.w_v(value), each split into heads.",
-    ),
-)
 # --------------------------------------------------------------------------- models
 # What multi-head attention with a given mistake computes, in float64, to recognise it. The
 # @model functions are left out of the student copy (student_copy.py); where a verdict's
@@ -464,23 +146,23 @@ def _candidates(x, which, like):
 
     D = x["query"].size(-1)
     found = [
-        (SPLIT_NO_TRANSPOSE, lazy(split="no-transpose"), {}),
-        (SPLIT_INTERLEAVED, lazy(split="interleaved"), {}),
-        (MHA_SCALE, lazy(scale=math.sqrt(D)), _scale_details(x, math.sqrt(D))),
-        (NO_SCALING, lazy(scale=1.0), {}),
+        (MISTAKES["split-view-no-transpose"], lazy(split="no-transpose"), {}),
+        (MISTAKES["split-interleaved"], lazy(split="interleaved"), {}),
+        (MISTAKES["mha-wrong-scale"], lazy(scale=math.sqrt(D)), _scale_details(x, math.sqrt(D))),
+        (ATTENTION_MISTAKES["no-scaling"], lazy(scale=1.0), {}),
     ]
     if x.get("mask") is not None:
         found += [
-            (MASK_INVERTED, lazy(mask_mode="inverted"), {}),
-            (MASK_IGNORED, lazy(mask_mode="ignored"), {}),
+            (ATTENTION_MISTAKES["mask-inverted"], lazy(mask_mode="inverted"), {}),
+            (ATTENTION_MISTAKES["mask-ignored"], lazy(mask_mode="ignored"), {}),
         ]
     if which == "out":
         found += [
-            (MERGE_NO_TRANSPOSE, lazy(merge="no-transpose"), {}),
-            (MERGE_INTERLEAVED, lazy(merge="interleaved"), {}),
-            (NO_WO, lazy(wo="none"), {}),
-            (WO_BEFORE_MERGE, lazy(wo="values"), {}),
-            (WO_PER_HEAD, lazy(wo="per-head"), {}),
+            (MISTAKES["merge-view-no-transpose"], lazy(merge="no-transpose"), {}),
+            (MISTAKES["merge-interleaved"], lazy(merge="interleaved"), {}),
+            (MISTAKES["mha-no-output-projection"], lazy(wo="none"), {}),
+            (MISTAKES["mha-wo-before-merge"], lazy(wo="values"), {}),
+            (MISTAKES["mha-wo-per-head"], lazy(wo="per-head"), {}),
         ]
     return found
 
@@ -493,8 +175,8 @@ def _scale_failure(x, weights):
     if c is None or math.isclose(c, math.sqrt(d_k), rel_tol=1e-3):
         return None
     if math.isclose(c, 1.0, rel_tol=1e-3):
-        return Failure(NO_SCALING)
-    return Failure(MHA_SCALE, **_scale_details(x, c))
+        return Failure(ATTENTION_MISTAKES["no-scaling"])
+    return Failure(MISTAKES["mha-wrong-scale"], **_scale_details(x, c))
 
 
 # --------------------------------------------------------------------------- result guards
@@ -519,7 +201,7 @@ def _result(got, x, prefix="", *, averaged_ok=False):
     dtype = x["query"].dtype
     if type(value) is torch.Tensor and value.dim() == 3 and value.shape == (B, L, S):
         if not averaged_ok:
-            raise Failure(WEIGHTS_AVERAGED, got=tuple(value.shape))
+            raise Failure(MISTAKES["mha-weights-averaged"], got=tuple(value.shape))
         weights = _float(got, prefix + "weights", "the weights", (B, L, S), dtype)[:, None]
         return _float(got, prefix + "out", "the output", (B, L, D), dtype), weights
     weights = _float(got, prefix + "weights", "the weights", (B, x["H"], L, S), dtype)
@@ -588,7 +270,7 @@ def verdict_split(got, want, x):
         what = f"split_heads(x of shape {(B, T, D)}, {H})"
         value = got.get(f"x{i}")
         if type(value) is torch.Tensor and tuple(value.shape) == (B, T, H, D // H) and T != H:
-            raise Failure(SPLIT_NO_TRANSPOSE)
+            raise Failure(MISTAKES["split-view-no-transpose"])
         xi = x[f"x{i}"]
         value = _float(got, f"x{i}", what, (B, H, T, D // H), xi.dtype)
         assert_close(
@@ -596,8 +278,16 @@ def verdict_split(got, want, x):
             want[f"x{i}"],
             what,
             [
-                (SPLIT_NO_TRANSPOSE, lambda xi=xi, H=H: _split(xi, H, "no-transpose"), {}),
-                (SPLIT_INTERLEAVED, lambda xi=xi, H=H: _split(xi, H, "interleaved"), {}),
+                (
+                    MISTAKES["split-view-no-transpose"],
+                    lambda xi=xi, H=H: _split(xi, H, "no-transpose"),
+                    {},
+                ),
+                (
+                    MISTAKES["split-interleaved"],
+                    lambda xi=xi, H=H: _split(xi, H, "interleaved"),
+                    {},
+                ),
             ],
         )
 
@@ -622,8 +312,8 @@ def verdict_merge(got, want, x):
             want[f"x{i}"],
             what,
             [
-                (MERGE_NO_TRANSPOSE, lambda xi=xi: _merge(xi, "no-transpose"), {}),
-                (MERGE_INTERLEAVED, lambda xi=xi: _merge(xi, "interleaved"), {}),
+                (MISTAKES["merge-view-no-transpose"], lambda xi=xi: _merge(xi, "no-transpose"), {}),
+                (MISTAKES["merge-interleaved"], lambda xi=xi: _merge(xi, "interleaved"), {}),
             ],
         )
 
@@ -639,10 +329,10 @@ def verdict_merge(got, want, x):
 def verdict_split_error(got, want, x):
     D, H = x["x"].size(-1), x["H"]
     if got.get("outcome") != "ValueError":
-        raise Failure(SPLIT_NO_ERROR, D=D, H=H, got=got.get("outcome"))
+        raise Failure(MISTAKES["split-no-valueerror"], D=D, H=H, got=got.get("outcome"))
     text = str(got.get("text", ""))
     if "divisib" not in text.lower() and not (str(D) in text and str(H) in text):
-        raise Failure(SPLIT_ERROR_UNCLEAR, text=text)
+        raise Failure(MISTAKES["split-error-unclear"], text=text)
 
 
 # --------------------------------------------------------------------------- MultiHeadAttention
@@ -693,13 +383,13 @@ def verdict_blocked_row(got, want, x):
     out, weights = _result(got, x, averaged_ok=True)
     row = x["row"]
     if not (torch.isfinite(weights[:, :, row]).all() and torch.isfinite(out[:, row]).all()):
-        raise Failure(NAN_BLOCKED_ROW)
+        raise Failure(ATTENTION_MISTAKES["nan-on-blocked-row"])
     if weights[:, :, row].abs().max() > 0:
         others = weights[:, :, torch.arange(weights.size(-2)) != row]
         allowed = ~x["mask"][torch.arange(x["mask"].size(0)) != row].expand_as(others)
         if others[allowed].abs().max() == 0:  # every weight sits on a blocked key
-            raise Failure(MASK_INVERTED)
-        raise Failure(BLOCKED_ROW_NOT_ZERO)
+            raise Failure(ATTENTION_MISTAKES["mask-inverted"])
+        raise Failure(ATTENTION_MISTAKES["blocked-row-not-zero"])
     if not torch.isfinite(weights).all():
         raise Failure(NOT_FINITE, what="the weights", count=int((~weights.isfinite()).sum()))
     _rows_sum_to_one(weights, torch.arange(weights.size(-2)) != row)
@@ -731,19 +421,19 @@ def verdict_defaults(got, want, x):
         inputs = memory if len(names) > 1 else x
         out[tag] = _result(got, inputs, prefix=f"{tag}/", averaged_ok=True)[0]
     if not close(out["self"], out["self3"]):
-        raise Failure(KEY_DEFAULT)
+        raise Failure(MISTAKES["mha-defaults-not-self-attention"])
     if not close(out["kv"], out["kv3"]):
         if close(out["kv"], out["kvq"]):
-            raise Failure(VALUE_DEFAULT)
+            raise Failure(MISTAKES["mha-value-defaults-to-query"])
         assert_close(
             out["kv"],
             out["kv3"],
             "forward(query, key), which should equal forward(query, key, key)",
         )
     if close(out["kv3"], out["kvm2"]):
-        raise Failure(INPUT_IGNORED, which="values")
+        raise Failure(MISTAKES["mha-input-ignored"], which="values")
     if close(out["self3"], out["kv3"]):
-        raise Failure(INPUT_IGNORED, which="keys and values")
+        raise Failure(MISTAKES["mha-input-ignored"], which="keys and values")
 
 
 @MULTI_HEAD_ATTENTION.check(
@@ -803,19 +493,23 @@ def verdict_wo(got, want, x):
         if changed != list(range(H)):
             out = got["random/base"]
             for mistake, output, _ in _candidates(x, "out", out):
-                if mistake not in (NO_WO, WO_BEFORE_MERGE, WO_PER_HEAD):
+                if mistake not in (
+                    MISTAKES["mha-no-output-projection"],
+                    MISTAKES["mha-wo-before-merge"],
+                    MISTAKES["mha-wo-per-head"],
+                ):
                     continue
                 try:
                     if close(out, output()):
                         raise Failure(mistake)
                 except ModelUnavailable:  # the student copy: not named there
                     continue
-            raise Failure(WO_NO_MIXING, head=h, changed=_feature_text(x, changed))
+            raise Failure(MISTAKES["wo-no-mixing"], head=h, changed=_feature_text(x, changed))
     for h in range(H):
         changed = _slices_changed(got, x, "identity", h)
         if changed != [h]:
             raise Failure(
-                WO_NOT_SEPARATE,
+                MISTAKES["wo-identity-mixes"],
                 head=h,
                 expected=_feature_text(x, [h]),
                 changed=_feature_text(x, changed),
@@ -847,7 +541,7 @@ def verdict_vector(got, want, x):
             )
         counts[k] = value
     if counts["mm8"] > counts["mm2"] or counts["ops8"] > counts["ops2"]:
-        raise Failure(LOOP_OVER_HEADS, **counts)
+        raise Failure(MISTAKES["mha-loop-over-heads"], **counts)
     # Code that computes nothing makes no loop either: the weights must be attention weights.
     B, T, _ = x["query"].shape
     for H in (2, 8):
@@ -878,29 +572,29 @@ def verdict_dropout(got, want, x):
         t[tag] = _result(got, x, prefix=f"{tag}/")
     for tag in ("eval", "eval-grad"):
         if not (close(t[tag][0], t["p0"][0]) and close(t[tag][1], t["p0"][1])):
-            raise Failure(DROPOUT_IN_EVAL)
+            raise Failure(MISTAKES["mha-dropout-in-eval"])
     (o0, w0), (o, w) = t["p0"], t["train"]
     if close(w, w0):
         if close(o, o0):
-            raise Failure(DROPOUT_IGNORED)
-        raise Failure(DROPOUT_NOT_ON_WEIGHTS)
+            raise Failure(MISTAKES["mha-dropout-ignored"])
+        raise Failure(MISTAKES["mha-dropout-not-on-weights"])
     kept = w != 0
     if not kept.all() and close(w[kept], w0[kept]):
-        raise Failure(DROPOUT_NOT_RESCALED)
+        raise Failure(MISTAKES["mha-dropout-not-rescaled"])
     candidates = w0 != 0
     dropped = float((~kept[candidates]).double().mean())
     spread = 5 * math.sqrt(p * (1 - p) / int(candidates.sum()))
     if abs(dropped - p) > spread:
-        raise Failure(DROPOUT_WRONG_RATE, p=p, dropped=dropped)
+        raise Failure(MISTAKES["mha-dropout-wrong-rate"], p=p, dropped=dropped)
     assert_close(
         w,
         torch.where(kept, w0 / (1 - p), 0.0),
         "the training-mode weights (each either 0 or w / (1 - p))",
     )
     if torch.equal(t["train2"][1] != 0, kept):
-        raise Failure(DROPOUT_NOT_RANDOM)
+        raise Failure(MISTAKES["mha-dropout-not-random"])
     # Placement: where the student's dropout-0 output follows from its weights the standard
     # way (w_o(merge(w @ v))), the training output must follow from the dropped weights the
     # same way. Code whose output path differs is charged in the checks that name that.
     if close(o0, _follows(x, w0).to(o.dtype)) and not close(o, _follows(x, w).to(o.dtype)):
-        raise Failure(DROPOUT_NOT_ON_WEIGHTS)
+        raise Failure(MISTAKES["mha-dropout-not-on-weights"])

@@ -7,266 +7,15 @@ import re
 
 import torch
 
-from ...core import (
-    NOT_FINITE,
-    WRONG_SHAPE,
-    WRONG_VALUES,
-    CheckList,
-    Failure,
-    Misconceptions,
-    no_reference,
-)
+from ...core import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("positional")
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- misconceptions
-
-SWAPPED = misconception(
-    "pe-sin-cos-swapped",
-    "{what}: sine and cosine are swapped: the even columns hold cosines and the odd ones sines.",
-    (
-        "The layout of the encoding is a convention (Vaswani et al., 2017): in each pair of "
-        "columns the sine comes first, then the cosine. Weights trained with one layout read the "
-        "other wrongly, although both carry the same information.",
-        "Fill the even columns (a slice with step 2 from column 0) with the sines of the angles "
-        "and the odd columns (step 2 from column 1) with the cosines.",
-        "pe[:, 0::2] gets sin(p·ω_i) and pe[:, 1::2] gets cos(p·ω_i), not the other way round.",
-    ),
-)
-EXPONENT_I = misconception(
-    "pe-exponent-i-over-d",
-    "{what}: your frequencies are 10000^(-i/D) with i the pair index; the exponent is 2i/D, so "
-    "the frequencies fall from 1 to about 1/10000 across the columns, not to 1/100.",
-    (
-        "The frequencies must span a wide range, from 1 (the first pair, which changes at every "
-        "position) down to 1/10000 (the last pair, which changes slowly), so that both near and "
-        "far offsets can be told apart. With i/D in the exponent the range stops at 1/100.",
-        "Build the exponent from the even column indices 0, 2, 4, ... themselves (torch.arange "
-        "with a step of 2), divided by D.",
-        "The exponent of pair i is 2i/D: torch.arange(0, d_model, 2) / d_model, not "
-        "torch.arange(d_model // 2) / d_model.",
-    ),
-)
-EXPONENT_4I = misconception(
-    "pe-exponent-4i-over-d",
-    "{what}: your frequencies are 10000^(-2·2i/D): the 2 was applied twice (once in the even "
-    "column index 2i, once more in the exponent), so the frequencies fall to 1/10000 halfway "
-    "across the columns and to about 1/10^8 at the end.",
-    (
-        "The exponent is 2i/D, where 2i is the even column index itself. Counting the 2 twice "
-        "squeezes the whole range of frequencies into the first half of the columns and wastes "
-        "the rest on frequencies near 0.",
-        "If you count the even columns (arange with a step of 2), that index already is 2i: "
-        "divide it by D and do not multiply it by 2 again.",
-        "torch.arange(0, d_model, 2) / d_model already is the exponent 2i/D: drop the extra "
-        "factor 2.",
-    ),
-)
-TABLE_DTYPE = misconception(
-    "pe-table-not-float32",
-    "{what} has dtype {got}: the docstring promises a float32 table.",
-    (
-        "The docstring promises a float32 table, the dtype of the embeddings it is added to; a "
-        "float64 table would turn every sum into float64.",
-        "No input tensor gives you a dtype here: create the positions and the frequencies with "
-        "dtype=torch.float32 (torch.zeros already defaults to float32), or compute in float64 and "
-        "convert at the end.",
-        "Your {what} is {got}: build it from torch.arange(..., dtype=torch.float32), or return "
-        "the float64 table with .float().",
-    ),
-)
-ODD_PLUS_ONE = misconception(
-    "pe-odd-d-plus-one",
-    "{what}: for odd D you built the table of D + 1 columns and cut the last one off, so your "
-    "frequencies are 10000^(-2i/(D + 1)); the exponent divides by D itself.",
-    (
-        "The frequencies depend on D through 10000^(-2i/D): building D + 1 columns and cutting "
-        "one off changes every frequency a little, not just the last column.",
-        "Keep D in the exponent. For odd D there are ceil(D/2) sine columns and D // 2 cosine "
-        "columns: slice the angles for the cosines instead of widening the table.",
-        "ω_i = 10000^(-2i/D) for i = 0 .. ceil(D/2) - 1; the sines take all the angles, the "
-        "cosines only the first D // 2 of them (angles[:, :D // 2]).",
-    ),
-)
-PAIR_FREQUENCY = misconception(
-    "pe-pair-frequency",
-    "{what}: your cosine column 2i+1 uses its own exponent (2i+1)/D; a sine and its cosine must "
-    "share one frequency ω_i = 10000^(-2i/D).",
-    (
-        "Each (sin, cos) pair is a point on a circle that turns at one speed ω_i. That shared "
-        "frequency is what makes PE(p + k) a fixed rotation of PE(p), so that an offset looks the "
-        "same wherever it happens.",
-        "Compute one frequency per pair, from the even column indices (arange with a step of 2), "
-        "and use the same angles for column 2i and column 2i + 1.",
-        "One table of angles p·ω_i, shaped (max_len, ceil(D/2)): its sines go to the columns 2i "
-        "and its cosines to the columns 2i + 1, with no separate exponent (2i+1)/D.",
-    ),
-)
-FROM_ONE = misconception(
-    "pe-positions-from-one",
-    "{what}: your positions start at 1; the first token has position 0 (row 0 is sin 0 = 0, cos 0 "
-    "= 1).",
-    (
-        "Positions count from 0, like every index in the kit: the first token has position 0, and "
-        "its encoding is sin 0 = 0, cos 0 = 1 in every pair.",
-        "Build the positions with torch.arange from 0, max_len of them: 0 .. max_len - 1.",
-        "torch.arange(max_len), not torch.arange(1, max_len + 1).",
-    ),
-)
-HALVES = misconception(
-    "pe-halves-layout",
-    "{what}: you put all the sines in the first half of the columns and all the cosines in the "
-    "second half; this kit interleaves them (sin in column 2i, cos in column 2i+1).",
-    (
-        "Both layouts (interleaved, or all the sines then all the cosines) exist in the "
-        "literature and carry the same information; but a model's weights expect one of them, and "
-        "this kit, like the original paper, interleaves.",
-        "Write the sines into the even columns and the cosines into the odd ones (slices with a "
-        "step of 2), not into the first and second halves.",
-        "pe[:, 0::2] for the sines and pe[:, 1::2] for the cosines, not pe[:, :D // 2] and pe[:, "
-        "D // 2:].",
-    ),
-)
-NOT_RELATIVE = misconception(
-    "pe-not-relative",
-    "PE(p + {k}) is not the rotation of PE(p) by the angle {k}·ω_i in each (sin, cos) pair "
-    "(largest error {err:.3g} at position {p}, column {col}).",
-    (
-        "The point of sinusoids is that moving k positions is the same rotation in every pair, "
-        "wherever you start, so attention can learn relative offsets. That holds only when sin "
-        "and cos are paired on one frequency.",
-        "Check the three ingredients: sin in column 2i, cos in column 2i + 1, and one frequency "
-        "ω_i = 10000^(-2i/D) shared by the two columns of a pair.",
-        "Compare the rows {p} and {p} + {k} of your table at column {col}: sin(ω(p+k)) and "
-        "cos(ω(p+k)) must follow from sin(ωp) and cos(ωp) by the angle-sum identities, with the "
-        "same ω in both columns.",
-    ),
-)
-IS_PARAMETER = misconception(
-    "pe-is-parameter",
-    "pe is an nn.Parameter: the optimizer would train it and it receives gradients; the "
-    "sinusoidal encoding is a fixed table.",
-    (
-        "The sinusoidal encoding is a fixed function of the position, not something to learn. A "
-        "parameter is handed to the optimizer, receives gradients and drifts away from the "
-        "sinusoids.",
-        "Store the table with self.register_buffer: a buffer moves with .to(device) and is saved "
-        "in the state_dict, but it is not in model.parameters().",
-        "register_buffer with the name 'pe' and the (1, max_len, D) table, with no "
-        "nn.Parameter(...) around it.",
-    ),
-)
-NOT_BUFFER = misconception(
-    "pe-not-in-state-dict",
-    "pe is not in the module's state_dict ({why}): a saved and reloaded model would lose it, and "
-    ".to(device) {moves} it.",
-    (
-        "Everything a module needs to reproduce its output should travel with it: saved in the "
-        "state_dict and moved by .to(device). A plain tensor attribute does neither, and a buffer "
-        "with persistent=False is not saved.",
-        "Use self.register_buffer with the default persistent=True; not a plain attribute, and "
-        "not persistent=False.",
-        "self.register_buffer('pe', ...) with the (1, max_len, D) table, and read it as self.pe "
-        "in forward, so that a loaded state_dict is what gets added.",
-    ),
-)
-SLICE_AXIS = misconception(
-    "pe-slice-wrong-axis",
-    "{what}: x + pe did not use the first T positions ({detail}). pe has shape (1, max_len, D): "
-    "the positions are axis 1.",
-    (
-        "pe holds one row per position, along axis 1 of a (1, max_len, D) tensor. Adding the "
-        "encoding means adding the rows of the first T positions to every sequence; the batch "
-        "size has nothing to do with it.",
-        "Take T from the second axis of x (x.size(1)) and slice pe along its position axis, axis "
-        "1, keeping the leading 1 so that it broadcasts over the batch.",
-        "self.pe[:, :T] with T = x.size(1), shape (1, T, D); not self.pe[:T], and not x.size(0).",
-    ),
-)
-TOO_LONG = misconception(
-    "pe-too-long-no-valueerror",
-    "PositionalEncoding(max_len={max_len}) given T = {T} positions should raise ValueError, but "
-    "it {got}.",
-    (
-        "A table of max_len rows cannot encode more positions. Slicing past its end silently "
-        "returns fewer rows, and the addition then fails far from the cause, or broadcasts into "
-        "nonsense: a clear error at once is kinder.",
-        "At the top of forward, compare T (x.size(1)) with the length of the table "
-        "(self.pe.size(1)) and raise ValueError when T is larger, with a message that gives both "
-        "numbers.",
-        "Here T = {T} > max_len = {max_len}: before slicing, raise ValueError with a message such "
-        "as f'... T = {{T}} ... max_len = {{max_len}} ...'.",
-    ),
-)
-UNCLEAR_ERROR = misconception(
-    "pe-error-unclear",
-    "Your ValueError for T = {T} > max_len = {max_len} says {text!r}: it should give both "
-    "numbers, so the reader sees what was too long.",
-    (
-        "An error message is written for the person who hits it: it should say what was too long "
-        "and what the limit is, so that they know what to change.",
-        "Put both numbers in the ValueError's message: the sequence length T and max_len.",
-        "Your message was {text!r}. For example: f'sequence length {{T}} is longer than max_len = "
-        "{{max_len}}'.",
-    ),
-)
-NOT_ROTATION = misconception(
-    "pe-pair-not-rotation",
-    "In your table, the (sin, cos) pair of columns {cols} does not turn by a fixed angle from one "
-    "position to the next: {why}.",
-    (
-        "Each (sin, cos) pair is a point on the unit circle that turns by the same angle at every "
-        "step of position. If the pair's length changes, or its step varies, the relative-offset "
-        "property is lost.",
-        "Put the sin and the cos of one and the same angle p·ω_i in the two columns of pair i, "
-        "with one ω_i per pair and positions counted from 0 in steps of 1.",
-        "Columns {cols} must hold (sin(p·ω_i), cos(p·ω_i)) with the same ω_i: the pair then has "
-        "length 1 and turns by k·ω_i between positions p and p + k, whatever p is.",
-    ),
-)
-DROPOUT_IN_EVAL = misconception(
-    "pe-dropout-in-eval",
-    "In eval mode your PositionalEncoding still drops values: the output changes from call to "
-    "call.",
-    (
-        "Dropout is for training only; in eval mode the encoding must be deterministic, the same "
-        "input giving the same output.",
-        "Use the given self.dropout (nn.Dropout knows train() from eval()); F.dropout(x, p) "
-        "defaults to training=True.",
-        "Apply self.dropout to the sum x + PE; not F.dropout(..., p), and not a random mask of "
-        "your own.",
-    ),
-)
-PE_DROPOUT_IGNORED = misconception(
-    "pe-dropout-ignored",
-    "In training mode with dropout={p}, your PositionalEncoding dropped nothing: every value is x "
-    "+ PE.",
-    (
-        "As in the original Transformer, dropout regularises the sum of the embeddings and the "
-        "encoding during training: with dropout={p}, some values must become 0.",
-        "Pass the sum through self.dropout, the nn.Dropout made in __init__: it zeroes values in "
-        "training mode and is the identity in eval mode.",
-        "forward returns self.dropout applied to x plus the first T rows of self.pe, not the sum "
-        "alone.",
-    ),
-)
-PE_DROPOUT_MISPLACED = misconception(
-    "pe-dropout-misplaced",
-    "In training mode your output is not dropout(x + PE): {why}.",
-    (
-        "Dropout acts on what the module outputs, the sum of each embedding and its position, so "
-        "each value of the sum is either 0 or scaled by 1/(1 - p). Dropping only x or only PE, or "
-        "dropping before adding, is a different computation.",
-        "Add first, then apply self.dropout once, to the sum.",
-        "Compute x plus the first T rows of self.pe, then apply self.dropout to that sum: each "
-        "value becomes 0 or (x + PE) / (1 - p).",
-    ),
-)
 # --------------------------------------------------------------------------- models
 
 # float32 rounds the angle p·ω with a relative error of a few units in the last place, so the
@@ -292,14 +41,18 @@ def _table(positions, D, *, swap=False, exponent="2i", start=0, layout="interlea
 
 
 def _mistakes(positions, D):
-    odd = [(ODD_PLUS_ONE, lambda: _table(positions, D + 1)[:, :D], {})] if D % 2 else []
+    odd = (
+        [(MISTAKES["pe-odd-d-plus-one"], lambda: _table(positions, D + 1)[:, :D], {})]
+        if D % 2
+        else []
+    )
     return odd + [
-        (SWAPPED, lambda: _table(positions, D, swap=True), {}),
-        (EXPONENT_I, lambda: _table(positions, D, exponent="i"), {}),
-        (EXPONENT_4I, lambda: _table(positions, D, exponent="4i"), {}),
-        (PAIR_FREQUENCY, lambda: _table(positions, D, exponent="j"), {}),
-        (FROM_ONE, lambda: _table(positions, D, start=1), {}),
-        (HALVES, lambda: _table(positions, D, layout="halves"), {}),
+        (MISTAKES["pe-sin-cos-swapped"], lambda: _table(positions, D, swap=True), {}),
+        (MISTAKES["pe-exponent-i-over-d"], lambda: _table(positions, D, exponent="i"), {}),
+        (MISTAKES["pe-exponent-4i-over-d"], lambda: _table(positions, D, exponent="4i"), {}),
+        (MISTAKES["pe-pair-frequency"], lambda: _table(positions, D, exponent="j"), {}),
+        (MISTAKES["pe-positions-from-one"], lambda: _table(positions, D, start=1), {}),
+        (MISTAKES["pe-halves-layout"], lambda: _table(positions, D, layout="halves"), {}),
     ]
 
 
@@ -353,7 +106,7 @@ def table(got, key, what, shape, *, strict=True):
     value = tensor(got, key, what, shape=shape)
     if value.dtype != torch.float32:
         if strict or not value.is_floating_point():
-            raise Failure(TABLE_DTYPE, what=what, got=value.dtype)
+            raise Failure(MISTAKES["pe-table-not-float32"], what=what, got=value.dtype)
         value = value.float()
     return value
 
@@ -363,12 +116,16 @@ def _named(positions, D, first):
     the "encoding" check (even D) alone; the later table checks name only their own, and let
     the others pass (_charged)."""
     found = _mistakes(positions, D)
-    return found if first else [c for c in found if c[0] is ODD_PLUS_ONE]
+    return found if first else [c for c in found if c[0] is MISTAKES["pe-odd-d-plus-one"]]
 
 
 def _charged(positions, D):
     """{mistake id: its table}: the mistakes that every D shows, charged by "encoding"."""
-    return {m.id: output() for m, output, _ in _mistakes(positions, D) if m is not ODD_PLUS_ONE}
+    return {
+        m.id: output()
+        for m, output, _ in _mistakes(positions, D)
+        if m is not MISTAKES["pe-odd-d-plus-one"]
+    }
 
 
 def _replay_table(name, positions, D, first):
@@ -500,10 +257,13 @@ def verdict_relative(got, want, x):
 
 def _fail_pair(pe, n, D, pair, why):
     # The classic layouts that break the rotation are named as themselves.
-    for mistake, kw in ((PAIR_FREQUENCY, {"exponent": "j"}), (HALVES, {"layout": "halves"})):
+    for mistake, kw in (
+        (MISTAKES["pe-pair-frequency"], {"exponent": "j"}),
+        (MISTAKES["pe-halves-layout"], {"layout": "halves"}),
+    ):
         if _matches(pe, lambda kw=kw: _table(range(n), D, **kw), range(n), 3.0):
             raise Failure(mistake, what=f"sinusoidal_encoding({n}, {D})")
-    raise Failure(NOT_ROTATION, cols=f"({2 * pair}, {2 * pair + 1})", why=why)
+    raise Failure(MISTAKES["pe-pair-not-rotation"], cols=f"({2 * pair}, {2 * pair + 1})", why=why)
 
 
 # --------------------------------------------------------------------------- PositionalEncoding
@@ -527,15 +287,15 @@ def verdict_buffer(got, want, x):
     before = tensor(got, "before_step", what, shape=x["x"].shape)
     after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
     if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
-        raise Failure(IS_PARAMETER)
+        raise Failure(MISTAKES["pe-is-parameter"])
     why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
     moves = "moves" if got.get("is_buffer") else "does not move"
     if not got.get("in_state_dict") or "load_error" in got:
-        raise Failure(NOT_BUFFER, why=why, moves=moves)
+        raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves=moves)
     loaded = tensor(got, "loaded_out", what + " after load_state_dict", shape=x["x"].shape)
     if not close_enough(loaded, x["x"].double() + x["state"].double()):
         why = "forward does not add the pe that load_state_dict loaded"
-        raise Failure(NOT_BUFFER, why=why, moves="may not move")
+        raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves="may not move")
     pe = table(got, "pe", "the buffer pe", (1, max_len, D))
     # The buffer holds the table: the reference's, or the student's own (whose values the
     # checks above grade, so a wrong table is not charged again here).
@@ -549,7 +309,9 @@ def verdict_buffer(got, want, x):
 
 def _forward_failure(got, key, what):
     if key + "/error" in got:
-        raise Failure(SLICE_AXIS, what=what, detail="it raised: " + got[key + "/error"])
+        raise Failure(
+            MISTAKES["pe-slice-wrong-axis"], what=what, detail="it raised: " + got[key + "/error"]
+        )
 
 
 def _check_forward(got, key, x, pe, what):
@@ -559,7 +321,11 @@ def _check_forward(got, key, x, pe, what):
     expected = x.double() + pe[0, :T].double()
     if B == 1:  # pe[:, :x.size(0)] adds PE(0) everywhere instead of PE(0..T-1)
         if close_enough(out, x.double() + pe[0, :1].double()):
-            raise Failure(SLICE_AXIS, what=what, detail=f"you added pe[:, :{B}], the batch size")
+            raise Failure(
+                MISTAKES["pe-slice-wrong-axis"],
+                what=what,
+                detail=f"you added pe[:, :{B}], the batch size",
+            )
     assert_close(out, expected.float(), what)
 
 
@@ -598,7 +364,7 @@ def verdict_dropout_eval(got, want, x):
     out = tensor(got, "out", what, shape=shape, dtype=torch.float32)
     out2 = tensor(got, "out2", what, shape=shape, dtype=torch.float32)
     if not torch.equal(out, out2):
-        raise Failure(DROPOUT_IN_EVAL)
+        raise Failure(MISTAKES["pe-dropout-in-eval"])
     _forward_failure(got, "no_dropout", what)
     same = tensor(got, "no_dropout", what, shape=shape)
     assert_close(out, same, what + ", compared with your module with dropout=0")
@@ -623,8 +389,8 @@ def verdict_dropout_train(got, want, x):
         return
     kind, detail = finding
     if kind == "ignored":
-        raise Failure(PE_DROPOUT_IGNORED, p=probe.P_DROP)
-    raise Failure(PE_DROPOUT_MISPLACED, why=detail)
+        raise Failure(MISTAKES["pe-dropout-ignored"], p=probe.P_DROP)
+    raise Failure(MISTAKES["pe-dropout-misplaced"], why=detail)
 
 
 @POSITIONAL_ENCODING.check(
@@ -638,7 +404,9 @@ def verdict_dropout_train(got, want, x):
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]
     if got.get("got") != "ValueError":
-        raise Failure(TOO_LONG, max_len=max_len, T=T, got=got.get("got"))
+        raise Failure(
+            MISTAKES["pe-too-long-no-valueerror"], max_len=max_len, T=T, got=got.get("got")
+        )
     text = str(got.get("text", ""))
     if not (re.search(rf"(?<!\d){T}(?!\d)", text) and re.search(rf"(?<!\d){max_len}(?!\d)", text)):
-        raise Failure(UNCLEAR_ERROR, T=T, max_len=max_len, text=text)
+        raise Failure(MISTAKES["pe-error-unclear"], T=T, max_len=max_len, text=text)

@@ -6,287 +6,15 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, Misconceptions, no_reference
+from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
+from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
 from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
-misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
-
 CHECKS = CheckList("rotary")
-
-# --------------------------------------------------------------------------- misconceptions
-
-INTERLEAVED = misconception(
-    "rope-interleaved-pairs",
-    "{what}: you rotated neighbouring features (2i, 2i + 1) together: the interleaved "
-    "convention of Meta's LLaMA code and GPT-J. This kit (like LLaMA's Hugging Face code and "
-    "GPT-NeoX) pairs feature i with feature i + d/2.",
-    (
-        "Rotary embeddings turn pairs of features by an angle that depends on the position. "
-        "Which two features form a pair is a convention, and weights trained with one are wrong "
-        "with the other: this kit pairs feature i with feature i + d/2.",
-        "Split the last dimension into two halves (slices up to and from d // 2) and rotate the "
-        "i-th feature of the first half with the i-th of the second; no [..., ::2] and "
-        "[..., 1::2] slices.",
-        "Both conventions are rotations, but weights trained with one are wrong with the other: "
-        "split x into its halves x1 = x[..., :d/2], x2 = x[..., d/2:] and rotate (x1[i], x2[i]).",
-    ),
-)
-DIRECTION = misconception(
-    "rope-rotation-direction",
-    "{what}: you rotated by -p·θ_i instead of +p·θ_i (the sign of the sin term is on the "
-    "wrong half).",
-    (
-        "Turning by +p·θ and by -p·θ both keep lengths, but only one is the formula the weights "
-        "were trained with: the first feature of a pair becomes x1·cos - x2·sin.",
-        "Check the sign of the sin term in each half: minus in the first half, plus in the second.",
-        "out[..., i] = x1·cos - x2·sin and out[..., i + d/2] = x2·cos + x1·sin; in the "
-        "rotate_half form, rotate_half(x) = cat(-x2, x1), not cat(x2, -x1).",
-    ),
-)
-EXPONENT_I = misconception(
-    "rope-exponent-i-over-d",
-    "{what}: your frequencies are base^(-i/d) with i the pair index; the exponent is 2i/d, so "
-    "the frequencies fall from 1 to about 1/base across the pairs.",
-    (
-        "The frequencies θ_i = base^(-2i/d) fall geometrically from 1 to about 1/base across "
-        "the d/2 pairs; with i/d they stop near 1/√base, and far positions are told apart less "
-        "well.",
-        "The exponent takes the even indices 0, 2, ..., d - 2 divided by d: torch.arange with "
-        "a step of 2.",
-        "torch.arange(0, d, 2) / d is the exponent (the even indices 2i), not "
-        "torch.arange(d // 2) / d.",
-    ),
-)
-PAIR_FREQUENCY = misconception(
-    "rope-pair-frequency",
-    "{what}: each of your d columns has its own frequency base^(-j/d), so the two features of "
-    "a pair (i, i + d/2) turn by different angles: that is not a rotation.",
-    (
-        "A rotation turns both features of a pair by the same angle, so there are d/2 "
-        "frequencies, one per pair, not d.",
-        "Build d/2 frequencies, multiply them by the positions into a (T, d/2) table of angles, "
-        "and use the same angle for x1[i] and x2[i].",
-        "Compute d/2 frequencies θ_i = base^(-2i/d), one per pair, and use θ_i for both "
-        "features i and i + d/2 (torch.cat([angles, angles], dim=-1) when you work on full "
-        "width).",
-    ),
-)
-LAYOUT_MISMATCH = misconception(
-    "rope-frequency-layout-mismatch",
-    "{what}: you pair the halves (i, i + d/2), but laid out the angles for interleaved pairs "
-    "(repeat_interleave: θ_0, θ_0, θ_1, θ_1, ...), so the two features of a pair turn by "
-    "different angles. This is what mixing code from the two conventions gives.",
-    (
-        "Each convention lays its angles out to match its pairs: halves (i, i + d/2) repeat "
-        "the table of angles as a whole block, interleaved pairs repeat each angle in place. "
-        "Mixing the two turns the features of a pair by different angles.",
-        "With halves, either work on the two halves with a (T, d/2) table of angles, or, at "
-        "full width, concatenate the table with itself along the last dimension.",
-        "For pairs (i, i + d/2) the full-width angles are torch.cat([angles, angles], dim=-1); "
-        "repeat_interleave(2) belongs to the interleaved convention only.",
-    ),
-)
-NO_SIN = misconception(
-    "rope-missing-sin-term",
-    "{what}: you multiplied x by cos(p·θ) but left out the sin term, which mixes the two "
-    "features of each pair: this shrinks the vectors instead of rotating them.",
-    (
-        "A rotation mixes the two features of a pair: each new feature combines both old ones. "
-        "Multiplying by cos alone scales each feature on its own and shrinks the vector.",
-        "Each half of the output needs a cos term of its own half and a sin term of the other "
-        "half.",
-        "out = x·cos + rotate_half(x)·sin, with rotate_half(x) = cat(-x2, x1).",
-    ),
-)
-BASE_IGNORED = misconception(
-    "rope-base-ignored",
-    "{what}: your frequencies use base 10000 although base = {base:g} was passed.",
-    (
-        "base sets how fast the frequencies fall across the pairs, and with it the longest "
-        "distance the rotation tells apart; each model chooses its own, so it is an argument.",
-        "Use the function's base parameter where the frequencies θ_i are computed; no literal "
-        "10000 in the computation.",
-        "Use the `base` argument in θ_i = base^(-2i/d); models such as LLaMA 3 (500000) change "
-        "it to reach longer contexts.",
-    ),
-)
-POSITIONS_IGNORED = misconception(
-    "rope-positions-ignored",
-    "{what}: your rotation does not follow the positions passed ({shown}): {how}. "
-    "A KV cache calls apply_rotary on new tokens at positions p0, p0 + 1, ...: their "
-    "queries and keys must be turned by those angles.",
-    (
-        "The angle depends on each token's actual position, which is not always its row: with "
-        "a KV cache, the new tokens sit at positions p0, p0 + 1, ...",
-        "Build the (T, d/2) angles from the positions tensor passed in (shape (T,)), as a "
-        "column times the row of frequencies.",
-        "Build the angles from the `positions` argument (positions[:, None] * θ), not from "
-        "torch.arange(x.size(-2)).",
-    ),
-)
-POSITIONS_ROUNDED = misconception(
-    "rope-positions-rounded",
-    "{what}: at far positions your angles use the positions rounded to a low-precision float "
-    "(bfloat16 or float16: above 256, bfloat16 keeps only every 2nd, 4th, 8th ... integer).",
-    (
-        "Low-precision floats cannot hold every large integer: in bfloat16, positions above "
-        "256 are rounded, so far tokens get the angle of a neighbour.",
-        "Compute the angles in float32 or float64 (cast the positions to one of them), and cast "
-        "only cos and sin to x's dtype, at the end.",
-        "Turn the positions into float32 or float64 (positions.float()) before multiplying by "
-        "θ; never into the dtype of half-precision activations.",
-    ),
-)
-DTYPE_NOT_KEPT = misconception(
-    "rope-dtype-not-kept",
-    "{what} has dtype {got}, but x was {expected}: apply_rotary must keep x's dtype.",
-    (
-        "A layer returns its input's dtype: mixed-precision models pass float16 or bfloat16 "
-        "and expect the same back, while PyTorch's type promotion silently widens a product.",
-        "Compute the angles in high precision, then cast cos and sin to x.dtype (Tensor.to) "
-        "before multiplying them with x.",
-        "Cast cos and sin to x.dtype (cos.to(x.dtype)); a float32 x times a float64 cos gives "
-        "float64, and x.float() turns a float64 x into float32.",
-    ),
-)
-LENGTH_CHANGED = misconception(
-    "rope-length-changed",
-    "apply_rotary changed the length of row {row} from {before:.4g} to {after:.4g}: a rotation "
-    "keeps every vector's length.",
-    (
-        "A rotation keeps every vector's length: if a length changes, what you applied is not "
-        "a pure rotation (a term is missing, or the two features of a pair turn by different "
-        "angles).",
-        "For each pair, the new first feature combines the cos of itself and the sin of its "
-        "partner, the new second feature likewise, with one angle per pair.",
-        "Each pair (x1[i], x2[i]) becomes (x1·cos - x2·sin, x2·cos + x1·sin): both terms are "
-        "needed, with the same angle for both features of the pair.",
-    ),
-)
-NOT_RELATIVE = misconception(
-    "rope-not-relative",
-    "q·k after rotation does not depend on the offset between the positions only: shifting "
-    "both positions by {shift} changed the score of rows ({i}, {j}) (offset {offset}) from "
-    "{before:.5g} to {after:.5g}.",
-    (
-        "This is the point of rotary embeddings: once q is turned for position m and k for "
-        "position n, their dot product depends on n - m only. That holds when each pair turns "
-        "by p·θ_i, with the same θ_i for both its features.",
-        "Check that the angle is exactly position times frequency (no offset, no frequency per "
-        "column), that q and k are turned the same way, and that nothing but a rotation is "
-        "applied.",
-        "Rotate the pairs (x1[i], x2[i]) by p·θ_i with one θ_i per pair: then "
-        "R(m)q · R(n)k = q · R(n - m)k.",
-    ),
-)
-OFFSET_ZERO = misconception(
-    "rope-offset-zero-changed",
-    "Rows ({i}, {j}) sit at the same position, yet their score after rotation is {after:.5g}, "
-    "not q·k = {before:.5g}: two vectors turned by the same rotation keep their dot product.",
-    (
-        "Two vectors turned by the same rotation keep their dot product: a query and a key at "
-        "the same position must score as they did before the rotation.",
-        "Apply exactly the same operation to q and to k at a given position, and nothing but "
-        "the rotation: no scaling, no added position vector.",
-        "Rotate both q and k by the same angles for the same position, and only rotate (no "
-        "scaling, no added terms).",
-    ),
-)
-NO_ROTATION = misconception(
-    "rope-no-rotation",
-    "Your apply_rotary does not depend on the position: every score equals the unrotated q·k.",
-    (
-        "Rotary embeddings carry the position into q and k by turning them; an output that does "
-        "not depend on the positions brings no position information to attention.",
-        "The angles are the positions times θ_i: check that they reach the output, through cos "
-        "and sin.",
-        "The angle of pair i at position p is p·θ_i: rows at different positions turn by "
-        "different angles.",
-    ),
-)
-ODD_NO_VALUEERROR = misconception(
-    "rope-odd-width-no-valueerror",
-    "apply_rotary on a head of odd width d = {d} should raise ValueError, but it {got}.",
-    (
-        "Rotations act on pairs of features, so an odd width cannot be rotated: the function "
-        "should say so at once, not fail in a slice or return something wrong.",
-        "Read d from x's last dimension before any computation, test its parity with %, and "
-        "raise ValueError.",
-        "Check d = x.size(-1) first and raise ValueError(f'... d = {{d}} is odd ...') when "
-        "d % 2 is not 0. Rotations act on pairs of features.",
-    ),
-)
-ODD_UNCLEAR = misconception(
-    "rope-odd-width-error-unclear",
-    "Your ValueError for the odd width d = {d} says {text!r}: it should give d, so the reader "
-    "sees which width was wrong.",
-    (
-        "An error message should say what is wrong with the input, here the width, so that the "
-        "caller can fix the call without reading your code.",
-        "Build the message with an f-string that shows d (and says it must be even).",
-        "For example: ValueError(f'rotary embeddings need an even head width, got d = {{d}}').",
-    ),
-)
-ROTATES_V = misconception(
-    "rope-rotates-v",
-    "{what}: you rotated v as well. Rotary embeddings turn queries and keys only, so that their "
-    "scores see relative positions; the values carry content and are not rotated.",
-    (
-        "Rotary embeddings bring relative positions into the scores q·k. The values carry "
-        "content and are mixed by the weights; they take no part in the scores.",
-        "Call apply_rotary on q and on k only, with the same positions and base, and pass v on "
-        "to attention as it is.",
-        "q, k = apply_rotary(q, positions), apply_rotary(k, positions); leave v as it is.",
-    ),
-)
-ROTATES_ONE = misconception(
-    "rope-rotates-one-side",
-    "{what}: you rotated only the {which}; the scores see relative positions only when both "
-    "queries and keys are rotated.",
-    (
-        "Only when both q and k are turned does their dot product depend on the offset between "
-        "positions; turning one side keeps absolute positions in the scores.",
-        "apply_rotary twice: once on q, once on k, with the same positions and base.",
-        "Rotate q and k, at the same positions, before scaled_dot_product_attention.",
-    ),
-)
-NOT_ROTATED = misconception(
-    "rope-attention-not-rotated",
-    "{what}: your result is plain attention, with no rotation of q or k.",
-    (
-        "rotary_attention is attention whose queries and keys carry their positions through a "
-        "rotation; without it, attention ignores the order of the tokens.",
-        "Use your apply_rotary, with the positions and base passed in, on q and k before "
-        "attention.",
-        "Call apply_rotary on q and on k before scaled_dot_product_attention.",
-    ),
-)
-ATTENTION_NOT_RELATIVE = misconception(
-    "rope-attention-not-relative",
-    "Shifting every position by {shift} changed rotary_attention's {which}: with rotary "
-    "embeddings attention sees relative positions only.",
-    (
-        "With rotary embeddings the scores depend only on the offsets between positions, so "
-        "adding the same number to every position changes nothing.",
-        "Rotate q and k by the positions passed in, and add nothing else that depends on "
-        "absolute positions.",
-        "Rotate q and k (both, with the same positions) and nothing else.",
-    ),
-)
-NOT_ATTENTION = misconception(
-    "rope-attention-not-attention",
-    "{what}: {why}.",
-    (
-        "After the rotation, rotary_attention is ordinary scaled dot-product attention: the "
-        "same weights and output, computed from the rotated q and k.",
-        "Call scaled_dot_product_attention from the earlier exercise with the rotated q and k, "
-        "v and the mask, and return what it returns, unchanged.",
-        "Return scaled_dot_product_attention(q_rotated, k_rotated, v, mask) unchanged.",
-    ),
-)
+MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
 # --------------------------------------------------------------------------- models
 
@@ -369,26 +97,36 @@ def _candidates(case):
 
     shown = ", ".join(str(int(p)) for p in positions[:4]) + (", ..." if T > 4 else "")
     found = [
-        ("interleaved", INTERLEAVED, m(pairs="interleaved"), {}),
-        ("backwards", DIRECTION, m(sign=-1.0), {}),
-        ("exponent-i", EXPONENT_I, m(exponent="i"), {}),
-        ("per-column", PAIR_FREQUENCY, m(layout="columns"), {}),
-        ("repeat-interleave", LAYOUT_MISMATCH, m(layout="repeat"), {}),
-        ("cos-only", NO_SIN, m(sin_term=False), {}),
-        ("interleaved-backwards", INTERLEAVED, m(pairs="interleaved", sign=-1.0), {}),
+        ("interleaved", MISTAKES["rope-interleaved-pairs"], m(pairs="interleaved"), {}),
+        ("backwards", MISTAKES["rope-rotation-direction"], m(sign=-1.0), {}),
+        ("exponent-i", MISTAKES["rope-exponent-i-over-d"], m(exponent="i"), {}),
+        ("per-column", MISTAKES["rope-pair-frequency"], m(layout="columns"), {}),
+        ("repeat-interleave", MISTAKES["rope-frequency-layout-mismatch"], m(layout="repeat"), {}),
+        ("cos-only", MISTAKES["rope-missing-sin-term"], m(sin_term=False), {}),
+        (
+            "interleaved-backwards",
+            MISTAKES["rope-interleaved-pairs"],
+            m(pairs="interleaved", sign=-1.0),
+            {},
+        ),
     ]
     if base != 10000.0:
-        found.append(("base-10000", BASE_IGNORED, m(base=10000.0), {"base": base}))
+        found.append(("base-10000", MISTAKES["rope-base-ignored"], m(base=10000.0), {"base": base}))
     how = "every row is turned by θ_i, as if at position 1: the positions were never multiplied in"
     found.append(
-        ("at-one", POSITIONS_IGNORED, m(positions=torch.ones(T)), {"shown": shown, "how": how})
+        (
+            "at-one",
+            MISTAKES["rope-positions-ignored"],
+            m(positions=torch.ones(T)),
+            {"shown": shown, "how": how},
+        )
     )
     if not torch.equal(positions, torch.arange(T)):
         how = "you rotated the rows by 0, 1, ..., T-1"
         found.append(
             (
                 "at-rows",
-                POSITIONS_IGNORED,
+                MISTAKES["rope-positions-ignored"],
                 m(positions=torch.arange(T)),
                 {"shown": shown, "how": how},
             )
@@ -432,7 +170,7 @@ def _rotation(got, key, case, what, want, *, named, charged=(), exact=None):
     x, positions = case["x"], case["positions"]
     out = tensor(got, key, what, floating=True, shape=x.shape)
     if out.dtype != x.dtype:
-        raise Failure(DTYPE_NOT_KEPT, what=what, got=out.dtype, expected=x.dtype)
+        raise Failure(MISTAKES["rope-dtype-not-kept"], what=what, got=out.dtype, expected=x.dtype)
     exact = want[key] if exact is None else exact
     if _fits(out, exact, x, positions):
         return
@@ -476,13 +214,15 @@ def _show(positions):
 # Which mistake each apply_rotary check names. The reference check names those every input
 # shows; a base, an offset and far positions show one more mistake each, named in its check.
 _EVERYWHERE = (
-    INTERLEAVED,
-    DIRECTION,
-    EXPONENT_I,
-    PAIR_FREQUENCY,
-    LAYOUT_MISMATCH,
-    NO_SIN,
-    POSITIONS_IGNORED,  # at reference's positions 0 .. T-1, only when never multiplied in
+    MISTAKES["rope-interleaved-pairs"],
+    MISTAKES["rope-rotation-direction"],
+    MISTAKES["rope-exponent-i-over-d"],
+    MISTAKES["rope-pair-frequency"],
+    MISTAKES["rope-frequency-layout-mismatch"],
+    MISTAKES["rope-missing-sin-term"],
+    MISTAKES[
+        "rope-positions-ignored"
+    ],  # at reference's positions 0 .. T-1, only when never multiplied in
 )
 
 
@@ -499,8 +239,14 @@ APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
     inputs=probe.inputs_reference,
 )
 def verdict_reference(got, want, x):
+    _every_case(got, want, x, named=_EVERYWHERE)
+
+
+def _every_case(got, want, x, *, named, charged=()):
+    """Each case of x rotated as the reference; `named` mistakes are named where they show,
+    the `charged` ones left to the checks that name them."""
     for name, case in x.items():
-        _rotation(got, name, case, _what(case), want, named=_EVERYWHERE)
+        _rotation(got, name, case, _what(case), want, named=named, charged=charged)
 
 
 @APPLY_ROTARY.check(
@@ -508,13 +254,10 @@ def verdict_reference(got, want, x):
     "apply_rotary uses the positions passed: a cache's p0 .. p0 + T - 1, or any order",
     2,
     inputs=probe.inputs_positions,
-    replays=_exempt_replays((POSITIONS_IGNORED,), _EVERYWHERE),
+    replays=_exempt_replays((MISTAKES["rope-positions-ignored"],), _EVERYWHERE),
 )
 def verdict_positions(got, want, x):
-    for name, case in x.items():
-        _rotation(
-            got, name, case, _what(case), want, named=(POSITIONS_IGNORED,), charged=_EVERYWHERE
-        )
+    _every_case(got, want, x, named=(MISTAKES["rope-positions-ignored"],), charged=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
@@ -522,11 +265,10 @@ def verdict_positions(got, want, x):
     "apply_rotary uses the base passed (θ_i = base^(-2i/d), base ≠ 10000)",
     1,
     inputs=probe.inputs_base,
-    replays=_exempt_replays((BASE_IGNORED,), _EVERYWHERE),
+    replays=_exempt_replays((MISTAKES["rope-base-ignored"],), _EVERYWHERE),
 )
 def verdict_base(got, want, x):
-    for name, case in x.items():
-        _rotation(got, name, case, _what(case), want, named=(BASE_IGNORED,), charged=_EVERYWHERE)
+    _every_case(got, want, x, named=(MISTAKES["rope-base-ignored"],), charged=_EVERYWHERE)
 
 
 @APPLY_ROTARY.check(
@@ -550,7 +292,7 @@ def verdict_far(got, want, x):
     ]
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
         if not _fits(out, exact, case["x"], case["positions"]):
-            raise Failure(POSITIONS_ROUNDED, what=what)
+            raise Failure(MISTAKES["rope-positions-rounded"], what=what)
     _rotation(got, "far", case, what, want, named=(), charged=_EVERYWHERE, exact=exact)
 
 
@@ -600,12 +342,15 @@ def verdict_relative(got, want, x):
         if bad.any():
             row = int(bad.nonzero()[0])
             raise Failure(
-                LENGTH_CHANGED, row=row, before=float(before[row]), after=float(after[row])
+                MISTAKES["rope-length-changed"],
+                row=row,
+                before=float(before[row]),
+                after=float(after[row]),
             )
     if torch.equal(runs["q1"], runs["q2"]) and torch.equal(runs["k1"], runs["k2"]):
         shown = ", ".join(str(int(p)) for p in positions[:4]) + ", ..."
         how = f"shifting every position by {shift} changed nothing"
-        raise Failure(POSITIONS_IGNORED, what=what, shown=shown, how=how)
+        raise Failure(MISTAKES["rope-positions-ignored"], what=what, shown=shown, how=how)
     plain = q @ k.T
     s1, s2 = runs["q1"] @ runs["k1"].T, runs["q2"] @ runs["k2"].T
     sizes = q.norm(dim=-1)[:, None] * k.norm(dim=-1)[None, :]
@@ -617,13 +362,17 @@ def verdict_relative(got, want, x):
         if bad.any():
             i, j = (int(v) for v in bad.nonzero()[0])
             raise Failure(
-                OFFSET_ZERO, i=i, j=j, before=float(plain[i, j]), after=float(scores[i, j])
+                MISTAKES["rope-offset-zero-changed"],
+                i=i,
+                j=j,
+                before=float(plain[i, j]),
+                after=float(scores[i, j]),
             )
     bad = (s1 - s2).abs() > allowed
     if bad.any():
         i, j = (int(v) for v in bad.nonzero()[0])
         raise Failure(
-            NOT_RELATIVE,
+            MISTAKES["rope-not-relative"],
             shift=shift,
             i=i,
             j=j,
@@ -633,7 +382,7 @@ def verdict_relative(got, want, x):
         )
     moved = ~same & ((s1 - plain).abs() > 10 * allowed)
     if not moved.any():
-        raise Failure(NO_ROTATION)
+        raise Failure(MISTAKES["rope-no-rotation"])
 
 
 @APPLY_ROTARY.check(
@@ -647,10 +396,10 @@ def verdict_relative(got, want, x):
 def verdict_odd(got, want, x):
     d = x["x"].size(-1)
     if got.get("got") != "ValueError":
-        raise Failure(ODD_NO_VALUEERROR, d=d, got=str(got.get("got"))[:80])
+        raise Failure(MISTAKES["rope-odd-width-no-valueerror"], d=d, got=str(got.get("got"))[:80])
     text = str(got.get("text", ""))
     if not re.search(rf"(?<!\d){d}(?!\d)", text):
-        raise Failure(ODD_UNCLEAR, d=d, text=text[:200])
+        raise Failure(MISTAKES["rope-odd-width-error-unclear"], d=d, text=text[:200])
 
 
 # --------------------------------------------------------------------------- rotary_attention
@@ -718,10 +467,10 @@ def verdict_attention(got, want, x):
 
     for index, name, value in ((1, "weights", weights), (0, "output", out)):
         candidates = [
-            (ROTATES_V, attended(index, rq, rk, rv), {}),
-            (NOT_ROTATED, attended(index, q, k, v), {}),
-            (ROTATES_ONE, attended(index, rq, k, v), {"which": "queries"}),
-            (ROTATES_ONE, attended(index, q, rk, v), {"which": "keys"}),
+            (MISTAKES["rope-rotates-v"], attended(index, rq, rk, rv), {}),
+            (MISTAKES["rope-attention-not-rotated"], attended(index, q, k, v), {}),
+            (MISTAKES["rope-rotates-one-side"], attended(index, rq, k, v), {"which": "queries"}),
+            (MISTAKES["rope-rotates-one-side"], attended(index, q, rk, v), {"which": "keys"}),
         ]
         if index == 1 and close(value, expected_w.float(), tol):
             continue
@@ -755,21 +504,31 @@ def verdict_attention_shift(got, want, x):
     tol = {"atol": 3e-5, "rtol": 1e-4}
     (out, w), (out2, w2) = runs[""], runs["2"]
     if not close(w2, w, tol):
-        raise Failure(ATTENTION_NOT_RELATIVE, shift=x["shift"], which="weights")
+        raise Failure(MISTAKES["rope-attention-not-relative"], shift=x["shift"], which="weights")
     if not close(out2, out, tol):
         # Same weights, another output: the values were changed by the positions.
-        raise Failure(ROTATES_V, what=what)
+        raise Failure(MISTAKES["rope-rotates-v"], what=what)
 
 
 def _is_attention(out, w, x, what, positions):
     if (w[x["mask"].expand_as(w)] != 0).any():
-        raise Failure(NOT_ATTENTION, what=what, why="a key the causal mask blocks got weight")
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"],
+            what=what,
+            why="a key the causal mask blocks got weight",
+        )
     sums = w.sum(dim=-1)  # within the weights' own dtype's tolerance: float32 rows of 8
     if not close(sums, torch.ones_like(sums)):  # sum to 1 only within a few 1e-7
-        raise Failure(NOT_ATTENTION, what=what, why="the weights of a row do not sum to 1")
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"],
+            what=what,
+            why="the weights of a row do not sum to 1",
+        )
     tol = {"atol": 1e-5, "rtol": 1e-5}
     if not close(out.double(), w.double() @ x["v"].double(), tol):
         rotated = _output(lambda: _rope(x["v"], positions))  # None in the student copy
         if rotated is not None and close(out.double(), w.double() @ rotated, tol):
-            raise Failure(ROTATES_V, what=what)
-        raise Failure(NOT_ATTENTION, what=what, why="the output is not weights @ v")
+            raise Failure(MISTAKES["rope-rotates-v"], what=what)
+        raise Failure(
+            MISTAKES["rope-attention-not-attention"], what=what, why="the output is not weights @ v"
+        )

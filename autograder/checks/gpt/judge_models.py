@@ -1,0 +1,140 @@
+"""Models of what MiniGPT and generate compute, right and with each named mistake (float64,
+never in the process that runs student code), and the replays the checks keep with the
+reference; the verdicts are in judge.py.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...trusted.masks import causal_mask
+from ...verdicts import model
+from . import probe
+
+try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
+    from ...trusted import gpt as trusted
+except ImportError:
+    trusted = None
+
+
+# --------------------------------------------------------------------------- models
+# What MiniGPT and generate compute with a given mistake, to recognise it by its output.
+
+
+@model
+def _built(x):
+    """The trusted MiniGPT with x's weights, in eval mode."""
+    return probe.load_weights(trusted.MiniGPT(**x["config"]), x["state"]).eval()
+
+
+@model
+def _logits(
+    x,
+    idx,
+    *,
+    scale=True,
+    causal=True,
+    final_norm=True,
+    log_softmax=False,
+    embed=None,
+    head=None,
+    built=None,
+):
+    """MiniGPT's logits on x's weights, with the mistakes named by the flags; embed and head
+    replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
+    _built(x), when the caller replays many mistakes on the same weights."""
+    model = built if built is not None else _built(x)
+    idx = idx.cpu()
+    T = idx.size(1)
+    embed = model.token_embed.weight if embed is None else embed
+    head = model.lm_head.weight if head is None else head
+    with torch.no_grad():
+        h = F.embedding(idx, embed) * (model.d_model**0.5 if scale else 1.0)
+        h = model.pos_encoding(h)
+        mask = causal_mask(T) if causal else None
+        for block in model.blocks:
+            h, _ = block(h, mask=mask)
+        logits = F.linear(model.final_norm(h) if final_norm else h, head)
+    return logits.log_softmax(dim=-1) if log_softmax else logits
+
+
+# The mistakes the logits check names, as _logits flags.
+_LOGITS_MISTAKES = {
+    "no-embed-scale": {"scale": False},
+    "no-causal": {"causal": False},
+    "no-final-norm": {"final_norm": False},
+    "log-softmax": {"log_softmax": True},
+}
+
+
+def _name(flags: dict) -> str:
+    return ",".join(f"{k}={int(v)}" for k, v in sorted(flags.items())) or "correct"
+
+
+def _variants():
+    """The correct model first, then every combination of the mistakes named elsewhere."""
+    return [
+        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
+        for s in (True, False)
+        for f in (True, False)
+        for ls in (False, True)
+        for c in (True, False)
+    ]
+
+
+def _logits_replays(x):
+    built = _built(x)
+    return {n: _logits(x, x["idx"], built=built, **kw) for n, kw in _LOGITS_MISTAKES.items()}
+
+
+def _tying_replays(x):
+    """MiniGPT's logits with E and W (untied), E and E, W and W (tied), each with every
+    combination of the mistakes the logits check charges."""
+    E, W = x["state"]["token_embed.weight"], x["head"]
+    built, found = _built(x), {}
+    for flags in _variants():
+        for label, (embed, head) in {"untied": (E, W), "E": (E, E), "W": (W, W)}.items():
+            found[f"{_name(flags)}/{label}"] = _logits(
+                x, x["idx"], embed=embed, head=head, built=built, **flags
+            )
+    return found
+
+
+def _scale_variants():
+    return [
+        {"final_norm": final_norm, "log_softmax": log_softmax}
+        for final_norm in (True, False)
+        for log_softmax in (False, True)
+    ]
+
+
+def _scale_replays(x):
+    built, found = _built(x), {}
+    for flags in _scale_variants():
+        found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], built=built, **flags)
+        found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, built=built, **flags)
+    return found
+
+
+@model
+def _generate(x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0):
+    model = probe.scripted(x).eval()
+    gen = torch.Generator().manual_seed(x["seed"])
+    idx, m, V = x["prompt"].cpu(), model.max_len, x["table"].size(0)
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(idx[:, -m:] if crop == "last" else idx[:, :m])[:, -1]
+            if temperature == 0:
+                next_id = logits.argmax(dim=-1, keepdim=True)
+            else:
+                if temp == "divide":
+                    logits = logits / temperature
+                elif temp == "multiply":
+                    logits = logits * temperature
+                if top_k is not None and top_k_on:
+                    kth = logits.topk(min(top_k + extra, V), dim=-1).values[:, -1:]
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                next_id = torch.multinomial(logits.softmax(dim=-1), 1, generator=gen)
+            idx = torch.cat([idx, next_id], dim=1)
+    return idx
