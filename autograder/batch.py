@@ -32,6 +32,7 @@ import time
 import traceback
 import unicodedata
 import zipfile
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -93,7 +94,7 @@ def student_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
 
 
-def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
+def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
     """The submissions in `folder`: sub-folders and .zip files, sorted by name."""
     if not folder.is_dir():
         raise BatchError(f"SUBMISSIONS={str(folder)!r} is not a folder of submissions")
@@ -116,7 +117,7 @@ def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
     return found
 
 
-def _unzip_problem(e: BaseException, info: zipfile.ZipInfo | None = None) -> str:
+def _unzip_problem(e: BaseException | None, info: zipfile.ZipInfo | None = None) -> str:
     """Why a .zip cannot be read, in words."""
     if info is not None and info.flag_bits & 0x1:
         if info.compress_type == 99:

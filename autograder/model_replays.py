@@ -259,7 +259,7 @@ class Recorder:
         written = []
         for module in sorted(self.entries):
             buf = io.BytesIO()
-            np.savez_compressed(buf, **self.arrays.get(module, {}))
+            np.savez_compressed(buf, allow_pickle=False, **self.arrays.get(module, {}))
             (folder / f"{module}{SUFFIX}.npz").write_bytes(buf.getvalue())
             meta = {
                 "format": FORMAT,

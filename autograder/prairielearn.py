@@ -34,6 +34,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 from . import i18n, ladder, registry
 from .batch import feedback_text
@@ -238,7 +239,11 @@ def run(root: Path) -> int:
     try:
         module = json.loads((root / "tests" / "attention_lab.json").read_text())["module"]
     except (OSError, ValueError, KeyError) as e:
-        data = {"gradable": False, "message": f"grader misconfigured: {e}", "score": 0.0}
+        data: dict[str, Any] = {
+            "gradable": False,
+            "message": f"grader misconfigured: {e}",
+            "score": 0.0,
+        }
         results.write_text(json.dumps(data) + "\n")
         return 0
     stage = Path(tempfile.mkdtemp(prefix="attention-lab-pl-"))

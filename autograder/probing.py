@@ -30,7 +30,7 @@ from .core import (
     ProbeSpec,
     Result,
 )
-from .submission import ImportProblem, Submission
+from .submission import ImportProblem, Loadable, Submission
 from .syllabus import MODULES
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.txt"
@@ -91,7 +91,7 @@ def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -
     return {k: (v.detach().cpu() if type(v) in plain else v) for k, v in (got or {}).items()}
 
 
-def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str = "cpu"):
+def attempt(check: Probed, submission: Loadable, inputs: Inputs, device: str = "cpu"):
     """Import the module and run the probe on `inputs`.
 
     Returns the probe's outputs, or the Result of a check that ended there (import error,

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from . import engine, ladder, limits, publish, registry, report, report_html, waiting
-from .core import Result, Status
+from .core import Outputs, Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
@@ -79,7 +79,8 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
     status = 0
     try:
         submission = Submission(submission_path)
-        results, outputs = [], {}
+        results: list[Result] = []
+        outputs: dict[str, Outputs] = {}
         for module in modules:
             results += grade_module(
                 submission, module, refs_by_module, device=args.device, outputs=outputs

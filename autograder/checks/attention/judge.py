@@ -10,7 +10,7 @@ from ...core import CheckList, Failure, misconception
 from ...diagnosis import infer_scale, name_scale
 from ...tolerances import tolerance
 from ...trusted.attention import broadcast_shape
-from ...verdicts import assert_close, close, model, tensor
+from ...verdicts import Candidate, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("attention")
@@ -260,7 +260,7 @@ def _candidates(x, which: str):
         return lambda: _attend(x, **kw)[i]
 
     d_k = x["q"].size(-1)
-    found = [
+    found: list[Candidate] = [
         (NO_SCALING, lazy(scale=1.0), {}),
         (SOFTMAX_DIM, lazy(dim=-2), {}),
     ]

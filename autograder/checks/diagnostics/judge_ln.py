@@ -3,6 +3,8 @@ computations, verdicts."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 import torch.nn.functional as F
 
@@ -11,6 +13,7 @@ from ...tolerances import tolerance
 from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
 
+trusted_blocks: ModuleType | None
 try:  # the stand-in the models replay the named mistakes on; the student copy has none and
     # answers from what make dist recorded (model_replays.py)
     from ...trusted import blocks as trusted_blocks
@@ -222,7 +225,8 @@ def _matches(a, b) -> bool:
         return False
     if not (a.is_floating_point() and b.is_floating_point()):
         return False
-    return bool(torch.allclose(a.double(), b.double(), **tolerance(torch.float32)))
+    tol = tolerance(torch.float32)
+    return bool(torch.allclose(a.double(), b.double(), rtol=tol["rtol"], atol=tol["atol"]))
 
 
 def _same(a, b) -> bool:

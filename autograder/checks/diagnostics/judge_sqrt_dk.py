@@ -21,7 +21,7 @@ import math
 import torch
 
 from ...core import WRONG_TYPE, CheckList, Failure, misconception
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...verdicts import Candidate, ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
 
@@ -179,7 +179,7 @@ def _candidates(x, scaled: bool, which: int):
     def lazy(**kw):
         return lambda: _saturation(q, k, **kw)[which].float()
 
-    found = [
+    found: list[Candidate] = [
         (SQRTDK_LOG2, lazy(scale=plain, log=torch.log2), {}),
         (SQRTDK_MAX_DIM, lazy(scale=plain, max_dim=-2), {}),
         (SQRTDK_SUM_ROWS, lazy(scale=plain, reduce="sum"), {}),

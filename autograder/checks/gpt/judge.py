@@ -8,6 +8,7 @@ The training check measures the trained weights here, in the grading process.
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,7 @@ from ...trusted.masks import causal_mask
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from . import probe
 
+trusted: ModuleType | None
 try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
     from ...trusted import gpt as trusted
 except ImportError:
