@@ -225,8 +225,7 @@ def _matches(a, b) -> bool:
         return False
     if not (a.is_floating_point() and b.is_floating_point()):
         return False
-    tol = tolerance(torch.float32)
-    return bool(torch.allclose(a.double(), b.double(), rtol=tol["rtol"], atol=tol["atol"]))
+    return bool(torch.allclose(a.double(), b.double(), **tolerance(torch.float32)))
 
 
 def _same(a, b) -> bool:
