@@ -31,7 +31,9 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -106,7 +108,7 @@ def client(argv: list[str]) -> int | None:
     return 1
 
 
-def _lines(conn: socket.socket):
+def _lines(conn: socket.socket) -> Iterator[str]:
     buffer = b""
     while True:
         chunk = conn.recv(4096)
@@ -258,7 +260,13 @@ def _own_user(conn: socket.socket) -> bool:
     return True
 
 
-def _answer(conn, mine: str, threads: int, sel, running) -> bool:
+def _answer(
+    conn: socket.socket,
+    mine: str,
+    threads: int,
+    sel: selectors.BaseSelector,
+    running: dict[int, tuple[socket.socket, int]],
+) -> bool:
     """Read one request; fork its grading. False when the request is for another kit."""
     try:
         conn.settimeout(10)
@@ -301,7 +309,7 @@ def _answer(conn, mine: str, threads: int, sel, running) -> bool:
             os.close(fd)
 
 
-def _child(request: dict, fds: list[int], threads: int) -> None:
+def _child(request: dict[str, Any], fds: list[int], threads: int) -> None:
     """The fork that grades: the student's stdin/stdout/stderr, folder and environment, then
     the same `cli.main` a direct run calls. Never returns."""
     code = 1

@@ -28,6 +28,7 @@ import selectors
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,7 +224,9 @@ def _work(
         os._exit(0)
 
 
-def _fork(checks, submission, seed, device, guards=()):
+def _fork(
+    checks: list[Check], submission: str, seed: int, device: str, guards: Iterable[str] = ()
+) -> tuple[int, int, int]:
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
     pid = os.fork()
@@ -281,7 +284,7 @@ class _Run:
         self.done = False
         self.open: set[int] = set()
 
-    def _message(self, header: dict, blob: bytes) -> None:
+    def _message(self, header: dict[str, Any], blob: bytes) -> None:
         kind, check_id = header.get("type"), header.get("check")
         if kind == "done":
             self.done = True
@@ -449,7 +452,7 @@ def overran(check: Check, why: str, seconds: float) -> Result:
     return Result.of(check, "failed", Failure(STALLED, seconds=seconds))
 
 
-def _child_result(check: Check, header: dict) -> Result:
+def _child_result(check: Check, header: dict[str, Any]) -> Result:
     """A failure the worker reported (import error, crash, not attempted): never a pass."""
     result = Result.of(check, "failed")
     status = header.get("status")

@@ -25,8 +25,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .. import fixtures, limits, registry
 from ..core import (
@@ -34,7 +36,9 @@ from ..core import (
     TIMEOUT,
     Check,
     Failure,
+    Outputs,
     Result,
+    Status,
     declared,
     misconception,
 )
@@ -92,7 +96,9 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     output: str = ""  # what the student's code printed (an excerpt)
     output_bytes: int = 0
-    process: dict = field(default_factory=dict)  # how the sandboxed process ended
+    process: dict[str, Any] = field(
+        default_factory=dict[str, Any]
+    )  # how the sandboxed process ended
     not_graded: str = ""  # why this submission could not be graded at all ('' if it was)
 
     @property
@@ -140,7 +146,7 @@ class Sandbox:
         seed: int | None = None,
         public: bool = False,
         limits: Limits | None = None,
-        hide: list[Path] = (),
+        hide: Iterable[Path] = (),
         slots: int = 1,
         warm_up: bool = True,
         insecure: bool = False,
@@ -198,7 +204,7 @@ class Sandbox:
             self.slots.put(slot)
         self.count = itertools.count()
 
-    def _compute(self, seed: int) -> tuple[dict[str, dict], dict[str, str]]:
+    def _compute(self, seed: int) -> tuple[dict[str, dict[str, Outputs]], dict[str, str]]:
         """{module: what its verdicts compare with}, {module: why it could not be had}.
         Public tier: the stored fixtures. Hidden tier: computed from solutions/ on `seed` in
         a trusted fork of the zygote (Zygote.references), where torch is warm, so that
@@ -208,7 +214,7 @@ class Sandbox:
             return References.public().modules(self.modules)
         return References.hidden(seed, compute=self.zygote.references).modules(self.modules)
 
-    def _state(self) -> tuple[int, dict[str, dict], dict[str, str]]:
+    def _state(self) -> tuple[int, dict[str, dict[str, Outputs]], dict[str, str]]:
         """(seed, references, reference errors) of the submission this thread grades."""
         own = getattr(self._own, "state", None)
         return own or (self.seed, self.references, self.reference_errors)
@@ -228,10 +234,10 @@ class Sandbox:
         view.unstage(self.stage)
         self._release()
 
-    def __enter__(self):
+    def __enter__(self) -> Sandbox:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ one submission
@@ -338,7 +344,8 @@ class Sandbox:
                 "stall": limits.stall_seconds(),
                 "isolation": asdict(self.isolation),
             }
-            stuck, skipped = Stuck(), {}
+            stuck = Stuck()
+            skipped: dict[str, Result] = {}
             runs, output = self._runs(request, slot, checks, left, stuck, skipped)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -362,20 +369,20 @@ class Sandbox:
 
     def _runs(
         self,
-        request: dict,
+        request: dict[str, Any],
         slot: int,
         checks: list[Check],
         left: float,
         stuck: Stuck,
         skipped: dict[str, Result],
-    ) -> tuple[list[tuple[bytes, dict]], dict]:
+    ) -> tuple[list[tuple[bytes, dict[str, Any]]], dict[str, Any]]:
         """Sandboxed runs of `checks`, [(channel bytes, the monitor's report)], and what
         they printed. After a check stopped for its CPU seconds, the checks without an
         outcome run again in a fresh process, except those that would run what did not
         finish (`stuck`: an endless loop costs one limit per function): they land in
         `skipped`, timed out "same as above"; the wall-clock budget `left` is for all runs."""
-        output: dict = {"head": bytearray(), "tail": bytearray(), "total": 0}
-        runs: list[tuple[bytes, dict]] = []
+        output: dict[str, Any] = {"head": bytearray(), "tail": bytearray(), "total": 0}
+        runs: list[tuple[bytes, dict[str, Any]]] = []
         todo = list(checks)
         request["guards"] = {}
         while todo:
@@ -409,8 +416,13 @@ class Sandbox:
         return runs, output
 
     def _collect(
-        self, channel_fd: int, output_fd: int, status_fd: int, output: dict, timeout: float
-    ):
+        self,
+        channel_fd: int,
+        output_fd: int,
+        status_fd: int,
+        output: dict[str, Any],
+        timeout: float,
+    ) -> tuple[bytes, dict[str, Any]]:
         """Read the three pipes until the monitor reports (then drain briefly); what the
         process printed is added to `output`."""
         channel = bytearray()
@@ -464,7 +476,7 @@ class Sandbox:
     def _judge(
         self,
         name: str,
-        runs: list[tuple[bytes, dict]],
+        runs: list[tuple[bytes, dict[str, Any]]],
         checks: list[Check],
         stuck: Stuck | None = None,
         skipped: dict[str, Result] | None = None,
@@ -476,7 +488,7 @@ class Sandbox:
         fresh process for it (where the checks without an outcome run again), nothing more."""
         ids = {c.id for c in checks}
         started: list[str] = []
-        outcome: dict[str, tuple[dict, bytes]] = {}
+        outcome: dict[str, tuple[dict[str, Any], bytes]] = {}
         malformed: dict[str, str] = {}
         stopped: dict[str, Result] = {}  # checks the monitor stopped (trusted)
         called: dict[str, Result] = {}  # checks that called a function that did not finish
@@ -562,7 +574,7 @@ class Sandbox:
                 graded.results.append(Result.of(check, "failed", failure))
         return graded, reached
 
-    def _result_or_error(self, check: Check, header: dict, blob: bytes) -> Result:
+    def _result_or_error(self, check: Check, header: dict[str, Any], blob: bytes) -> Result:
         """The verdict on one check; a failure of the verdict itself (decoding, a grader
         bug on an odd value) costs this check only."""
         try:
@@ -573,13 +585,15 @@ class Sandbox:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
 
-    def _result(self, check: Check, header: dict, blob: bytes) -> Result:
+    def _result(self, check: Check, header: dict[str, Any], blob: bytes) -> Result:
         kind = header["type"]
         if kind == "result":
             status = header.get("status")
             mistake = wire.text(header.get("misconception"), 80)
             result = Result.of(check, "failed")  # score 0: the child never reports a pass
-            result.status = status if status in ("failed", "not attempted") else "failed"
+            result.status = (
+                Status(status) if status in ("failed", "not attempted") else Status.FAILED
+            )
             result.misconception = mistake if mistake in declared() else "crash"
             result.message = wire.text(header.get("message"))
             result.hint = wire.text(header.get("hint"))
@@ -593,7 +607,7 @@ class Sandbox:
 
 MESSAGE_KINDS = {"start", "loaded", "stuck", "outputs", "result", "done"}
 # The fields of each kind of message and the types they must have (str: a string).
-_FIELDS = {
+_FIELDS: dict[str, dict[str, type]] = {
     "outputs": {"outputs": dict},
     "result": {"status": str, "misconception": str, "message": str, "hint": str},
 }
@@ -617,7 +631,7 @@ def _loaded(data: bytes) -> set[str]:
     }
 
 
-def _malformed(kind: str, header: dict) -> str:
+def _malformed(kind: str, header: dict[str, Any]) -> str:
     """What is wrong with a message for one check ('' if nothing)."""
     for key, expected in _FIELDS.get(kind, {}).items():
         value = header.get(key)
@@ -627,7 +641,9 @@ def _malformed(kind: str, header: dict) -> str:
     return ""
 
 
-def _how_it_ended(process: dict, limits: Limits, done: bool):
+def _how_it_ended(
+    process: dict[str, Any], limits: Limits, done: bool
+) -> tuple[str, Failure, str] | None:
     """(status, Failure for the check that was running, a note) or None if it ended well."""
     if process.get("timed_out"):
         seconds = f"{limits.timeout:g}"
@@ -653,7 +669,7 @@ def _how_it_ended(process: dict, limits: Limits, done: bool):
     return None
 
 
-def _excerpt(output: dict, limit: int) -> str:
+def _excerpt(output: dict[str, Any], limit: int) -> str:
     head = bytes(output["head"]).decode("utf-8", "replace")
     if output["total"] <= len(output["head"]):
         return head

@@ -34,7 +34,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .jail import (
     PR_SET_CHILD_SUBREAPER,
@@ -51,6 +53,9 @@ from .jail import (
     sweep_files,
     unshare_pid,
 )
+
+if TYPE_CHECKING:  # the zygote imports nothing of the grader before it forks
+    from ..core import Outputs
 
 # The hidden tier's reference outputs are computed in forks of the zygote (warm torch),
 # never confined, running reference_fork.serve. That module imports fixtures and solutions/,
@@ -85,7 +90,7 @@ class Zygote:
             self._early.put(o)
         self._servers: dict[int, socket.socket] = {}  # pid: socket, every live server
 
-    def start(self, request: dict) -> tuple[int, int, int]:
+    def start(self, request: dict[str, Any]) -> tuple[int, int, int]:
         """Start the sandboxed run of one submission; returns the read ends of its
         (channel, output, status) pipes. The caller reads them until EOF and closes them."""
         ends = [os.pipe() for _ in range(3)]
@@ -126,7 +131,7 @@ class Zygote:
 
     def references(
         self, modules: list[str], seed: int, solutions: Path, timeout: float = 600.0
-    ) -> tuple[dict[str, dict], dict[str, dict[str, float]], dict[str, str]]:
+    ) -> tuple[dict[str, dict[str, Outputs]], dict[str, dict[str, float]], dict[str, str]]:
         """The hidden tier's reference outputs of `modules` on `seed`, computed from
         `solutions` by a reference server, a trusted fork of the zygote (reference_fork.py):
         ({module: {slug: outputs}}, {module: {slug: CPU seconds}}, {module: why it could not
@@ -147,6 +152,7 @@ class Zygote:
                         raise
         finally:
             os.close(write)
+        assert pid is not None  # the loop ends with a server, or it raised
         stream = bytearray()
         deadline = time.monotonic() + timeout
         ended = False  # the server closed the pipe: it answered, or it died
@@ -162,7 +168,7 @@ class Zygote:
                         stream += chunk
         finally:
             os.close(read)
-        found: dict[str, dict] = {m: {} for m in modules}
+        found: dict[str, dict[str, Outputs]] = {m: {} for m in modules}
         cpu: dict[str, dict[str, float]] = {m: {} for m in modules}
         errors: dict[str, str] = {}
         from . import wire  # torch: this process has it by now (the Zygote was started first)
@@ -210,14 +216,14 @@ class Zygote:
                 self.process.kill()
             self.process.wait()
 
-    def __enter__(self):
+    def __enter__(self) -> Zygote:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
+def main(fd: int, warm_up: bool, servers: Sequence[int] = ()) -> None:
     """The zygote's interpreter: torch and the base of the probe side, then serve;
     `servers`: sockets to fork a reference server on, once torch is warm (Zygote)."""
     import torch
@@ -236,7 +242,7 @@ def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
     os._exit(code)
 
 
-def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
+def _serve(sock: socket.socket, warm_up: bool, servers: Sequence[int]) -> None:
     from .. import limits
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -296,7 +302,7 @@ def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
             os.close(fd)
 
 
-def _reference_server(fd: int, others: list[int]) -> None:
+def _reference_server(fd: int, others: Iterable[int]) -> None:
     """In a fresh fork of the zygote (its socket closed): serve references on `fd`; `others`:
     the zygote's descriptors of the servers not forked yet, closed here."""
     for other in others:
@@ -305,13 +311,13 @@ def _reference_server(fd: int, others: list[int]) -> None:
     importlib.import_module(REFERENCE_FORK).serve(fd)  # never returns
 
 
-def _monitor(request: dict, channel: int, output: int, status: int) -> None:
+def _monitor(request: dict[str, Any], channel: int, output: int, status: int) -> None:
     """Trusted: put the sandboxed process in its cgroup (and PID namespace), enforce the wall
     clock, kill everything it left, report how it ended."""
     limits = Limits(**request["limits"])
     isolation = Isolation(**request["isolation"])
     started = time.monotonic()
-    report: dict = {}
+    report: dict[str, Any] = {}
     libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back here to be reaped
     cgroup = {}
     try:
