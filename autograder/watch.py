@@ -20,6 +20,7 @@ and its child cleanly.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import importlib
@@ -153,7 +154,7 @@ def _warm_up() -> None:
 
 
 class Watcher:
-    def __init__(self, args):
+    def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.folder = Path(args.submission).resolve()
         self.modules = args.modules or registry.modules()
@@ -171,7 +172,7 @@ class Watcher:
         self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
         self.buffer = b""
 
-    def mtimes(self) -> dict[str, float]:
+    def mtimes(self) -> dict[str, int]:
         """Every exercise file's, watched or not: a watched module may run an unwatched one
         as its own dependency (the student copy; see `to_grade`)."""
         found = {}
