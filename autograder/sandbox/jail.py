@@ -112,9 +112,8 @@ class Isolation:
     view: list[str] = field(default_factory=list)  # allow-listed paths (namespace modes)
     hide: list[str] = field(default_factory=list)  # secret paths (for the uid mode's check)
     readable: list[str] = field(default_factory=list)  # secret paths the sandbox can read
-    cgroup: dict[str, Any] = field(
-        default_factory=dict[str, Any]
-    )  # {"version": 1|2, "dirs": {ctrl: run dir}}
+    # {"version": 1|2, "dirs": {ctrl: run dir}}
+    cgroup: dict[str, Any] = field(default_factory=dict)
     seccomp: bool = False
     missing: list[str] = field(default_factory=list)  # what is missing (with --insecure)
     insecure: bool = False

@@ -96,9 +96,7 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     output: str = ""  # what the student's code printed (an excerpt)
     output_bytes: int = 0
-    process: dict[str, Any] = field(
-        default_factory=dict[str, Any]
-    )  # how the sandboxed process ended
+    process: dict[str, Any] = field(default_factory=dict)  # how the sandboxed process ended
     not_graded: str = ""  # why this submission could not be graded at all ('' if it was)
 
     @property

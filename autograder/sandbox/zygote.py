@@ -54,7 +54,7 @@ from .jail import (
     unshare_pid,
 )
 
-if TYPE_CHECKING:  # the zygote imports nothing of the grader before it forks
+if TYPE_CHECKING:  # for annotations only: this module imports no grader module at its top
     from ..core import Outputs
 
 # The hidden tier's reference outputs are computed in forks of the zygote (warm torch),
