@@ -93,7 +93,7 @@ TEST_JOBS ?= auto
 test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
 	$(PY) -m pytest -q -m fast
 
-lint: $(ISTAMP) ## ruff lint and format check
+lint: $(ISTAMP) ## ruff lint and format check, mypy (the whole package; strict on the core and the runner)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

@@ -33,6 +33,7 @@ import time
 import traceback
 import unicodedata
 import zipfile
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -70,7 +71,7 @@ def student_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
 
 
-def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
+def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
     """The submissions in `folder`: sub-folders and .zip files, sorted by name."""
     if not folder.is_dir():
         raise BatchError(f"SUBMISSIONS={str(folder)!r} is not a folder of submissions")
@@ -93,7 +94,7 @@ def find_submissions(folder: Path, skip: list[Path] = ()) -> list[Path]:
     return found
 
 
-def _unzip_problem(e: BaseException, info: zipfile.ZipInfo | None = None) -> str:
+def _unzip_problem(e: BaseException | None, info: zipfile.ZipInfo | None = None) -> str:
     """Why a .zip cannot be read, in words."""
     if info is not None and info.flag_bits & 0x1:
         if info.compress_type == 99:
@@ -332,7 +333,7 @@ def run(
             if insecure_note:
                 g.notes.insert(0, insecure_note)
             result_set = sinks.ResultSet.of_graded(g, title_of(name))  # shares g's notes
-            files = [sinks.GradescopeJson(out / name / "results.json")]
+            files: list[sinks.Sink] = [sinks.GradescopeJson(out / name / "results.json")]
             files.append(sinks.FeedbackText(out / name / "feedback.txt"))
             try:
                 sinks.publish(result_set, [*files, grades])

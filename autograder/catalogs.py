@@ -46,7 +46,7 @@ def _flags(text: str) -> tuple[str, ...]:
     return ("python-brace-format",) if placeholders(text) else ()
 
 
-def ui_texts() -> Iterator[tuple[str | tuple[str, str], str]]:
+def ui_texts() -> Iterator[tuple[str | tuple[str, ...], str]]:
     """(msgid or (singular, plural), 'file:line') of every text marked in autograder/."""
     found = extract_from_dir(
         PACKAGE,

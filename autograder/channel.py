@@ -35,7 +35,7 @@ Send = Callable[..., None]  # send(message, blob=b"")
 # --------------------------------------------------------------------------- child side
 
 
-def result_message(check_id: str, result: Result) -> dict:
+def result_message(check_id: str, result: Result) -> dict[str, Any]:
     return {
         "type": "result",
         "check": check_id,
@@ -83,7 +83,7 @@ def probe_all(
 # --------------------------------------------------------------------------- parent side
 
 
-def malformed(kind: str, header: dict) -> str:
+def malformed(kind: str, header: dict[str, Any]) -> str:
     """What is wrong with an outcome message ('' if nothing)."""
     for key, expected in _FIELDS.get(kind, {}).items():
         value = header.get(key)
@@ -104,12 +104,12 @@ class Reading:
         self.started: list[str] = []
         self.loaded: set[str] = set()  # checks whose module's import returned
         self.stuck: dict[str, object] = {}  # check -> the guarded function it called
-        self.outcome: dict[str, tuple[dict, bytes]] = {}
+        self.outcome: dict[str, tuple[dict[str, Any], bytes]] = {}
         self.malformed: dict[str, str] = {}
         self.stray: list[str] = []
         self.done = False
 
-    def take(self, header: dict, blob: bytes) -> tuple[str, str] | None:
+    def take(self, header: dict[str, Any], blob: bytes) -> tuple[str, str] | None:
         """Record one message; (its kind, its check) when it counts, else None."""
         kind, check_id = header.get("type"), header.get("check")
         if kind == "done":

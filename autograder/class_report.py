@@ -21,6 +21,7 @@ import json
 import re
 import sys
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,7 +188,8 @@ def _exercise(r: Row) -> str:
 
 def failed_checks(data: ClassData) -> list[tuple[str, int, int]]:
     """(check, students who lost points, students graded on it), most failed first."""
-    lost, graded = collections.Counter(), collections.Counter()
+    lost: collections.Counter[str] = collections.Counter()
+    graded: collections.Counter[str] = collections.Counter()
     for r in data.rows:
         graded[r.check] += 1
         if r.score < r.max_score:
@@ -217,9 +219,9 @@ def _plots(data: ClassData, out: Path) -> list[str]:
     if modules:
         shares = [
             [
-                100 * data.totals[s][m] / maxima[m]
-                for s in data.totals
-                if data.totals[s].get(m) is not None
+                100 * t / maxima[m]
+                for totals in data.totals.values()
+                if (t := totals.get(m)) is not None
             ]
             for m in modules
         ]
@@ -289,7 +291,7 @@ def write_canvas_csv(data: ClassData, path: Path, title: str = "Attention Lab") 
             out.writerow([student, "", "", student, ""] + cells)
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _table(head: list[str], rows: Sequence[Sequence[object]]) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
@@ -306,7 +308,7 @@ def write(data: ClassData, out: Path) -> Path:
     maxima = module_max(data)
     summary = []
     for m in data.modules:
-        scores = [t[m] for t in data.totals.values() if t.get(m) is not None]
+        scores = [got for t in data.totals.values() if (got := t.get(m)) is not None]
         mean = sum(scores) / len(scores) if scores else 0.0
         full = sum(s == maxima[m] for s in scores)
         summary.append([m, len(scores), f"{mean:.1f} / {maxima[m]:g}", full])

@@ -317,7 +317,7 @@ VerdictFn = Callable[[Outputs, Outputs | None, Inputs], None]
 _PROBE_REF = re.compile(r"^autograder\.checks\.[a-z_0-9]+\.probe[a-z_0-9]*:[A-Za-z_][A-Za-z_0-9]*$")
 
 
-def ref_of(fn: Callable) -> str:
+def ref_of(fn: Callable[..., Any]) -> str:
     """The import name of a probe-side function (module:function)."""
     ref = f"{fn.__module__}:{fn.__qualname__}"
     if not _PROBE_REF.match(ref):
@@ -328,12 +328,13 @@ def ref_of(fn: Callable) -> str:
     return ref
 
 
-def resolve(ref: str) -> Callable:
+def resolve(ref: str) -> Callable[..., Any]:
     """The probe-side function named by `ref` (validated: nothing else can be imported)."""
     if not isinstance(ref, str) or not _PROBE_REF.match(ref):
         raise ValueError(f"expected a probe-side function name, got {ref!r}")
     module, name = ref.split(":")
-    return getattr(importlib.import_module(module), name)
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
 
 
 def no_reference(verdict: VerdictFn) -> VerdictFn:
@@ -452,7 +453,7 @@ class ProbeSpec:
         return zlib.crc32(f"{base_seed}:{self.id}".encode())
 
 
-class CheckList(list):
+class CheckList(list[Check]):
     """The checks of one exercise module, declared next to their verdicts (judge.py):
 
         CHECKS = CheckList("attention")
@@ -484,7 +485,7 @@ class CheckList(list):
         forgeable: bool = False,
         verdict: VerdictFn | None = None,
         replays: Callable[[Inputs], dict[str, Any]] | None = None,
-    ):
+    ) -> Callable[..., Any]:  # the verdict, or (verdict=None) a decorator that registers one
         if any(c.slug == slug for c in self):
             raise ValueError(f"check {self.module}.{slug} is declared twice")
         if forgeable:
@@ -539,8 +540,8 @@ class Exercise:
     probe: ProbeFn
 
     def check(
-        self, slug: str, title: str, points: float, *, probe: ProbeFn | None = None, **options
-    ):
+        self, slug: str, title: str, points: float, *, probe: ProbeFn | None = None, **options: Any
+    ) -> Callable[..., Any]:
         """CheckList.check(slug, title, points, inputs=..., ...) with probe and exercise set."""
         return self.checks.check(
             slug, title, points, probe=probe or self.probe, exercise=self.name, **options

@@ -193,7 +193,8 @@ def teaching_text(module: str, text_dir: Path = TEXT) -> dict[str, str]:
     path = text_dir / f"{module}.md"
     if not path.is_file():
         return {}
-    sections, key = {"": []}, ""
+    sections: dict[str, list[str]] = {"": []}
+    key = ""
     for line in path.read_text().splitlines():
         marker = re.fullmatch(r"\s*<!--\s*before:\s*(\w+)\s*-->\s*", line)
         if marker:
@@ -268,6 +269,7 @@ def _chunks(source: str) -> tuple[str, list[tuple[str, str]]]:
     for node in body:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
         end = node.end_lineno
+        assert end is not None  # ast.parse sets every node's end
         # Indented comments after the last statement (### END SOLUTION) belong to the node.
         while end < len(lines) and lines[end][:1].isspace() and lines[end].strip()[:1] == "#":
             end += 1
@@ -397,11 +399,14 @@ def notebook(
 
 def _default_text(name: str, code: str) -> str:
     """Markdown for an exercise without teaching text: its name and docstring summary."""
+    summary = ""
     try:
         node = ast.parse(textwrap.dedent(code)).body[-1]
-        summary = (ast.get_docstring(node) or "").split("\n\n")[0]
     except (SyntaxError, IndexError):
-        summary = ""
+        pass
+    else:  # the last def or class (a chunk may end with other code: it has no docstring)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            summary = (ast.get_docstring(node) or "").split("\n\n")[0]
     return f"## `{name}`\n\n{summary}".strip()
 
 
@@ -562,7 +567,7 @@ def autograde(
     and prints a summary. `settings`: the run's (the sandbox's mode and limits)."""
     root = Path(root)
     config = course_config.load(root)
-    summary = {"graded": [], "failed": [], "skipped": []}
+    summary: dict[str, list[str]] = {"graded": [], "failed": [], "skipped": []}
     for item in course_collect.read_report(root):
         if item.action in ("skipped", "superseded"):
             summary["skipped"].append(f"{item.source}: {item.action}, {item.why}")
@@ -586,14 +591,14 @@ def autograde(
             except Exception as e2:  # noqa: BLE001
                 summary["failed"].append(f"{a}: scores not withheld ({type(e2).__name__}: {e2})")
             continue
-        for item in judged:
-            if item.results:
-                late = f", late penalty {item.penalty:g}" if item.penalty else ""
+        for one in judged:
+            if one.results:
+                late = f", late penalty {one.penalty:g}" if one.penalty else ""
                 summary["graded"].append(
-                    f"{item.student} / {a}: {item.score:g} / {item.max_score:g}{late}"
+                    f"{one.student} / {a}: {one.score:g} / {one.max_score:g}{late}"
                 )
             else:
-                summary["failed"].append(f"{item.student} / {a}: {'; '.join(item.notes)}")
+                summary["failed"].append(f"{one.student} / {a}: {'; '.join(one.notes)}")
     print_summary(summary)
     return summary
 

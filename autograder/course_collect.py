@@ -194,7 +194,7 @@ def plan(root: Path, config: CourseConfig, assignments: list[str]) -> list[tuple
                 file_id = stem if stem in known else file_id
             if file_id in known and (zip_student or match):
                 item.assignment = file_id
-                item.student = zip_student or match.group("student_id")
+                item.student = zip_student or (match.group("student_id") if match else "")
                 item.how, item.action = ("zip" if zip_student else "name"), "collected"
                 if meta_assignment and meta_assignment != file_id:
                     item.assignment, item.how, item.action = meta_assignment, "metadata", "mapped"

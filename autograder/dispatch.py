@@ -56,7 +56,7 @@ class OpCounter(TorchDispatchMode):
         # them, seconds of CPU) inside whichever check records first.
         return False
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
         self.numels: defaultdict[str, list[int]] = defaultdict(list)

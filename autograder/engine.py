@@ -16,13 +16,13 @@ from .core import GRADER_ERROR, UNNAMED, Check, Failure, Inputs, Outputs, Result
 from .limits import SLOWER_NOTE, TimeLimits
 from .probing import attempt, make_inputs
 from .references import References
-from .submission import Submission
+from .submission import Loadable, Submission
 from .verdicts import ModelUnavailable
 
 
 def run_check(
     check: Check,
-    submission: Submission,
+    submission: Loadable,
     reference: Outputs | None,
     *,
     seed: int,

@@ -62,7 +62,8 @@ def compute_timed(
     time limits are calibrated against: limits.py). `loaded`: `solutions` already loaded
     (a process that computes many seeds' references imports each solution once). `only`:
     the slugs to compute (default: every fast check)."""
-    refs, cpu = {}, {}
+    refs: dict[str, Outputs] = {}
+    cpu: dict[str, float] = {}
     if only is not None and not only:
         return refs, cpu  # (nothing to compute: the solution is not even imported)
     mod = (loaded or Submission(solutions)).load(module)
@@ -129,7 +130,7 @@ def write(module: str, solutions: Path = SOLUTIONS) -> Path:
         for key, value in outputs.items():
             arrays[f"{slug}/{key}"], kinds[f"{slug}/{key}"] = _encode(value)
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, allow_pickle=False, **arrays)
     FIXTURE_DIR.mkdir(exist_ok=True)
     npz = FIXTURE_DIR / f"{module}.npz"
     npz.write_bytes(buf.getvalue())

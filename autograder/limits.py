@@ -15,14 +15,14 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
 import torch
 import torch.nn.functional as F
 
-from .core import Check
+from .core import Check, ProbeSpec
 
 FACTOR = 20.0
 STALL_SECONDS = 30.0
@@ -78,9 +78,9 @@ def cpu_seconds(pid: int) -> float:
 def stop(pid: int) -> None:
     """Stop a process from outside: SIGKILL to its process group (it made itself a session
     leader), else to the process."""
-    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+    for kill in (os.killpg, os.kill):
         try:
-            kill()
+            kill(pid, signal.SIGKILL)
         except OSError:
             pass
 
@@ -174,7 +174,7 @@ def _warm_matplotlib() -> None:
 WARM_UPS: dict[str, Callable[[], None]] = {"meta": _warm_meta, "matplotlib": _warm_matplotlib}
 
 
-def warm_ups_of(checks) -> list[str]:
+def warm_ups_of(checks: Iterable[Check | ProbeSpec]) -> list[str]:
     """The extra warm-ups the modules of `checks` declare (WARM_UP in their judge.py, which
     the grading process has imported; the sandbox's zygote warms every kind)."""
     found: dict[str, None] = {}

@@ -20,6 +20,7 @@ calls models only from verdicts, since no model body ships there.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -260,7 +261,7 @@ class Recorder:
         written = []
         for module in sorted(self.entries):
             buf = io.BytesIO()
-            np.savez_compressed(buf, **self.arrays.get(module, {}))
+            np.savez_compressed(buf, allow_pickle=False, **self.arrays.get(module, {}))
             (folder / f"{module}{SUFFIX}.npz").write_bytes(buf.getvalue())
             meta = {
                 "format": FORMAT,
@@ -302,10 +303,7 @@ def recorded(fn: Callable) -> Callable:
         rec.add(fn, key, value, _holders(args, kwargs))
         return value
 
-    call.__name__, call.__qualname__ = fn.__name__, fn.__qualname__
-    call.__module__, call.__doc__ = fn.__module__, fn.__doc__
-    call.__wrapped__ = fn  # type: ignore[attr-defined]
-    return call
+    return functools.update_wrapper(call, fn)  # its name, module, docstring; __wrapped__
 
 
 def _is_holder(value: Any) -> bool:

@@ -90,7 +90,7 @@ class NotebookSubmission:
 
 def _cell_folder(namespace: dict[str, Any]) -> Path:
     """Where the kernel files the code of this namespace's cells (ipykernel: a temp folder)."""
-    folders = collections.Counter()
+    folders: collections.Counter[Path] = collections.Counter()
     main = namespace.get("__name__", "__main__")
     for value in list(namespace.values()):
         targets = [value]

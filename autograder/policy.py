@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+from typing import Any
 
 from .channel import Reading
 from .core import TIMEOUT, Check, Failure, Misconceptions, Result, Status, declared
@@ -171,7 +172,7 @@ def how(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def child_result(check: Check, header: dict) -> Result:
+def child_result(check: Check, header: dict[str, Any]) -> Result:
     """A failure the student's process reported (import error, crash, not attempted): never
     a pass, whatever the message says; its texts bounded, its misconception a declared one."""
     result = Result.of(check, "failed")
@@ -185,7 +186,7 @@ def child_result(check: Check, header: dict) -> Result:
     return result
 
 
-def settle(check: Check, header: dict, blob: bytes) -> Result | dict:
+def settle(check: Check, header: dict[str, Any], blob: bytes) -> Result | dict[str, Any]:
     """A check's outcome message (channel.Reading) as the probe's outputs, to judge, or as
     the Result it already is: a failure the child reported (`child_result`), or outputs the
     child could not send or the parent cannot read (`CHANNEL`)."""
@@ -200,7 +201,7 @@ def settle(check: Check, header: dict, blob: bytes) -> Result | dict:
         return channel_broken(check, str(e))
 
 
-def outcome(check: Check, reading: Reading, stuck: Stuck) -> Result | dict | None:
+def outcome(check: Check, reading: Reading, stuck: Stuck) -> Result | dict[str, Any] | None:
     """What the child said about `check` (channel.Reading), settled: a guard said it called a
     function that did not finish (timed out, whatever came after), a malformed outcome, the
     outcome itself; None when the child said nothing of it (the parent decides: stopped,

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 from . import registry, sinks
 from .options import add_platform_verbs, modules_of
@@ -213,7 +214,11 @@ def run(root: Path, settings: Settings | None = None) -> int:
     try:
         module = json.loads((root / "tests" / "attention_lab.json").read_text())["module"]
     except (OSError, ValueError, KeyError) as e:
-        data = {"gradable": False, "message": f"grader misconfigured: {e}", "score": 0.0}
+        data: dict[str, Any] = {
+            "gradable": False,
+            "message": f"grader misconfigured: {e}",
+            "score": 0.0,
+        }
         results.write_text(json.dumps(data) + "\n")
         return 0
     stage = Path(tempfile.mkdtemp(prefix="attention-lab-pl-"))

@@ -30,7 +30,7 @@ from .core import (
     ProbeSpec,
     Result,
 )
-from .submission import ImportProblem, Submission
+from .submission import ImportProblem, Loadable, Submission
 from .syllabus import MODULES
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.txt"
@@ -51,12 +51,14 @@ def corpus() -> tuple[str, torch.Tensor]:
 Probed = Check | ProbeSpec
 
 
-def randn(gen: torch.Generator, *shape: int, dtype=torch.float32, scale: float = 1.0):
+def randn(
+    gen: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0
+) -> torch.Tensor:
     """Standard normal draws on the CPU from `gen` (deterministic), times `scale`."""
     return torch.randn(*shape, generator=gen, dtype=torch.float64).mul(scale).to(dtype)
 
 
-def pair(result, what: str, names: str = "(out, weights)"):
+def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         got = f"a {type(result).__name__}"
@@ -91,7 +93,9 @@ def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -
     return {k: (v.detach().cpu() if type(v) in plain else v) for k, v in (got or {}).items()}
 
 
-def attempt(check: Probed, submission: Submission, inputs: Inputs, device: str = "cpu"):
+def attempt(
+    check: Probed, submission: Loadable, inputs: Inputs, device: str = "cpu"
+) -> Outputs | Result:
     """Import the module and run the probe on `inputs`.
 
     Returns the probe's outputs, or the Result of a check that ended there (import error,
@@ -162,7 +166,7 @@ def crash(e: BaseException, root: Path) -> Failure:
     return Failure(CRASH, error=error, where=where)
 
 
-def dependency(mod, name: str):
+def dependency(mod: types.ModuleType, name: str) -> types.ModuleType:
     """The module that `mod` (a student's module, as Submission loaded it) gets for
     `from .<name> import ...`: the trusted stand-in where the kit has one (official grading
     always has it), else the student's own <name>.py (the student copy leaves out the
@@ -194,7 +198,7 @@ def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
     class (each method it defines), or "Class.method". Anything else (a name the module
     lacks, a bare method name, a callable object) is left as it is: the check runs for real."""
 
-    def stand_in(name: str, original: Callable) -> Callable:
+    def stand_in(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def guarded(*args: Any, **kwargs: Any) -> Any:
             fire(name)
             raise StuckCall(name)
@@ -232,9 +236,9 @@ class Attempts:
     def __init__(
         self,
         submission: Submission,
-        send: Callable[[dict], None],
+        send: Callable[[dict[str, Any]], None],
         guards: dict[str, list[str]] | None = None,
-    ):
+    ) -> None:
         self.submission, self.send, self.guards = submission, send, guards or {}
         self.current = ""
         self.guarded: set[str] = set()
@@ -242,7 +246,7 @@ class Attempts:
     def _fire(self, name: str) -> None:
         self.send({"type": "stuck", "check": self.current, "function": name})
 
-    def __call__(self, check: Probed, inputs: Inputs, device: str = "cpu"):
+    def __call__(self, check: Probed, inputs: Inputs, device: str = "cpu") -> Outputs | Result:
         """attempt(check, ...); never raises for anything the student's code does."""
         self.current = check.id
         try:

@@ -8,12 +8,29 @@ Public tier: the stored fixtures (probe(solution) on the public seed). Hidden ti
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 from . import fixtures, limits, paths
 from .core import Check, Outputs
 
+# Where the hidden tier is computed: f(modules, seed, solutions) -> ({module: {slug: outputs}},
+# {module: {slug: CPU seconds}}, {module: error}).
+Compute = Callable[
+    [list[str], int, Path],
+    tuple[dict[str, dict[str, Outputs]], dict[str, dict[str, float]], dict[str, str]],
+]
+
 
 class References:
-    def __init__(self, tier: str, seed: int, solutions=paths.SOLUTIONS, compute=None):
+    def __init__(
+        self,
+        tier: str,
+        seed: int,
+        solutions: Path = paths.SOLUTIONS,
+        compute: Compute | None = None,
+    ) -> None:
         """`compute`: where the hidden tier is computed, f(modules, seed, solutions) ->
         ({module: {slug: outputs}}, {module: {slug: CPU seconds}}, {module: error}); None:
         in this process (the sandbox passes its zygote's trusted fork: Zygote.references)."""
@@ -32,7 +49,9 @@ class References:
         return cls("public", fixtures.PUBLIC_SEED)
 
     @classmethod
-    def hidden(cls, seed: int, solutions=paths.SOLUTIONS, compute=None) -> References:
+    def hidden(
+        cls, seed: int, solutions: Path = paths.SOLUTIONS, compute: Compute | None = None
+    ) -> References:
         return cls("hidden", seed, solutions, compute)
 
     def module(self, module: str) -> dict[str, Outputs]:
@@ -84,7 +103,7 @@ class References:
                 )
         return found_all, errors_all
 
-    def _record(self, module: str, cpu) -> None:
+    def _record(self, module: str, cpu: Any) -> None:
         """The solution's CPU seconds per check: what time limits are calibrated on."""
         for slug, seconds in cpu.items() if isinstance(cpu, dict) else ():
             if isinstance(seconds, (int, float)):

@@ -191,9 +191,9 @@ def table(
             score=_points(score), total=_points(total), summary=verdict
         )
     )
-    for name, points in left_out or []:
+    for name, worth in left_out or []:
         text = _("Left out: {name} ({points} points, a training run): not graded here.").format(
-            name=name, points=_points(points)
+            name=name, points=_points(worth)
         )
         lines += wrap(text, width, "", "  ")
         lines.append("  " + _("Run `make grade-train` to grade it."))

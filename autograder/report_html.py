@@ -28,12 +28,16 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import registry, waiting
 from .core import Result, Status
 from .i18n import N_, _, html_lang, message, ngettext
 from .i18n import title as i18n_title
 from .report import TAGS, Hints, hints_of, printed_lines, shown_status
+
+if TYPE_CHECKING:  # torch is imported where a picture is drawn (report.html may have none)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,7 @@ def _img(matrix, lo: float, hi: float, stops, label: str) -> str:
 # --------------------------------------------------------------------------- drawing
 
 
-def _as_maps(picture: Picture, outputs: dict) -> list[tuple[str, object]]:
+def _as_maps(picture: Picture, outputs: dict) -> list[tuple[str, torch.Tensor]]:
     """[(label, 2-D tensor)] for one side (the student's or the reference)."""
     import torch
 

@@ -34,7 +34,9 @@ def _track(enclosing: list[tuple[int, str]], line: str) -> None:
 
 def stub_source(text: str, name: str = "module.py") -> str:
     """The stub of one solution file's text."""
-    out, enclosing, inside = [], [], None
+    out: list[str] = []
+    enclosing: list[tuple[int, str]] = []
+    inside: int | None = None
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         stripped = line.strip()
         if inside is not None:
@@ -155,7 +157,8 @@ def hint_leaks(text: str, name: str = "module.py") -> list[dict]:
     comments or docstrings give away (the rule above)."""
     shown = _shown_text(stub_source(text, name))
     lines = text.splitlines()
-    found, enclosing = [], []
+    found: list[dict] = []
+    enclosing: list[tuple[int, str]] = []
     i = 0
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()

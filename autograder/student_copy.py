@@ -49,7 +49,9 @@ def strip_models(source: str) -> str:
         first = node.body[0].lineno
         if first == node.lineno or any(lines[d.lineno - 1].strip() != "@model" for d in marks):
             raise ValueError(f"line {node.lineno}: @model {node.name} cannot be cut out by lines")
-        indent = re.match(r"\s*", lines[first - 1]).group(0)
+        body = lines[first - 1]
+        indent = body[: len(body) - len(body.lstrip())]
+        assert node.end_lineno is not None  # ast.parse sets every node's end
         cuts.append((marks[0].lineno, first, node.end_lineno, indent))
     for decorator, first, last, indent in reversed(cuts):
         lines[first - 1 : last] = [f"{indent}{LEFT_OUT}\n"]

@@ -16,6 +16,7 @@ import pkgutil
 import sys
 import types
 from pathlib import Path
+from typing import Protocol
 
 from . import paths, trusted
 
@@ -33,6 +34,16 @@ class ImportProblem(Exception):
 
 def trusted_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(trusted.__path__))
+
+
+class Loadable(Protocol):
+    """What running a probe needs of a submission: the folder its code is in (a crash's
+    traceback is cut to it) and its modules, one at a time (a Submission, or a notebook's
+    namespace: notebook.NotebookSubmission)."""
+
+    path: Path
+
+    def load(self, module: str) -> types.ModuleType: ...
 
 
 class Submission:

@@ -22,7 +22,7 @@ from .core import (
     Misconception,
     Misconceptions,
 )
-from .tolerances import tolerance
+from .tolerances import Tolerance, tolerance
 
 # A candidate explanation: (misconception, the output that mistake would give, details).
 # The output may be a callable, computed only when needed.
@@ -35,30 +35,32 @@ class ModelUnavailable(Exception):
     name the mistake there (engine.judge: UNNAMED)."""
 
 
-def model(fn: Callable) -> Callable:
-    """Marks a judge function that computes the exercise's computation (correctly, or with
-    a named mistake): the student copy (`make dist`, student_copy.py) ships its signature
-    with the body left out, decorated `@model.left_out` instead, and answers from what the
-    kit recorded on the public tier (model_replays.py, which records through this)."""
-    return model_replays.recorded(fn)
+class _Model:
+    """`@model` marks a judge function that computes the exercise's computation (correctly,
+    or with a named mistake): the student copy (`make dist`, student_copy.py) ships its
+    signature with the body left out, decorated `@model.left_out` instead, and answers from
+    what the kit recorded on the public tier (model_replays.py, which records through this)."""
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return model_replays.recorded(fn)
+
+    @staticmethod
+    def left_out(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The student copy's model: the answer the instructor's kit recorded for these
+        arguments on the public tier, else unavailable (the mistake is not named)."""
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return model_replays.answer(fn, args, kwargs)
+            except KeyError:
+                raise ModelUnavailable(fn.__name__) from None
+
+        unavailable.__name__, unavailable.__qualname__ = fn.__name__, fn.__qualname__
+        unavailable.__module__ = fn.__module__
+        return unavailable
 
 
-def _left_out(fn: Callable) -> Callable:
-    """The student copy's model: the answer the instructor's kit recorded for these
-    arguments on the public tier, else unavailable (the mistake is not named)."""
-
-    def unavailable(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return model_replays.answer(fn, args, kwargs)
-        except KeyError:
-            raise ModelUnavailable(fn.__name__) from None
-
-    unavailable.__name__, unavailable.__qualname__ = fn.__name__, fn.__qualname__
-    unavailable.__module__ = fn.__module__
-    return unavailable
-
-
-model.left_out = _left_out  # type: ignore[attr-defined]
+model = _Model()
 
 
 misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
@@ -79,7 +81,13 @@ WRONG_KIND = misconception(
 
 
 def tensor(
-    got: dict, key: str, what: str, *, shape=None, dtype=None, floating: bool = False
+    got: dict[str, Any],
+    key: str,
+    what: str,
+    *,
+    shape: Iterable[int] | None = None,
+    dtype: torch.dtype | None = None,
+    floating: bool = False,
 ) -> torch.Tensor:
     """got[key] as a plain tensor of the expected shape and dtype (or, with floating=True,
     any floating dtype), or a Failure naming why."""
@@ -103,7 +111,7 @@ def _type_name(value: Any) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 
-def close(a: torch.Tensor, b: torch.Tensor, tol: dict | None = None) -> bool:
+def close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None) -> bool:
     """`a` (the student's) equals `b` (the expected): same shape, the same kind of dtype
     (floating, complex, integer or bool), and equal within b's tolerance, exact for bool and
     integers. `a` is cast to b's dtype, never the reverse: a bool tensor is never "close" to
@@ -129,7 +137,7 @@ def assert_close(
     want: torch.Tensor,
     what: str,
     candidates: Iterable[Candidate] = (),
-    tol: dict | None = None,
+    tol: Tolerance | None = None,
     finite: bool = True,
 ) -> None:
     """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output

@@ -30,7 +30,9 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .forkserver import ForkServer
 from .settings import Settings
@@ -122,7 +124,7 @@ def client(argv: list[str], settings: Settings) -> int | None:
     return 1
 
 
-def _lines(conn: socket.socket):
+def _lines(conn: socket.socket) -> Iterator[str]:
     buffer = b""
     while True:
         chunk = conn.recv(4096)
@@ -201,7 +203,7 @@ def serve(where: Path) -> None:
         os.umask(old)
     listener.listen(8)
 
-    def accept(_listener) -> None:
+    def accept(_listener: socket.socket) -> None:
         conn, _ = listener.accept()
         server.last = time.monotonic()
         if _own_user(conn) and not _answer(conn, mine, threads, server, listener, where / LOG):
@@ -252,7 +254,14 @@ def _own_user(conn: socket.socket) -> bool:
     return True
 
 
-def _answer(conn, mine: str, threads: int, server: ForkServer, listener, log_path: Path) -> bool:
+def _answer(
+    conn: socket.socket,
+    mine: str,
+    threads: int,
+    server: ForkServer,
+    listener: socket.socket,
+    log_path: Path,
+) -> bool:
     """Read one request; fork its grading (a line in `log_path`). False when the request is
     for another kit."""
     try:
@@ -290,7 +299,8 @@ def _answer(conn, mine: str, threads: int, server: ForkServer, listener, log_pat
 
         pid = server.fork(lambda: _child(request, fds, threads), close=[listener], on_exit=done)
 
-        def hangup(_conn) -> None:  # the student pressed Ctrl-C: interrupt the grading
+        # the student pressed Ctrl-C: interrupt the grading
+        def hangup(_conn: socket.socket) -> None:
             _signal(pid, signal.SIGINT)
             server.unwatch(conn)
 
@@ -306,7 +316,7 @@ def _answer(conn, mine: str, threads: int, server: ForkServer, listener, log_pat
             os.close(fd)
 
 
-def _child(request: dict, fds: list[int], threads: int) -> int:
+def _child(request: dict[str, Any], fds: list[int], threads: int) -> int:
     """The fork that grades (ForkServer.fork): the student's stdin/stdout/stderr, folder and
     environment, then the same `cli.main` a direct run calls; its exit status."""
     code = 1

@@ -20,6 +20,7 @@ and its child cleanly.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import importlib
@@ -36,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from . import engine, limits, registry, sinks, waiting
-from .core import Check, Result, Status
+from .core import Check, Outputs, Result, Status
 from .dispatch import OpCounter
 from .errors import UsageError
 from .i18n import _
@@ -87,7 +88,8 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
     budget = refs_by_module.time_limits(args.settings.cpu_limit)
     try:
         submission = Submission(submission_path)
-        results, outputs = [], {}
+        results: list[Result] = []
+        outputs: dict[str, Outputs] = {}
         for module in modules:
             results += grade_module(
                 submission, module, refs_by_module, device=args.device, outputs=outputs, time=budget
@@ -164,7 +166,7 @@ def _warm_up() -> None:
 
 
 class Watcher:
-    def __init__(self, args):
+    def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.folder = Path(args.submission).resolve()
         self.modules = args.modules or registry.modules()
@@ -182,7 +184,7 @@ class Watcher:
         self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
         self.buffer = b""
 
-    def mtimes(self) -> dict[str, float]:
+    def mtimes(self) -> dict[str, int]:
         """Every exercise file's, watched or not: a watched module may run an unwatched one
         as its own dependency (the student copy; see `to_grade`)."""
         found = {}

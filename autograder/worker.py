@@ -22,6 +22,7 @@ import selectors
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +107,9 @@ def _work(
         os._exit(0)
 
 
-def _fork(checks, submission, seed, device, guards=()):
+def _fork(
+    checks: list[Check], submission: str, seed: int, device: str, guards: Iterable[str] = ()
+) -> tuple[int, int, int]:
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
     pid = os.fork()
@@ -166,7 +169,7 @@ class _Run:
         self.done = False
         self.open: set[int] = set()
 
-    def _message(self, header: dict, blob: bytes) -> None:
+    def _message(self, header: dict[str, Any], blob: bytes) -> None:
         event = self.reading.take(header, blob)
         if event is None:
             return

@@ -19,9 +19,13 @@ import signal
 import sys
 import traceback
 import types
+from typing import TYPE_CHECKING, Any
 
 from . import wire
 from .jail import Isolation, Limits, clean_environment, enter
+
+if TYPE_CHECKING:
+    from ..core import Check
 
 
 class _State:
@@ -35,20 +39,20 @@ class _State:
     NAMESPACES = ("builtins", "math", "torch", "torch.nn", "torch.nn.functional", "numpy")
     MEMORY_SLACK = 256 << 20  # bytes of resident memory a module may leave behind
 
-    def __init__(self):
+    def __init__(self) -> None:
         import torch
 
         self.rng = torch.random.get_rng_state()
         self.taken = self._take()
         self.rss = (_status("VmRSS") or 0) * 1024
 
-    def _take(self) -> dict:
+    def _take(self) -> dict[str, Any]:
         import gc
         import warnings
 
         import torch
 
-        taken = {
+        taken: dict[str, Any] = {
             "switches": (
                 torch.get_default_dtype(),
                 str(torch.get_default_device()),
@@ -139,7 +143,7 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def main(request: dict, channel: int, output: int, setup: int) -> None:
+def main(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
     """Never returns: ends the process with os._exit. Writes b"ok" to `setup` (and closes
     it) once confined, before any student code runs; on failure, why, and exits."""
     try:
@@ -158,7 +162,7 @@ def main(request: dict, channel: int, output: int, setup: int) -> None:
         os._exit(0)
 
 
-def _confine(request: dict, setup: int) -> None:
+def _confine(request: dict[str, Any], setup: int) -> None:
     """Fail closed: any error here ends the process before student code exists in it."""
     limits = Limits(**request["limits"])
     try:
@@ -174,7 +178,7 @@ def _confine(request: dict, setup: int) -> None:
     os.close(setup)
 
 
-def _run(request: dict, channel: int, output: int, setup: int) -> None:
+def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output, 1)
@@ -206,7 +210,7 @@ def _run(request: dict, channel: int, output: int, setup: int) -> None:
     state = _State()  # before any student code: what a fresh process would start from
     module = todo[0].module if todo else None
 
-    def before(check) -> bool:
+    def before(check: Check) -> bool:
         """The next module of a group (view.groups) starts as in a fresh process, or the
         runner grades it in one."""
         nonlocal module

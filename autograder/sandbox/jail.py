@@ -43,9 +43,11 @@ import signal
 import sys
 import tempfile
 import time
+import types
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -126,7 +128,8 @@ class Isolation:
     view: list[str] = field(default_factory=list)  # allow-listed paths (namespace modes)
     hide: list[str] = field(default_factory=list)  # secret paths (for the uid mode's check)
     readable: list[str] = field(default_factory=list)  # secret paths the sandbox can read
-    cgroup: dict = field(default_factory=dict)  # {"version": 1|2, "dirs": {ctrl: run dir}}
+    # {"version": 1|2, "dirs": {ctrl: run dir}}
+    cgroup: dict[str, Any] = field(default_factory=dict)
     seccomp: bool = False
     missing: list[str] = field(default_factory=list)  # what is missing (with --insecure)
     insecure: bool = False
@@ -160,10 +163,10 @@ class Isolation:
 
 # --------------------------------------------------------------------------- system calls
 
-_libc = None
+_libc: ctypes.CDLL | None = None
 
 
-def libc():
+def libc() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -181,8 +184,12 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _mount(source, target: str, fstype, flags: int, data=None) -> None:
-    enc = lambda v: v.encode() if isinstance(v, str) else v  # noqa: E731
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    def enc(v: str | None) -> bytes | None:
+        return v.encode() if v is not None else None
+
     _ok(libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
@@ -190,7 +197,7 @@ def _pivot_root_nr() -> int:
     try:
         import pyseccomp
 
-        return pyseccomp.resolve_syscall(pyseccomp.system_arch(), "pivot_root")
+        return int(pyseccomp.resolve_syscall(pyseccomp.system_arch(), "pivot_root"))
     except Exception:
         return {"x86_64": 155, "aarch64": 41}[platform.machine()]
 
@@ -265,7 +272,14 @@ def kit_inside(view: list[str]) -> list[str]:
     return [p for p in view if any(k == p or k.startswith(p.rstrip("/") + "/") for k in kit)]
 
 
-def build_view(root: str, view: list[str], submission: tuple[str, str], limits: Limits, uid, kit):
+def build_view(
+    root: str,
+    view: list[str],
+    submission: tuple[str, str],
+    limits: Limits,
+    uid: int | None,
+    kit: str,
+) -> None:
     """Make root (an empty folder) the sandbox's whole file system, then pivot into it.
     `kit`: the graded module's staged view of autograder/, bound where the package is."""
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
@@ -350,7 +364,7 @@ def _v2_base() -> str | None:
 
 def _v1_bases() -> dict[str, str] | None:
     own = _own_cgroups()
-    bases = {}
+    bases: dict[str, str] = {}
     for fstype, point, opts in _cgroup_mounts():
         for ctrl in ("memory", "pids", "cpu"):
             if fstype == "cgroup" and ctrl in opts and ctrl in own and ctrl not in bases:
@@ -377,7 +391,7 @@ def _remove_stale(base: str) -> None:
         remove_cgroups({"run": run}, tries=1)
 
 
-def setup_cgroups() -> dict:
+def setup_cgroups() -> dict[str, Any]:
     """A cgroup folder for this run, per hierarchy (v2 preferred): {} if none is usable.
     The caller removes them with remove_cgroups."""
     name = f"attention-lab-{os.getpid()}-{secrets.token_hex(3)}"
@@ -411,7 +425,7 @@ def setup_cgroups() -> dict:
     return {}
 
 
-def remove_cgroups(dirs: dict, tries: int = 50) -> None:
+def remove_cgroups(dirs: dict[str, Any], tries: int = 50) -> None:
     for path in dirs.values():
         for _ in range(tries):
             try:
@@ -423,7 +437,7 @@ def remove_cgroups(dirs: dict, tries: int = 50) -> None:
                 time.sleep(0.02)
 
 
-def new_cgroup(cgroup: dict, name: str, limits: Limits) -> dict[str, str]:
+def new_cgroup(cgroup: dict[str, Any], name: str, limits: Limits) -> dict[str, str]:
     """One sandbox's cgroup under the run's (the monitor calls this; root)."""
     made = {}
     try:
@@ -467,7 +481,7 @@ def _pids_in(dirs: dict[str, str]) -> list[int]:
     return sorted(pids)
 
 
-def kill_cgroup(dirs: dict[str, str]) -> dict:
+def kill_cgroup(dirs: dict[str, str]) -> dict[str, Any]:
     """Kill every process in the sandbox's cgroup, read how it ended, remove the cgroup."""
     info = {}
     unified = dirs.get("unified")
@@ -606,7 +620,7 @@ def _processes_of(uid: int) -> list[int]:
     return found
 
 
-def sweep_files(uid: int, folders=("/tmp", "/var/tmp", "/dev/shm")) -> None:
+def sweep_files(uid: int, folders: Iterable[str] = ("/tmp", "/var/tmp", "/dev/shm")) -> None:
     """Remove what `uid` left in the shared temporary folders (modes without a private
     /tmp): the next student on that uid must not read it."""
 
@@ -656,12 +670,10 @@ def drop_privileges(uid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
-def seccomp_module():
+def seccomp_module() -> types.ModuleType | None:
     """The libseccomp binding, or None (pyseccomp missing, or libseccomp2 not installed)."""
     try:
-        import pyseccomp
-
-        return pyseccomp
+        return importlib.import_module("pyseccomp")
     except Exception:
         return None
 
@@ -695,7 +707,7 @@ def clean_environment(home: str) -> None:
     os.environ.update(SAFE_ENV, HOME=home, TMPDIR=home)
 
 
-def enter(isolation: Isolation, request: dict, limits: Limits) -> None:
+def enter(isolation: Isolation, request: dict[str, Any], limits: Limits) -> None:
     """Confine this freshly forked process (in the namespace modes, PID 1 of its own PID
     namespace). Raises OSError if a step fails: the caller must then not run student code."""
     uid = request["uid"]
@@ -748,7 +760,7 @@ def scrub_process_memory() -> None:
 # --------------------------------------------------------------------------- detection
 
 
-def _try(fn) -> int:
+def _try(fn: Callable[[], int]) -> int:
     """Run fn in a forked process; its exit status (0 = it worked)."""
     pid = os.fork()
     if pid == 0:
@@ -762,7 +774,7 @@ def _try(fn) -> int:
 
 
 def _namespaces_work(userns: bool) -> bool:
-    def attempt():
+    def attempt() -> int:
         unshare_pid(userns)
         inner = os.fork()
         if inner == 0:
@@ -781,7 +793,7 @@ def _namespaces_work(userns: bool) -> bool:
 
 
 def _seccomp_works() -> bool:
-    def attempt():
+    def attempt() -> int:
         load_seccomp()
         return 0 if libc().unshare(CLONE_NEWUSER) != 0 else 1
 
@@ -799,7 +811,7 @@ def blocked_by(path: str) -> str | None:
 
 
 def _readable_by(uid: int, p: str) -> bool:
-    def attempt():
+    def attempt() -> int:
         drop_privileges(uid)
         if os.path.isdir(p):
             for dirpath, _dirs, files in os.walk(p):
@@ -821,7 +833,7 @@ def detect(
     *,
     need_cgroups: bool,
     insecure: bool = False,
-    probe_uid=None,
+    probe_uid: int | None = None,
     mode: str = "",
 ) -> Isolation:
     """What isolation this machine allows. Raises SandboxUnavailable naming what is missing,

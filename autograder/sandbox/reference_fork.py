@@ -19,6 +19,7 @@ import json
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -52,7 +53,7 @@ def serve(fd: int) -> None:
     os._exit(code)
 
 
-def answer(request: dict, out: int, loaded: dict[str, Submission]) -> None:
+def answer(request: dict[str, Any], out: int, loaded: dict[str, Submission]) -> None:
     """Compute the reference outputs of `request["modules"]` on `request["seed"]` from
     `request["solutions"]` and write one wire message per check ({"type": "reference",
     module, check, outputs, cpu}) or per module that failed ({"type": "reference-error",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from typing import Any
 
 from .. import limits
 from . import wire
@@ -43,7 +44,7 @@ def follow(
     cpu_limits: dict[str, float],
     stall: float,
     timeout: float,
-) -> dict:
+) -> dict[str, Any]:
     """Relay `source` (the sandboxed process's channel) to `target` until the process ends
     or is stopped. Returns {"timed_out": True} (the wall-clock budget ran out), {"stopped":
     {"check", "why": "cpu" | "stall", "seconds"}} (a check overran), or {}. Closes both
@@ -55,7 +56,7 @@ def follow(
     poller.register(source, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
     deadline = time.monotonic() + timeout
-    report: dict = {}
+    report: dict[str, Any] = {}
     exited = False
     try:
         while not exited:
@@ -98,7 +99,7 @@ def follow(
     return report
 
 
-def _observe(watch: limits.Stopwatch, header: dict, cpu_limits: dict[str, float]) -> None:
+def _observe(watch: limits.Stopwatch, header: dict[str, Any], cpu_limits: dict[str, float]) -> None:
     kind, check = header.get("type"), header.get("check")
     if type(check) is not str or check not in cpu_limits:
         return

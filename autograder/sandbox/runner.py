@@ -25,8 +25,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .. import fixtures, policy, registry
 from ..channel import Reading, stray_note
@@ -36,6 +38,7 @@ from ..core import (
     Check,
     Failure,
     Misconceptions,
+    Outputs,
     Result,
 )
 from ..engine import verdict
@@ -94,7 +97,7 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     output: str = ""  # what the student's code printed (an excerpt)
     output_bytes: int = 0
-    process: dict = field(default_factory=dict)  # how the sandboxed process ended
+    process: dict[str, Any] = field(default_factory=dict)  # how the sandboxed process ended
     not_graded: str = ""  # why this submission could not be graded at all ('' if it was)
 
     @property
@@ -142,7 +145,7 @@ class Sandbox:
         seed: int | None = None,
         public: bool = False,
         limits: Limits | None = None,
-        hide: list[Path] = (),
+        hide: Iterable[Path] = (),
         slots: int = 1,
         warm_up: bool = True,
         insecure: bool = False,
@@ -204,7 +207,9 @@ class Sandbox:
             self.slots.put(slot)
         self.count = itertools.count()
 
-    def _compute(self, seed: int) -> tuple[dict[str, dict], dict[str, str], dict[str, float]]:
+    def _compute(
+        self, seed: int
+    ) -> tuple[dict[str, dict[str, Outputs]], dict[str, str], dict[str, float]]:
         """{module: what its verdicts compare with}, {module: why it could not be had},
         {check id: the reference's CPU seconds} (what time limits are calibrated on).
         Public tier: the stored fixtures. Hidden tier: computed from solutions/ on `seed` in
@@ -218,7 +223,9 @@ class Sandbox:
         found, errors = refs.modules(self.modules)
         return found, errors, refs.cpu
 
-    def _state(self) -> tuple[int, dict[str, dict], dict[str, str], dict[str, float]]:
+    def _state(
+        self,
+    ) -> tuple[int, dict[str, dict[str, Outputs]], dict[str, str], dict[str, float]]:
         """(seed, references, reference errors, reference CPU seconds) of the submission
         this thread grades."""
         own = getattr(self._own, "state", None)
@@ -239,10 +246,10 @@ class Sandbox:
         view.unstage(self.stage)
         self._release()
 
-    def __enter__(self):
+    def __enter__(self) -> Sandbox:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ one submission
@@ -350,7 +357,8 @@ class Sandbox:
                 "stall": self.stall,
                 "isolation": asdict(self.isolation),
             }
-            stuck, skipped = Stuck(), {}
+            stuck = Stuck()
+            skipped: dict[str, Result] = {}
             runs, output = self._runs(request, slot, checks, left, stuck, skipped)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -374,20 +382,20 @@ class Sandbox:
 
     def _runs(
         self,
-        request: dict,
+        request: dict[str, Any],
         slot: int,
         checks: list[Check],
         left: float,
         stuck: Stuck,
         skipped: dict[str, Result],
-    ) -> tuple[list[tuple[bytes, dict]], dict]:
+    ) -> tuple[list[tuple[bytes, dict[str, Any]]], dict[str, Any]]:
         """Sandboxed runs of `checks`, [(channel bytes, the monitor's report)], and what
         they printed. After a check stopped for its CPU seconds, the checks without an
         outcome run again in a fresh process, except those that would run what did not
         finish (`stuck`: an endless loop costs one limit per function): they land in
         `skipped`, timed out "same as above"; the wall-clock budget `left` is for all runs."""
-        output: dict = {"head": bytearray(), "tail": bytearray(), "total": 0}
-        runs: list[tuple[bytes, dict]] = []
+        output: dict[str, Any] = {"head": bytearray(), "tail": bytearray(), "total": 0}
+        runs: list[tuple[bytes, dict[str, Any]]] = []
         todo = list(checks)
         request["guards"] = {}
         while todo:
@@ -422,8 +430,13 @@ class Sandbox:
         return runs, output
 
     def _collect(
-        self, channel_fd: int, output_fd: int, status_fd: int, output: dict, timeout: float
-    ):
+        self,
+        channel_fd: int,
+        output_fd: int,
+        status_fd: int,
+        output: dict[str, Any],
+        timeout: float,
+    ) -> tuple[bytes, dict[str, Any]]:
         """Read the three pipes until the monitor reports (then drain briefly); what the
         process printed is added to `output`."""
         channel = bytearray()
@@ -477,7 +490,7 @@ class Sandbox:
     def _judge(
         self,
         name: str,
-        runs: list[tuple[bytes, dict]],
+        runs: list[tuple[bytes, dict[str, Any]]],
         checks: list[Check],
         stuck: Stuck | None = None,
         skipped: dict[str, Result] | None = None,
@@ -490,8 +503,10 @@ class Sandbox:
         ids = {c.id for c in checks}
         stopped: dict[str, Result] = {}  # checks the monitor stopped (trusted)
         stuck, skipped = stuck or Stuck(), skipped or {}
-        done, broken, damaged, stray = False, "", [], []
-        outcome: dict[str, Result | dict | None] = {}
+        done, broken = False, ""
+        damaged: list[str] = []
+        stray: list[str] = []
+        outcome: dict[str, Result | dict[str, Any] | None] = {}
         started: list[str] = []
         for data, process in runs:  # the last run's `done` and `broken` decide the rest
             reading = Reading(ids)
@@ -532,8 +547,8 @@ class Sandbox:
                 graded.results.append(stopped[check.id])
             elif check.id in skipped:
                 graded.results.append(skipped[check.id])
-            elif outcome.get(check.id) is not None:
-                graded.results.append(self._verdict(check, outcome[check.id]))
+            elif (settled := outcome.get(check.id)) is not None:
+                graded.results.append(self._verdict(check, settled))
             elif broken:
                 graded.results.append(channel_broken(check, broken))
             elif check.id in started and ended:
@@ -547,7 +562,9 @@ class Sandbox:
                 graded.results.append(Result.of(check, "failed", failure))
         return graded, reached
 
-    def _outcome(self, check: Check, reading: Reading, stuck: Stuck) -> Result | dict | None:
+    def _outcome(
+        self, check: Check, reading: Reading, stuck: Stuck
+    ) -> Result | dict[str, Any] | None:
         """policy.outcome; a failure of the grader's own reading (a grader bug on an odd
         value) costs this check only."""
         try:
@@ -556,7 +573,7 @@ class Sandbox:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
 
-    def _verdict(self, check: Check, outcome: Result | dict) -> Result:
+    def _verdict(self, check: Check, outcome: Result | dict[str, Any]) -> Result:
         """engine.verdict, the one judge of every placement; a failure of the grader itself
         (a reference that is missing, a grader bug on an odd value) costs this check only."""
         if isinstance(outcome, Result):
@@ -578,7 +595,9 @@ def _read(data: bytes, checks: list[Check]) -> Reading:
     return reading
 
 
-def _how_it_ended(process: dict, limits: Limits, done: bool):
+def _how_it_ended(
+    process: dict[str, Any], limits: Limits, done: bool
+) -> tuple[str, Failure, str] | None:
     """(status, Failure for the check that was running, a note) or None if it ended well."""
     if process.get("timed_out"):
         seconds = f"{limits.timeout:g}"
@@ -604,7 +623,7 @@ def _how_it_ended(process: dict, limits: Limits, done: bool):
     return None
 
 
-def _excerpt(output: dict, limit: int) -> str:
+def _excerpt(output: dict[str, Any], limit: int) -> str:
     head = bytes(output["head"]).decode("utf-8", "replace")
     if output["total"] <= len(output["head"]):
         return head

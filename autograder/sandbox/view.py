@@ -21,6 +21,7 @@ import os
 import py_compile
 import shutil
 import tempfile
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -101,9 +102,10 @@ def _parsed_imports(path: Path, _mtime_ns: int, _size: int) -> frozenset[Path]:
     return frozenset(found)
 
 
-def _closure(start: set[Path]) -> set[Path]:
+def _closure(start: Iterable[Path]) -> set[Path]:
     """`start`, what it imports (transitively), and the packages on the way."""
-    todo, seen = list(start), set()
+    todo = list(start)
+    seen: set[Path] = set()
     while todo:
         path = todo.pop()
         if path in seen:

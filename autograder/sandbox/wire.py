@@ -70,7 +70,7 @@ class ChannelError(Exception):
 # --------------------------------------------------------------------------- child side
 
 
-def _encode_value(value: Any, blobs: list[bytes], offset: int) -> tuple[dict, int]:
+def _encode_value(value: Any, blobs: list[bytes], offset: int) -> tuple[dict[str, Any], int]:
     kind = type(value)
     if kind is torch.Tensor:
         try:
@@ -96,7 +96,7 @@ def _encode_value(value: Any, blobs: list[bytes], offset: int) -> tuple[dict, in
     return {"kind": "opaque", "type": getattr(kind, "__name__", "object")}, offset
 
 
-def encode_outputs(outputs: dict) -> tuple[dict, bytes]:
+def encode_outputs(outputs: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """Probe outputs -> (JSON-able description, one blob of raw tensor bytes)."""
     blobs: list[bytes] = []
     described, offset = {}, 0
@@ -105,12 +105,12 @@ def encode_outputs(outputs: dict) -> tuple[dict, bytes]:
     return described, b"".join(blobs)
 
 
-def frame(header: dict, blob: bytes = b"") -> bytes:
+def frame(header: dict[str, Any], blob: bytes = b"") -> bytes:
     text = json.dumps(header).encode()
     return _FRAME.pack(MAGIC, len(text), len(blob)) + text + blob
 
 
-def send(fd: int, header: dict, blob: bytes = b"") -> None:
+def send(fd: int, header: dict[str, Any], blob: bytes = b"") -> None:
     data = memoryview(frame(header, blob))
     while data:
         data = data[os.write(fd, data) :]
@@ -137,11 +137,12 @@ def _shape_ok(raw: bytes) -> bool:
     return True
 
 
-def parse(data: bytes) -> tuple[list[tuple[dict, bytes]], str]:
+def parse(data: bytes) -> tuple[list[tuple[dict[str, Any], bytes]], str]:
     """Split the bytes read from the channel into (header, blob) messages. Returns the
     well-formed messages before the first malformed one, and a note saying what was wrong
     ('' when everything parsed)."""
-    messages, pos = [], 0
+    messages: list[tuple[dict[str, Any], bytes]] = []
+    pos = 0
     while pos < len(data):
         if len(data) - pos < _FRAME.size:
             return messages, "the channel ended in the middle of a message"
@@ -198,7 +199,8 @@ def _decode_value(meta: Any, blob: bytes) -> Any:
     kind = meta.get("kind")
     value = meta.get("value")
     if kind == "tensor":
-        dtype = DTYPES.get(meta.get("dtype"))
+        name = meta.get("dtype")
+        dtype = DTYPES.get(name) if isinstance(name, str) else None
         shape, offset, nbytes = meta.get("shape"), meta.get("offset"), meta.get("nbytes")
         if dtype is None:
             raise ChannelError(f"refused dtype {meta.get('dtype')!r}")
@@ -241,14 +243,14 @@ def _decode_value(meta: Any, blob: bytes) -> Any:
     raise ChannelError(f"unknown output kind {kind!r}")
 
 
-def decode_outputs(described: Any, blob: bytes) -> dict:
+def decode_outputs(described: Any, blob: bytes) -> dict[str, Any]:
     """The parent's copy of the probe outputs: fresh plain tensors and plain values."""
     if not isinstance(described, dict):
         raise ChannelError("the outputs are not an object")
     return {text(k, 200): _decode_value(v, blob) for k, v in described.items()}
 
 
-def split(buffer: bytes | bytearray) -> tuple[list[tuple[dict, bytes]], bytes, str]:
+def split(buffer: bytes | bytearray) -> tuple[list[tuple[dict[str, Any], bytes]], bytes, str]:
     """For a stream read so far: (complete messages, the unfinished rest, a note saying what
     was malformed, '' if nothing). After a malformed frame the rest is dropped."""
     end = 0
@@ -274,8 +276,8 @@ class Headers:
         self.skip = 0  # blob bytes still to pass over
         self.broken = False
 
-    def feed(self, data: bytes) -> list[dict]:
-        found: list[dict] = []
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
         if self.broken:
             return found
         passed = min(self.skip, len(data))

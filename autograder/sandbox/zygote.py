@@ -34,8 +34,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..forkserver import ForkServer
 from .jail import (
@@ -53,6 +55,9 @@ from .jail import (
     sweep_files,
     unshare_pid,
 )
+
+if TYPE_CHECKING:  # for annotations only: this module imports no grader module at its top
+    from ..core import Outputs
 
 # The hidden tier's reference outputs are computed in forks of the zygote (warm torch),
 # never confined, running reference_fork.serve. That module imports fixtures and solutions/,
@@ -87,7 +92,7 @@ class Zygote:
             self._early.put(o)
         self._servers: dict[int, socket.socket] = {}  # pid: socket, every live server
 
-    def start(self, request: dict) -> tuple[int, int, int]:
+    def start(self, request: dict[str, Any]) -> tuple[int, int, int]:
         """Start the sandboxed run of one submission; returns the read ends of its
         (channel, output, status) pipes. The caller reads them until EOF and closes them."""
         ends = [os.pipe() for _ in range(3)]
@@ -128,7 +133,7 @@ class Zygote:
 
     def references(
         self, modules: list[str], seed: int, solutions: Path, timeout: float = 600.0
-    ) -> tuple[dict[str, dict], dict[str, dict[str, float]], dict[str, str]]:
+    ) -> tuple[dict[str, dict[str, Outputs]], dict[str, dict[str, float]], dict[str, str]]:
         """The hidden tier's reference outputs of `modules` on `seed`, computed from
         `solutions` by a reference server, a trusted fork of the zygote (reference_fork.py):
         ({module: {slug: outputs}}, {module: {slug: CPU seconds}}, {module: why it could not
@@ -149,6 +154,7 @@ class Zygote:
                         raise
         finally:
             os.close(write)
+        assert pid is not None  # the loop ends with a server, or it raised
         stream = bytearray()
         deadline = time.monotonic() + timeout
         ended = False  # the server closed the pipe: it answered, or it died
@@ -164,7 +170,7 @@ class Zygote:
                         stream += chunk
         finally:
             os.close(read)
-        found: dict[str, dict] = {m: {} for m in modules}
+        found: dict[str, dict[str, Outputs]] = {m: {} for m in modules}
         cpu: dict[str, dict[str, float]] = {m: {} for m in modules}
         errors: dict[str, str] = {}
         from . import wire  # torch: this process has it by now (the Zygote was started first)
@@ -212,14 +218,14 @@ class Zygote:
                 self.process.kill()
             self.process.wait()
 
-    def __enter__(self):
+    def __enter__(self) -> Zygote:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
+def main(fd: int, warm_up: bool, servers: Sequence[int] = ()) -> None:
     """The zygote's interpreter: torch and the base of the probe side, then serve;
     `servers`: sockets to fork a reference server on, once torch is warm (Zygote)."""
     import torch
@@ -238,7 +244,7 @@ def main(fd: int, warm_up: bool, servers: list[int] = ()) -> None:
     os._exit(code)
 
 
-def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
+def _serve(sock: socket.socket, warm_up: bool, servers: Sequence[int]) -> None:
     """The pre-fork server (forkserver.py) with what only the sandbox needs: nothing of the
     grader's environment, command line or memory in any fork (the hidden seed sealed away),
     and each fork the trusted monitor of one confined process (or a reference server)."""
@@ -270,7 +276,7 @@ def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
         server.warm(*limits.WARM_UPS)
     server.ready()  # fewer copy-on-write pages in every fork
 
-    def request(_sock) -> None:
+    def request(_sock: socket.socket) -> None:
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
         except OSError:
@@ -288,7 +294,7 @@ def _serve(sock: socket.socket, warm_up: bool, servers: list[int]) -> None:
     server.serve()
 
 
-def _forked(request: dict, fds: list[int]) -> int:
+def _forked(request: dict[str, Any], fds: list[int]) -> int:
     """A fork of the zygote, for one request: a reference server (trusted, never confined),
     or the monitor of one submission's sandboxed process."""
     if request.get("verb") == "reference-server":
@@ -305,7 +311,7 @@ def _forked(request: dict, fds: list[int]) -> int:
     return 0
 
 
-def _reference_server(fd: int, others: list[int]) -> None:
+def _reference_server(fd: int, others: Iterable[int]) -> None:
     """In a fresh fork of the zygote (its socket closed): serve references on `fd`; `others`:
     the zygote's descriptors of the servers not forked yet, closed here."""
     for other in others:
@@ -313,13 +319,13 @@ def _reference_server(fd: int, others: list[int]) -> None:
     importlib.import_module(REFERENCE_FORK).serve(fd)  # never returns
 
 
-def _monitor(request: dict, channel: int, output: int, status: int) -> None:
+def _monitor(request: dict[str, Any], channel: int, output: int, status: int) -> None:
     """Trusted: put the sandboxed process in its cgroup (and PID namespace), enforce the wall
     clock, kill everything it left, report how it ended."""
     limits = Limits(**request["limits"])
     isolation = Isolation(**request["isolation"])
     started = time.monotonic()
-    report: dict = {}
+    report: dict[str, Any] = {}
     libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back here to be reaped
     cgroup = {}
     try:

@@ -11,7 +11,7 @@ from ...diagnosis import infer_scale, name_scale
 from ...misconception_data import misconceptions_of
 from ...tolerances import tolerance
 from ...trusted.attention import broadcast_shape
-from ...verdicts import assert_close, close, model, tensor
+from ...verdicts import Candidate, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("attention")
@@ -55,7 +55,7 @@ def _candidates(x, which: str):
         return lambda: _attend(x, **kw)[i]
 
     d_k = x["q"].size(-1)
-    found = [
+    found: list[Candidate] = [
         (MISTAKES["no-scaling"], lazy(scale=1.0), {}),
         (MISTAKES["softmax-wrong-dim"], lazy(dim=-2), {}),
     ]

@@ -54,7 +54,7 @@ def ffn_shapes(d_model: int, d_ff: int) -> dict[str, tuple[int, ...]]:
 
 def block_shapes(d_model: int, d_ff: int) -> dict[str, tuple[int, ...]]:
     """The state_dict shapes of TransformerBlock(d_model, H, d_ff) (any H)."""
-    shapes = {f"attn.w_{n}.weight": (d_model, d_model) for n in "qkvo"}
+    shapes: dict[str, tuple[int, ...]] = {f"attn.w_{n}.weight": (d_model, d_model) for n in "qkvo"}
     shapes.update({f"ffn.{k}": s for k, s in ffn_shapes(d_model, d_ff).items()})
     for norm in ("norm1", "norm2"):
         shapes.update({f"{norm}.weight": (d_model,), f"{norm}.bias": (d_model,)})

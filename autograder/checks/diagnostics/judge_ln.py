@@ -3,6 +3,8 @@ computations, verdicts."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 import torch.nn.functional as F
 
@@ -12,6 +14,7 @@ from ...tolerances import tolerance
 from ...verdicts import assert_close, model, tensor
 from . import probe_ln as probe
 
+trusted_blocks: ModuleType | None
 try:  # the stand-in the models replay the named mistakes on; the student copy has none and
     # answers from what make dist recorded (model_replays.py)
     from ...trusted import blocks as trusted_blocks

@@ -22,7 +22,8 @@ import torch
 
 from ...core import WRONG_TYPE, CheckList, Failure, no_reference
 from ...misconception_data import misconceptions_of
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...tolerances import Tolerance
+from ...verdicts import Candidate, ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
 
@@ -37,7 +38,10 @@ RUN_TOL = {"atol": 1e-4, "rtol": 1e-4}
 # The seed-to-seed spread of the reference, measured over 60 seeds: at most 0.18 nats
 # (entropy) and 0.074 (largest weight); within 0.3 and 0.12 a curve is "an experiment, but
 # not this seed's run".
-SPREAD = {"entropy": {"atol": 0.3, "rtol": 0.0}, "max_weight": {"atol": 0.12, "rtol": 0.0}}
+SPREAD: dict[str, Tolerance] = {
+    "entropy": {"atol": 0.3, "rtol": 0.0},
+    "max_weight": {"atol": 0.12, "rtol": 0.0},
+}
 SCALED_SPREAD = 0.25
 UNSCALED_FALL, UNSCALED_RISE = 1.0, 0.05
 SATURATED_AT = 7  # the index of 256, 320 or 384 in the drawn d_k values
@@ -68,7 +72,7 @@ def _candidates(x, scaled: bool, which: int):
     def lazy(**kw):
         return lambda: _saturation(q, k, **kw)[which].float()
 
-    found = [
+    found: list[Candidate] = [
         (MISTAKES["sqrtdk-entropy-bits"], lazy(scale=plain, log=torch.log2), {}),
         (MISTAKES["sqrtdk-max-over-queries"], lazy(scale=plain, max_dim=-2), {}),
         (MISTAKES["sqrtdk-not-averaged"], lazy(scale=plain, reduce="sum"), {}),

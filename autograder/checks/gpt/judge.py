@@ -8,6 +8,7 @@ The training check measures the trained weights here, in the grading process.
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,12 @@ from ...misconception_data import misconceptions_of
 from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
 from . import judge_models as models
 from . import probe
+
+trusted: ModuleType | None
+try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
+    from ...trusted import gpt as trusted
+except ImportError:
+    trusted = None
 
 CHECKS = CheckList("gpt")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders

@@ -5,6 +5,8 @@ reference; the verdicts are in judge.py.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 import torch.nn.functional as F
 
@@ -12,6 +14,7 @@ from ...trusted.masks import causal_mask
 from ...verdicts import model
 from . import probe
 
+trusted: ModuleType | None
 try:  # MiniGPT replays the named mistakes; the student copy has no stand-in (fewer are named)
     from ...trusted import gpt as trusted
 except ImportError:

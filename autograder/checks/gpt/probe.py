@@ -83,14 +83,15 @@ def _state(gen, config) -> dict:
     with torch.random.fork_rng():
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
         m = _skeleton(config)
+        params = dict(m.named_parameters())  # lm_head.weight is token_embed.weight (tied)
         # Embeddings of std 0.3: they make the √D scale and the positions both matter, so
         # each mistake changes the logits clearly; norm weights away from 1, the same.
-        nn.init.normal_(m.token_embed.weight, std=0.3)
-        for name, p in m.named_parameters():
+        nn.init.normal_(params["token_embed.weight"], std=0.3)
+        for name, p in params.items():
             if name.endswith("norm1.weight") or name.endswith("norm2.weight"):
                 nn.init.normal_(p, mean=1.0, std=0.2)
-        nn.init.normal_(m.final_norm.weight, mean=1.0, std=0.3)
-        nn.init.normal_(m.final_norm.bias, std=0.3)
+        nn.init.normal_(params["final_norm.weight"], mean=1.0, std=0.3)
+        nn.init.normal_(params["final_norm.bias"], std=0.3)
     return {k: v.clone() for k, v in m.state_dict().items()}
 
 

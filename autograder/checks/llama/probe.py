@@ -14,6 +14,7 @@ the attention and block checks drawn at random (so arange(T) in their place show
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import torch
 from torch import nn
@@ -45,7 +46,7 @@ def config_of(gen, num_kv_heads: int = 2) -> dict:
 def block_shapes(config: dict, prefix: str = "") -> dict[str, tuple[int, ...]]:
     """The parameter names and shapes of one LlamaBlock, in creation order."""
     D, d_ff = config["d_model"], config["d_ff"]
-    shapes = {"attn_norm.weight": (D,)}
+    shapes: dict[str, tuple[int, ...]] = {"attn_norm.weight": (D,)}
     shapes.update(attention_shapes(config, "attn."))
     shapes.update({"ffn_norm.weight": (D,), "ffn.w_gate.weight": (d_ff, D)})
     shapes.update({"ffn.w_up.weight": (d_ff, D), "ffn.w_down.weight": (D, d_ff)})
@@ -62,7 +63,7 @@ def attention_shapes(config: dict, prefix: str = "") -> dict[str, tuple[int, ...
 def model_shapes(config: dict, V: int) -> dict[str, tuple[int, ...]]:
     """MiniLlama's parameter names and shapes, in creation order (lm_head untied)."""
     D = config["d_model"]
-    shapes = {"token_embed.weight": (V, D)}
+    shapes: dict[str, tuple[int, ...]] = {"token_embed.weight": (V, D)}
     for i in range(config["num_layers"]):
         shapes.update(block_shapes(config, f"blocks.{i}."))
     shapes.update({"final_norm.weight": (D,), "lm_head.weight": (V, D)})
@@ -274,7 +275,16 @@ TRAIN_CONFIG = {
     "base": 10000.0,
     "eps": 1e-6,
 }
-TRAIN_ARGS = {"steps": 200, "batch_size": 32, "seq_len": 32, "lr": 1e-2}
+
+
+class TrainArgs(TypedDict):
+    steps: int
+    batch_size: int
+    seq_len: int
+    lr: float
+
+
+TRAIN_ARGS: TrainArgs = {"steps": 200, "batch_size": 32, "seq_len": 32, "lr": 1e-2}
 HELD_OUT = 0.1  # the last tenth of the corpus
 
 

@@ -8,6 +8,8 @@ dropping them (no pyplot).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -58,7 +60,7 @@ def inputs_sqrt_dk(gen):
 # --------------------------------------------------------------------------- read back
 
 
-def _not_a_figure(fig) -> dict | None:
+def _not_a_figure(fig) -> dict[str, Any] | None:
     from matplotlib.figure import Figure
 
     return None if isinstance(fig, Figure) else {"not_a_figure": f"a {type(fig).__name__}"}
@@ -72,12 +74,13 @@ def _position(ax) -> tuple[int, int]:
     return int(spec.rowspan.start), int(spec.colspan.start)
 
 
-def panels(fig) -> dict:
+def panels(fig) -> dict[str, Any]:
     """Every heatmap Axes of the figure (in fig.axes order), its colour bars and spare Axes."""
-    if _not_a_figure(fig):
-        return _not_a_figure(fig)
+    wrong = _not_a_figure(fig)
+    if wrong is not None:
+        return wrong
     colorbars = [ax._colorbar for ax in fig.axes if getattr(ax, "_colorbar", None) is not None]
-    got = {"panels": 0, "spare": 0, "spare_on": 0}
+    got: dict[str, Any] = {"panels": 0, "spare": 0, "spare_on": 0}
     for ax in fig.axes:
         if getattr(ax, "_colorbar", None) is not None:
             continue
