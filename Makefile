@@ -82,16 +82,20 @@ grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results $(RESULTS)
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder
 
-# pytest-xdist workers for make test: one per core, a test file per worker at a time (a file's
-# module fixtures, such as a whole nbgrader course cycle, are built once); TEST_JOBS=0 runs
-# them all in this process.
+# pytest-xdist workers for make test: one per core, an xdist group per worker at a time: a
+# test file, unless its slow tests have groups of their own (a file's module fixtures, such
+# as a whole nbgrader course cycle, are built once), the longest first (tests/kit/conftest.py);
+# TEST_JOBS=0 runs them all in this process.
 TEST_JOBS ?= auto
 
 .PHONY: test-fast
-test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
-	$(PY) -m pytest -q -m fast
+test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (under a minute)
+	$(PY) -m pytest -q -m fast -n $(FAST_JOBS)
+
+# pytest-xdist workers for make test-fast (FAST_JOBS=0: in this process)
+FAST_JOBS ?= 2
 
 lint: $(ISTAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check .
