@@ -1,4 +1,5 @@
-"""The student copy: no solutions, nothing that reveals them, and `make grade` works in it."""
+"""The student copy: no solutions, nothing that reveals them, and `make grade` works in it
+(that it names every mistake the kit names: test_dist_mistakes.py)."""
 
 import ast
 import json
