@@ -82,12 +82,12 @@ grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results $(RESULTS)
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
-# pytest-xdist workers for make test: one per core, an xdist group per worker at a time: a
-# test file, unless its slow tests have groups of their own (a file's module fixtures, such
-# as a whole nbgrader course cycle, are built once), the longest first (tests/kit/conftest.py);
-# TEST_JOBS=0 runs them all in this process.
+# pytest-xdist workers for make test: one per core, a unit of work per worker at a time: a
+# test file (its module fixtures, such as a whole nbgrader course cycle, are built once), or
+# one test of a file whose tests are units of their own, the longest first (tests/kit/
+# conftest.py: EACH_TEST_A_UNIT, LONGEST_FIRST); TEST_JOBS=0 runs them all in this process.
 TEST_JOBS ?= auto
 
 .PHONY: test-fast
