@@ -82,16 +82,21 @@ grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results $(RESULTS)
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
-# pytest-xdist workers for make test: one per core, a test file per worker at a time (a file's
-# module fixtures, such as a whole nbgrader course cycle, are built once); TEST_JOBS=0 runs
-# them all in this process.
+# pytest-xdist workers for make test: one per core, a unit of work per worker at a time: a
+# test file (its module fixtures, such as a whole nbgrader course cycle, are built once), or
+# one test of a file whose tests are units of their own, the longest first (tests/kit/
+# conftest.py: EACH_TEST_A_UNIT, LONGEST_FIRST); TEST_JOBS=0 runs them all in this process.
 TEST_JOBS ?= auto
 
 .PHONY: test-fast
-test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (about a minute)
-	$(PY) -m pytest -q -m fast
+test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (under a minute)
+	$(PY) -m pytest -q -m fast -n $(FAST_JOBS)
+
+# pytest-xdist workers for make test-fast: none by default (one process took 35 s of CPU, two
+# workers 66 s: each collects every test file again; about the same time on 2 cores)
+FAST_JOBS ?= 0
 
 lint: $(ISTAMP) ## ruff lint and format check, mypy (the whole package; strict on the core and the runner)
 	$(VENV)/bin/ruff check .

@@ -20,6 +20,7 @@ calls models only from verdicts, since no model body ships there.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import io
@@ -476,40 +477,55 @@ def compute(
             return False
         return meta.get("sources_sha256") == sources[module]
 
-    todo = [m for m in modules if not fresh(m) and (record is None or m in record)]
-    if todo:
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {
-                **os.environ,
-                "PYTHONPATH": str(root),
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "LANGUAGE": "en",
-                HINT_STATE_VAR: str(Path(tmp) / "hints.json"),  # read by the child's settings
-            }
-            proc = subprocess.run(
-                [sys.executable, "-c", _RECORD, json.dumps(todo), tmp, json.dumps(sources)],
-                cwd=root,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if proc.returncode:
-                raise RuntimeError(
-                    "recording the judges' models failed:\n"
-                    + (proc.stdout[-2000:] + proc.stderr[-3000:])
-                )
-            cache.mkdir(parents=True, exist_ok=True)
-            for module in todo:
-                for name in (f"{module}{SUFFIX}.json", f"{module}{SUFFIX}.npz", module + GRADED):
-                    if (Path(tmp) / name).is_file():
-                        shutil.copyfile(Path(tmp) / name, cache / name)
-                    else:  # a module whose verdicts called no model: nothing to ship
-                        (cache / name).unlink(missing_ok=True)
+    # One recording at a time per cache (two `make dist` at once, or test processes side by
+    # side): the second waits, then finds the first one's answers fresh.
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            todo = [m for m in modules if not fresh(m) and (record is None or m in record)]
+            _record(todo, cache, root, sources)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return {
         m: [p for p in (cache / f"{m}{SUFFIX}.json", cache / f"{m}{SUFFIX}.npz") if p.is_file()]
         for m in modules
         if fresh(m)
     }
+
+
+def _record(todo: list[str], cache: Path, root: Path, sources: dict[str, str]) -> None:
+    """Grade every variant of the modules `todo` with their models recorded (one process),
+    and copy the answers and grades into `cache`."""
+    if not todo:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(root),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "LANGUAGE": "en",
+            HINT_STATE_VAR: str(Path(tmp) / "hints.json"),  # read by the child's settings
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", _RECORD, json.dumps(todo), tmp, json.dumps(sources)],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode:
+            raise RuntimeError(
+                "recording the judges' models failed:\n"
+                + (proc.stdout[-2000:] + proc.stderr[-3000:])
+            )
+        cache.mkdir(parents=True, exist_ok=True)
+        for module in todo:
+            for name in (f"{module}{SUFFIX}.json", f"{module}{SUFFIX}.npz", module + GRADED):
+                if (Path(tmp) / name).is_file():
+                    shutil.copyfile(Path(tmp) / name, cache / name)
+                else:  # a module whose verdicts called no model: nothing to ship
+                    (cache / name).unlink(missing_ok=True)
 
 
 def recorded_grades(module: str, cache: Path, root: Path = paths.ROOT) -> dict[str, list] | None:

@@ -119,3 +119,96 @@ def expected_misconception(path: Path) -> str:
         if line.startswith("# expects:"):
             return line.split(":", 1)[1].strip()
     raise AssertionError(f"{path} has no '# expects: <misconception id>' line")
+
+
+# --------------------------------------------------------------------------- make test's units
+
+# `make test` runs the kit's tests on pytest-xdist workers (--dist loadfile); its unit of work
+# is a test file, whose module fixtures (such as a whole nbgrader course cycle) are built once,
+# but in the files below, whose tests share no module fixture, each test is a unit of its own
+# (each chunk of the student copy's mistakes check, each `make dist` test), so that both
+# workers can take them. The workers take the units below first, the longest first, then the
+# rest in file order: a long unit started last would hold the run's end alone. The first one
+# makes `make dist` record the judges' models (minutes, once per tree: the other processes
+# find them cached) while the other worker starts the nbgrader cycle.
+EACH_TEST_A_UNIT = ("tests/kit/test_dist.py", "tests/kit/test_dist_mistakes.py")
+_MISTAKES = "tests/kit/test_dist_mistakes.py::test_student_copy_names_every_mistake_the_kit_names"
+LONGEST_FIRST = (
+    f"{_MISTAKES}[chunk0]",
+    "tests/kit/test_nbgrader.py",
+    "tests/kit/test_mutants_and_alternatives.py",
+    "tests/kit/test_notebook_release.py",
+    "tests/kit/test_batch.py",
+    f"{_MISTAKES}[chunk1]",
+    f"{_MISTAKES}[chunk2]",
+    f"{_MISTAKES}[chunk3]",
+    "tests/kit/test_dist.py::test_student_copy_grades_stubs_as_not_attempted",
+    "tests/kit/test_single_source.py",
+    "tests/kit/test_dist.py::test_a_correct_module_waits_on_a_failing_own_dependency_in_the_"
+    "student_copy",
+    "tests/kit/test_merged_results.py",
+)
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work of make test's scheduler that test `nodeid` belongs to."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path in EACH_TEST_A_UNIT else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadfile, with unit_of's units (xdist's own loadgroup marks do not reach the
+    scheduler under pytest 9: they rename a test id pytest 9 no longer reads)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Units(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return Units(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # only on an xdist worker: the order it reports
+        return
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(unit_of(item.nodeid), index)
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        unit = unit_of(item.nodeid)
+        return rank.get(unit, len(rank)), first[unit]
+
+    items.sort(key=order)
+
+
+DIST_LOCK = ROOT / "build" / ".test-dist.lock"
+
+
+@pytest.fixture(scope="session")
+def student_copy_archive(tmp_path_factory) -> Path:
+    """The student copy as `make dist` builds it: one build per test process. `make dist`
+    writes build/attention-lab-student.tar.gz and records the judges' models once per tree
+    (cached in build/model-replays/): the processes of `make test` take turns (a file lock),
+    so the second one finds the answers recorded and only packs the copy again."""
+    import fcntl
+
+    out = tmp_path_factory.mktemp("dist") / "student.tar.gz"
+    DIST_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(DIST_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            subprocess.run(
+                ["make", "-s", "dist", f"VENV={ROOT / '.venv'}"],
+                cwd=ROOT,
+                check=True,
+                env={**os.environ, "MAKEFLAGS": ""},
+                capture_output=True,
+            )
+            out.write_bytes((ROOT / "build" / "attention-lab-student.tar.gz").read_bytes())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out

@@ -9,7 +9,7 @@ make the kit importable:
 - with ATTENTION_LAB_ROOT set to the kit: the untouched release runs to the end, every test
   cell saying "not attempted" and no other cell failing; the same notebook with its solution
   cells filled in (from the source notebook, i.e. solutions/) gets full marks in the kernel;
-- inside an unpacked student copy (`python -m autograder dist`), without ATTENTION_LAB_ROOT:
+- inside an unpacked student copy (`make dist`), without ATTENTION_LAB_ROOT:
   the same on two notebooks (multihead, graded with a stand-in the copy has; gpt, which
   imports the student's own blocks.py and positional.py where the copy has no stand-in, and
   reads data/corpus.txt through the cell's __file__);
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
 
 from autograder import course, fixtures, notebook, registry
 
@@ -113,13 +113,12 @@ def kernels(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def student_copy(tmp_path_factory) -> Path:
-    """The unpacked student copy, whose assignments/ hold the student's finished .py files
-    (the gpt notebook imports the student's own blocks.py and positional.py there)."""
+def student_copy(tmp_path_factory, student_copy_archive) -> Path:
+    """The unpacked student copy (`make dist`, conftest.py: built once per test process),
+    whose assignments/ hold the student's finished .py files (the gpt notebook imports the
+    student's own blocks.py and positional.py there)."""
     folder = tmp_path_factory.mktemp("student")
-    proc = run_cli("dist", "--out", str(folder / "s.tar.gz"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with tarfile.open(folder / "s.tar.gz") as tar:
+    with tarfile.open(student_copy_archive) as tar:
         tar.extractall(folder, filter="data")
     copy = folder / "attention-lab"
     assert not (copy / "solutions").exists() and (copy / "data" / "corpus.txt").is_file()
