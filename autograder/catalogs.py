@@ -68,8 +68,9 @@ def domain_of(misconception_id: str) -> str:
 
 def misconception_texts() -> dict[str, list[tuple[str, str]]]:
     """{domain: [(text, misconception id)]}: each message and each written hint level."""
-    for module in ("worker", "verdicts", "sandbox.runner"):  # the kit's own misconceptions
-        importlib.import_module(f"autograder.{module}")
+    # the kit's own misconceptions (full names: tools/relayout.py rewrites them when files move)
+    for module in ("autograder.worker", "autograder.verdicts", "autograder.sandbox.runner"):
+        importlib.import_module(module)
     found: dict[str, list[tuple[str, str]]] = {KIT_DOMAIN: [(n, "") for n in core.HINT_LEVELS]}
     for mid, m in core.declared().items():
         if domain_of(mid) == KIT_DOMAIN:
