@@ -59,6 +59,9 @@ EXTRA = {
     "hints.py": "feedback/hints.py",
     "results.py": "core/results.py",
     "types.py": "core/types.py",
+    "policy.py": "run/policy.py",
+    "channel.py": "run/channel.py",
+    "misconception_data.py": "core/misconception_data.py",
 }
 
 MOVES = {

@@ -34,6 +34,9 @@ JUDGE_SIDE = {
     "autograder.course",
     "autograder.notebook",
     "autograder.cli",
+    "autograder.misconception_data",
+    "autograder.sinks",
+    "autograder.publish",
 }
 
 
