@@ -1,27 +1,155 @@
-"""Attention Lab's grading engine.
+"""Attention Lab's grading engine, one folder per layer. A layer imports only the layers
+before it: core (trusted/ beside it), run (checks/ beside it), feedback, authoring,
+channels; tests/kit/test_layout.py holds that direction and the few imports against
+it.
 
-Layout (one concern per file, named after it):
-    core.py         Misconception, Check, Result: the data every runner shares
-    tolerances.py   the one tolerance table per dtype
-    verdicts.py     helpers verdicts use to compare and to name mistakes
-    diagnosis.py    inference helpers (e.g. which scale the student used)
-    dispatch.py     a TorchDispatchMode op counter (vectorisation, memory and cost checks)
-    submission.py   loads a student package, swapping in trusted dependencies
-    engine.py       runs one check: probe (student code) then verdict (trusted)
-    fixtures.py     the public reference outputs and their manifest
-    stubgen.py      generates assignments/ from solutions/
-    plugin.py       the graded suites' pytest plugin (an item per check) and GradeTable,
-                    make grade's report through pytest's hooks (table, results.json)
-    report.py       renders the table and Gradescope's results.json
-    report_html.py  build/report.html: the table, hints, and pictures of the student's outputs
-    publish.py      merges each grading into build/results.json and report.html (every module)
-    watch.py        `make watch`: a warm grader that re-grades a module when it is saved
-    notebook.py     what nbgrader test cells call (the same checks)
-    course.py       generates the nbgrader course and wraps nbgrader's verbs
-    batch.py        `make batch`: many submissions, sandboxed, hidden tier
-    sandbox/        the zygote, the jail, the child and the no-pickle wire of batch grading
-    gradescope/     setup.sh, run_autograder and the autograder.zip builder
-    cli.py          `python -m autograder <verb>`
-    checks/<m>.py   the checks and misconceptions of exercise module <m>
-    trusted/<m>.py  trusted stand-ins used to grade each module in isolation
+    top level             the entry points whose import paths users rely on
+        __main__.py           `python -m autograder`: the warm grader's client, else the command
+                              line.
+        notebook.py           The notebook runner: what the autograded test cells of the
+                              nbgrader notebooks call.
+        plugin.py             The graded suites' pytest plugin: one pytest item per check, and
+                              make grade's table.
+
+    core/                 What every layer shares: checks and misconceptions, verdict helpers,
+                          reference outputs, tolerances, the syllabus, seeds, paths,
+                          translations. Imports no other subpackage.
+        check.py              The data every runner shares: misconceptions, checks and their
+                              results.
+        course_config.py      The course configuration file, course/course.toml: one place for
+                              what an instructor decides.
+        diagnosis.py          Inference helpers: recover what a student's code actually computed
+                              from its outputs.
+        dispatch.py           Count what a piece of code asks PyTorch to do, op by op,
+                              deterministically (never by timing).
+        errors.py             Errors the CLI reports in one line (exit status 2): what was
+                              expected, and what was given.
+        fixtures.py           Public reference outputs: probe(solution) on the public seed,
+                              stored per module.
+        i18n.py               English and Simplified Chinese: the gettext catalogs behind every
+                              student-facing text.
+        misconception_data.py Each exercise module's misconceptions as data:
+                              autograder/checks/<module>/misconceptions.toml.
+        model_replays.py      What the judges' models gave on the public tier: how the student
+                              copy names mistakes.
+        paths.py              Where the kit's files are: one place, so no module computes the
+                              root on its own.
+        references.py         Expected outputs, per check: the one way every front end (make
+                              grade, batch, Gradescope, nbgrader) gets them.
+        registry.py           The checks of every exercise module (judge side: importing this
+                              imports every verdict).
+        seeds.py              Hidden seeds: one per student, derived from a secret only the
+                              instructor holds.
+        settings.py           The settings of one run, resolved in one place and passed down.
+        syllabus.py           The course: its exercise modules, in the order students meet them.
+        tolerances.py         The one tolerance table.
+        verdicts.py           Helpers that verdicts use: type/shape/dtype guards, comparison,
+                              naming the mistake.
+
+    run/                  Running a check: the probe side, the forked worker, the confined
+                          sandbox, the pre-fork servers. Imports core (and checks/, trusted/).
+        channel.py            One message loop between the trusted parent and the process that
+                              runs student code.
+        engine.py             The one judge loop: whatever placement ran the probe, its outcome
+                              becomes a Result here.
+        forkserver.py         The pre-fork server: one process pays for torch's import and the
+                              kit's warm-up once, then forks a child per request.
+        limits.py             Time limits: CPU seconds, never wall-clock, so a loaded machine
+                              costs no one a point.
+        policy.py             The crash and timeout policy: one for every placement of a check
+                              (engine.py).
+        probing.py            The student side of a check: draw its inputs, import the module,
+                              run the probe.
+        submission.py         Load a student's package folder, one exercise module at a time, in
+                              isolation.
+        waiting.py            Checks that wait on another module: local grading with the
+                              student's own dependencies.
+        warm.py               The warm grader behind `make grade`: torch imported once, each
+                              grading a fork of it.
+        worker.py             The forked-worker placement of a check (make grade, make watch,
+                              the kit's tests).
+
+    run/sandbox/          Run untrusted student code in a confined process; judge its results
+                          here.
+        child.py              The sandboxed process: runs the probes of every check on one
+                              submission.
+        jail.py               Confine the process that runs student code.
+        reference_fork.py     The hidden tier's reference outputs, computed in trusted forks of
+                              the zygote.
+        relay.py              The monitor's watch over the sandboxed process (trusted side).
+        runner.py             Grade one submission in the sandbox: probes in a confined fork,
+                              verdicts here.
+        view.py               What of the kit a sandboxed process may see while it grades one
+                              exercise module m.
+        wire.py               The channel from the sandboxed process to the grader: plain data
+                              only, never pickle.
+        zygote.py             A zygote (the pre-fork server of forkserver.py, confined): torch
+                              is imported once, every submission gets a fork of it.
+
+    feedback/             What a student reads after grading: the table, results.json,
+                          report.html, the hint ladder. Imports core and run.
+        ladder.py             The hint ladder's state: which level of hint each failing check
+                              shows a student.
+        publish.py            build/results.json and build/report.html: every module graded so
+                              far, each at its latest.
+        report.py             Render results: the table `make grade` prints and Gradescope's
+                              results.json.
+        report_html.py        build/report.html: the table, each failing check's message and
+                              hint, and pictures of what the student's own code computed, beside
+                              the reference and a difference map.
+        sinks.py              After grading: one result set, published to sinks.
+        unicode_math.py       LaTeX math as Unicode text, so feedback pages read offline (no
+                              MathJax from a CDN).
+
+    channels/             Where grading is asked for: the command line, batch, Gradescope,
+                          PrairieLearn, the nbgrader course, watch, the class report. May import
+                          every layer.
+        batch.py              `make batch SUBMISSIONS=dir`: grade a folder of untrusted
+                              submissions, in parallel.
+        class_report.py       `make class-report`: the class as a whole, from batch results or
+                              the nbgrader course.
+        cli.py                `python -m autograder <verb>`: what the Makefile's targets call.
+        options.py            Command-line options several verbs share: one definition, one
+                              validation of EX.
+        prairielearn.py       PrairieLearn: `make prairielearn` writes a course folder; its
+                              external grader runs the kit.
+        watch.py              `make watch [EX=m]`: re-grade a module as soon as its file is
+                              saved.
+
+    channels/nbgrader/    The nbgrader course: notebooks from solutions/, nbgrader's verbs,
+                          collecting, autograding outside the kernel, exporting grades.
+        autograde.py          Judge nbgrader submissions outside the student's kernel (`make
+                              autograde`).
+        cli.py                The nbgrader course's verbs on the command line (`python -m
+                              autograder course ...`).
+        collect.py            `make collect`: downloads ->
+                              course/submitted/<student>/<assignment>/, never stopping a class.
+        course.py             The nbgrader course: source notebooks generated from solutions/,
+                              and the instructor's verbs.
+        export.py             `make export`: course/grades.csv from nbgrader's gradebook,
+                              "missing" told from 0.
+
+    channels/gradescope/  Gradescope: `make gradescope` builds autograder.zip; run_autograder
+                          grades one upload.
+
+    authoring/            The instructor's tools that write the kit's files: stubs, new modules,
+                          the student copy, translation catalogs. Imports core, run and
+                          feedback.
+        catalogs.py           `make translations`: gather every student-facing text into .pot
+                              templates and merge them into the .po catalogs of each language
+                              (autograder/locale/<lang>/LC_MESSAGES/).
+        scaffold.py           `make new-module NAME=x`: every file an exercise module needs,
+                              ready to fill in.
+        stubgen.py            Generate the student stubs (assignments/) from the single source
+                              (solutions/).
+        student_copy.py       What `make dist` changes in the files it copies into the student
+                              copy.
+
+    checks/               checks/<m>/: probe*.py (student side) and judge*.py (verdicts) of
+                          module <m>
+    trusted/              trusted/<m>.py: trusted stand-ins, to grade each module in isolation
+    fixtures/             fixtures/<m>.json, .npz: the public tier's reference outputs (make
+                          fixtures)
+    locale/               locale/<lang>/LC_MESSAGES/: the gettext catalogs (kit.po,
+                          checks-<m>.po)
 """

@@ -1,15 +1,15 @@
 import os
 import sys
 
-from . import warm
-from .settings import Settings
+from .core.settings import Settings
+from .run import warm
 
 # The warm grader decides before anything else is imported: --warm (make grade's WARM=) over
 # the environment (Settings.resolve); cli.main resolves the rest of the settings itself.
 settings = Settings.resolve(cli_args=warm.flags(sys.argv[1:]), environ=os.environ)
 code = warm.client(sys.argv[1:], settings)  # `make grade`: the warm grader, when one is up
 if code is None:
-    from .cli import main
+    from .channels.cli import main
 
     code = main()
     warm.start(sys.argv[1:], settings)  # warm for the next `make grade`

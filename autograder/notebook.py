@@ -26,9 +26,9 @@ This is the in-process placement of a check (engine.py): the only one, and only 
 student's own feedback in their kernel; nothing a kernel says is a grade. Under `make
 autograde` (ATTENTION_LAB_HIDDEN=outside in the kernel's environment) no test cell runs a
 check in the kernel: each prints that it is graded outside the notebook, and
-autograder/course_judge.py grades the notebook's code in the sandbox placement (the student's
-own seed, the CPU limits and crash and timeout policy of every official channel) and writes
-the gradebook's scores, so nothing a cell patches in the kernel counts, and an endless loop
+autograder/channels/nbgrader/autograde.py grades the notebook's code in the sandbox placement (the
+student's own seed, the CPU limits and crash and timeout policy of every official channel) and
+writes the gradebook's scores, so nothing a cell patches in the kernel counts, and an endless loop
 costs the sandbox's CPU seconds once per function instead of nbgrader's cell timeout per test
 cell. An instructor can still run the hidden tier in a kernel, to try a source notebook, by
 setting ATTENTION_LAB_HIDDEN_SEED; the expected outputs are then computed from solutions/.
@@ -48,16 +48,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from . import registry, trusted
-from .core import Check, Result
-from .engine import run_check
-from .i18n import _, hint_lines, message, status_word
-from .i18n import name as i18n_name
-from .ladder import NOTEBOOK_LEVELS
-from .paths import SOLUTIONS
-from .references import References
-from .settings import HIDDEN_SEED_VAR, HIDDEN_VAR, Settings, SettingsError
-from .submission import trusted_modules
+from . import trusted
+from .core import registry
+from .core.check import Check, Result
+from .core.i18n import _, hint_lines, message, status_word
+from .core.i18n import name as i18n_name
+from .core.paths import SOLUTIONS
+from .core.references import References
+from .core.settings import HIDDEN_SEED_VAR, HIDDEN_VAR, Settings, SettingsError
+from .feedback.ladder import NOTEBOOK_LEVELS
+from .run.engine import run_check
+from .run.submission import trusted_modules
 
 # The kernel's settings travel in its environment (course.kernel_env sets them for nbgrader);
 # a test cell's call resolves them once (settings.py).
@@ -246,7 +247,7 @@ def grade(check_id: str, namespace: dict[str, Any], *, hidden: bool = False) -> 
                 "(or, if you deleted that cell, restore it from the release)."
             ).format(exercise=check.exercise)
         )
-    if outside:  # every check: the sandbox placement decides (course_judge.py)
+    if outside:  # every check: the sandbox placement decides (channels/nbgrader/autograde.py)
         print(
             _("graded outside this notebook by the sandboxed grader ({name})").format(
                 name=check.name

@@ -30,15 +30,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from . import ladder, publish, registry, report, sinks, waiting, worker
-from .core import Check, Result, Status
-from .engine import grade_module
-from .i18n import _, message, ngettext
-from .i18n import title as check_title
-from .paths import ASSIGNMENTS
-from .references import References
-from .settings import Settings, SettingsError
-from .submission import Submission
+from .core import registry
+from .core.check import Check, Result, Status
+from .core.i18n import _, message, ngettext
+from .core.i18n import title as check_title
+from .core.paths import ASSIGNMENTS
+from .core.references import References
+from .core.settings import Settings, SettingsError
+from .feedback import ladder, publish, report, sinks
+from .run import waiting, worker
+from .run.engine import grade_module
+from .run.submission import Submission
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

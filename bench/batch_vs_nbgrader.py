@@ -112,7 +112,7 @@ def main() -> int:
     parser.add_argument("--skip-nbgrader", action="store_true")
     parser.add_argument("--modules", default="", help="comma-separated (default: all)")
     args = parser.parse_args()
-    from autograder import registry
+    from autograder.core import registry
 
     MODULES[:] = [m for m in args.modules.split(",") if m] or registry.modules()
     if args.n < 2:
@@ -139,10 +139,11 @@ def main() -> int:
     if args.skip_nbgrader:
         return 0
     try:
-        from autograder import course
+        from autograder.channels.nbgrader import course
     except ImportError as e:
         raise SystemExit(
-            f"the nbgrader side (autograder/course.py, issue 6) is not usable here: {e}"
+            f"the nbgrader side (autograder/channels/nbgrader/course.py, issue 6) is not usable "
+            f"here: {e}"
         ) from None
     root = out / "course"
     shutil.copytree(ROOT / "course" / "text", root / "text", dirs_exist_ok=True)

@@ -7,7 +7,7 @@ on the warm grader and in a fresh process.
 
 Two columns per row, from one run of this script:
 - warm: `make grade` as a student's second and later runs see it: the warm grader
-  (autograder/warm.py) is up (this script starts its own, in a temporary folder, and stops it
+  (autograder/run/warm.py) is up (this script starts its own, in a temporary folder, and stops it
   at the end), and each grading is a fork of it. Wall-clock seconds only: the fork's CPU time
   is not this script's child's.
 - fresh: `make grade WARM=0`, a new interpreter that imports torch and the kit each time
@@ -67,8 +67,8 @@ def main() -> None:
     parser.add_argument("--direct", action="store_true", help="python -m autograder, not make")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder import registry
-    from autograder import warm as warm_grader
+    from autograder.core import registry
+    from autograder.run import warm as warm_grader
 
     wanted = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:

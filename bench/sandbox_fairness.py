@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--modules", default="attention,masks")
     parser.add_argument("--without-cgroups", action="store_true")
     args = parser.parse_args()
-    from autograder.sandbox.jail import Limits
+    from autograder.run.sandbox.jail import Limits
 
     modules = args.modules.split(",")
     attacker = Path(tempfile.mkdtemp(prefix="attention-lab-fairness-"))
@@ -59,8 +59,8 @@ def main() -> int:
 
 
 def _compare(modules, attacker, limits, without_cgroups) -> None:
-    from autograder.sandbox.jail import remove_cgroups
-    from autograder.sandbox.runner import Sandbox
+    from autograder.run.sandbox.jail import remove_cgroups
+    from autograder.run.sandbox.runner import Sandbox
 
     with Sandbox(modules, slots=2, limits=limits, seed=12345) as sb:
         if without_cgroups:

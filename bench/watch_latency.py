@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder import registry
+    from autograder.core import registry
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "submission"

@@ -15,12 +15,12 @@ import time
 
 import torch
 
-from autograder import registry
 from autograder.checks.gpt import judge, probe
 from autograder.checks.llama import judge as llama_judge
-from autograder.engine import judge as judge_result
-from autograder.probing import attempt, make_inputs
-from autograder.submission import Submission
+from autograder.core import registry
+from autograder.run.engine import judge as judge_result
+from autograder.run.probing import attempt, make_inputs
+from autograder.run.submission import Submission
 
 
 def main() -> None:

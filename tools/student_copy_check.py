@@ -1,7 +1,7 @@
 """Does the student copy grade like the instructor's? (`python tools/student_copy_check.py`)
 
 The student copy (`make dist`) leaves out the stand-ins that implement exercises and the
-bodies of the judges' models (autograder/student_copy.py), so it names fewer mistakes. It
+bodies of the judges' models (autograder/authoring/student_copy.py), so it names fewer mistakes. It
 must still charge exactly the same checks: this grades the solutions, every alternative and
 every mutant of the given modules (public tier, in-process, the engine of `make grade`) once
 with the instructor's kit and once with a freshly built student copy, and prints each
@@ -12,7 +12,7 @@ charged in more checks there, NAMES where the same checks are lost under other m
 MORE and NAMES give exit status 1 with --strict.
 
 Each variant is graded as `make grade` grades it, checks that wait on an own dependency
-included (autograder/waiting.py: in the copy, a module runs the student's own blocks.py,
+included (autograder/run/waiting.py: in the copy, a module runs the student's own blocks.py,
 rotary.py, ...; its checks that do not pass WAIT while such a dependency fails its own checks).
 A check that waits is neither lost nor passed, so it is listed apart, and any is WRONG: every
 dependency here is the solution, which must pass its own checks in both kits, so a check that
@@ -42,9 +42,9 @@ GRADE = r"""
 import json, shutil, sys, tempfile, warnings
 from pathlib import Path
 warnings.filterwarnings("ignore")
-from autograder.engine import grade
-from autograder.submission import Submission
-from autograder.waiting import hold, on
+from autograder.run.engine import grade
+from autograder.run.submission import Submission
+from autograder.run.waiting import hold, on
 solutions, todo = Path(sys.argv[1]), json.loads(sys.argv[2])
 found = {}
 for module, variants in todo.items():
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from autograder import model_replays, paths, registry
+    from autograder.core import model_replays, paths, registry
 
     modules = [m for m in args.modules.split(",") if m] or registry.modules()
     with tempfile.TemporaryDirectory() as tmp:

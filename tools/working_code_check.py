@@ -10,7 +10,7 @@ module and every fast check of the module is probed with it, on the public input
 (probing.make_inputs(check, fixtures.PUBLIC_SEED)), as `make grade` probes a student's module;
 the solution's own outputs on the same inputs are the reference. A candidate is WORKING when
 it was called in at least one check and every check that called it gave the reference's
-outputs (within autograder/tolerances.py); PARTIAL when only some did.
+outputs (within autograder/core/tolerances.py); PARTIAL when only some did.
 
 Prints one JSON object: {"autograder": where the package came from, "skipped": {module: why},
 "candidates": [...], "working": [...], "partial": [...]}, each candidate as
@@ -99,7 +99,7 @@ def copy_objects() -> tuple[list[tuple[str, str, Any]], dict[str, str]]:
 def _same(got: Any, want: Any) -> bool:
     import torch
 
-    from autograder.tolerances import tolerance
+    from autograder.core.tolerances import tolerance
 
     if isinstance(want, torch.Tensor):
         if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
@@ -184,8 +184,8 @@ def verdict(candidate: Any, exercise: str, solution, checks, references, stand_i
     """ "working", "partial" or "" (never called, or no check gave the reference's outputs)."""
     import types
 
-    from autograder.fixtures import PUBLIC_SEED
-    from autograder.probing import make_inputs, run_probe
+    from autograder.core.fixtures import PUBLIC_SEED
+    from autograder.run.probing import make_inputs, run_probe
 
     calls = [0]
     proxy = types.ModuleType(solution.__name__)
@@ -225,10 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
 
     import autograder
-    from autograder import registry, trusted
-    from autograder.fixtures import PUBLIC_SEED
-    from autograder.probing import make_inputs, run_probe
-    from autograder.submission import Submission
+    from autograder import trusted
+    from autograder.core import registry
+    from autograder.core.fixtures import PUBLIC_SEED
+    from autograder.run.probing import make_inputs, run_probe
+    from autograder.run.submission import Submission
 
     modules = [m for m in args.modules.split(",") if m] or registry.modules()
     solutions = Submission(Path(args.solutions))

@@ -13,10 +13,10 @@ nbgrader) keeps them all.
 
 from pathlib import Path
 
-from ..syllabus import MODULES
+from ..core.syllabus import MODULES
 
-# The stand-ins that ship in the student copy (autograder/student_copy.py's SHIPS): PyTorch
-# built-ins under the exercises' names. attention (F.scaled_dot_product_attention), masks
+# The stand-ins that ship in the student copy (autograder/authoring/student_copy.py's SHIPS):
+# PyTorch built-ins under the exercises' names. attention (F.scaled_dot_product_attention), masks
 # (Tensor.triu) and multihead (F.multi_head_attention_forward, heads split and merged by a
 # reshape). A stand-in joins this list only when it is such a wrapper: the student copy's
 # test (tests/kit/test_dist.py) fails when a shipped function or class computes an exercise

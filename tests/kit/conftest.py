@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import stubgen
-from autograder.engine import grade
-from autograder.submission import Submission
+from autograder.authoring import stubgen
+from autograder.run.engine import grade
+from autograder.run.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from autograder import paths, registry, syllabus
+from autograder.core import paths, registry, syllabus
 
 pytestmark = pytest.mark.fast
 
@@ -21,22 +21,22 @@ PACKAGE = ROOT / "autograder"
 
 # The kit's judge-side modules, by full name (tools/relayout.py rewrites them when files move).
 JUDGE_SIDE = {
-    "autograder.registry",
-    "autograder.engine",
-    "autograder.verdicts",
-    "autograder.diagnosis",
-    "autograder.references",
-    "autograder.fixtures",
+    "autograder.core.registry",
+    "autograder.run.engine",
+    "autograder.core.verdicts",
+    "autograder.core.diagnosis",
+    "autograder.core.references",
+    "autograder.core.fixtures",
     "autograder.plugin",
-    "autograder.report",
-    "autograder.worker",
-    "autograder.batch",
-    "autograder.course",
+    "autograder.feedback.report",
+    "autograder.run.worker",
+    "autograder.channels.batch",
+    "autograder.channels.nbgrader.course",
     "autograder.notebook",
-    "autograder.cli",
-    "autograder.misconception_data",
-    "autograder.sinks",
-    "autograder.publish",
+    "autograder.channels.cli",
+    "autograder.core.misconception_data",
+    "autograder.feedback.sinks",
+    "autograder.feedback.publish",
 }
 
 
@@ -151,59 +151,135 @@ def _imports(path):
 
 # Imports inside functions that are kept on purpose, each with its reason.
 LAZY = {
-    ("autograder/__main__.py", "autograder.cli"): "the warm grader's client imports no torch",
-    ("autograder/warm.py", "*"): "the client imports the standard library only; the server "
+    (
+        "autograder/__main__.py",
+        "autograder.channels.cli",
+    ): "the warm grader's client imports no torch",
+    ("autograder/run/warm.py", "*"): "the client imports the standard library only; the server "
     "and its forks import the grader",
-    ("autograder/forkserver.py", "*"): "the warm grader's client imports it with the standard "
+    ("autograder/run/forkserver.py", "*"): "the warm grader's client imports it with the standard "
     "library only; torch and the kit's warm-up when a server warms up",
-    ("autograder/cli.py", "autograder.engine"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.ladder"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.sinks"): "each verb's module loads when it runs (hint)",
-    ("autograder/sinks.py", "autograder.sandbox.runner"): "a type only (TYPE_CHECKING)",
-    ("autograder/sinks.py", "autograder.report_html"): "batch's CLI starts without torch; the "
-    "report's pictures import it when drawn",
-    ("autograder/report_html.py", "autograder.fixtures"): "the CLI starts without torch; the "
-    "stored outputs load (torch) when a picture needs them",
-    ("autograder/cli.py", "autograder.registry"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.i18n"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.submission"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.waiting"): "each verb's module loads when it runs (hint)",
-    ("autograder/cli.py", "autograder.catalogs"): "each verb's module loads when it runs",
-    ("autograder/i18n.py", "babel.messages.mofile"): "Babel only when a catalog is compiled",
-    ("autograder/i18n.py", "babel.messages.pofile"): "Babel only when a catalog is compiled",
-    ("autograder/i18n.py", "autograder.registry"): (
+    (
+        "autograder/channels/cli.py",
+        "autograder.run.engine",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.feedback.ladder",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.feedback.sinks",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/feedback/sinks.py",
+        "autograder.run.sandbox.runner",
+    ): "a type only (TYPE_CHECKING)",
+    (
+        "autograder/feedback/sinks.py",
+        "autograder.feedback.report_html",
+    ): "batch's CLI starts without torch; the report's pictures import it when drawn",
+    (
+        "autograder/feedback/report_html.py",
+        "autograder.core.fixtures",
+    ): "the CLI starts without torch; the stored outputs load (torch) when a picture needs them",
+    (
+        "autograder/channels/cli.py",
+        "autograder.core.registry",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.core.i18n",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.run.submission",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.run.waiting",
+    ): "each verb's module loads when it runs (hint)",
+    (
+        "autograder/channels/cli.py",
+        "autograder.authoring.catalogs",
+    ): "each verb's module loads when it runs",
+    ("autograder/core/i18n.py", "babel.messages.mofile"): "Babel only when a catalog is compiled",
+    ("autograder/core/i18n.py", "babel.messages.pofile"): "Babel only when a catalog is compiled",
+    ("autograder/core/i18n.py", "autograder.core.registry"): (
         "every judge, only for a result whose misconception this process never declared"
     ),
-    ("autograder/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
-    ("autograder/cli.py", "autograder.plugin"): "make grade's report plugin imports torch",
-    ("autograder/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
-    ("autograder/cli.py", "autograder.class_report"): "each verb's module loads when it runs",
-    ("autograder/cli.py", "autograder.course_cli"): "each verb's module loads when it runs",
-    ("autograder/cli.py", "autograder.prairielearn"): "each verb's module loads when it runs",
-    ("autograder/course_cli.py", "autograder.course"): "course needs nbgrader: an instructor extra",
-    ("autograder/class_report.py", "autograder.course_collect"): "FROM=course: needs nbgrader",
-    ("autograder/cli.py", "autograder.fixtures"): "torch (seconds) only for make fixtures",
-    ("autograder/cli.py", "autograder.model_replays"): "torch only for make dist's recording",
+    ("autograder/channels/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
+    ("autograder/channels/cli.py", "autograder.plugin"): "make grade's report plugin imports torch",
+    ("autograder/channels/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
+    (
+        "autograder/channels/cli.py",
+        "autograder.channels.class_report",
+    ): "each verb's module loads when it runs",
+    (
+        "autograder/channels/cli.py",
+        "autograder.channels.nbgrader.cli",
+    ): "each verb's module loads when it runs",
+    (
+        "autograder/channels/cli.py",
+        "autograder.channels.prairielearn",
+    ): "each verb's module loads when it runs",
+    (
+        "autograder/channels/nbgrader/cli.py",
+        "autograder.channels.nbgrader.course",
+    ): "course needs nbgrader: an instructor extra",
+    (
+        "autograder/channels/class_report.py",
+        "autograder.channels.nbgrader.collect",
+    ): "FROM=course: needs nbgrader",
+    (
+        "autograder/channels/cli.py",
+        "autograder.core.fixtures",
+    ): "torch (seconds) only for make fixtures",
+    (
+        "autograder/channels/cli.py",
+        "autograder.core.model_replays",
+    ): "torch only for make dist's recording",
     ("autograder/notebook.py", "ipykernel.compiler"): "only inside a Jupyter kernel",
-    ("autograder/class_report.py", "autograder.course_export"): "FROM=course: needs nbgrader",
-    ("autograder/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",
-    ("autograder/class_report.py", "matplotlib.pyplot"): "plots load matplotlib only when drawn",
-    ("autograder/course.py", "nbgrader.converters.autograde"): "nbgrader_config.py calls it",
-    ("autograder/course.py", "nbgrader.preprocessors"): "nbgrader_config.py calls it",
-    ("autograder/cli.py", "autograder.watch"): "watch imports torch and matplotlib: its verb only",
-    ("autograder/prairielearn.py", "autograder.sandbox.runner"): (
+    (
+        "autograder/channels/class_report.py",
+        "autograder.channels.nbgrader.export",
+    ): "FROM=course: needs nbgrader",
+    ("autograder/channels/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",
+    (
+        "autograder/channels/class_report.py",
+        "matplotlib.pyplot",
+    ): "plots load matplotlib only when drawn",
+    (
+        "autograder/channels/nbgrader/course.py",
+        "nbgrader.converters.autograde",
+    ): "nbgrader_config.py calls it",
+    (
+        "autograder/channels/nbgrader/course.py",
+        "nbgrader.preprocessors",
+    ): "nbgrader_config.py calls it",
+    (
+        "autograder/channels/cli.py",
+        "autograder.channels.watch",
+    ): "watch imports torch and matplotlib: its verb only",
+    ("autograder/channels/prairielearn.py", "autograder.run.sandbox.runner"): (
         "the CLI builds its verbs (prairielearn's too) without importing torch"
     ),
-    ("autograder/limits.py", "matplotlib"): "only a module whose checks draw warms it",
-    ("autograder/limits.py", "matplotlib.figure"): "only a module whose checks draw warms it",
+    ("autograder/run/limits.py", "matplotlib"): "only a module whose checks draw warms it",
+    ("autograder/run/limits.py", "matplotlib.figure"): "only a module whose checks draw warms it",
     # Whole files, with one reason each:
-    ("autograder/batch.py", "*"): "the CLI lists `batch` without importing torch or the sandbox",
-    ("autograder/gradescope/__init__.py", "*"): "`make gradescope` zips files; torch only to grade",
-    ("autograder/report_html.py", "*"): "torch only when a picture is drawn",
+    (
+        "autograder/channels/batch.py",
+        "*",
+    ): "the CLI lists `batch` without importing torch or the sandbox",
+    (
+        "autograder/channels/gradescope/__init__.py",
+        "*",
+    ): "`make gradescope` zips files; torch only to grade",
+    ("autograder/feedback/report_html.py", "*"): "torch only when a picture is drawn",
     ("autograder/trusted/plots.py", "*"): "matplotlib only when a figure is drawn",
-    ("autograder/sandbox/child.py", "*"): "imports come after the process has confined itself",
-    ("autograder/sandbox/zygote.py", "*"): "the zygote imports torch and the probe side itself",
-    ("autograder/sandbox/jail.py", "*"): "pyseccomp (libseccomp) is loaded where it is used",
+    ("autograder/run/sandbox/child.py", "*"): "imports come after the process has confined itself",
+    ("autograder/run/sandbox/zygote.py", "*"): "the zygote imports torch and the probe side itself",
+    ("autograder/run/sandbox/jail.py", "*"): "pyseccomp (libseccomp) is loaded where it is used",
 }
 
 
@@ -255,7 +331,7 @@ def test_no_private_names_across_modules():
         rel = path.relative_to(ROOT).as_posix()
         for target, _top, names, line in _imports(path):
             if target.startswith("autograder"):
-                # `_` alone is gettext's marker of a translatable text (autograder.i18n._)
+                # `_` alone is gettext's marker of a translatable text (autograder.core.i18n._)
                 found += [
                     f"{rel}:{line} {target}.{n}" for n in names if n.startswith("_") and n != "_"
                 ]
@@ -288,7 +364,7 @@ def test_the_cli_and_a_batch_start_without_torch(tmp_path):
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from autograder import cli, course_config, registry\n"
+        "from autograder.channels import cli; from autograder.core import course_config, registry\n"
         "try:\n"
         "    cli.main(['batch', '--help'])\n"
         "except SystemExit:\n"
@@ -342,11 +418,11 @@ def test_a_verdict_said_to_read_no_reference_judges_without_one():
 
     import torch
 
-    from autograder import limits
-    from autograder.core import Check, no_reference
-    from autograder.engine import judge
-    from autograder.probing import make_inputs, run_probe
-    from autograder.submission import Submission
+    from autograder.core.check import Check, no_reference
+    from autograder.run import limits
+    from autograder.run.engine import judge
+    from autograder.run.probing import make_inputs, run_probe
+    from autograder.run.submission import Submission
 
     def ignores(got, want, x):  # (no assert: pytest rewrites asserts with locals())
         if got != x:
@@ -417,7 +493,7 @@ _INSPECTION = re.compile(
 )
 # Left on purpose, with the reason.
 INSPECTS = {
-    "autograder/model_replays.py": "_code_key fingerprints a judge's lambdas (their bytecode "
+    "autograder/core/model_replays.py": "_code_key fingerprints a judge's lambdas (their bytecode "
     "and constants) so that a recorded replay is found again for the same model code",
     "autograder/notebook.py": "_cell_folder reads co_filename of the notebook's own functions: "
     "where the kernel files the cells' code (no declaration can say it)",
@@ -441,15 +517,18 @@ def test_no_frame_or_bytecode_inspection_in_the_grading_core():
 
 
 def test_each_misconception_is_declared_by_the_module_that_holds_it():
-    """core.origin(id) is declared (Misconceptions(__name__)), not guessed: every misconception
-    a kit module holds at its top level comes from a module that holds it too, and a judge's
-    own declarations carry the judge's name (its translation catalog: catalogs.domain_of)."""
+    """core.origin(id) is declared (Misconceptions(__name__), or a judge's data file read by
+    misconception_data), not guessed: every misconception a kit module holds at its top level
+    comes from a module that holds it too, and a judge's misconceptions carry its module's
+    package name (its translation catalog: catalogs.domain_of)."""
     import importlib
 
-    from autograder import core
-    from autograder.core import Misconception, Misconceptions
+    from autograder.core import check as core
+    from autograder.core.check import Misconception, Misconceptions
 
-    for name in ("policy", "verdicts", "sandbox.runner"):
+    from autograder.core import misconception_data
+
+    for name in ("run.policy", "core.verdicts", "run.sandbox.runner"):
         importlib.import_module(f"autograder.{name}")
     registry.all_misconceptions()
     wrong = []
@@ -458,6 +537,17 @@ def test_each_misconception_is_declared_by_the_module_that_holds_it():
         if not name.startswith("autograder.") or module is None:
             continue
         namespace = vars(module)
+        data = namespace.get("MISTAKES")
+        if name.startswith("autograder.checks.") and data is not None:
+            # a judge's misconceptions are its module's data (checks/<m>/misconceptions.toml),
+            # declared under the module's package: its translation catalog
+            declarers += 1
+            if data is not misconception_data.misconceptions_of(name):
+                wrong.append(f"{name}: MISTAKES is not its module's misconception data")
+            package = name.rsplit(".", 1)[0]
+            for mid in data:
+                if core.origin(mid) != package:
+                    wrong.append(f"{name} reads {mid}, origin {core.origin(mid)!r}")
         own = [v for v in namespace.values() if isinstance(v, Misconceptions)]
         for declarer in own:
             declarers += 1
@@ -479,21 +569,21 @@ def test_each_misconception_is_declared_by_the_module_that_holds_it():
 
 # The modules of the runner (the placements of engine.py) and those that grade through them.
 RUNNER_MODULES = (
-    "autograder.channel",
-    "autograder.course_judge",
-    "autograder.engine",
-    "autograder.forkserver",
+    "autograder.run.channel",
+    "autograder.channels.nbgrader.autograde",
+    "autograder.run.engine",
+    "autograder.run.forkserver",
     "autograder.notebook",
     "autograder.plugin",
-    "autograder.policy",
-    "autograder.probing",
-    "autograder.sandbox.child",
-    "autograder.sandbox.relay",
-    "autograder.sandbox.runner",
-    "autograder.sandbox.zygote",
-    "autograder.warm",
-    "autograder.watch",
-    "autograder.worker",
+    "autograder.run.policy",
+    "autograder.run.probing",
+    "autograder.run.sandbox.child",
+    "autograder.run.sandbox.relay",
+    "autograder.run.sandbox.runner",
+    "autograder.run.sandbox.zygote",
+    "autograder.run.warm",
+    "autograder.channels.watch",
+    "autograder.run.worker",
 )
 
 
@@ -546,17 +636,17 @@ def test_the_placements_share_one_judge_loop_one_policy_and_one_pre_fork_server(
                 found.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
         return found
 
-    assert "verdict" in calls("autograder/engine.py")  # run_check (notebook) and grade_module
-    assert "verdict" in calls("autograder/sandbox/runner.py")
+    assert "verdict" in calls("autograder/run/engine.py")  # run_check (notebook) and grade_module
+    assert "verdict" in calls("autograder/run/sandbox/runner.py")
     assert "run_check" in calls("autograder/notebook.py")
-    for parent in ("autograder/worker.py", "autograder/sandbox/runner.py"):
+    for parent in ("autograder/run/worker.py", "autograder/run/sandbox/runner.py"):
         assert {"Reading", "outcome"} <= calls(parent), parent
         text = (ROOT / parent).read_text()
         assert "def _child_result" not in text and "class Stuck" not in text, parent
-    for child in ("autograder/worker.py", "autograder/sandbox/child.py"):
+    for child in ("autograder/run/worker.py", "autograder/run/sandbox/child.py"):
         assert "probe_all" in calls(child), child
         assert '"type": "outputs"' not in (ROOT / child).read_text(), child
-    for server in ("autograder/warm.py", "autograder/sandbox/zygote.py"):
+    for server in ("autograder/run/warm.py", "autograder/run/sandbox/zygote.py"):
         assert "ForkServer" in calls(server), server
 
     # Only the pre-fork server forks on behalf of warm.py and the zygote's loop.
@@ -570,13 +660,13 @@ def test_the_placements_share_one_judge_loop_one_policy_and_one_pre_fork_server(
             and getattr(n.func.value, "id", "") == "os"
         ]
 
-    assert not os_forks(ast.parse((ROOT / "autograder/warm.py").read_text()))
-    zygote = ast.parse((ROOT / "autograder/sandbox/zygote.py").read_text())
+    assert not os_forks(ast.parse((ROOT / "autograder/run/warm.py").read_text()))
+    zygote = ast.parse((ROOT / "autograder/run/sandbox/zygote.py").read_text())
     serve = next(n for n in zygote.body if isinstance(n, ast.FunctionDef) and n.name == "_serve")
     assert not os_forks(serve)
-    from autograder import forkserver, policy, worker
-    from autograder.sandbox import runner
+    from autograder.run import forkserver, policy, worker
+    from autograder.run.sandbox import runner
 
     assert worker.Stuck is policy.Stuck and runner.Stuck is policy.Stuck
     assert runner.overran is policy.overran
-    assert forkserver.ForkServer.__module__ == "autograder.forkserver"
+    assert forkserver.ForkServer.__module__ == "autograder.run.forkserver"

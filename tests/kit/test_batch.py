@@ -18,11 +18,11 @@ import pytest
 import torch
 from conftest import KIT, ROOT, SOLUTIONS, grade_folder
 
-from autograder import batch as batch_module
-from autograder import registry as _registry
-from autograder import sinks
-from autograder.channel import malformed as _malformed
-from autograder.sandbox import jail, wire
+from autograder.channels import batch as batch_module
+from autograder.core import registry as _registry
+from autograder.feedback import sinks
+from autograder.run.channel import malformed as _malformed
+from autograder.run.sandbox import jail, wire
 
 # attention + masks, the modules these tests grade (fast checks only)
 _AM = [c for m in ("attention", "masks") for c in _registry.checks_of(m) if not c.slow]
@@ -533,7 +533,7 @@ def test_two_colluding_submissions_share_nothing(tmp_path):
 @pytest.mark.fast
 def test_each_module_view_holds_its_probe_side_and_its_dependencies_stand_ins_only():
     """view.allowed(m): what the sandboxed process grading m can open or import of the kit."""
-    from autograder.sandbox import view
+    from autograder.run.sandbox import view
 
     for module in _registry.modules():
         files = {p.relative_to(view.PACKAGE).as_posix() for p in view.allowed(module)}
@@ -558,7 +558,7 @@ def test_groups_share_a_process_only_where_no_module_is_another_ones_dependency(
     """view.groups: every module once, in registry order within a group; no module of a
     group is a dependency of another, so the group's view holds none of its modules'
     stand-ins; fewer processes than modules."""
-    from autograder.sandbox import view
+    from autograder.run.sandbox import view
 
     modules = _registry.modules()
     groups = view.groups(modules)
@@ -590,7 +590,7 @@ POISONS = {
         "threading.Thread(target=later, daemon=True).start()"
     ),
     "exit": "import os\nos._exit(0)",
-    "modules": "import sys\nsys.modules['autograder.probing'] = 0",  # not even a module
+    "modules": "import sys\nsys.modules['autograder.run.probing'] = 0",  # not even a module
 }
 GROUP_0 = ["attention", "masks", "positional", "modern_blocks"]
 
@@ -628,8 +628,8 @@ def test_hidden_references_come_from_a_trusted_fork_of_the_zygote(tmp_path):
     fast check whose verdict reads one, CPU seconds recorded for every fast check; a module
     whose solution cannot be imported is an error for that module only, and the grader's own
     process never imports solutions/. Servers forked at the zygote's start answer first."""
-    from autograder.references import References
-    from autograder.sandbox.zygote import Zygote
+    from autograder.core.references import References
+    from autograder.run.sandbox.zygote import Zygote
 
     seed = 4242
     modules = ["attention", "masks", "multihead", "diagnostics"]
@@ -692,7 +692,7 @@ def test_hidden_references_come_from_a_trusted_fork_of_the_zygote(tmp_path):
     assert {"ln-placement", "sqrtdk-finding"} <= skipped  # diagnostics' verdicts read none
     probe = (
         "import sys; from pathlib import Path\n"
-        "from autograder.sandbox.zygote import Zygote\n"
+        "from autograder.run.sandbox.zygote import Zygote\n"
         "with Zygote(warm_up=False) as z:\n"
         "    found, _, errors = z.references(['attention'], 7, Path('solutions').resolve())\n"
         "assert found['attention'] and not errors\n"

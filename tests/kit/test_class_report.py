@@ -9,7 +9,7 @@ import shutil
 
 from conftest import KIT, SOLUTIONS, expected_misconception, run_cli
 
-from autograder import registry
+from autograder.core import registry
 
 MUTANTS = {  # student: (module, mutant); two students share a bug, so counts are not all 1
     "m1": ("attention", "no_scaling"),

@@ -11,7 +11,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from autograder import paths, scaffold, syllabus
+from autograder.authoring import scaffold
+from autograder.core import paths, syllabus
 
 MIN_MUTANTS, MIN_ALTERNATIVES = 5, 2
 
@@ -77,7 +78,7 @@ def test_new_module_scaffold_grades(tmp_path):
     assert cli("new-module", "--name", "doubling").returncode == 2  # no overwrite
     assert cli("stubs", "--module", "doubling").returncode == 0
     assert cli("fixtures", "--module", "doubling").returncode == 0
-    assert '"doubling",\n)' in (kit / "autograder" / "syllabus.py").read_text()
+    assert '"doubling",\n)' in (kit / "autograder" / "core" / "syllabus.py").read_text()
     assert "| `doubling.py` |" in (kit / "README.md").read_text()
     results = kit / "results.json"
     for folder, score in (("solutions", "1"), ("assignments", "0")):

@@ -7,8 +7,10 @@ import datetime as dt
 
 import pytest
 
-from autograder import course, course_collect, course_config
-from autograder.unicode_math import markdown, to_unicode
+from autograder.channels.nbgrader import collect as course_collect
+from autograder.channels.nbgrader import course
+from autograder.core import course_config
+from autograder.feedback.unicode_math import markdown, to_unicode
 
 
 def config(tmp_path, text: str = "") -> course_config.CourseConfig:

@@ -7,11 +7,11 @@ import torch
 from conftest import KIT, submission_with
 
 from autograder.checks.diagnostics import judge_ln, judge_sqrt_dk, probe_ln
-from autograder.core import Failure
-from autograder.engine import grade
-from autograder.probing import make_inputs
-from autograder.registry import checks_of
-from autograder.submission import Submission
+from autograder.core.check import Failure
+from autograder.core.registry import checks_of
+from autograder.run.engine import grade
+from autograder.run.probing import make_inputs
+from autograder.run.submission import Submission
 
 EXPERIMENTS = {"wo-experiment", "ln-placement", "sqrtdk-experiment", "sqrtdk-finding"}
 
@@ -104,7 +104,7 @@ def test_sqrt_dk_k_first_run_is_accepted_without_the_model(monkeypatch):
     # The student copy has no model to replay the k-first run: it takes the one the
     # reference's probe measured (probe_sqrt_dk.k_first), which must be the judge's replay.
     from autograder.checks.diagnostics import probe_sqrt_dk
-    from autograder.verdicts import ModelUnavailable
+    from autograder.core.verdicts import ModelUnavailable
     from solutions import diagnostics
 
     check = next(c for c in checks_of("diagnostics") if c.slug == "sqrtdk-experiment")

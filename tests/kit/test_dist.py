@@ -14,8 +14,10 @@ import time
 import pytest
 from conftest import KIT, ROOT
 
-from autograder import cli, registry, student_copy
-from autograder.errors import UsageError
+from autograder.authoring import student_copy
+from autograder.channels import cli
+from autograder.core import registry
+from autograder.core.errors import UsageError
 from autograder.trusted import IN_STUDENT_COPY, NOT_IN_STUDENT_COPY
 
 # The stand-ins the README documents in the student copy ("Student copy"): PyTorch built-ins
@@ -124,7 +126,7 @@ def test_student_copy_grades_stubs_as_not_attempted(archive, tmp_path):
     }
     assert lost == {("gpt", "gpt-no-weight-tying"), ("diagnostics", "ln-grad-squared-norm")}, lost
 
-    # No judge model's body ships (autograder/student_copy.py).
+    # No judge model's body ships (autograder/authoring/student_copy.py).
     for judge in sorted((ROOT / "autograder" / "checks").glob("*/judge*.py")):
         ours = _models(judge.read_text())
         theirs = _models((copy / judge.relative_to(ROOT)).read_text())
@@ -264,9 +266,9 @@ def test_strip_models_cuts_bodies_and_keeps_everything_else():
     compile(out, "judge.py", "exec")
     with pytest.raises(ValueError):
         student_copy.strip_models("@model\ndef f(x): return x\n")
-    assert student_copy.copied("autograder/report.py", b"@model\ndef f():\n    pass\n") == (
-        b"@model\ndef f():\n    pass\n"
-    )
+    assert student_copy.copied(
+        "autograder/feedback/report.py", b"@model\ndef f():\n    pass\n"
+    ) == (b"@model\ndef f():\n    pass\n")
 
 
 def _scan(kit, solutions, *args):
@@ -359,7 +361,11 @@ def test_every_kit_file_ships_or_stays_on_purpose(monkeypatch):
     shipped, unlisted = student_copy.classify(files)
     assert unlisted == [], unlisted
     assert shipped == cli.dist_files()
-    for kept in ("solutions/attention.py", "tests/kit/conftest.py", "autograder/course.py"):
+    for kept in (
+        "solutions/attention.py",
+        "tests/kit/conftest.py",
+        "autograder/channels/nbgrader/course.py",
+    ):
         assert kept in files and kept not in shipped
     for module in NOT_IN_STUDENT_COPY:
         assert f"autograder/trusted/{module}.py" not in shipped

@@ -2,7 +2,7 @@
 
 Every solution, alternative and mutant is graded in both kits: the same checks lost with the
 same mistake ids (the copy's models answer what make dist recorded on the public tier:
-autograder/model_replays.py). The variants are graded in chunks of whole modules, each chunk
+autograder/core/model_replays.py). The variants are graded in chunks of whole modules, each chunk
 a test and a unit of `make test`'s scheduler of its own (conftest.py), so that its two
 workers share them;
 test_the_chunks_cover_every_module_once proves that together they grade every module.
@@ -15,7 +15,7 @@ import tarfile
 import pytest
 from conftest import ROOT
 
-from autograder import model_replays, registry
+from autograder.core import model_replays, registry
 
 CHUNKS = 4
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.checks.efficient.probe import Recorder
-from autograder.core import Misconception
+from autograder.core.check import Misconception
 from solutions import attention, efficient, masks
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -235,8 +235,8 @@ def test_feature_map_inputs_read_phi_off_the_solutions_outputs():
 
 
 def test_close_fails_a_non_floating_result_where_a_float_is_expected():
-    from autograder.core import Failure
-    from autograder.verdicts import assert_close, close
+    from autograder.core.check import Failure
+    from autograder.core.verdicts import assert_close, close
 
     want = torch.tensor([0.5, 1.0])
     for got in (torch.tensor([True, True]), torch.tensor([0, 1])):

@@ -2,8 +2,9 @@
 
 from conftest import SOLUTIONS, grade_cli, submission_with
 
-from autograder import core, report
-from autograder.core import Result
+from autograder.core import check as core
+from autograder.core.check import Result
+from autograder.feedback import report
 
 
 def _result(status, printed="", misconception=""):

@@ -5,10 +5,10 @@ import pytest
 import torch
 from conftest import KIT, submission_with, variants
 
-from autograder import registry
-from autograder.engine import grade, run_check
-from autograder.references import References
-from autograder.submission import Submission
+from autograder.core import registry
+from autograder.core.references import References
+from autograder.run.engine import grade, run_check
+from autograder.run.submission import Submission
 from autograder.trusted import gpt as trusted
 from solutions import diagnostics
 from solutions import gpt as solution
@@ -117,9 +117,9 @@ def test_forged_tying_probe_gains_nothing():
     """Issue 12.3: a probe patched at import to report a tied model (tied names and count,
     logits of its own making) fails: tying is decided from logits a real tied MiniGPT gives."""
     from autograder.checks.gpt import judge, probe
-    from autograder.core import Failure
-    from autograder.probing import make_inputs
-    from autograder.references import References
+    from autograder.core.check import Failure
+    from autograder.core.references import References
+    from autograder.run.probing import make_inputs
 
     check = next(c for c in judge.CHECKS if c.slug == "weight-tying")
     refs = References.public()
@@ -143,7 +143,7 @@ def test_forged_tying_probe_gains_nothing():
 
 
 def test_table_names_what_was_left_out():
-    from autograder import report
+    from autograder.feedback import report
 
     text = report.table([], "title", left_out=[("gpt: train: 200 steps", 4)])
     assert "all graded checks passed" in text

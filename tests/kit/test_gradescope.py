@@ -23,7 +23,7 @@ from test_batch import (
     stage_attack,
 )
 
-from autograder import seeds
+from autograder.core import seeds
 
 MODULES = "attention,masks"
 

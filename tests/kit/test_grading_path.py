@@ -4,7 +4,7 @@ import json
 
 from conftest import SOLUTIONS, grade_cli, run_cli, submission_with
 
-from autograder import registry
+from autograder.core import registry
 
 
 def test_solutions_get_full_marks(tmp_path):
@@ -122,8 +122,8 @@ def test_missing_module_file_costs_only_that_module(tmp_path):
 
 def test_solutions_get_full_marks_on_the_hidden_tier():
     """Fresh inputs from another seed, references computed from solutions/ (no fixtures)."""
-    from autograder.engine import grade
-    from autograder.submission import Submission
+    from autograder.run.engine import grade
+    from autograder.run.submission import Submission
 
     results = grade(Submission(SOLUTIONS), seed=424242)
     assert results and all(r.passed for r in results), [

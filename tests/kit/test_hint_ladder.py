@@ -9,8 +9,11 @@ import json
 import pytest
 from conftest import SOLUTIONS, run_cli, submission_with
 
-from autograder import core, i18n, ladder, notebook, report, settings
-from autograder.core import Failure, Result
+from autograder import notebook
+from autograder.core import check as core
+from autograder.core import i18n, settings
+from autograder.core.check import Failure, Result
+from autograder.feedback import ladder, report
 
 
 class _Check:

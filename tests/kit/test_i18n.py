@@ -11,8 +11,11 @@ import subprocess
 import pytest
 from conftest import grade_cli
 
-from autograder import catalogs, core, i18n, registry, report
-from autograder.core import Result
+from autograder.authoring import catalogs
+from autograder.core import check as core
+from autograder.core import i18n, registry
+from autograder.core.check import Result
+from autograder.feedback import report
 
 ZH = "zh_CN"
 PO_FOLDER = i18n.LOCALES / ZH / "LC_MESSAGES"
@@ -248,8 +251,8 @@ def test_a_grade_in_chinese_shows_chinese_headings_and_filled_messages(pristine_
 
 @pytest.mark.fast
 def test_every_check_title_shows_in_chinese():
-    from autograder import i18n as i18n_titles
-    from autograder.registry import all_checks
+    from autograder.core import i18n as i18n_titles
+    from autograder.core.registry import all_checks
 
     try:
         i18n_titles.use("zh_CN")

@@ -5,11 +5,11 @@ import pytest
 import torch
 from conftest import KIT, ROOT, expected_misconception, grade_folder, submission_with, variants
 
-from autograder import registry
 from autograder.checks.llama import judge, probe
-from autograder.engine import grade, run_check
-from autograder.references import References
-from autograder.submission import Submission
+from autograder.core import registry
+from autograder.core.references import References
+from autograder.run.engine import grade, run_check
+from autograder.run.submission import Submission
 from solutions import gqa
 from solutions import llama as solution
 
@@ -130,7 +130,7 @@ def test_slow_check_is_left_out_by_default():
 def test_an_own_dependency_not_attempted_is_named(tmp_path, monkeypatch):
     """Where the kit has no stand-in for gqa (the student copy), llama runs on the student's
     own gqa.py: a finished llama.py on an unfinished gqa.py names gqa's exercise."""
-    from autograder import submission
+    from autograder.run import submission
 
     others = [m for m in submission.trusted_modules() if m != "gqa"]
     monkeypatch.setattr(submission, "trusted_modules", lambda: others)

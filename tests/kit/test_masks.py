@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from autograder.checks.masks import probe as masks_probe
-from autograder.probing import make_inputs
-from autograder.registry import checks_of
+from autograder.core.registry import checks_of
+from autograder.run.probing import make_inputs
 from solutions import masks
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SOLUTIONS, submission_with
 
-from autograder import publish, registry, report_html
-from autograder.core import Result
+from autograder.core import registry
+from autograder.core.check import Result
+from autograder.feedback import publish, report_html
 
 WRONG_MASK = ("triu(diagonal=1)", "triu(diagonal=0)")  # blocks the diagonal: loses points
 FAST_CHECKS = [c for c in registry.all_checks() if not c.slow]

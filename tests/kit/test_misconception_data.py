@@ -11,7 +11,9 @@ from functools import cache
 
 import pytest
 
-from autograder import catalogs, core, misconception_data, paths, registry
+from autograder.authoring import catalogs
+from autograder.core import check as core
+from autograder.core import misconception_data, paths, registry
 
 MAX_JUDGE_LINES = 600
 LOADER = "MISTAKES"  # MISTAKES = misconceptions_of(__name__); another module's: X_MISTAKES

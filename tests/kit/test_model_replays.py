@@ -1,12 +1,13 @@
-"""The student copy's models answer from what the kit recorded (autograder/model_replays.py)."""
+"""The student copy's models answer from what the kit recorded
+(autograder/core/model_replays.py)."""
 
 import math
 
 import pytest
 import torch
 
-from autograder import model_replays, paths
-from autograder.verdicts import ModelUnavailable, model
+from autograder.core import model_replays, paths
+from autograder.core.verdicts import ModelUnavailable, model
 
 pytestmark = pytest.mark.fast
 

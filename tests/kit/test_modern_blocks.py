@@ -84,7 +84,7 @@ def test_rmsnorm_check_excuses_only_a_named_rms_norm_mistake():
     checks, but what the student's process says its rms_norm returned excuses no other
     output: a forged 'own' result equal to a wrong module output still fails."""
     from autograder.checks.modern_blocks import judge, probe
-    from autograder.core import Failure
+    from autograder.core.check import Failure
 
     x = probe.inputs_rms_module(torch.Generator().manual_seed(3))
     want = probe.probe_rms_module(modern_blocks, x)

@@ -6,7 +6,7 @@ import torch
 from conftest import KIT, grade_folder, submission_with, variants
 from torch import nn
 
-from autograder.dispatch import MATMUL_OPS, OpCounter
+from autograder.core.dispatch import MATMUL_OPS, OpCounter
 from autograder.trusted import multihead as trusted
 from solutions import multihead
 

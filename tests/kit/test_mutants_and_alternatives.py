@@ -9,7 +9,7 @@ from conftest import (
     variants,
 )
 
-from autograder.registry import all_misconceptions
+from autograder.core.registry import all_misconceptions
 
 
 @pytest.mark.parametrize(("module", "path"), variants("mutants"))

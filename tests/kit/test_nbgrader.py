@@ -37,9 +37,13 @@ import nbformat
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
-from autograder import course, course_config, course_judge, fixtures, notebook, registry, sinks
+from autograder import notebook
+from autograder.channels.nbgrader import autograde as course_judge
+from autograder.channels.nbgrader import course
 from autograder.checks.attention.judge import MISTAKES
-from autograder.references import References
+from autograder.core import course_config, fixtures, registry
+from autograder.core.references import References
+from autograder.feedback import sinks
 
 NO_SCALING = MISTAKES["no-scaling"]  # the misconception the cycle's mutant makes
 MODULES = ["attention", "masks"]  # the full cycle runs on these; every module's notebook runs
@@ -339,7 +343,7 @@ def test_feedback_shows_the_official_verdict_with_the_misconception(cycle):
 
 
 def test_class_report_from_the_gradebook(cycle, tmp_path):
-    from autograder import class_report
+    from autograder.channels import class_report
 
     root, _ = cycle
     data = class_report.load(root)
@@ -575,7 +579,7 @@ def test_hidden_tier_needs_the_seed_and_draws_fresh_inputs(tmp_path, monkeypatch
 
 
 def test_cli_verbs_are_registered():
-    from autograder.cli import main
+    from autograder.channels.cli import main
 
     for verb in ("course", "release", "collect", "autograde", "feedback", "export"):
         with pytest.raises(SystemExit) as e:

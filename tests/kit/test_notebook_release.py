@@ -35,7 +35,9 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from autograder import course, fixtures, notebook, registry
+from autograder import notebook
+from autograder.channels.nbgrader import course
+from autograder.core import fixtures, registry
 
 # Run in the unpacked student copy (a kernel start each, so two): one graded with a stand-in
 # the copy has, and gpt (the student's own modules stand in; the corpus is read).

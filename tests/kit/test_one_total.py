@@ -1,4 +1,4 @@
-"""One total per module in every channel (issue 25; autograder/sinks.py).
+"""One total per module in every channel (issue 25; autograder/feedback/sinks.py).
 
 The solutions and one mutant (gpt's generate without clamping top_k to V) are graded through
 every channel this machine has: make grade-train (the pytest plugin, training runs included),
@@ -22,16 +22,12 @@ import pytest
 from conftest import SOLUTIONS, grade_cli
 from nbgrader.api import Gradebook
 
-from autograder import (
-    batch,
-    course,
-    course_config,
-    course_export,
-    course_judge,
-    gradescope,
-    prairielearn,
-    sinks,
-)
+from autograder.channels import batch, gradescope, prairielearn
+from autograder.channels.nbgrader import autograde as course_judge
+from autograder.channels.nbgrader import course
+from autograder.channels.nbgrader import export as course_export
+from autograder.core import course_config
+from autograder.feedback import sinks
 
 MODULES = ["gpt", "llama"]
 STUDENTS = ["alice", "bob"]  # alice: the solutions; bob: the mutant
@@ -249,7 +245,7 @@ def test_every_channel_gives_each_module_the_same_score(graded, channel):
 
 
 def test_module_max_counts_every_check_the_training_runs_included():
-    from autograder import registry
+    from autograder.core import registry
 
     for module in MODULES:
         checks = registry.checks_of(module)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.diagnosis import infer_scale, name_scale
+from autograder.core.diagnosis import infer_scale, name_scale
 from autograder.trusted import attention as trusted_attention
 from autograder.trusted import masks as trusted_masks
 from solutions import attention, masks

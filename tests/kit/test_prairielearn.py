@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, expected_misconception, run_cli
 
-from autograder import sinks
+from autograder.feedback import sinks
 
 MODULE = "masks"
 MUTANT = KIT / "mutants" / "masks" / "causal_blocks_diagonal.py"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import KIT, ROOT, SOLUTIONS, declared_losses, grade_folder, submission_with
 
-from autograder import i18n, registry, submission
+from autograder.core import i18n, registry
+from autograder.run import submission
 from autograder.trusted import NOT_IN_STUDENT_COPY
 
 MUTANT = KIT / "mutants" / "attention" / "divides_by_sqrt_d_v.py"
@@ -149,7 +150,9 @@ def test_waiting_checks_are_xfailed_and_advice_notes_pass_with_a_warning(tmp_pat
     assert bug in good
     (folder / "blocks.py").write_text(good.replace(bug, "h = F.relu(h)"))
     keep = sorted(set(submission.trusted_modules()) - set(NOT_IN_STUDENT_COPY))
-    prelude = f"from autograder import submission; submission.trusted_modules = lambda: {keep!r}\n"
+    prelude = (
+        f"from autograder.run import submission; submission.trusted_modules = lambda: {keep!r}\n"
+    )
     files = ("multihead", "gpt")
     proc, outcomes = run_pytest(tmp_path, folder, "-rx", files=files, prelude=prelude)
     assert proc.returncode == 0, proc.stdout + proc.stderr

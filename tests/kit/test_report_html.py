@@ -16,9 +16,10 @@ import subprocess
 import pytest
 from conftest import KIT, SOLUTIONS, submission_with
 
-from autograder import report_html, stubgen
-from autograder.references import References
-from autograder.submission import Submission
+from autograder.authoring import stubgen
+from autograder.core.references import References
+from autograder.feedback import report_html
+from autograder.run.submission import Submission
 
 MODULES = ["attention", "multihead", "positional", "gpt", "plots"]
 
@@ -32,8 +33,9 @@ def _half_done(tmp_path):
 
 def _graded(submission, modules):
     """Results and what the student's code returned, as make grade's plugin gets them."""
-    from autograder import engine, registry
-    from autograder.references import References
+    from autograder.core import registry
+    from autograder.core.references import References
+    from autograder.run import engine
 
     refs, probed, results = References.public(), {}, []
     for m in modules:
@@ -90,7 +92,8 @@ def test_every_picture_of_every_module_is_drawn_for_the_solutions():
     """solutions/: each picture shows the student's side, the reference and their difference,
     and none says "Not drawn" (a picture that reads an output its check's probe does not
     return draws nothing, for everyone: positional's once asked for "small")."""
-    from autograder import engine, fixtures, registry
+    from autograder.core import fixtures, registry
+    from autograder.run import engine
 
     submission, refs, probed = Submission(SOLUTIONS), References.public(), {}
     for module, pictures in report_html.PICTURES.items():
@@ -117,7 +120,8 @@ def test_every_picture_of_every_module_is_drawn_for_the_solutions():
 
 
 def test_the_sqrt_dk_curves_are_drawn_as_inline_svg():
-    from autograder import engine, fixtures, registry
+    from autograder.core import fixtures, registry
+    from autograder.run import engine
 
     (picture,) = [p for p in report_html.PICTURES["diagnostics"] if "entropy" in p.keys[0]]
     check = {c.slug: c for c in registry.checks_of("diagnostics")}[picture.slug]
@@ -131,7 +135,8 @@ def test_the_sqrt_dk_curves_are_drawn_as_inline_svg():
 
 
 def test_a_picture_that_cannot_be_drawn_says_why(tmp_path):
-    from autograder import engine, fixtures, registry
+    from autograder.core import fixtures, registry
+    from autograder.run import engine
 
     picture = report_html.PICTURES["attention"][0]
     check = {c.slug: c for c in registry.checks_of("attention")}[picture.slug]
@@ -223,7 +228,8 @@ def test_the_report_renders_offline_in_headless_chromium(report, tmp_path):
 def test_the_chinese_report_renders_in_headless_chromium(half_done, tmp_path):
     """The same half-done submission, worded in Simplified Chinese with every hint level; a
     screenshot to look at: build/report-zh.png."""
-    from autograder import i18n, ladder
+    from autograder.core import i18n
+    from autograder.feedback import ladder
 
     folder, submission, results, probed = half_done
     i18n.use("zh_CN")

@@ -160,9 +160,9 @@ def test_exemptions_and_the_closed_form_need_no_model(monkeypatch):
     """The student copy has no models: what the value checks let pass (a mistake the
     reference check charges), the far check's closed form and the attention check's reference
     rotation are replayed with the reference, so the verdicts decide with models unavailable."""
-    from autograder import fixtures, registry
-    from autograder.probing import make_inputs
-    from autograder.verdicts import ModelUnavailable, model
+    from autograder.core import fixtures, registry
+    from autograder.core.verdicts import ModelUnavailable, model
+    from autograder.run.probing import make_inputs
 
     monkeypatch.setattr(judge, "_rope", model.left_out(judge._rope))
     refs = fixtures.load("rotary")
@@ -188,9 +188,9 @@ def test_float32_weights_sum_to_one_within_float32s_tolerance_not_float64s():
     """Softmax rows of 7 float32 weights sum to 1 only within a few 1e-7. On this hidden seed
     (a batch student's) they were 2.4e-7 off here, beyond float64's tolerance (2e-7):
     summing them as float64 failed the solution itself on attention-shift."""
-    from autograder import registry
-    from autograder.engine import judge as verdict_of
-    from autograder.probing import make_inputs, run_probe
+    from autograder.core import registry
+    from autograder.run.engine import judge as verdict_of
+    from autograder.run.probing import make_inputs, run_probe
 
     seed = 6856833023542070043
     check = next(c for c in registry.checks_of("rotary") if c.slug == "attention-shift")

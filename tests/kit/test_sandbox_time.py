@@ -8,10 +8,10 @@ import pytest
 from conftest import SOLUTIONS, submission_with
 from test_batch import sandbox_processes
 
-from autograder import registry
-from autograder.sandbox import wire
-from autograder.sandbox.jail import Limits
-from autograder.sandbox.runner import Sandbox
+from autograder.core import registry
+from autograder.run.sandbox import wire
+from autograder.run.sandbox.jail import Limits
+from autograder.run.sandbox.runner import Sandbox
 
 ENDLESS_PADDING = (SOLUTIONS / "masks.py").read_text() + (
     "\n\ndef padding_mask(lengths, S):  # an endless loop in this function only\n"

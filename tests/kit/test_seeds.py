@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder import registry, seeds
-from autograder.probing import make_inputs
+from autograder.core import registry, seeds
+from autograder.run.probing import make_inputs
 
 pytestmark = pytest.mark.fast
 

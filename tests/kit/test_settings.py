@@ -1,4 +1,4 @@
-"""One settings object (autograder/settings.py): every run setting resolved in one place, with
+"""One settings object (autograder/core/settings.py): every run setting resolved in one place, with
 one precedence (flags, make variables among them, over the environment over course.toml over
 the defaults), and no ATTENTION_LAB_* variable read anywhere else in the package."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from autograder import course_config, settings
-from autograder.sandbox.jail import Limits
-from autograder.settings import ENV, Settings, SettingsError
+from autograder.core import course_config, settings
+from autograder.core.settings import ENV, Settings, SettingsError
+from autograder.run.sandbox.jail import Limits
 
 pytestmark = pytest.mark.fast
 
@@ -142,7 +142,7 @@ def test_no_attention_lab_variable_is_read_outside_settings():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel == "autograder/settings.py" or "/locale/" in rel:
+        if rel == "autograder/core/settings.py" or "/locale/" in rel:
             continue
         tree = ast.parse(path.read_text())
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
@@ -176,5 +176,5 @@ def test_every_variable_the_kit_mentions_is_resolved_or_listed():
             mentioned |= set(re.findall(r"ATTENTION_LAB_[A-Z_]*[A-Z]", path.read_text()))
     assert mentioned - set(ENV.values()) - elsewhere == set()
     assert set(ENV.values()) <= mentioned  # each one is documented (settings.py) at least
-    text = (PACKAGE / "settings.py").read_text()
+    text = (PACKAGE / "core/settings.py").read_text()
     assert all(variable in text for variable in elsewhere)

@@ -4,8 +4,9 @@ import pytest
 import torch
 from conftest import ROOT, SOLUTIONS, student_edited_stubs
 
-from autograder import fixtures, registry, stubgen
-from autograder.verdicts import close
+from autograder.authoring import stubgen
+from autograder.core import fixtures, registry
+from autograder.core.verdicts import close
 
 
 @pytest.mark.fast
@@ -121,7 +122,7 @@ def test_fixtures_load_without_pickle():
 def test_fixtures_rewrite_only_what_changed(tmp_path, monkeypatch):
     """`make fixtures` leaves a module whose solution and probe side did not change alone,
     and a changed check title or point value (judge side) needs no regeneration."""
-    from autograder import cli
+    from autograder.channels import cli
 
     assert fixtures.is_fresh("masks")
     before = (fixtures.FIXTURE_DIR / "masks.npz").stat().st_mtime_ns

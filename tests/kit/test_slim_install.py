@@ -74,7 +74,7 @@ def _without_extras(code: str) -> subprocess.CompletedProcess:
 def test_grading_runs_without_the_instructor_extras(tmp_path):
     results = tmp_path / "results.json"
     proc = _without_extras(
-        "from autograder.cli import main\n"
+        "from autograder.channels.cli import main\n"
         f"sys.exit(main(['grade', '--submission', {str(SOLUTIONS)!r}, '--ex', 'masks', "
         f"'--results', {str(results)!r}]))\n"
     )
@@ -84,7 +84,8 @@ def test_grading_runs_without_the_instructor_extras(tmp_path):
 
 def test_an_instructor_verb_without_the_extras_says_how_to_get_them(tmp_path):
     proc = _without_extras(
-        f"from autograder.cli import main\nsys.exit(main(['collect', '--root', {str(tmp_path)!r}]))"
+        f"from autograder.channels.cli import main\nsys.exit(main(['collect', '--root', "
+        f"{str(tmp_path)!r}]))"
     )
     assert proc.returncode == 2
     assert "make venv-instructor" in proc.stderr
@@ -98,6 +99,6 @@ def test_makefile_installs_the_extras_on_first_use_of_an_instructor_verb():
 
 
 def test_gradescope_setup_installs_cpu_torch_and_the_student_set_only():
-    setup = (ROOT / "autograder" / "gradescope" / "setup.sh").read_text()
+    setup = (ROOT / "autograder" / "channels" / "gradescope" / "setup.sh").read_text()
     assert "--index-url https://download.pytorch.org/whl/cpu" in setup
     assert "requirements.lock" in setup and "requirements-instructor" not in setup

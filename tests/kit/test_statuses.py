@@ -6,21 +6,16 @@ from __future__ import annotations
 import pytest
 from conftest import KIT, SOLUTIONS, submission_with
 
-from autograder import (
-    class_report,
-    core,
-    engine,
-    i18n,
-    notebook,
-    registry,
-    report,
-    report_html,
-    sinks,
-)
-from autograder.core import Result
-from autograder.references import References
-from autograder.sandbox.runner import Graded
-from autograder.submission import Submission
+from autograder import notebook
+from autograder.channels import class_report
+from autograder.core import check as core
+from autograder.core import i18n, registry
+from autograder.core.check import Result
+from autograder.core.references import References
+from autograder.feedback import report, report_html, sinks
+from autograder.run import engine
+from autograder.run.sandbox.runner import Graded
+from autograder.run.submission import Submission
 
 
 def _result(module, slug, status, points=1.0, misconception="", message="") -> Result:

@@ -1,7 +1,7 @@
 """Stubs teach, they do not answer: the TODO text never spells out a line of the solution.
 
-The rule (autograder/stubgen.py, "hint leaks"): no non-trivial line of a solution region may
-appear, whitespace ignored, in the comments or docstrings of the stub generated from it. A
+The rule (autograder/authoring/stubgen.py, "hint leaks"): no non-trivial line of a solution region
+may appear, whitespace ignored, in the comments or docstrings of the stub generated from it. A
 trivial line holds only names, keywords and `, : ( ) =` and no call (`else:`,
 `return out, weights`); every other line is a computation, and a hint that spells it out
 is the answer.
@@ -12,7 +12,7 @@ import re
 import pytest
 from conftest import SOLUTIONS
 
-from autograder import stubgen
+from autograder.authoring import stubgen
 
 pytestmark = pytest.mark.fast
 

@@ -8,10 +8,12 @@ import pytest
 import torch
 from conftest import SOLUTIONS, submission_with
 
-from autograder import limits, registry, report, syllabus
-from autograder.core import Check, CheckList, Failure, Result, Status, ref_of
-from autograder.sandbox import wire
-from autograder.verdicts import WRONG_KIND, assert_close, close
+from autograder.core import registry, syllabus
+from autograder.core.check import Check, CheckList, Failure, Result, Status, ref_of
+from autograder.core.verdicts import WRONG_KIND, assert_close, close
+from autograder.feedback import report
+from autograder.run import limits
+from autograder.run.sandbox import wire
 
 pytestmark = pytest.mark.fast
 
@@ -81,7 +83,7 @@ def test_limits_are_cpu_seconds_with_overrides():
     with pytest.raises(ValueError, match="positive"):
         limits.TimeLimits(stall=0)
     # the references record the solution's CPU seconds of their own checks, and nothing else
-    from autograder.references import References
+    from autograder.core.references import References
 
     refs = References.public()
     refs.module("masks")
@@ -119,8 +121,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 def attention_with_bias(q, k, v, bias, mask=None):
     return scaled_dot_product_attention(q, k, v, mask)
 """
-    from autograder.engine import grade
-    from autograder.submission import Submission
+    from autograder.run.engine import grade
+    from autograder.run.submission import Submission
 
     folder = submission_with(tmp_path, {"attention": source})
     results = grade(Submission(folder), ["attention"])
@@ -141,8 +143,8 @@ def test_worker_stops_an_overrunning_check_from_outside(tmp_path):
             1,
         )
     )
-    from autograder.engine import grade
-    from autograder.submission import Submission
+    from autograder.run.engine import grade
+    from autograder.run.submission import Submission
 
     folder = submission_with(tmp_path, {"masks": source})
     results = grade(Submission(folder), ["masks"], cpu_limit=1.0)
@@ -173,8 +175,8 @@ def _masks_with(*edits: tuple[str, str]) -> str:
 
 
 def _grade_masks(tmp_path, source: str) -> dict[str, Result]:
-    from autograder.engine import grade
-    from autograder.submission import Submission
+    from autograder.run.engine import grade
+    from autograder.run.submission import Submission
 
     folder = submission_with(tmp_path, {"masks": source})
     return {r.check_id: r for r in grade(Submission(folder), ["masks"], cpu_limit=1.0)}
@@ -234,7 +236,7 @@ def test_an_endless_loop_at_the_top_level_costs_one_limit(tmp_path):
 def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
     """The policy alone: nothing is "same as above" before a check timed out, every result it
     gives is a timeout worth 0, and a guard's word counts only for a function that timed out."""
-    from autograder.policy import Stuck
+    from autograder.run.policy import Stuck
 
     checks = [c for c in registry.checks_of("masks") if not c.slow]
     stuck = Stuck()
@@ -256,7 +258,7 @@ def test_guard_ends_exactly_the_functions_named():
     one function (missing, a bare method name) is left alone, and so is everything else."""
     import types
 
-    from autograder.probing import StuckCall, guard
+    from autograder.run.probing import StuckCall, guard
 
     module = types.ModuleType("student")
     exec(
@@ -284,7 +286,7 @@ def test_guard_ends_exactly_the_functions_named():
 def test_prints_stay_with_their_check_however_the_pipe_is_read():
     """The worker's output is cut at CHECK_END, even when the parent reads late (the next
     check's prints already in the pipe) or a read splits the marker."""
-    from autograder.worker import CHECK_END, OUTPUT_KEEP, _Segments
+    from autograder.run.worker import CHECK_END, OUTPUT_KEEP, _Segments
 
     stream = b"a1\na2\n" + CHECK_END + b"b1\n" + CHECK_END + b"c1 (stopped)"
     for cut in range(len(stream) + 1):
@@ -306,7 +308,7 @@ def test_skipped_checks_cpu_is_the_fixtures_figure_scaled_to_this_machine_never_
     """The hidden tier's reference servers skip the checks whose verdicts read no reference
     (Check.compares); their time limits are calibrated on the public fixtures' CPU seconds,
     scaled by how much slower this machine ran the checks it did run."""
-    from autograder import fixtures
+    from autograder.core import fixtures
 
     stored = fixtures.manifest("efficient")["cpu_seconds"]
     ran = {"chunked": stored["chunked"], "linear": stored["linear"]}
@@ -325,7 +327,7 @@ def test_one_message_loop_settled_by_one_policy():
     """channel.probe_all (the child side of the worker and the sandbox) and channel.Reading
     with policy.outcome (their parents): a pass is never reported by the child, a malformed or
     unreadable outcome costs its check, a stray message only a note, a guard's word a timeout."""
-    from autograder import channel, policy
+    from autograder.run import channel, policy
 
     checks = [c for c in registry.checks_of("masks") if not c.slow][:3]
     sent: list[tuple[dict, bytes]] = []
@@ -367,7 +369,7 @@ def test_the_pre_fork_server_forks_follows_and_reaps():
     """forkserver.ForkServer, under the warm grader and the zygote: a child's exit status
     reaches on_exit, an exception in a child is exit status 1, `serve(idle)` ends once no
     child runs and nothing happened for `idle` seconds."""
-    from autograder.forkserver import ForkServer
+    from autograder.run.forkserver import ForkServer
 
     server = ForkServer()
     ended: list[int] = []

@@ -1,4 +1,4 @@
-"""Checks that wait on an own dependency (autograder/waiting.py): where local grading runs the
+"""Checks that wait on an own dependency (autograder/run/waiting.py): where local grading runs the
 student's own module for a dependency (the student copy has no stand-in for it) and that
 module fails its own checks or is not written, the dependent's checks that did not pass are
 WAIT, counted neither as won nor as lost; the table, results.json, the report, the hint
@@ -15,9 +15,12 @@ import shutil
 import pytest
 from conftest import SOLUTIONS
 
-from autograder import core, engine, i18n, ladder, report, report_html, submission, waiting
-from autograder.core import Failure, Result, Status
-from autograder.submission import Submission
+from autograder.core import check as core
+from autograder.core import i18n
+from autograder.core.check import Failure, Result, Status
+from autograder.feedback import ladder, report, report_html
+from autograder.run import engine, submission, waiting
+from autograder.run.submission import Submission
 from autograder.trusted import NOT_IN_STUDENT_COPY
 
 pytestmark = pytest.mark.fast
@@ -242,7 +245,7 @@ def test_a_waiting_check_does_not_climb_the_hint_ladder(copy_like, folder, tmp_p
 
 
 def test_make_hint_names_the_file_a_module_waits_on(copy_like, folder, monkeypatch, capsys):
-    from autograder import cli
+    from autograder.channels import cli
 
     blocks = folder / "blocks.py"
     blocks.write_text(
@@ -259,7 +262,7 @@ def test_make_hint_names_the_file_a_module_waits_on(copy_like, folder, monkeypat
 
 
 def test_watch_grades_a_module_again_when_its_own_dependency_is_saved(copy_like, folder):
-    from autograder.watch import Watcher
+    from autograder.channels.watch import Watcher
 
     watcher = Watcher.__new__(Watcher)  # to_grade needs no warm state
     watcher.folder, watcher.modules = folder, ["attention", "gpt", "llama"]

@@ -1,4 +1,4 @@
-"""The warm grader behind `make grade` (autograder/warm.py): the same table, results and exit
+"""The warm grader behind `make grade` (autograder/run/warm.py): the same table, results and exit
 status as a direct run, served by a fork of one warm process; Ctrl-C and a changed kit."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SOLUTIONS, submission_with
 
-from autograder import warm
-from autograder.settings import Settings
+from autograder.core.settings import Settings
+from autograder.run import warm
 
 WRONG_MASK = ("triu(diagonal=1)", "triu(diagonal=0)")  # blocks the diagonal: loses points
 ENDLESS = ("    lengths = torch.as_tensor(lengths)\n", "    while True:\n        pass\n")
@@ -59,7 +59,7 @@ def _server_pids(folder: Path) -> list[int]:
             env = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if b"autograder.warm" in cmd and f"ATTENTION_LAB_WARM_DIR={folder}".encode() in env:
+        if b"autograder.run.warm" in cmd and f"ATTENTION_LAB_WARM_DIR={folder}".encode() in env:
             found.append(int(pid))
     return found
 

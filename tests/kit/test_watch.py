@@ -19,8 +19,10 @@ import time
 import pytest
 from conftest import ROOT, SOLUTIONS, submission_with
 
-from autograder import publish, registry, stubgen
-from autograder.core import Result
+from autograder.authoring import stubgen
+from autograder.core import registry
+from autograder.core.check import Result
+from autograder.feedback import publish
 
 MASKS_POINTS = sum(c.points for c in registry.checks_of("masks") if not c.slow)
 

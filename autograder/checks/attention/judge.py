@@ -6,12 +6,12 @@ import math
 
 import torch
 
-from ...core import CheckList, Failure
-from ...diagnosis import infer_scale, name_scale
-from ...misconception_data import misconceptions_of
-from ...tolerances import tolerance
+from ...core.check import CheckList, Failure
+from ...core.diagnosis import infer_scale, name_scale
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import tolerance
+from ...core.verdicts import Candidate, assert_close, close, model, tensor
 from ...trusted.attention import broadcast_shape
-from ...verdicts import Candidate, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("attention")

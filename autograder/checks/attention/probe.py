@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probing import pair, randn
+from ...run.probing import pair, randn
 
 # Shapes: the reference and scale checks use L ≠ S and d_k ≠ d_v, with √d_k, √d_v, √S and √L
 # all different, so a wrong divisor is named; every other check uses d_k = d_v (= 12), so a

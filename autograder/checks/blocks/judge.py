@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
+from ...core.check import CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, close, dropout_finding, model, tensor
 from ...trusted.multihead import MultiHeadAttention
-from ...verdicts import assert_close, close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("blocks")

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ...probing import pair, randn
+from ...run.probing import pair, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 

@@ -3,7 +3,7 @@ experiment, LN placement, the √d_k experiment (each part's verdicts are in jud
 
 from __future__ import annotations
 
-from ...core import CheckList
+from ...core.check import CheckList
 from . import judge_entropy, judge_ln, judge_sqrt_dk, judge_wo
 
 CHECKS = CheckList("diagnostics")

@@ -7,9 +7,9 @@ import math
 
 import torch
 
-from ...core import WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import assert_close, model, tensor
+from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, model, tensor
 from . import probe_entropy as probe
 
 CHECKS = CheckList("diagnostics")

@@ -8,10 +8,10 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...tolerances import tolerance
-from ...verdicts import assert_close, model, tensor
+from ...core.check import WRONG_DTYPE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import tolerance
+from ...core.verdicts import assert_close, model, tensor
 from . import probe_ln as probe
 
 trusted_blocks: ModuleType | None

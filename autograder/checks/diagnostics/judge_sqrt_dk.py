@@ -20,10 +20,10 @@ import math
 
 import torch
 
-from ...core import WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...tolerances import Tolerance
-from ...verdicts import Candidate, ModelUnavailable, assert_close, close, model, tensor
+from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import Tolerance
+from ...core.verdicts import Candidate, ModelUnavailable, assert_close, close, model, tensor
 from . import probe_sqrt_dk as probe
 from .probe_sqrt_dk import BATCH, LENGTH, QUANTITIES
 

@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...core import WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
+from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, close, model, tensor
 from ...trusted.multihead import MultiHeadAttention
-from ...verdicts import assert_close, close, model, tensor
 from . import probe_wo as probe
 from .probe_wo import one_thread
 

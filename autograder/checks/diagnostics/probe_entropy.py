@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ...core import WRONG_TYPE, Failure
-from ...probing import randn
+from ...core.check import WRONG_TYPE, Failure
+from ...run.probing import randn
 
 
 def _int(gen, low, high):

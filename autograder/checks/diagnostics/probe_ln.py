@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...probing import dependency, randn
+from ...run.probing import dependency, randn
 
 # The blocks checks' weight builders (probe side, public helpers of their probe).
 from ..blocks.probe import block_shapes, random_weights

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probing import pair, randn
+from ...run.probing import pair, randn
 
 # The experiment's d_k values: SIZES times a factor drawn from FACTORS (rounded), so that the
 # eighth entry (256, 320 or 384) is where the finding looks for saturation.

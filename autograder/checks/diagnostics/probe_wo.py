@@ -12,7 +12,7 @@ import contextlib
 
 import torch
 
-from ...probing import randn
+from ...run.probing import randn
 
 
 @contextlib.contextmanager

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import NOT_FINITE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import ModelUnavailable, assert_close, close
+from ...core.check import NOT_FINITE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import ModelUnavailable, assert_close, close
 from ..masks.judge import window_with_mistake
 from . import judge_models as models
 from . import probe

@@ -10,10 +10,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_DTYPE, Failure
-from ...misconception_data import misconceptions_of
-from ...tolerances import tolerance
-from ...verdicts import ModelUnavailable, close, model, tensor
+from ...core.check import WRONG_DTYPE, Failure
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import tolerance
+from ...core.verdicts import ModelUnavailable, close, model, tensor
 
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 

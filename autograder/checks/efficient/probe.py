@@ -12,7 +12,7 @@ Evidence of memory and cost comes from two independent recorders, read by the ju
                   modes off does not hide from it): the CPU allocator's peak bytes in the
                   block, and the matrix products and fused attention kernels it ran.
 Both run in the student's process, so determined code can still fool them (official grading
-measures the sandbox's peak memory from outside, autograder/sandbox).
+measures the sandbox's peak memory from outside, autograder/run/sandbox).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections import Counter
 import torch
 from torch._C import _autograd, _profiler
 
-from ...dispatch import OpCounter
-from ...probing import pair, randn
+from ...core.dispatch import OpCounter
+from ...run.probing import pair, randn
 
 # --------------------------------------------------------------------------- recording
 

@@ -13,9 +13,9 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from ...core import CRASH, WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
+from ...core.check import CRASH, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
 from . import judge_models as models
 from . import probe
 

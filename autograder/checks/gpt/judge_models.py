@@ -10,8 +10,8 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
+from ...core.verdicts import model
 from ...trusted.masks import causal_mask
-from ...verdicts import model
 from . import probe
 
 trusted: ModuleType | None

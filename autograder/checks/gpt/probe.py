@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...probing import corpus
+from ...run.probing import corpus
 
 
 def _draw(gen, low: int, high: int) -> int:

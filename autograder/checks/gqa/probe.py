@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ...probing import pair, randn
+from ...run.probing import pair, randn
 
 # (D, H, H_kv) with 1 < H_kv < H and n_rep = H // H_kv ≠ H_kv; d_k = D // H is 5 or 7.
 GROUPED = ((30, 6, 2), (42, 6, 2), (30, 6, 3), (42, 6, 3), (40, 8, 2), (56, 8, 2))

@@ -13,9 +13,9 @@ import re
 
 import torch
 
-from ...core import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...core.check import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import judge_models as models
 from . import probe

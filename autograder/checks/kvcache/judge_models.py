@@ -9,8 +9,8 @@ import math
 
 import torch
 
-from ...misconception_data import misconceptions_of
-from ...verdicts import model
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import model
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders

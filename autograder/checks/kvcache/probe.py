@@ -16,8 +16,8 @@ import math
 
 import torch
 
-from ...core import Failure
-from ...probing import pair, randn
+from ...core.check import Failure
+from ...run.probing import pair, randn
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
 SHAPES = ((24, 4, 2), (32, 4, 2), (36, 6, 2), (36, 6, 3), (40, 4, 1))

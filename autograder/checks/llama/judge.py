@@ -20,9 +20,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core import WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
+from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..gqa.judge import kv_map
 from . import probe

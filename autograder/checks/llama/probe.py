@@ -19,7 +19,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 
-from ...probing import corpus, pair, randn
+from ...run.probing import corpus, pair, randn
 
 # --------------------------------------------------------------------------- sizes and weights
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from ...core import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
+from ...core.check import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, close, model, tensor
 from ...trusted.attention import scaled_dot_product_attention
-from ...verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("masks")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probing import randn
+from ...run.probing import randn
 
 
 def _draw(gen, low, high):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...core import CheckList
-from ...misconception_data import misconceptions_of
-from ...verdicts import assert_close, close, model, tensor
+from ...core.check import CheckList
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")

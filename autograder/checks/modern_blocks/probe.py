@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ...probing import randn
+from ...run.probing import randn
 
 
 def _int(gen, low: int, high: int) -> int:

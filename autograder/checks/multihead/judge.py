@@ -10,11 +10,11 @@ import math
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, no_reference
-from ...diagnosis import infer_scale, name_scale
-from ...misconception_data import misconceptions_of
+from ...core.check import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, no_reference
+from ...core.diagnosis import infer_scale, name_scale
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ...trusted import multihead as trusted
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
 

@@ -15,8 +15,8 @@ import math
 
 import torch
 
-from ...dispatch import MATMUL_OPS, OpCounter
-from ...probing import pair, randn
+from ...core.dispatch import MATMUL_OPS, OpCounter
+from ...run.probing import pair, randn
 from ..attention.probe import random_mask
 
 # (D, H): d_k = D // H is 5, 6 or 7; no D is a perfect square.

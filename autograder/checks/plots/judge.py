@@ -12,9 +12,9 @@ import math
 
 import torch
 
-from ...core import CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...verdicts import assert_close, tensor
+from ...core.check import CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.verdicts import assert_close, tensor
 from . import probe
 
 CHECKS = CheckList("plots")

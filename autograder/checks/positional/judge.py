@@ -7,10 +7,10 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...tolerances import tolerance
-from ...verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
+from ...core.check import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import tolerance
+from ...core.verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("positional")

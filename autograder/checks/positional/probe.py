@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probing import randn
+from ...run.probing import randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 

@@ -6,11 +6,11 @@ import re
 
 import torch
 
-from ...core import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
-from ...misconception_data import misconceptions_of
-from ...tolerances import tolerance
+from ...core.check import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
+from ...core.misconception_data import misconceptions_of
+from ...core.tolerances import tolerance
+from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
-from ...verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("rotary")

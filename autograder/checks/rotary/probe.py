@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probing import pair, randn
+from ...run.probing import pair, randn
 
 
 def _int(gen, low: int, high: int) -> int:

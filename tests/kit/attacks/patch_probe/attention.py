@@ -7,7 +7,7 @@ import sys
 import torch
 
 for name, module in list(sys.modules.items()):
-    if name.startswith("autograder.checks.") or name == "autograder.probing":
+    if name.startswith("autograder.checks.") or name == "autograder.run.probing":
         for attr, value in list(vars(module).items()):
             if callable(value) and not isinstance(value, type) and not attr.startswith("_"):
                 try:

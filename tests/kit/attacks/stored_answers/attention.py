@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 import autograder
-from autograder import registry
-from autograder.probing import make_inputs
-from autograder.fixtures import PUBLIC_SEED
+from autograder.core import registry
+from autograder.run.probing import make_inputs
+from autograder.core.fixtures import PUBLIC_SEED
 from pathlib import Path
 
 _ANSWERS = {}

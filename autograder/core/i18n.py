@@ -1,0 +1,297 @@
+"""English and Simplified Chinese: the gettext catalogs behind every student-facing text.
+
+The catalogs are PO files in autograder/locale/<lang>/LC_MESSAGES/: `kit.po` (the tables,
+summaries, report, notebook feedback and the misconceptions of core, worker, sandbox and
+verdicts) and one `checks-<module>.po` per exercise module (its misconceptions). The msgid of
+each entry is the English text itself, so English needs no catalog, and a text without a
+translation shows in English.
+
+The language comes from `use()` (make grade LANG=...: cli passes --lang) or else from the
+environment, as gettext reads it: LANGUAGE, LC_ALL, LC_MESSAGES, LANG (the first one set).
+
+Compiled catalogs: each PO file is compiled with Babel (in the student set, requirements.lock)
+on first use into build/locale/<lang>/LC_MESSAGES/<domain>-<hash of the PO>.mo and read with
+the standard library's gettext. The hash in the name means an edited PO file (a `git pull`, a
+new module) is compiled again, with no stamp to keep; a fresh clone, the student copy, the
+Gradescope image and a batch run all compile on their first grading in Chinese, with no step
+of their own. Where build/ cannot be written, the catalog is compiled in memory. Only the
+trusted side translates (at display time), so the sandboxed child needs none of this.
+
+Texts are translated when shown: the English template is looked up, then its {placeholders}
+are filled from the Result's details; a translation whose placeholders do not fit falls back
+to the English template, and nothing here ever raises for a missing or broken catalog.
+"""
+
+from __future__ import annotations
+
+import gettext
+import hashlib
+import io
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .check import HINT_LEVELS, Misconception, Result, declared
+from .paths import BUILD, PACKAGE
+
+LOCALES = PACKAGE / "locale"
+COMPILED = BUILD / "locale"
+ENGLISH = "en"
+KIT_DOMAIN = "kit"
+# What a language variable may name for each catalog (lower case, without encoding).
+ALIASES = {"zh_CN": ("zh", "zh_cn", "zh_hans", "zh_hans_cn", "zh_sg", "chinese")}
+ENVIRONMENT = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+_chosen: str | None = None
+
+
+def N_(text: str) -> str:
+    """Mark a text for extraction (pybabel) without translating it here."""
+    return text
+
+
+def available() -> list[str]:
+    """The languages with a catalog folder, besides English."""
+    if not LOCALES.is_dir():
+        return []
+    return sorted(p.name for p in LOCALES.iterdir() if (p / "LC_MESSAGES").is_dir())
+
+
+def normalise(value: str) -> str:
+    """'zh_CN.UTF-8' -> 'zh_CN'; anything without a catalog (en_US, C, POSIX) -> 'en'."""
+    code = value.split(".")[0].split("@")[0].strip().replace("-", "_").lower()
+    for lang in available():
+        if code == lang.lower() or code in ALIASES.get(lang, ()):
+            return lang
+    return ENGLISH
+
+
+def from_environment(env: Mapping[str, str] | None = None) -> str:
+    """The language gettext would choose: the first of LANGUAGE (a ':' list), LC_ALL,
+    LC_MESSAGES, LANG that is set; English when none names a catalog."""
+    env = os.environ if env is None else env
+    for variable in ENVIRONMENT:
+        value = env.get(variable, "")
+        if not value:
+            continue
+        if variable == "LANGUAGE":
+            found = [normalise(v) for v in value.split(":") if v]
+            chosen = next((lang for lang in found if lang != ENGLISH), ENGLISH)
+            if chosen != ENGLISH or any(v.lower().startswith("en") for v in value.split(":")):
+                return chosen
+            continue  # LANGUAGE=C or an unknown language: the next variable decides
+        return normalise(value)
+    return ENGLISH
+
+
+def use(lang: str | None) -> str:
+    """Show texts in `lang` ('zh_CN.UTF-8', 'zh_CN', 'en', ...) from now on; None or ''
+    goes back to the environment's choice. Returns the language chosen."""
+    global _chosen
+    _chosen = normalise(lang) if lang else None
+    return current()
+
+
+def current() -> str:
+    return _chosen or from_environment()
+
+
+# --------------------------------------------------------------------------- catalogs
+
+
+def _compile(po: Path, lang: str) -> bytes:
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f, locale=lang, domain=po.stem)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog, use_fuzzy=False)
+    return buffer.getvalue()
+
+
+def compiled(po: Path, lang: str, folder: Path | None = None) -> bytes:
+    """The .mo bytes of `po`: from build/locale when compiled before, else compiled now
+    (with Babel) and kept there, replacing the older compilations of the same domain."""
+    folder = (folder or COMPILED) / lang / "LC_MESSAGES"
+    source = po.read_bytes()
+    mo = folder / f"{po.stem}-{hashlib.sha256(source).hexdigest()[:16]}.mo"
+    try:
+        return mo.read_bytes()
+    except OSError:
+        pass
+    data = _compile(po, lang)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = mo.with_name(f".{mo.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(mo)
+        for old in folder.glob(f"{po.stem}-*.mo"):
+            if old != mo and old.name.rsplit("-", 1)[0] == po.stem:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only copy of the kit: the catalog lives in memory only
+    return data
+
+
+_warned: set[str] = set()
+
+
+def _warn(text: str) -> None:
+    if text not in _warned:
+        _warned.add(text)
+        print(f"note: {text}; showing English", file=sys.stderr)
+
+
+@cache
+def translations(lang: str) -> gettext.NullTranslations:
+    """Every catalog of `lang` as one chain: kit.po first, then each checks-*.po."""
+    chain = gettext.NullTranslations()
+    if lang == ENGLISH:
+        return chain
+    folder = LOCALES / lang / "LC_MESSAGES"
+    files = sorted(folder.glob("*.po"), key=lambda p: (p.stem != KIT_DOMAIN, p.name))
+    for po in files:
+        try:
+            data = compiled(po, lang)
+            chain.add_fallback(gettext.GNUTranslations(io.BytesIO(data)))
+        except ImportError:
+            _warn(f"the {lang} texts need Babel (make venv installs it)")
+            break
+        except Exception as e:  # a broken catalog costs its own texts only
+            _warn(f"{po.relative_to(PACKAGE.parent)} could not be read ({type(e).__name__}: {e})")
+    return chain
+
+
+def _(text: str) -> str:
+    """`text` in the current language (the English text when no translation is written)."""
+    if not text:
+        return text
+    return translations(current()).gettext(text)
+
+
+def ngettext(one: str, many: str, n: int) -> str:
+    return translations(current()).ngettext(one, many, n)
+
+
+# --------------------------------------------------------------------------- misconceptions
+
+
+def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> str | None:
+    """`template` translated, its placeholders filled from `details`; the English template
+    when the translation's placeholders do not fit; None when neither fits."""
+    if not template:
+        return ""
+    catalog = translations(lang or current())
+    # a phrase among the values ("the attention weights") is translated too when a catalog
+    # holds it; single words are left alone (a value "error" is not the status word)
+    values = {
+        k: catalog.gettext(v) if isinstance(v, str) and " " in v else v for k, v in details.items()
+    }
+    for text, given in ((catalog.gettext(template), values), (template, details)):
+        try:
+            return text.format(**given)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def misconception_of(result: Result) -> Misconception | None:
+    if not result.misconception:
+        return None
+    found = declared().get(result.misconception)
+    if found is None:
+        from .registry import all_misconceptions
+
+        try:
+            found = all_misconceptions().get(result.misconception)
+        except Exception:
+            return None
+    return found
+
+
+def message(result: Result, lang: str | None = None) -> str:
+    """The failure's message in the current language (its English text when it cannot be
+    worded again: no such misconception here, or details missing)."""
+    m = misconception_of(result)
+    if m is None or not result.message:
+        return _(result.message) if lang is None else result.message
+    text = fill(m.message, result.details, lang)
+    return result.message if text is None else text
+
+
+def hint_lines(result: Result, levels: Sequence[int] | None = None) -> list[str]:
+    """The hint ladder's lines for a failing result, labelled and translated.
+
+    levels=None: the most detailed level, as "Hint: ..." (no ladder state applies).
+    levels=(1,), (1, 2), (1, 2, 3), ...: each level, or the nearest level written when that
+    one is empty (a misconception with one hint string has level 3 only), once each."""
+    m = misconception_of(result)
+    if levels is None or m is None:
+        if m is not None:
+            text = fill(m.hint, result.details)
+            hint = result.hint if text is None else text
+        else:
+            hint = _(result.hint)
+        return [_("Hint: {text}").format(text=hint)] if hint else []
+    lines, seen = [], set()
+    for wanted in levels:
+        level, template = m.level(wanted)
+        if not level or level in seen:
+            continue
+        seen.add(level)
+        text = fill(template, result.details)
+        if text is None:
+            continue
+        lines.append(
+            _("Hint {level}/{levels} ({name}): {text}").format(
+                level=level, levels=len(HINT_LEVELS), name=_(HINT_LEVELS[level - 1]), text=text
+            )
+        )
+    return lines
+
+
+def status_word(status: str) -> str:
+    """A check's status (passed, failed, not attempted, timed out, error, waiting; note:
+    advice, a 0-point check that did not pass) in words."""
+    words = {
+        "passed": N_("passed"),
+        "failed": N_("failed"),
+        "not attempted": N_("not attempted"),
+        "timed out": N_("timed out"),
+        "error": N_("error"),
+        "waiting": N_("waiting"),
+        "note": N_("note"),
+    }
+    return _(words.get(str(status), str(status)))
+
+
+def html_lang() -> str:
+    """The page's lang attribute: 'en' or 'zh-CN'."""
+    return current().replace("_", "-")
+
+
+ADVICE_SUFFIX = " (advice, 0 points: measured inside your own process)"
+
+
+def title(name: str) -> str:
+    """A check's title (a Result's name "module.slug: title", or the bare title) in the
+    current language: the bare title is looked up in the catalogs, and the forgeable checks'
+    suffix is a text of its own, so the catalogs hold the titles as declared."""
+    bare = name.split(": ", 1)[-1]
+    advice = bare.endswith(ADVICE_SUFFIX)
+    if advice:
+        bare = bare[: -len(ADVICE_SUFFIX)]
+    shown = _(bare)
+    if advice:
+        shown += _(N_(" (advice, 0 points: measured inside your own process)"))
+    return shown
+
+
+def name(full: str) -> str:
+    """A Result's name "module.slug: title" with its title in the current language."""
+    head, sep, _rest = full.partition(": ")
+    return f"{head}{sep}{title(full)}" if sep else title(full)

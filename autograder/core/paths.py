@@ -1,0 +1,19 @@
+"""Where the kit's files are: one place, so no module computes the root on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]
+ROOT = PACKAGE.parent
+SOLUTIONS = ROOT / "solutions"
+ASSIGNMENTS = ROOT / "assignments"
+FIXTURES = PACKAGE / "fixtures"
+CHECKS = PACKAGE / "checks"
+TRUSTED = PACKAGE / "trusted"
+TESTS = ROOT / "tests"
+GRADED_SUITES = TESTS / "graded"
+KIT_TESTS = TESTS / "kit"
+COURSE_TEXT = ROOT / "course" / "text"
+DOCS = ROOT / "docs"
+BUILD = ROOT / "build"

@@ -1,0 +1,73 @@
+"""The checks of every exercise module (judge side: importing this imports every verdict).
+
+Each exercise module's checks are a package, autograder/checks/<module>/:
+    probe*.py   input builders and probes: the only kit code a process that runs student
+                code imports (with core and probing); never verdicts or reference code
+    judge*.py   models of known wrong computations, verdicts, and the check declarations:
+                judge.py holds CHECKS, a core.CheckList
+    misconceptions.toml  the misconceptions (id, message, hint ladder) the judges load by id
+                (misconception_data.py); the msgids of the module's gettext catalog
+Course order comes from syllabus.MODULES; nothing else lists the modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from pathlib import Path
+
+from . import check as core
+from . import paths, syllabus
+from .check import Check
+
+
+def modules() -> list[str]:
+    """The exercise modules, in course order."""
+    return list(syllabus.MODULES)
+
+
+def _known(module: str) -> None:
+    if module not in syllabus.MODULES:
+        raise KeyError(f"unknown exercise module {module!r}; expected one of {modules()}")
+
+
+@cache
+def _checks(module: str) -> tuple[Check, ...]:
+    judge = importlib.import_module(f"autograder.checks.{module}.judge")
+    found = tuple(judge.CHECKS)
+    for check in found:
+        if check.module != module:
+            raise ValueError(f"{judge.__name__} declares {check.id}, not a check of {module}")
+    return found
+
+
+def checks_of(module: str) -> list[Check]:
+    _known(module)
+    return list(_checks(module))
+
+
+def files_of(module: str) -> list[Path]:
+    """The files of `module`'s checks package (their hash goes into the fixture manifest)."""
+    _known(module)
+    return sorted((paths.CHECKS / module).glob("*.py"))
+
+
+def probe_files_of(module: str) -> list[Path]:
+    return [f for f in files_of(module) if f.name.startswith("probe")]
+
+
+def all_checks() -> list[Check]:
+    return [c for m in modules() for c in checks_of(m)]
+
+
+def find(check_id: str) -> Check:
+    for check in all_checks():
+        if check.id == check_id:
+            return check
+    raise KeyError(f"unknown check {check_id!r}")
+
+
+def all_misconceptions() -> dict[str, core.Misconception]:
+    """Every declared misconception (importing every judge first)."""
+    all_checks()
+    return core.declared()

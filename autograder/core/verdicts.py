@@ -1,0 +1,243 @@
+"""Helpers that verdicts use: type/shape/dtype guards, comparison, naming the mistake.
+
+A verdict never trusts what the probe returned: it checks the type, the shape and the dtype
+before it compares values, and each problem raises a Failure that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from . import model_replays
+from .check import (
+    NOT_FINITE,
+    WRONG_DTYPE,
+    WRONG_SHAPE,
+    WRONG_TYPE,
+    WRONG_VALUES,
+    Failure,
+    Misconception,
+    Misconceptions,
+)
+from .tolerances import Tolerance, tolerance
+
+# A candidate explanation: (misconception, the output that mistake would give, details).
+# The output may be a callable, computed only when needed.
+Candidate = tuple[Misconception, "torch.Tensor | Callable[[], torch.Tensor]", dict[str, Any]]
+
+
+class ModelUnavailable(Exception):
+    """A judge model (a function marked @model) was called in the student copy, which holds
+    no model code: a candidate that needs one is skipped; a verdict that needs one cannot
+    name the mistake there (engine.judge: UNNAMED)."""
+
+
+class _Model:
+    """`@model` marks a judge function that computes the exercise's computation (correctly,
+    or with a named mistake): the student copy (`make dist`, student_copy.py) ships its
+    signature with the body left out, decorated `@model.left_out` instead, and answers from
+    what the kit recorded on the public tier (model_replays.py, which records through this)."""
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return model_replays.recorded(fn)
+
+    @staticmethod
+    def left_out(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The student copy's model: the answer the instructor's kit recorded for these
+        arguments on the public tier, else unavailable (the mistake is not named)."""
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return model_replays.answer(fn, args, kwargs)
+            except KeyError:
+                raise ModelUnavailable(fn.__name__) from None
+
+        unavailable.__name__, unavailable.__qualname__ = fn.__name__, fn.__qualname__
+        unavailable.__module__ = fn.__module__
+        return unavailable
+
+
+model = _Model()
+
+
+misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
+
+WRONG_KIND = misconception(
+    "wrong-dtype-kind",
+    "{what} has dtype {got}, but a {kind} tensor is expected (like {expected}): its values "
+    "cannot be compared.",
+    (
+        "A boolean or integer tensor holds other kinds of values than the floating-point "
+        "result expected: the computation was turned into a test or a count somewhere.",
+        "Look at the last operations before the return: a comparison (==, <, >), .bool(), "
+        ".long() or .int() changes the kind of the tensor.",
+        "Return the tensor your computation produces; do not convert it with .bool(), .long() "
+        "or comparisons.",
+    ),
+)
+
+
+def tensor(
+    got: dict[str, Any],
+    key: str,
+    what: str,
+    *,
+    shape: Iterable[int] | None = None,
+    dtype: torch.dtype | None = None,
+    floating: bool = False,
+) -> torch.Tensor:
+    """got[key] as a plain tensor of the expected shape and dtype (or, with floating=True,
+    any floating dtype), or a Failure naming why."""
+    value = got.get(key)
+    if type(value) is not torch.Tensor:
+        raise Failure(WRONG_TYPE, what=what, expected="a torch.Tensor", got=_type_name(value))
+    if floating and not value.is_floating_point():
+        raise Failure(
+            WRONG_KIND, what=what, got=value.dtype, expected=torch.float32, kind="floating"
+        )
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise Failure(WRONG_SHAPE, what=what, got=tuple(value.shape), expected=tuple(shape))
+    if dtype is not None and value.dtype != dtype:
+        raise Failure(WRONG_DTYPE, what=what, got=value.dtype, expected=dtype)
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None) -> bool:
+    """`a` (the student's) equals `b` (the expected): same shape, the same kind of dtype
+    (floating, complex, integer or bool), and equal within b's tolerance, exact for bool and
+    integers. `a` is cast to b's dtype, never the reverse: a bool tensor is never "close" to
+    a float reference because the reference was rounded to bool."""
+    if a.shape != b.shape or _kind(a) != _kind(b):
+        return False
+    if not b.is_floating_point():
+        return bool(torch.equal(a.to(b.dtype), b))
+    tol = tol or tolerance(b.dtype)
+    return bool(torch.allclose(a.to(b.dtype), b, equal_nan=False, **tol))
+
+
+def _kind(t: torch.Tensor) -> str:
+    if t.is_complex():
+        return "complex"
+    if t.is_floating_point():
+        return "floating"
+    return "bool" if t.dtype == torch.bool else "integer"
+
+
+def assert_close(
+    got: torch.Tensor,
+    want: torch.Tensor,
+    what: str,
+    candidates: Iterable[Candidate] = (),
+    tol: Tolerance | None = None,
+    finite: bool = True,
+) -> None:
+    """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output
+    matches, then NaN/inf, then the largest error and where it is. A result of another kind
+    of dtype than the expected one (bool or integers where floats are expected) fails first,
+    with its own message, before any value is compared."""
+    if _kind(got) != _kind(want):
+        raise Failure(WRONG_KIND, what=what, got=got.dtype, expected=want.dtype, kind=_kind(want))
+    if close(got, want, tol):
+        return
+    for mistake, output, details in candidates:
+        try:
+            value = output() if callable(output) else output
+        except ModelUnavailable:  # the student copy: this mistake is not named there
+            continue
+        if value is not None and close(got, value, tol):
+            raise Failure(mistake, what=what, **details)
+    if finite and got.is_floating_point() and not torch.isfinite(got).all():
+        raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(got)).sum()))
+    if got.dtype == torch.bool:
+        index = tuple(torch.nonzero(got != want)[0].tolist())
+        raise Failure(
+            WRONG_VALUES,
+            what=what,
+            err=1.0,
+            index=index,
+            got=float(got[index]),
+            want=float(want[index]),
+        )
+    diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    flat = int(diff.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    raise Failure(
+        WRONG_VALUES,
+        what=what,
+        err=float(diff.flatten()[flat]),
+        index=index,
+        got=float(got.flatten()[flat]),
+        want=float(want.flatten()[flat]),
+    )
+
+
+def dropout_finding(
+    out: torch.Tensor, full: torch.Tensor, p: float, *, tol: float = 1e-4, sigmas: float = 5.0
+) -> tuple[str, str] | None:
+    """How `out` departs from inverted dropout of `full` (drop probability p), or None.
+
+    Dropout's promise, judged on one run and on no random stream: each value is 0 or
+    full / (1 - p), and the dropped fraction is p within `sigmas` binomial standard
+    deviations. Values where `full` is about 0 fit both and are not counted. Returns
+    (kind, detail), kind one of "ignored", "not-rescaled", "misplaced", "rate"."""
+    out, full = out.double().flatten(), full.double().flatten()
+    allowed = tol * (1 + full.abs() / (1 - p))
+    clear = full.abs() > 20 * allowed
+    dropped = out.abs() <= allowed
+    kept = (out - full / (1 - p)).abs() <= allowed
+    if not clear.any():
+        return None
+    if bool(((out - full).abs() <= allowed).all()):
+        return "ignored", "no value was dropped"
+    bad = clear & ~dropped & ~kept
+    if bad.any():
+        if bool(((out - full).abs() <= allowed)[clear & ~dropped].all()):
+            return "not-rescaled", "the values kept were not divided by 1 - p"
+        survivors = clear & ~dropped
+        c = float((out[survivors] / full[survivors]).median())
+        if bool(((out - c * full).abs() <= tol * (1 + out.abs()))[survivors].all()):
+            frac = float(dropped[clear].double().mean())
+            return "rate", (
+                f"the values kept were multiplied by {c:.4g}, not 1 / (1 - p) = "
+                f"{1 / (1 - p):.4g}, and {frac:.0%} were dropped, not p = {p:g} (1 - p given "
+                "as the drop probability)"
+            )
+        i = int(bad.nonzero()[0])
+        return "misplaced", (
+            f"value {i} (in flattened order) is {float(out[i]):.6g}, neither 0 nor "
+            f"{float(full[i] / (1 - p)):.6g}"
+        )
+    n = int(clear.sum())
+    frac = float(dropped[clear].double().mean())
+    if abs(frac - p) > sigmas * (p * (1 - p) / n) ** 0.5:
+        return "rate", f"{frac:.0%} of {n} values were dropped, but p = {p:g}"
+    return None
+
+
+def assert_causal(
+    logits: torch.Tensor,
+    logits2: torch.Tensor,
+    want: torch.Tensor,
+    t: int,
+    no_causal: Misconception,
+    constant: Misconception,
+) -> None:
+    """A language model's own two runs on inputs equal up to position t and different after
+    it: the logits up to t must agree (else `no_causal`) and those after t must not (else
+    `constant`, with t; so zeros cannot pass). NaN or inf is named against `want`."""
+    if not (torch.isfinite(logits).all() and torch.isfinite(logits2).all()):
+        assert_close(logits, want, "the logits")  # names the NaN / inf
+    if not close(logits[:, : t + 1], logits2[:, : t + 1]):
+        raise Failure(no_causal)
+    if close(logits[:, t + 1 :], logits2[:, t + 1 :]):
+        raise Failure(constant, t=t)

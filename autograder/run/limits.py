@@ -1,0 +1,184 @@
+"""Time limits: CPU seconds, never wall-clock, so a loaded machine costs no one a point.
+
+A check may use max(its floor, FACTOR x the reference's CPU time) CPU seconds (the floor is
+Check.timeout; the reference's time is measured on the grading machine when the hidden tier
+computes it, and stored in the fixtures' manifest for the public tier). A check that uses
+them up is stopped from outside the process that runs it (Stopwatch: worker.py for local
+grading, the sandbox's monitor for batch grading); the remaining checks run in a fresh
+process. A process that makes no progress at all (blocked in input() or a sleep) is stopped
+after STALL_SECONDS of wall time without CPU use.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+import torch
+import torch.nn.functional as F
+
+from ..core.check import Check, ProbeSpec
+
+FACTOR = 20.0
+STALL_SECONDS = 30.0
+SLOWER_NOTE = 5.0  # a passing check this many times slower than the reference gets a note
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """The time limits of one grading, made at its entry point and passed down (to the
+    engine, the workers, the sandbox): no module state.
+
+    cpu        a fixed CPU limit for every check (Settings.cpu_limit: make grade
+               CPU_LIMIT=..., the kit's tests); None: each check's calibrated limit
+    stall      wall-clock seconds a process may go without using CPU (blocked) before it
+               is stopped
+    reference  {check id: the reference's CPU seconds on this machine}: References.cpu,
+               which the references fill as each module's are loaded or computed
+    """
+
+    cpu: float | None = None
+    stall: float = STALL_SECONDS
+    reference: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cpu is not None and not self.cpu > 0:
+            raise ValueError(f"a CPU limit must be a positive number of seconds, got {self.cpu!r}")
+        if not self.stall > 0:
+            raise ValueError(
+                f"a stall limit must be a positive number of seconds, got {self.stall!r}"
+            )
+
+    def reference_cpu(self, check: Check) -> float | None:
+        return self.reference.get(check.id)
+
+    def cpu_limit(self, check: Check) -> float:
+        """max(the check's floor, FACTOR x the reference's CPU seconds), or the fixed limit."""
+        if self.cpu is not None:
+            return self.cpu
+        ref = self.reference.get(check.id)
+        return max(check.timeout, FACTOR * ref) if ref else check.timeout
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def stop(pid: int) -> None:
+    """Stop a process from outside: SIGKILL to its process group (it made itself a session
+    leader), else to the process."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class Stopwatch:
+    """Which check a process runs, and whether it overran, judged from outside it: the
+    parent (worker.py) or the sandbox's monitor reads the process's CPU seconds from /proc
+    and stops it itself, so no signal ever lands inside the process (or inside torch).
+
+    `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
+    `stall` wall-clock seconds (blocked, not computing) has overrun too."""
+
+    def __init__(self, pid: int, limit: Callable[[str], float], stall: float = STALL_SECONDS):
+        self.pid, self.limit, self.stall = pid, limit, stall
+        self.current: str | None = None
+        self.started = self.last_cpu = 0.0
+        self.last_progress = time.monotonic()
+
+    def start(self, check_id: str) -> None:
+        self.current = check_id
+        self.started = self.last_cpu = cpu_seconds(self.pid)
+        self.last_progress = time.monotonic()
+
+    def finish(self) -> float:
+        """The CPU seconds the current check used; no check runs after this."""
+        used = max(0.0, cpu_seconds(self.pid) - self.started)
+        self.current = None
+        return used
+
+    def overran(self) -> tuple[str, float] | None:
+        """("cpu", limit) or ("stall", seconds) when the current check must be stopped."""
+        if self.current is None:
+            return None
+        cpu, now = cpu_seconds(self.pid), time.monotonic()
+        limit = self.limit(self.current)
+        if cpu - self.started > limit:
+            return "cpu", limit
+        if cpu > self.last_cpu + 0.01:
+            self.last_cpu, self.last_progress = cpu, now
+        elif now - self.last_progress > self.stall:
+            return "stall", self.stall
+        return None
+
+
+def warm_up(*extra: str) -> None:
+    """Pay torch's lazy first-use work once, in the grading process, before any student code
+    runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
+    the middle of a lazy import dies with it; the next worker forks from this clean process.)
+
+    `extra`: costly first uses only some modules' probes need, named by the probe module's
+    WARM_UP tuple (WARM_UPS below): paid only when such a module is graded."""
+    _warm_torch()
+    for kind in extra:
+        WARM_UPS[kind]()
+
+
+@cache
+def _warm_torch() -> None:
+    q = torch.randn(1, 2, 3, 4)
+    F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
+    F.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
+    torch.multinomial(torch.ones(2, 3), 1, generator=torch.Generator().manual_seed(0))
+    F.layer_norm(q, (4,)), F.gelu(q), F.elu(q), torch.nn.Linear(4, 4)(q).sum().backward()
+
+
+@cache
+def _warm_meta() -> None:
+    """The meta device's kernels load lazily (torch._refs and the compiler stack: ~1.4 CPU-s)."""
+    torch.ones(2, 2, dtype=torch.bool, device="meta").triu(1)
+
+
+@cache
+def _warm_matplotlib() -> None:
+    """matplotlib's import, fonts and text layout: what plots.py's first figure pays."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.figure
+
+    fig = matplotlib.figure.Figure(figsize=(2, 2), layout="constrained")
+    ax = fig.add_subplot()
+    fig.colorbar(ax.imshow([[0.0, 1.0]], vmin=0, vmax=1), ax=ax)
+    ax.set_xticks(range(2), ["a", "b"], rotation=90)
+    ax.set_title("warm")
+    ax.plot([1, 2], [1, 2], marker="o", label="x")
+    ax.set_xscale("log", base=2)
+    ax.legend()
+    fig.canvas.draw()
+
+
+WARM_UPS: dict[str, Callable[[], None]] = {"meta": _warm_meta, "matplotlib": _warm_matplotlib}
+
+
+def warm_ups_of(checks: Iterable[Check | ProbeSpec]) -> list[str]:
+    """The extra warm-ups the modules of `checks` declare (WARM_UP in their judge.py, which
+    the grading process has imported; the sandbox's zygote warms every kind)."""
+    found: dict[str, None] = {}
+    for module in dict.fromkeys(c.module for c in checks):
+        judge = sys.modules.get(f"autograder.checks.{module}.judge")
+        found.update(dict.fromkeys(getattr(judge, "WARM_UP", ())))
+    return list(found)

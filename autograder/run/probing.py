@@ -1,0 +1,266 @@
+"""The student side of a check: draw its inputs, import the module, run the probe.
+
+This is the only engine code a process that runs student code needs (with core, the probe
+side of the checks and the trusted stand-ins of the graded module's dependencies). It never
+judges: `attempt` returns the probe's outputs, or the Result of a check that ended before a
+verdict was possible (import error, not attempted, crash).
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..core.check import (
+    CRASH,
+    IMPORT_ERROR,
+    MISSING_FILE,
+    NOT_ATTEMPTED,
+    WRONG_TYPE,
+    Check,
+    Failure,
+    Inputs,
+    Outputs,
+    ProbeSpec,
+    Result,
+)
+from ..core.syllabus import MODULES
+from .submission import ImportProblem, Loadable, Submission
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.txt"
+# Read when the probe side is first imported: the sandbox's zygote imports this module before
+# any sandboxed process confines itself, and the sandbox's file view holds no data/ folder.
+CORPUS_TEXT = CORPUS.read_text(encoding="utf-8") if CORPUS.is_file() else None
+
+
+def corpus() -> tuple[str, torch.Tensor]:
+    """(the alphabet, the corpus encoded as int64 ids): the given CharVocab's encoding (the
+    training checks of gpt and llama)."""
+    text = CORPUS_TEXT if CORPUS_TEXT is not None else CORPUS.read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    return "".join(chars), torch.tensor([index[c] for c in text], dtype=torch.int64)
+
+
+Probed = Check | ProbeSpec
+
+
+def randn(
+    gen: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0
+) -> torch.Tensor:
+    """Standard normal draws on the CPU from `gen` (deterministic), times `scale`."""
+    return torch.randn(*shape, generator=gen, dtype=torch.float64).mul(scale).to(dtype)
+
+
+def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
+    """Unpack a student function's 2-tuple result, or fail saying what it returned."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        got = f"a {type(result).__name__}"
+        if isinstance(result, (tuple, list)):
+            got += f" of length {len(result)}"
+        raise Failure(WRONG_TYPE, what=what, expected=f"a pair {names}", got=got)
+    return result
+
+
+def make_inputs(check: Probed, seed: int) -> Inputs:
+    """The check's inputs, on the CPU, drawn from its own seed."""
+    gen = torch.Generator().manual_seed(check.seed(seed))
+    return check.inputs(gen)
+
+
+def to_device(value: Any, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
+    """Run the probe on `device`; bring every tensor it returns back to the CPU, detached."""
+    got = check.probe(module, to_device(inputs, device))
+    # nn.Parameter and plain tensors come back as plain, detached CPU tensors; anything else
+    # (including odd Tensor subclasses) is left for the verdict to reject by name.
+    plain = (torch.Tensor, torch.nn.Parameter)
+    return {k: (v.detach().cpu() if type(v) in plain else v) for k, v in (got or {}).items()}
+
+
+def attempt(
+    check: Probed, submission: Loadable, inputs: Inputs, device: str = "cpu"
+) -> Outputs | Result:
+    """Import the module and run the probe on `inputs`.
+
+    Returns the probe's outputs, or the Result of a check that ended there (import error,
+    not attempted, crash, or a Failure the probe raised).
+    """
+    try:
+        module = submission.load(check.module)
+    except ImportProblem as p:
+        if p.missing:  # nothing to run yet: a TODO, not a broken file
+            missing = Failure(
+                MISSING_FILE,
+                file=p.file,
+                module=p.module,
+                folder=submission.path.name,
+                exercise=check.exercise or check.module,
+            )
+            return Result.of(check, "not attempted", missing)
+        failure = Failure(
+            IMPORT_ERROR,
+            file=p.file,
+            error=p.error,
+            package=submission.path.name,
+            module=p.module,
+        )
+        return Result.of(check, "failed", failure)
+
+    try:
+        got = run_probe(check, module, inputs, device)
+    except NotImplementedError as e:
+        if raised_in(e, submission.path):
+            exercise = check.exercise or str(e).split(":")[0] or check.module
+            origin = Path(traceback.extract_tb(e.__traceback__)[-1].filename).stem
+            if origin != check.module and origin in MODULES:  # own dependency (student copy)
+                name = str(e).split(":")[0]
+                exercise = f"{name} in {origin}.py, which {check.module}.py uses,"
+                # waiting.hold: the check waits on that file rather than counting as a TODO
+                failure = Failure(NOT_ATTEMPTED, exercise=exercise, dependency=origin)
+                return Result.of(check, "not attempted", failure)
+            return Result.of(check, "not attempted", Failure(NOT_ATTEMPTED, exercise=exercise))
+        return Result.of(check, "failed", crash(e, submission.path))
+    except Failure as f:
+        return Result.of(check, "failed", f)
+    except Exception as e:  # student code failed: a crash is the student's, never the grader's
+        return Result.of(check, "failed", crash(e, submission.path))
+    return got
+
+
+def _student_frames(e: BaseException, root: Path) -> list[traceback.FrameSummary]:
+    frames = traceback.extract_tb(e.__traceback__)
+    return [f for f in frames if Path(f.filename).resolve().is_relative_to(root)]
+
+
+def raised_in(e: BaseException, root: Path) -> bool:
+    """Whether `e` was raised by code under `root` (the student's folder)."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(root)
+
+
+def crash(e: BaseException, root: Path) -> Failure:
+    """The Failure for an exception from student code, naming their file and line."""
+    frames = _student_frames(e, root)
+    where = ""
+    if frames:
+        f = frames[-1]
+        where = f"in {Path(f.filename).name}, line {f.lineno}: `{(f.line or '').strip()}`"
+    message = str(e).strip().splitlines()
+    error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
+    return Failure(CRASH, error=error, where=where)
+
+
+def dependency(mod: types.ModuleType, name: str) -> types.ModuleType:
+    """The module that `mod` (a student's module, as Submission loaded it) gets for
+    `from .<name> import ...`: the trusted stand-in where the kit has one (official grading
+    always has it), else the student's own <name>.py (the student copy leaves out the
+    stand-ins that implement an exercise; local grading then says so).
+
+    A notebook's namespace (autograder/notebook.py) belongs to no package: it gets what the
+    notebook's own imports give (autograder/channels/nbgrader/course.py), the stand-in, else
+    assignments/<name>.py.
+    """
+    if mod.__package__:
+        return importlib.import_module(f"{mod.__package__}.{name}")
+    trusted = f"{__package__}.trusted.{name}"
+    try:
+        return importlib.import_module(trusted)
+    except ModuleNotFoundError as e:
+        if e.name != trusted:
+            raise
+        return importlib.import_module(f"assignments.{name}")
+
+
+class StuckCall(BaseException):
+    """Raised by a guard (`guard`): the check called a function that did not finish in an
+    earlier check. A BaseException, so `except Exception` in student code lets it through."""
+
+
+def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
+    """Make each function `names` of the student's `module` end at once when called: it
+    calls fire(name) (the process tells the grader: this check is timed out "same as above",
+    whatever happens next), then raises StuckCall. A name is a function of the module, a
+    class (each method it defines), or "Class.method". Anything else (a name the module
+    lacks, a bare method name, a callable object) is left as it is: the check runs for real."""
+
+    def stand_in(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            fire(name)
+            raise StuckCall(name)
+
+        guarded.__name__ = getattr(original, "__name__", name)
+        guarded.__qualname__ = getattr(original, "__qualname__", name)
+        return guarded
+
+    for name in names:
+        owner, _, method = name.partition(".")
+        if method:
+            cls = getattr(module, owner, None)
+            value = vars(cls).get(method) if isinstance(cls, type) else None
+            if isinstance(value, types.FunctionType):
+                setattr(cls, method, stand_in(name, value))
+            continue
+        found = getattr(module, name, None)
+        if isinstance(found, types.FunctionType):
+            setattr(module, name, stand_in(name, found))
+        elif isinstance(found, type):
+            for attr, value in list(vars(found).items()):
+                if isinstance(value, types.FunctionType):
+                    setattr(found, attr, stand_in(name, value))
+                elif isinstance(value, (staticmethod, classmethod)):
+                    setattr(found, attr, type(value)(stand_in(name, value.__func__)))
+
+
+class Attempts:
+    """`attempt` for a process that runs checks one after another (the worker, the sandbox's
+    child), telling the grader through `send` (one message, a dict) what only this process
+    sees: that the import of the check's module returned ("loaded": a check stopped before
+    was stopped in the file's top-level code), and that the check called a function guarded
+    because it did not finish in an earlier process ("stuck"). `guards`: {module: names}."""
+
+    def __init__(
+        self,
+        submission: Submission,
+        send: Callable[[dict[str, Any]], None],
+        guards: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.submission, self.send, self.guards = submission, send, guards or {}
+        self.current = ""
+        self.guarded: set[str] = set()
+
+    def _fire(self, name: str) -> None:
+        self.send({"type": "stuck", "check": self.current, "function": name})
+
+    def __call__(self, check: Probed, inputs: Inputs, device: str = "cpu") -> Outputs | Result:
+        """attempt(check, ...); never raises for anything the student's code does."""
+        self.current = check.id
+        try:
+            module = self.submission.load(check.module)
+        except BaseException:  # attempt reports it
+            module = None
+        if module is not None:
+            self.send({"type": "loaded", "check": check.id})
+            names = self.guards.get(check.module)
+            if names and check.module not in self.guarded:
+                self.guarded.add(check.module)
+                guard(module, names, self._fire)
+        try:
+            return attempt(check, self.submission, inputs, device)
+        except BaseException as e:  # StuckCall (the grader knows), SystemExit, ...
+            return Result.of(check, "failed", crash(e, self.submission.path))

@@ -1,0 +1,126 @@
+"""Load a student's package folder, one exercise module at a time, in isolation.
+
+Grading module X imports X from the submission under a fresh package name, after putting a
+trusted stand-in (autograder/trusted/) in place of every *other* exercise module: X's
+relative imports (`from .attention import scaled_dot_product_attention`) then get trusted
+code, so a bug in attention.py costs points once, in attention, and never again later.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import itertools
+import pkgutil
+import sys
+import types
+from pathlib import Path
+from typing import Protocol
+
+from .. import trusted
+from ..core import paths
+
+_counter = itertools.count()
+
+
+class ImportProblem(Exception):
+    """The module could not be imported; `error` says why in one line; `missing`: the file
+    is not there at all (not attempted, rather than broken)."""
+
+    def __init__(self, module: str, file: str, error: str, missing: bool = False):
+        self.module, self.file, self.error, self.missing = module, file, error, missing
+        super().__init__(f"{file}: {error}")
+
+
+def trusted_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(trusted.__path__))
+
+
+class Loadable(Protocol):
+    """What running a probe needs of a submission: the folder its code is in (a crash's
+    traceback is cut to it) and its modules, one at a time (a Submission, or a notebook's
+    namespace: notebook.NotebookSubmission)."""
+
+    path: Path
+
+    def load(self, module: str) -> types.ModuleType: ...
+
+
+class Submission:
+    """A folder holding the exercise modules (attention.py, masks.py, ...)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).resolve()
+        if not self.path.is_dir():
+            raise FileNotFoundError(
+                f"submission folder {str(path)!r} does not exist (expected a folder holding "
+                "attention.py, masks.py, ...)"
+            )
+        self._cache: dict[str, types.ModuleType | ImportProblem] = {}
+
+    def file(self, module: str) -> Path:
+        return self.path / f"{module}.py"
+
+    def own_dependencies(self, module: str) -> list[str]:
+        """The modules that `module` imports relatively and that have no trusted stand-in
+        here (the student copy leaves some out): grading `module` uses the student's own.
+        What the student's file imports, and what the kit's stub of it imports (the probes
+        reach a dependency the contract names even where the student's file does not import
+        it: probing.dependency)."""
+        imported: set[str] = set()
+        for path in (self.file(module), paths.ASSIGNMENTS / f"{module}.py"):
+            try:
+                tree = ast.parse(path.read_text())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            imported |= {
+                n.module
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
+            }
+        stand_ins = set(trusted_modules())
+        return sorted(m for m in imported if m != module and m not in stand_ins)
+
+    def load(self, module: str) -> types.ModuleType:
+        """Import `module` from the submission (cached); raises ImportProblem."""
+        if module not in self._cache:
+            try:
+                self._cache[module] = self._import(module)
+            except ImportProblem as problem:
+                self._cache[module] = problem
+        loaded = self._cache[module]
+        if isinstance(loaded, ImportProblem):
+            raise loaded
+        return loaded
+
+    def _import(self, module: str) -> types.ModuleType:
+        file = self.file(module)
+        shown = f"{self.path.name}/{module}.py"
+        if not file.is_file():
+            raise ImportProblem(
+                module, shown, f"the file is missing from {self.path}", missing=True
+            )
+        package = f"_attention_lab_submission_{next(_counter)}"
+        pkg = types.ModuleType(package)
+        pkg.__path__ = [str(self.path)]
+        sys.modules[package] = pkg
+        for other in trusted_modules():
+            if other != module:
+                stand_in = importlib.import_module(f"{trusted.__name__}.{other}")
+                sys.modules[f"{package}.{other}"] = stand_in
+                setattr(pkg, other, stand_in)
+        spec = importlib.util.spec_from_file_location(f"{package}.{module}", file)
+        if spec is None or spec.loader is None:
+            raise ImportProblem(module, shown, "the file cannot be loaded as a Python module")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except SyntaxError as e:
+            raise ImportProblem(
+                module, shown, f"SyntaxError on line {e.lineno}: {e.msg}: {(e.text or '').strip()}"
+            ) from None
+        except (Exception, SystemExit) as e:
+            raise ImportProblem(module, shown, f"{type(e).__name__}: {e}") from None
+        return mod
