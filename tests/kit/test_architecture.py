@@ -524,9 +524,8 @@ def test_each_misconception_is_declared_by_the_module_that_holds_it():
     import importlib
 
     from autograder.core import check as core
-    from autograder.core.check import Misconception, Misconceptions
-
     from autograder.core import misconception_data
+    from autograder.core.check import Misconception, Misconceptions
 
     for name in ("run.policy", "core.verdicts", "run.sandbox.runner"):
         importlib.import_module(f"autograder.{name}")
