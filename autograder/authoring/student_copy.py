@@ -111,6 +111,7 @@ SHIPS = (
     "autograder/plugin.py",
     "autograder/run/probing.py",
     "autograder/feedback/publish.py",  # results.json and report.html, merged across EX= runs
+    "autograder/feedback/sinks.py",  # the one after-grading pipeline: a sink per output
     "autograder/core/references.py",
     "autograder/core/registry.py",
     "autograder/feedback/report.py",

@@ -178,7 +178,7 @@ def dependency(mod: types.ModuleType, name: str) -> types.ModuleType:
     """
     if mod.__package__:
         return importlib.import_module(f"{mod.__package__}.{name}")
-    trusted = f"{__package__}.trusted.{name}"
+    trusted = f"autograder.trusted.{name}"
     try:
         return importlib.import_module(trusted)
     except ModuleNotFoundError as e:
