@@ -92,7 +92,6 @@ class GradingPlugin:
         self.limits = self.references.time_limits(settings.cpu_limit)
         self.selected: dict[str, list[Check]] = {}
         self.results: dict[str, Result] = {}
-        self.left_out: list[Check] = []
         self.show_printed: bool = config.getoption("show_printed")
         self.outputs: dict[str, dict] = {}  # what the student's code returned, for the report
         self.all_hints: bool = config.getoption("all_hints")
@@ -120,8 +119,6 @@ class GradingPlugin:
                 keep.append(item)
             else:
                 drop.append(item)
-                if check.slow and (not self.modules or check.module in self.modules):
-                    self.left_out.append(check)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
