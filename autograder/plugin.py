@@ -34,7 +34,7 @@ from .core import registry
 from .core.check import Check, Result, Status
 from .core.i18n import _, message, ngettext
 from .core.i18n import title as check_title
-from .core.paths import ASSIGNMENTS
+from .core.paths import ASSIGNMENTS, COURSE_TOML
 from .core.references import References
 from .core.settings import Settings, SettingsError
 from .feedback import ladder, publish, report, sinks
@@ -58,6 +58,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         help="CPU seconds every check may use (default: each check's calibrated limit)",
+    )
+    group.addoption(
+        "--check-timeout",
+        type=float,
+        default=None,
+        help="CPU seconds no check may exceed (default: course/course.toml's [limits], else "
+        "no cap; the same in every channel)",
     )
     group.addoption(
         "--show-printed",
@@ -89,7 +96,7 @@ class GradingPlugin:
         self.modules: list[str] = list(settings.modules)
         self.include_slow: bool = config.getoption("include_slow")
         self.references = References.public()
-        self.limits = self.references.time_limits(settings.cpu_limit)
+        self.limits = self.references.time_limits(settings)  # TimeLimits.of: every channel's rule
         self.selected: dict[str, list[Check]] = {}
         self.results: dict[str, Result] = {}
         self.show_printed: bool = config.getoption("show_printed")
@@ -374,9 +381,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "device": config.getoption("grade_device"),
         "results": config.getoption("results"),
         "cpu_limit": config.getoption("cpu_limit"),
+        "check_timeout": config.getoption("check_timeout"),
     }
-    try:
-        settings = Settings.resolve(cli_args=options, environ=os.environ)
+    try:  # course.toml's [limits] as in every channel (limits.TimeLimits.of)
+        settings = Settings.resolve(cli_args=options, environ=os.environ, course_toml=COURSE_TOML)
     except SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     plugin = GradingPlugin(config, settings)

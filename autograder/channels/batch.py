@@ -39,8 +39,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import course_config, paths, registry, seeds
-from ..core.settings import Settings, SettingsError
+from ..core import registry, seeds
+from ..core.settings import Settings
 from ..feedback import sinks
 from ..feedback.sinks import cell, one_line, plain  # noqa: F401 (batch's names for them)
 from ..run.sandbox.jail import Limits
@@ -240,7 +240,11 @@ def run(
     students: list[str] | None = None,
     insecure: bool = False,
     sandbox_mode: str = "",
+    settings: Settings | None = None,
 ) -> list[Graded]:
+    """Grade every submission of `submissions` into `out`. `settings`: the run's, resolved
+    once by its entry point: a check's CPU seconds follow from them as in every channel
+    (limits.TimeLimits.of)."""
     from ..run.sandbox.jail import SandboxUnavailable
     from ..run.sandbox.zygote import Zygote
 
@@ -279,7 +283,8 @@ def run(
     # tier's reference servers (one per slot) start as soon as its torch is warm.
     zygote = Zygote(warm_up=True, servers=0 if public else jobs)
     try:
-        from ..run.sandbox.runner import Sandbox  # imports torch
+        from ..run.limits import TimeLimits  # imports torch
+        from ..run.sandbox.runner import Sandbox
 
         out.mkdir(parents=True, exist_ok=True)
         unpacked = Path(tempfile.mkdtemp(prefix="attention-lab-batch-"))
@@ -302,6 +307,7 @@ def run(
             slow=True,  # every check: each module's one total (sinks.module_max)
             zygote=zygote,
             sandbox_mode=sandbox_mode,
+            time_limits=TimeLimits.of(settings or Settings()),  # the one rule of every channel
         )
     except SandboxUnavailable as e:
         shutil.rmtree(unpacked, ignore_errors=True)
@@ -393,15 +399,9 @@ def cmd_batch(args) -> int:
     if args.jobs is not None and args.jobs <= 0:
         print(f"error: --jobs must be positive, got {args.jobs}", file=sys.stderr)
         return 2
-    try:  # the flags over ATTENTION_LAB_* over course/course.toml's [limits] (settings.py)
-        settings = Settings.resolve(
-            cli_args=args,
-            environ=os.environ,
-            course_toml=paths.ROOT / "course" / course_config.FILE,
-        )
-    except SettingsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    # the flags over ATTENTION_LAB_* over course/course.toml's [limits], resolved once by
+    # cli.main for every verb alike (settings.py)
+    settings: Settings = args.settings
     limits = Limits.of(settings)
     # SIGTERM (a CI timeout, kill): unwind, so that the sandbox kills its processes and
     # removes its cgroups and temporary folders.
@@ -419,6 +419,7 @@ def cmd_batch(args) -> int:
             students=args.student,
             insecure=settings.insecure,
             sandbox_mode=settings.sandbox_mode,
+            settings=settings,
         )
     except BatchError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -456,7 +457,13 @@ def add_verbs(verbs) -> None:
     p.add_argument(
         "--timeout", type=float, default=None, help=f"seconds per submission ({d.timeout:g})"
     )
-    p.add_argument("--check-timeout", type=float, default=None, help=f"({d.check_timeout:g} CPU-s)")
+    p.add_argument(
+        "--check-timeout",
+        type=float,
+        default=None,
+        help="CPU seconds no check may exceed, in every channel (default: no cap; each "
+        "check's calibrated limit)",
+    )
     p.add_argument(
         "--memory",
         dest="memory_mb",

@@ -233,6 +233,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
         # the secret (the kit's solutions/ are hidden by the sandbox itself).
         hide = [root / "student", root / "results", root / "data", stage]
         hide.append(root / "serverFilesCourse" / KIT / "secret.json")
+        from ..run.limits import TimeLimits
         from ..run.sandbox.runner import Sandbox  # torch: only when grading
 
         # slow: every check, as every channel (sinks.module_max: one total per module)
@@ -241,6 +242,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
             seed=_seed(root, module),
             hide=hide,
             limits=Limits.of(settings),
+            time_limits=TimeLimits.of(settings),  # the one rule of every channel
             sandbox_mode=settings.sandbox_mode,
             slow=True,
         ) as sb:

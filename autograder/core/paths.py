@@ -15,5 +15,7 @@ TESTS = ROOT / "tests"
 GRADED_SUITES = TESTS / "graded"
 KIT_TESTS = TESTS / "kit"
 COURSE_TEXT = ROOT / "course" / "text"
+# the default course's settings: its [limits] apply to every channel alike (settings.py)
+COURSE_TOML = ROOT / "course" / "course.toml"
 DOCS = ROOT / "docs"
 BUILD = ROOT / "build"

@@ -15,6 +15,7 @@ from typing import Any
 from ..run import limits
 from . import fixtures, paths
 from .check import Check, Outputs
+from .settings import Settings
 
 # Where the hidden tier is computed: f(modules, seed, solutions) -> ({module: {slug: outputs}},
 # {module: {slug: CPU seconds}}, {module: error}).
@@ -110,9 +111,10 @@ class References:
             if isinstance(seconds, (int, float)):
                 self.cpu[f"{module}.{slug}"] = float(seconds)
 
-    def time_limits(self, cpu: float | None = None) -> limits.TimeLimits:
-        """The time limits calibrated on these references (`cpu`: a fixed limit instead)."""
-        return limits.TimeLimits(cpu=cpu, reference=self.cpu)
+    def time_limits(self, settings: Settings | None = None) -> limits.TimeLimits:
+        """The time limits calibrated on these references, under the run's `settings` (its
+        fixed limit or its cap: limits.TimeLimits.of, the one rule of every channel)."""
+        return limits.TimeLimits.of(settings or Settings(), self.cpu)
 
     def get(self, check: Check) -> Outputs | None:
         """The expected outputs of `check` (None for a slow check: judged on thresholds)."""

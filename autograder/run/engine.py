@@ -14,6 +14,7 @@ import traceback
 from ..core import registry
 from ..core.check import GRADER_ERROR, UNNAMED, Check, Failure, Inputs, Outputs, Result
 from ..core.references import References
+from ..core.settings import Settings
 from ..core.verdicts import ModelUnavailable
 from . import worker
 from .limits import SLOWER_NOTE, TimeLimits
@@ -116,6 +117,7 @@ def grade(
     device: str = "cpu",
     slow: bool = False,
     cpu_limit: float | None = None,
+    settings: Settings | None = None,
 ) -> list[Result]:
     """Grade a submission (make grade's plugin, the kit's tests and make watch build on it).
 
@@ -123,10 +125,14 @@ def grade(
 
     With seed=None the public tier: stored reference outputs. With a seed: the hidden tier,
     reference outputs computed from solutions/ on inputs drawn from that seed.
-    `cpu_limit`: a fixed CPU limit per check (Settings.cpu_limit), else each check's own.
+    `settings`: the run's (its time limits: limits.TimeLimits.of, as in every channel);
+    `cpu_limit`: a fixed CPU limit per check over them (Settings.cpu_limit).
     """
     refs = References.hidden(seed) if seed is not None else References.public()
-    limits = refs.time_limits(cpu_limit)
+    settings = settings or Settings()
+    if cpu_limit is not None:
+        settings = settings.but(cpu_limit=cpu_limit)
+    limits = refs.time_limits(settings)
     results = []
     for module in modules or registry.modules():
         checks = [c for c in registry.checks_of(module) if slow or not c.slow]

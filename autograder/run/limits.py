@@ -2,11 +2,14 @@
 
 A check may use max(its floor, FACTOR x the reference's CPU time) CPU seconds (the floor is
 Check.timeout; the reference's time is measured on the grading machine when the hidden tier
-computes it, and stored in the fixtures' manifest for the public tier). A check that uses
-them up is stopped from outside the process that runs it (Stopwatch: worker.py for local
-grading, the sandbox's monitor for batch grading); the remaining checks run in a fresh
-process. A process that makes no progress at all (blocked in input() or a sleep) is stopped
-after STALL_SECONDS of wall time without CPU use.
+computes it, and stored in the fixtures' manifest for the public tier), at most the
+instructor's cap (Settings.check_timeout: course.toml [limits], ATTENTION_LAB_CHECK_TIMEOUT,
+--check-timeout), or a fixed limit instead (Settings.cpu_limit). One rule in every channel:
+each entry point resolves its Settings once and builds its TimeLimits with `TimeLimits.of`.
+A check that uses them up is stopped from outside the process that runs it (Stopwatch:
+worker.py for local grading, the sandbox's monitor for batch grading); the remaining checks
+run in a fresh process. A process that makes no progress at all (blocked in input() or a
+sleep) is stopped after STALL_SECONDS of wall time without CPU use.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.check import Check, ProbeSpec
+from ..core.settings import Settings
 
 FACTOR = 20.0
 STALL_SECONDS = 30.0
@@ -36,6 +40,8 @@ class TimeLimits:
 
     cpu        a fixed CPU limit for every check (Settings.cpu_limit: make grade
                CPU_LIMIT=..., the kit's tests); None: each check's calibrated limit
+    cap        CPU seconds no check may exceed, whatever its calibrated limit
+               (Settings.check_timeout: the instructor's course.toml [limits]); None: no cap
     stall      wall-clock seconds a process may go without using CPU (blocked) before it
                is stopped
     reference  {check id: the reference's CPU seconds on this machine}: References.cpu,
@@ -45,24 +51,42 @@ class TimeLimits:
     cpu: float | None = None
     stall: float = STALL_SECONDS
     reference: Mapping[str, float] = field(default_factory=dict)
+    cap: float | None = None
 
     def __post_init__(self) -> None:
-        if self.cpu is not None and not self.cpu > 0:
-            raise ValueError(f"a CPU limit must be a positive number of seconds, got {self.cpu!r}")
+        for value in (self.cpu, self.cap):
+            if value is not None and not value > 0:
+                raise ValueError(
+                    f"a CPU limit must be a positive number of seconds, got {value!r}"
+                )
         if not self.stall > 0:
             raise ValueError(
                 f"a stall limit must be a positive number of seconds, got {self.stall!r}"
             )
 
+    @classmethod
+    def of(cls, settings: Settings, reference: Mapping[str, float] | None = None) -> TimeLimits:
+        """The one rule, for every channel (make grade, watch, hint, batch, Gradescope,
+        PrairieLearn, nbgrader autograde): the run's settings, resolved once at its entry
+        point, and the references' CPU seconds (References.cpu) it is calibrated on."""
+        return cls(
+            cpu=settings.cpu_limit,
+            cap=settings.check_timeout,
+            reference=reference if reference is not None else {},
+        )
+
     def reference_cpu(self, check: Check) -> float | None:
         return self.reference.get(check.id)
 
     def cpu_limit(self, check: Check) -> float:
-        """max(the check's floor, FACTOR x the reference's CPU seconds), or the fixed limit."""
+        """max(the check's floor, FACTOR x the reference's CPU seconds), or the fixed limit;
+        at most the cap."""
         if self.cpu is not None:
-            return self.cpu
-        ref = self.reference.get(check.id)
-        return max(check.timeout, FACTOR * ref) if ref else check.timeout
+            limit = self.cpu
+        else:
+            ref = self.reference.get(check.id)
+            limit = max(check.timeout, FACTOR * ref) if ref else check.timeout
+        return min(limit, self.cap) if self.cap is not None else limit
 
 
 def cpu_seconds(pid: int) -> float:

@@ -5,7 +5,7 @@ sandbox's confined process for official grading), the trusted parent decides how
 did not give a result ends, here:
 
 - time: a check may use `cpu_limit(check, limits)` CPU seconds (the run's limits.TimeLimits,
-  capped only by an instructor's per-check cap in official grading), read from /proc and
+  made by TimeLimits.of from the run's Settings in every channel alike), read from /proc and
   enforced from outside the student's process (limits.Stopwatch in the worker's parent,
   sandbox/relay.py in the sandbox's monitor): the process is killed, never interrupted by a
   signal inside torch, and the remaining checks run in a fresh one. A process that makes no
@@ -21,7 +21,6 @@ did not give a result ends, here:
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 from typing import Any
@@ -88,11 +87,10 @@ TOP_LEVEL_SAME = misconception(
 )
 
 
-def cpu_limit(check: Check, limits: TimeLimits, cap: float = math.inf) -> float:
-    """The CPU seconds `check` may use, in every placement: `limits.cpu_limit` (the run's
-    TimeLimits, calibrated on its references), at most `cap` (the instructor's
-    Limits.check_timeout in official grading)."""
-    return min(limits.cpu_limit(check), cap)
+def cpu_limit(check: Check, limits: TimeLimits) -> float:
+    """The CPU seconds `check` may use, in every placement and every channel: the run's
+    TimeLimits (TimeLimits.of: its settings, its references' CPU seconds)."""
+    return limits.cpu_limit(check)
 
 
 class Stuck:

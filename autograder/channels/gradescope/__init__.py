@@ -88,6 +88,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
     results.json is written whatever happens: a refused sandbox, an unreadable upload or a
     grader bug give a score of 0 and a plain line saying why. `settings`: the run's (the
     limits, the sandbox's mode, insecure: ATTENTION_LAB_* for a simulated run)."""
+    from ...run.limits import TimeLimits
     from ...run.sandbox.jail import Limits, SandboxUnavailable
     from ...run.sandbox.runner import Sandbox
     from ..batch import NotGraded, extract_zip, package_folder, plain
@@ -118,6 +119,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
         sandbox = Sandbox(
             modules or None,
             limits=Limits.of(settings),
+            time_limits=TimeLimits.of(settings),  # the one rule of every channel
             hide=hide,
             insecure=insecure,
             sandbox_mode=settings.sandbox_mode,

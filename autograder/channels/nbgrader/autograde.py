@@ -46,6 +46,7 @@ from ...core.i18n import name as i18n_name
 from ...core.settings import Settings
 from ...feedback import report, sinks
 from ...notebook import feedback
+from ...run.limits import TimeLimits
 from ...run.sandbox.jail import Limits
 from ...run.sandbox.runner import Sandbox
 
@@ -126,6 +127,7 @@ def judge_assignment(
             slow=True,
             per_student=True,
             limits=Limits.of(settings),
+            time_limits=TimeLimits.of(settings),  # the one rule of every channel
             sandbox_mode=settings.sandbox_mode,
         ) as sb:
             for student in students:

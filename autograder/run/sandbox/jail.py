@@ -97,7 +97,6 @@ SAFE_ENV = {
 @dataclass
 class Limits:
     timeout: float = 60.0  # wall-clock seconds for a whole submission
-    check_timeout: float = 10.0  # CPU seconds per check (at most the check's own limit)
     memory: int = 2 << 30  # bytes: the cgroup's limit (tmpfs pages count), and address space
     processes: int = 64  # processes and threads of one sandbox
     file_size: int = 16 << 20  # bytes per file written
@@ -107,12 +106,11 @@ class Limits:
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         """The defaults, with the run's settings where given: timeout (seconds per
-        submission), check_timeout (CPU seconds per check), memory_mb (MiB)."""
+        submission), memory_mb (MiB). A check's CPU seconds are not the sandbox's: they are
+        the run's limits.TimeLimits (TimeLimits.of), the same in every channel."""
         limits = cls()
         if settings.timeout is not None:
             limits.timeout = settings.timeout
-        if settings.check_timeout is not None:
-            limits.check_timeout = settings.check_timeout
         if settings.memory_mb is not None:
             limits.memory = int(settings.memory_mb) << 20
         return limits

@@ -6,7 +6,7 @@ in a trusted fork of the zygote, reference_fork.py; public: the stored fixtures)
 resource limits. `Sandbox.grade(folder)` returns the Results of every check plus plain
 notes on anything unusual (a crash of the whole process, a timeout, megabytes of output,
 an early exit). A check that overruns its
-CPU seconds (limits.TimeLimits.cpu_limit, capped by Limits.check_timeout) is stopped from outside by
+CPU seconds (the run's limits.TimeLimits, as in every channel) is stopped from outside by
 the monitor (relay.py) and costs that check only: the remaining checks run in a fresh
 sandboxed process, within the submission's wall-clock budget.
 """
@@ -37,7 +37,7 @@ from ...core.references import References
 from .. import policy
 from ..channel import Reading, stray_note
 from ..engine import verdict
-from ..limits import STALL_SECONDS, TimeLimits
+from ..limits import TimeLimits
 from ..policy import EXITED as EXITED_EARLY
 from ..policy import Stuck, channel_broken, overran, stalled
 from ..probing import make_inputs
@@ -147,6 +147,7 @@ class Sandbox:
         slow: bool = False,
         zygote: Zygote | None = None,
         sandbox_mode: str = "",
+        time_limits: TimeLimits | None = None,
     ):
         """Raises jail.SandboxUnavailable (saying what is missing) when this machine cannot
         confine student code, unless `insecure`. `need_cgroups`: several submissions share
@@ -155,10 +156,13 @@ class Sandbox:
         `slow`: grade the slow checks too (gpt's training run: nbgrader's training cell).
         `zygote`: one the caller started early (before importing torch itself); the Sandbox
         owns it from here on, and closes it. `sandbox_mode`: Settings.sandbox_mode ("uid":
-        as if this machine had no namespaces)."""
+        as if this machine had no namespaces). `time_limits`: the run's time limits
+        (limits.TimeLimits.of its settings, as in every channel; calibrated here on each
+        submission's references)."""
         self.modules = list(modules or registry.modules())
         self.limits = limits or Limits()
-        self.stall = STALL_SECONDS  # wall-clock seconds without CPU use: a blocked process
+        self.time = time_limits or TimeLimits()
+        self.stall = self.time.stall  # wall-clock seconds without CPU use: a blocked process
         self.uids: UidPool | None = None
         try:
             self.isolation: Isolation = detect(
@@ -248,10 +252,9 @@ class Sandbox:
     # ------------------------------------------------------------------ one submission
 
     def cpu_limit(self, check: Check) -> float:
-        """CPU seconds `check` may use: as in local grading (calibrated on the references of
-        the submission this thread grades), capped by the instructor's Limits.check_timeout."""
-        calibrated = TimeLimits(stall=self.stall, reference=self._state()[3])
-        return policy.cpu_limit(check, calibrated, cap=self.limits.check_timeout)
+        """CPU seconds `check` may use: as in every channel (the run's TimeLimits, calibrated
+        on the references of the submission this thread grades)."""
+        return policy.cpu_limit(check, replace(self.time, reference=self._state()[3]))
 
     def grade(self, folder: Path, name: str | None = None, seed: int | None = None) -> Graded:
         """Grade one submission; `seed`: its own hidden-tier seed (seeds.student_seed), whose
