@@ -108,20 +108,77 @@ it.
                               submissions, in parallel.
         class_report.py       `make class-report`: the class as a whole, from batch results or
                               the nbgrader course.
-        cli.py                `python -m autograder <verb>`: what the Makefile's targets call.
-        options.py            Command-line options several verbs share: one definition, one
-                              validation of EX.
         prairielearn.py       PrairieLearn: `make prairielearn` writes a course folder; its
                               external grader runs the kit.
         watch.py              `make watch [EX=m]`: re-grade a module as soon as its file is
                               saved.
 
+    channels/cli/         `python -m autograder <verb>`: one module per verb (register, run),
+                          listed in the one registry, cli.VERBS.
+        autograde.py          `python -m autograder autograde` (make autograde): nbgrader
+                              autograde, then the hidden tier judged outside the kernel, in the
+                              sandbox (channels/nbgrader/autograde.py).
+        batch.py              `python -m autograder batch` (make batch): grade a folder of
+                              submissions in the sandbox (channels/batch.py).
+        class_report.py       `python -m autograder class-report` (make class-report): the class
+                              as a whole, from batch results or the nbgrader course
+                              (channels/class_report.py).
+        collect.py            `python -m autograder collect` (make collect):
+                              downloaded/<assignment>/archive/ -> submitted/, with a report
+                              (channels/nbgrader/collect.py).
+        course.py             `python -m autograder course` (make course): the nbgrader course's
+                              source notebooks, generated from solutions/
+                              (channels/nbgrader/course.py).
+        dist.py               `python -m autograder dist` (make dist): the student copy (no
+                              solutions) as a .tar.gz, its files those on
+                              authoring/student_copy.py's SHIPS.
+        export.py             `python -m autograder export` (make export): course/grades.csv
+                              from nbgrader's gradebook, "missing" told from 0
+                              (channels/nbgrader/export.py).
+        feedback.py           `python -m autograder feedback` (make feedback): nbgrader
+                              generate_feedback (HTML, in feedback/;
+                              channels/nbgrader/course.py).
+        fixtures.py           `python -m autograder fixtures` (make fixtures): regenerate the
+                              public reference outputs from solutions/ (the modules whose
+                              solution or probe side changed).
+        grade.py              `python -m autograder grade` (make grade, make grade-train): grade
+                              a submission folder with the pytest suites and the reporting
+                              plugin (plugin.py).
+        gradescope.py         `python -m autograder gradescope` (make gradescope) builds
+                              autograder.zip; `gradescope-run` grades one upload inside
+                              Gradescope's container (channels/gradescope/).
+        hint.py               `python -m autograder hint` (make hint EX=m): one level more of
+                              the first failing check's hint ladder (feedback/ladder.py).
+        nbgrader_course.py    What the nbgrader course's verbs share on the command line
+                              (course.py, release.py, collect.py, autograde.py, regrade.py,
+                              feedback.py, export.py): the --root option and one way to load the
+                              course's machinery.
+        new_module.py         `python -m autograder new-module --name x` (make new-module
+                              NAME=x): scaffold every file of a new exercise module
+                              (authoring/scaffold.py).
+        options.py            Command-line options several verbs share: one definition, one
+                              validation of EX.
+        prairielearn.py       `python -m autograder prairielearn` (make prairielearn) writes a
+                              PrairieLearn course folder; `prairielearn-run` grades one
+                              submission inside its external grader (channels/prairielearn.py).
+        regrade.py            `python -m autograder regrade` (make regrade STUDENT=...):
+                              autograde again one student, on the same seed
+                              (channels/nbgrader/course.py).
+        release.py            `python -m autograder release` (make release): nbgrader
+                              generate_assignment, for each assignment
+                              (channels/nbgrader/course.py).
+        stubs.py              `python -m autograder stubs` (make stubs): regenerate assignments/
+                              from solutions/.
+        translations.py       `python -m autograder translations` (make translations): .pot
+                              templates from the code and the registry, .po files merged
+                              (authoring/catalogs.py).
+        watch.py              `python -m autograder watch` (make watch): re-grade a module each
+                              time it is saved (channels/watch.py).
+
     channels/nbgrader/    The nbgrader course: notebooks from solutions/, nbgrader's verbs,
                           collecting, autograding outside the kernel, exporting grades.
         autograde.py          Judge nbgrader submissions outside the student's kernel (`make
                               autograde`).
-        cli.py                The nbgrader course's verbs on the command line (`python -m
-                              autograder course ...`).
         collect.py            `make collect`: downloads ->
                               course/submitted/<student>/<assignment>/, never stopping a class.
         course.py             The nbgrader course: source notebooks generated from solutions/,

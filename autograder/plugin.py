@@ -12,7 +12,7 @@ forked worker with CPU-time limits, verdicts in this process: engine.grade_modul
 first item runs. pytest's exit code is its own, and a plain run writes nothing (no
 results.json, no hint-ladder state: its failures show hint levels 1 and 2, --all-hints all).
 
-`make grade` (cli.cmd_grade) runs the same items with one more plugin, GradeTable, passed to
+`make grade` (cli/grade.py) runs the same items with one more plugin, GradeTable, passed to
 pytest.main: it takes each check's Result from the test reports (pytest_runtest_logreport),
 leaves pytest's per-item letters out (pytest_report_teststatus; -qq --tb=no -rN keep the rest
 of pytest's report out), and at pytest_terminal_summary prints the per-exercise table, moves
@@ -296,7 +296,7 @@ class AdviceNote(UserWarning):
 
 
 class GradeTable:
-    """make grade's report, a pytest plugin that cli.cmd_grade passes to pytest.main: each
+    """make grade's report, a pytest plugin that cli/grade.py passes to pytest.main: each
     check's Result from its test report, no per-item letters, and at the terminal summary
     the table, results.json and report.html (GradingPlugin.finish). `completed`: grading ran
     to its end with no error of the grader's own (make grade then exits 0, whatever the

@@ -97,15 +97,15 @@ MOVES = {
     "ladder.py": "feedback/ladder.py",
     "unicode_math.py": "feedback/unicode_math.py",
     # channels/: where grading is asked for
-    "cli.py": "channels/cli.py",
-    "options.py": "channels/options.py",
+    "cli.py": "channels/cli/__init__.py",
+    "options.py": "channels/cli/options.py",
     "batch.py": "channels/batch.py",
     "prairielearn.py": "channels/prairielearn.py",
     "watch.py": "channels/watch.py",
     "class_report.py": "channels/class_report.py",
     "gradescope": "channels/gradescope",
     "course.py": "channels/nbgrader/course.py",
-    "course_cli.py": "channels/nbgrader/cli.py",
+    "course_cli.py": "channels/cli/nbgrader_course.py",
     "course_collect.py": "channels/nbgrader/collect.py",
     "course_export.py": "channels/nbgrader/export.py",
     "course_judge.py": "channels/nbgrader/autograde.py",
@@ -134,12 +134,14 @@ ROLES = {
     "the hint ladder. Imports core and run.",
     "channels": "Where grading is asked for: the command line, batch, Gradescope, "
     "PrairieLearn, the nbgrader course, watch, the class report. May import every layer.",
+    "channels/cli": "`python -m autograder <verb>`: one module per verb (register, run), "
+    "listed in the one registry, cli.VERBS.",
     "channels/nbgrader": "The nbgrader course: notebooks from solutions/, nbgrader's verbs, "
     "collecting, autograding outside the kernel, exporting grades.",
     "authoring": "The instructor's tools that write the kit's files: stubs, new modules, the "
     "student copy, translation catalogs. Imports core, run and feedback.",
 }
-ORDER = ["core", "run", "run/sandbox", "feedback", "channels", "channels/nbgrader",
+ORDER = ["core", "run", "run/sandbox", "feedback", "channels", "channels/cli", "channels/nbgrader",
          "channels/gradescope", "authoring"]  # fmt: skip
 DATA = {
     "checks": "checks/<m>/: probe*.py (student side) and judge*.py (verdicts) of module <m>",

@@ -106,7 +106,6 @@ SHIPS = (
     "autograder/core/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml
     "autograder/core/model_replays.py",  # the left-out models answer what make dist recorded
     "autograder/notebook.py",
-    "autograder/channels/options.py",
     "autograder/core/paths.py",
     "autograder/plugin.py",
     "autograder/run/probing.py",
@@ -133,11 +132,11 @@ SHIPS = (
     "autograder/run/sandbox/__init__.py",
     "autograder/run/sandbox/wire.py",  # the worker's wire format
     # the command line imports these to list every verb; the instructors' verbs refuse in the
-    # copy (the Makefile, before installing anything; cli._need_solutions)
-    "autograder/channels/cli.py",
+    # copy (the Makefile, before installing anything; cli/stubs.need_solutions): a module
+    # per verb (cli.VERBS)
+    "autograder/channels/cli/*.py",
     "autograder/channels/batch.py",
     "autograder/channels/class_report.py",
-    "autograder/channels/nbgrader/cli.py",
     "autograder/core/course_config.py",  # seeds.py reads the course's settings
     "autograder/channels/gradescope/__init__.py",
     "autograder/channels/prairielearn.py",

@@ -19,7 +19,6 @@ import csv
 import html
 import json
 import re
-import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -351,23 +350,3 @@ def write(data: ClassData, out: Path) -> Path:
     index = out / "index.html"
     index.write_text("\n".join(parts) + "\n")
     return index
-
-
-def cmd_class_report(args) -> int:
-    try:
-        data = load(Path(args.source))
-    except (FileNotFoundError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    index = write(data, Path(args.out))
-    print(f"wrote {index} ({len(data.students)} students, {len(data.rows)} check results)")
-    for ex, mis, n, share in misconceptions(data)[:5]:
-        print(f"  {ex}: [{mis}] {n} students ({100 * share:.0f}%)")
-    return 0
-
-
-def add_verbs(verbs) -> None:
-    p = verbs.add_parser("class-report", help="the class as a whole: HTML, plots, LMS CSVs")
-    p.add_argument("--from", dest="source", default="build/batch", help="batch out or course")
-    p.add_argument("--out", default="build/class-report")
-    p.set_defaults(run=cmd_class_report)

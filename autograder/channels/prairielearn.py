@@ -42,7 +42,6 @@ from ..core.paths import ROOT
 from ..core.settings import Settings
 from ..feedback import sinks
 from ..run.sandbox.jail import Limits
-from .options import add_platform_verbs, modules_of
 
 KIT = "attention_lab"
 IMAGE = "attention-lab-grader"  # build it from serverFilesCourse/attention_lab/Dockerfile
@@ -258,29 +257,3 @@ def run(root: Path, settings: Settings | None = None) -> int:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return 0
-
-
-def cmd_build(args) -> int:
-    wanted = modules_of(args.ex)
-    try:
-        out = build(Path(args.out), wanted)
-    except FileNotFoundError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}: questions/ (one per module), serverFilesCourse/{KIT}/ (the grader)")
-    print(f"build the grading image `{IMAGE}` from serverFilesCourse/{KIT}/Dockerfile")
-    return 0
-
-
-def add_verbs(verbs) -> None:
-    add_platform_verbs(
-        verbs,
-        "prairielearn",
-        "PrairieLearn",
-        build=cmd_build,
-        run=run,
-        out="build/prairielearn",
-        root_field="prairielearn_root",
-        build_help="write a PrairieLearn course folder",
-        run_help="grade /grade/student (PrairieLearn)",
-    )

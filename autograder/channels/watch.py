@@ -1,52 +1,54 @@
 """`make watch [EX=m]`: re-grade a module as soon as its file is saved.
 
-The watcher is one long-lived process that pays for importing torch, the checks, the trusted
-stand-ins and the reference outputs once. It polls the modification times of the
-submission's module files (every POLL seconds: no file-watching dependency, and it works on
-every file system). When a file changes, a forked child grades that module from the warm
-state, prints the table, and sends its results and its section of the HTML report back on a
-pipe; the parent merges them into build/results.json and build/report.html as `make grade
-EX=m` does (sinks.py, publish.py: every module graded so far, at its latest).
+The watcher is the one pre-fork server (run/forkserver.py, as the warm grader of make grade
+is): one long-lived process that pays for importing torch, the checks, the trusted stand-ins
+and the reference outputs once. Between rounds of its event loop (ForkServer.step) it looks at
+the modification times of the submission's module files (every POLL seconds: no
+file-watching dependency, and it works on every file system). When a file changes, a forked
+child (ForkServer.fork) grades that module from the warm state with the one runner
+(engine.grade_module: probes in forked workers, the one message loop, judge loop and crash and
+timeout policy, run/channel.py and run/policy.py, under the run's TimeLimits, limits.TimeLimits.of
+its settings as in every channel), prints the table, and sends its results and its section of
+the HTML report back on a pipe; the parent merges them into build/results.json and
+build/report.html as `make grade EX=m` does (sinks.py, publish.py: every module graded so far,
+at its latest).
 
-Student code runs only in the child, so nothing it does reaches the watcher: a syntax error
-or an exception is a failed check as in `make grade`; a check that runs past its CPU limit
-is stopped from outside as in `make grade` (worker.py), and the later checks that would run
-the function that did not finish are marked "timed out", same as above, without running
-(policy.Stuck); and a child that still does not finish (a loop inside one long C call, os._exit,
-a crash of the interpreter) is killed at a hard deadline. Saving again while a module is
-being graded stops that grading and starts over with the new file. Ctrl-C ends the watcher
-and its child cleanly.
+Student code runs only in the child's workers, so nothing it does reaches the watcher: a
+syntax error or an exception is a failed check as in `make grade`; a check that runs past its
+CPU limit is stopped from outside as in `make grade` (worker.py), and the later checks that
+would run the function that did not finish are marked "timed out", same as above, without
+running (policy.Stuck); and a child that still does not finish (a loop inside one long C call,
+os._exit, a crash of the interpreter) is killed at a hard deadline (--hard-limit). Saving
+again while a module is being graded stops that grading and starts over with the new file.
+Ctrl-C ends the watcher and its child cleanly.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import importlib
 import io
 import json
 import os
-import select
 import signal
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from ..core import registry
 from ..core.check import Check, Outputs, Result, Status
 from ..core.dispatch import OpCounter
-from ..core.errors import UsageError
 from ..core.i18n import _
 from ..core.references import References
+from ..core.settings import Settings
 from ..feedback import sinks
 from ..run import engine, limits, waiting
+from ..run.forkserver import ForkServer
 from ..run.limits import TimeLimits
 from ..run.submission import Submission, trusted_modules
-from .options import modules_of
 
 POLL = 0.2  # seconds between two looks at the files' modification times
 PRINTED = 20000  # characters of a check's printed output kept
@@ -82,28 +84,34 @@ def slow_checks(modules: list[str]) -> list[Check]:
     return [c for m in modules for c in registry.checks_of(m) if c.slow]
 
 
-def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_by_module, known=()):
-    """The forked child: grade, print the table, send results and report sections, exit.
+def _child(
+    write_fd: int,
+    modules: list[str],
+    settings: Settings,
+    refs: References,
+    budget: TimeLimits,
+    known: Sequence[Result] = (),
+) -> int:
+    """The forked child (ForkServer.fork): grade, print the table, send results and report
+    sections; its exit status. `budget`: the run's time limits (TimeLimits.of its settings);
     `known`: the other watched modules' last results (what an own dependency's decide)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     status = 0
-    budget = refs_by_module.time_limits(args.settings.cpu_limit)
+    device = settings.device
     try:
-        submission = Submission(submission_path)
+        submission = Submission(settings.submission.resolve())
         results: list[Result] = []
         outputs: dict[str, Outputs] = {}
         for module in modules:
             results += grade_module(
-                submission, module, refs_by_module, device=args.device, outputs=outputs, time=budget
+                submission, module, refs, device=device, outputs=outputs, time=budget
             )
 
         def quietly(more: list[str]) -> list[Result]:
             return [
                 r
                 for m in more
-                for r in grade_module(
-                    submission, m, refs_by_module, device=args.device, outputs={}, time=budget
-                )
+                for r in grade_module(submission, m, refs, device=device, outputs={}, time=budget)
             ]
 
         # Checks that wait on an own dependency failing its checks (student copy: waiting.py)
@@ -122,9 +130,9 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
         sinks.publish(
             result_set,
             [
-                sinks.HintState(submission.path, state=args.settings.hint_state),
+                sinks.HintState(submission.path, state=settings.hint_state),
                 sinks.Table(),
-                sinks.ReportSections(submission, refs_by_module, outputs),
+                sinks.ReportSections(submission, refs, outputs),
             ],
         )
         payload = {
@@ -135,55 +143,59 @@ def _child(write_fd: int, submission_path: str, modules: list[str], args, refs_b
         data = json.dumps(payload, default=str).encode()
         with os.fdopen(write_fd, "wb") as pipe:
             pipe.write(data)
-    except BaseException as e:  # never let the child return into the parent's loop
+    except BaseException as e:  # said here; ForkServer.fork never returns into the loop
         stopped = _("watch: grading stopped: {error}").format(error=f"{type(e).__name__}: {e}")
         print(stopped, file=sys.stderr, flush=True)
         status = 1
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(status)
+    return status
 
 
 # --------------------------------------------------------------------------- the parent
 
 
 def _warm_up() -> None:
-    """Pay torch's lazy start-up costs (the dispatcher, CPU kernels, autograd) once, here,
-    instead of in every child. One thread: the children are forked from this process, and a
-    thread pool started before a fork is not safe to use in the child (the sandbox's children
-    use one thread too)."""
-    torch.set_num_threads(1)
+    """Pay torch's lazy start-up costs once, here, instead of in every child: the pre-fork
+    server's warm-up (ForkServer.warm: one thread, since a thread pool started before a fork
+    is not safe to use in the child; every kind of limits.WARM_UPS, matplotlib's among them),
+    and what the watch's checks use beyond it (op counting, an optimizer step, the
+    comparisons)."""
+    ForkServer.warm(*limits.WARM_UPS)
     x = torch.randn(2, 3, 4, requires_grad=True)
     with OpCounter():
         y = torch.softmax(x @ x.transpose(-2, -1) / 2.0, dim=-1)
-    y = y.masked_fill(torch.ones(3, 3, dtype=torch.bool).triu(1), 0.0)
-    y = F.scaled_dot_product_attention(x, x, y @ x, attn_mask=torch.zeros(3, 3))
-    F.layer_norm(F.gelu(torch.nn.Linear(4, 4)(y)), (4,)).sum().backward()
+    y.sum().backward()
     optimizer = torch.optim.Adam([x], lr=0.1)
     optimizer.step()
     optimizer.zero_grad()
     torch.testing.assert_close(x, x)
-    limits.warm_up("matplotlib")  # fonts, text layout: plots.py's first figure
 
 
 class Watcher:
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.folder = Path(args.submission).resolve()
-        self.modules = args.modules or registry.modules()
-        self.results_path = Path(args.results)
+    def __init__(self, settings: Settings, modules: Sequence[str] = (), hard_limit: float = 120.0):
+        self.settings = settings
+        self.folder = settings.submission.resolve()
+        self.modules = list(modules) or registry.modules()
+        self.results_path = settings.results
         self.report_path = self.results_path.parent / "report.html"
+        self.hard_limit = hard_limit
         # Warm everything a child needs, so a fork starts graded work at once.
         for name in trusted_modules():
             importlib.import_module(f"autograder.trusted.{name}")
         self.refs = References.public()
         for m in self.modules:  # load (and check) the fixtures once, before any fork
             self.refs.module(m)
+        # the run's time limits, as in every channel (limits.TimeLimits.of its settings)
+        self.time = self.refs.time_limits(settings)
         _warm_up()
+        self.server = ForkServer()
+        ForkServer.ready()
         # {module: its latest results}: what a later grading's waits are decided from
         self.results: dict[str, list[Result]] = {}
-        self.child: tuple[int, int, float, list[str]] | None = None  # pid, fd, start, modules
+        # the grading under way: pid, the pipe's read end, its start, its modules
+        self.child: tuple[int, int, float, list[str]] | None = None
         self.buffer = b""
 
     def mtimes(self) -> dict[str, int]:
@@ -198,51 +210,72 @@ class Watcher:
         return found
 
     def start(self, modules: list[str]) -> None:
+        """Fork a child (ForkServer.fork) that grades `modules` and sends back what it found."""
         self.stop_child()
         read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child
-            os.close(read_fd)
-            known = [r for rs in self.results.values() for r in rs]
-            _child(write_fd, str(self.folder), modules, self.args, self.refs, known)
+        known = [r for rs in self.results.values() for r in rs]
+
+        def child() -> int:  # the fork closed read_fd (close=) and the server's loop
+            return _child(write_fd, modules, self.settings, self.refs, self.time, known)
+
+        pid = self.server.fork(
+            child, close=[read_fd], on_exit=lambda status: self.ended(pid, status)
+        )
         os.close(write_fd)
         self.child, self.buffer = (pid, read_fd, time.monotonic(), modules), b""
+        self.server.watch(read_fd, lambda fd: self.read(fd))
+
+    def read(self, fd: int) -> bool:
+        """Take what the child sent on its pipe; False at its end (EOF)."""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                self.server.unwatch(fd)
+                return False
+            self.buffer += chunk
 
     def stop_child(self) -> None:
+        """Stop the grading under way (a new save, the hard limit, Ctrl-C); the server reaps
+        it (its on_exit finds it is no longer the current one)."""
         if self.child is None:
             return
         pid, fd = self.child[:2]
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        self.server.unwatch(fd)
         os.close(fd)
         self.child = None
 
+    def ended(self, pid: int, status: int) -> None:
+        """A child ended (ForkServer's on_exit): the current one's results are recorded."""
+        if self.child is None or self.child[0] != pid:
+            return  # stopped earlier: nothing of it is wanted
+        _pid, fd, started, modules = self.child
+        self.read(fd)  # what it wrote before it ended
+        self.server.unwatch(fd)
+        os.close(fd)
+        self.child = None
+        self.finish(modules, status, time.monotonic() - started)
+
     def poll_child(self, timeout: float) -> None:
-        """Read what the child sends; when it is done, record its results."""
+        """One round of the server's event loop (the child's pipe, its end); a grading past
+        the hard limit is stopped."""
+        self.server.step(timeout)
         if self.child is None:
-            time.sleep(timeout)
             return
-        pid, fd, started, modules = self.child
-        ready = select.select([fd], [], [], timeout)[0]
-        if ready:
-            chunk = os.read(fd, 1 << 16)
-            if chunk:
-                self.buffer += chunk
-                return
-            os.close(fd)
-            status = os.waitpid(pid, 0)[1]
-            self.child = None
-            self.finish(modules, status, time.monotonic() - started)
-        elif time.monotonic() - started > self.args.hard_limit:
+        started, modules = self.child[2], self.child[3]
+        if time.monotonic() - started > self.hard_limit:
             self.stop_child()
             text = _(
                 "watch: grading {modules} did not finish within {seconds} s and was stopped "
                 "(an endless loop?). Fix it and save again."
-            ).format(modules=", ".join(modules), seconds=f"{self.args.hard_limit:g}")
+            ).format(modules=", ".join(modules), seconds=f"{self.hard_limit:g}")
             print("\n" + text, flush=True)
 
     def finish(self, modules: list[str], status: int, seconds: float) -> None:
@@ -273,7 +306,7 @@ class Watcher:
         sinks.publish(
             result_set,
             [
-                sinks.HintState(self.folder, record=False, state=self.args.settings.hint_state),
+                sinks.HintState(self.folder, record=False, state=self.settings.hint_state),
                 merged,
             ],
         )
@@ -323,18 +356,14 @@ class Watcher:
                 self.start(changed)
 
 
-def cmd_watch(args) -> int:
-    folder = Path(args.submission)
-    if not folder.is_dir():
-        raise UsageError(f"SUBMISSION={args.submission!r} is not a folder")
-    wanted = modules_of(args.ex)
-    if args.device != "cpu":
-        raise UsageError("make watch grades on the CPU only (DEVICE=cpu)")
-    args.modules = wanted
-    watcher = Watcher(args)
+def watch(settings: Settings, modules: Sequence[str] = (), hard_limit: float = 120.0) -> int:
+    """`make watch`: watch settings.submission's `modules` (default: all) until Ctrl-C."""
+    watcher = Watcher(settings, modules, hard_limit)
     try:
         return watcher.run()
     except KeyboardInterrupt:
         watcher.stop_child()
         print("\n" + _("watch: stopped."), flush=True)
         return 0
+    finally:
+        watcher.server.close()

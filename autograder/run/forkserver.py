@@ -2,11 +2,15 @@
 forks a child per request. A fork costs milliseconds; a fresh interpreter would pay torch's
 import (about 1.4 s) and its lazy first uses each time.
 
-Two servers are built on it, each keeping only what differs:
+Three servers are built on it, each keeping only what differs:
 
 - the warm grader of `make grade` (warm.py): a Unix socket in build/ for the command line's
   client, the student's own uid only, an idle timeout; each child runs `cli.main`, whose
   forked workers run the student's code (worker.py); the client gets the child's exit status.
+- `make watch` (channels/watch.py): the submission's files, looked at between rounds of the
+  event loop (`step`); each save forks a child that grades the module from the warm state
+  (its probes in forked workers, worker.py, as make grade's) and sends its results back on
+  a pipe; its end (`on_exit`) tells the watcher what became of it.
 - the sandbox's zygote (sandbox/zygote.py): a socket pair to the official grader; a scrubbed
   environment and memory (the hidden seed sealed away: nothing of the grader reaches a fork);
   each child is the trusted monitor of one confined sandboxed process, or a reference server.
@@ -144,16 +148,22 @@ class ForkServer:
         """End `serve` (after the current event)."""
         self.stopped = True
 
+    def step(self, timeout: float | None) -> None:
+        """One round of the event loop: wait up to `timeout` seconds (None: until something
+        happens) and call the handlers of what became readable (a server with work of its own
+        between rounds, as `make watch`'s look at the files, calls this itself)."""
+        for key, _ in self.sel.select(timeout=timeout):
+            key.data(key.fileobj)
+            if self.stopped:
+                return
+
     def serve(self, idle: float | None = None) -> None:
         """Serve until `stop()`, or, with `idle`, until no followed child runs and nothing
         happened for `idle` seconds."""
         while not self.stopped:
             if idle is not None and not self.running() and time.monotonic() - self.last >= idle:
                 return
-            for key, _ in self.sel.select(timeout=5 if idle is not None else None):
-                key.data(key.fileobj)
-                if self.stopped:
-                    return
+            self.step(5 if idle is not None else None)
 
     def close(self) -> None:
         self.sel.close()

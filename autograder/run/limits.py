@@ -56,9 +56,7 @@ class TimeLimits:
     def __post_init__(self) -> None:
         for value in (self.cpu, self.cap):
             if value is not None and not value > 0:
-                raise ValueError(
-                    f"a CPU limit must be a positive number of seconds, got {value!r}"
-                )
+                raise ValueError(f"a CPU limit must be a positive number of seconds, got {value!r}")
         if not self.stall > 0:
             raise ValueError(
                 f"a stall limit must be a positive number of seconds, got {self.stall!r}"

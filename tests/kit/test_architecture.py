@@ -160,18 +160,6 @@ LAZY = {
     ("autograder/run/forkserver.py", "*"): "the warm grader's client imports it with the standard "
     "library only; torch and the kit's warm-up when a server warms up",
     (
-        "autograder/channels/cli.py",
-        "autograder.run.engine",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.feedback.ladder",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.feedback.sinks",
-    ): "each verb's module loads when it runs (hint)",
-    (
         "autograder/feedback/sinks.py",
         "autograder.run.sandbox.runner",
     ): "a type only (TYPE_CHECKING)",
@@ -183,62 +171,15 @@ LAZY = {
         "autograder/feedback/report_html.py",
         "autograder.core.fixtures",
     ): "the CLI starts without torch; the stored outputs load (torch) when a picture needs them",
-    (
-        "autograder/channels/cli.py",
-        "autograder.core.registry",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.core.i18n",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.run.submission",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.run.waiting",
-    ): "each verb's module loads when it runs (hint)",
-    (
-        "autograder/channels/cli.py",
-        "autograder.authoring.catalogs",
-    ): "each verb's module loads when it runs",
     ("autograder/core/i18n.py", "babel.messages.mofile"): "Babel only when a catalog is compiled",
     ("autograder/core/i18n.py", "babel.messages.pofile"): "Babel only when a catalog is compiled",
     ("autograder/core/i18n.py", "autograder.core.registry"): (
         "every judge, only for a result whose misconception this process never declared"
     ),
-    ("autograder/channels/cli.py", "pytest"): "the CLI starts without pytest for every other verb",
-    ("autograder/channels/cli.py", "autograder.plugin"): "make grade's report plugin imports torch",
-    ("autograder/channels/cli.py", "torch"): "only `grade --device cuda` needs torch in the CLI",
-    (
-        "autograder/channels/cli.py",
-        "autograder.channels.class_report",
-    ): "each verb's module loads when it runs",
-    (
-        "autograder/channels/cli.py",
-        "autograder.channels.nbgrader.cli",
-    ): "each verb's module loads when it runs",
-    (
-        "autograder/channels/cli.py",
-        "autograder.channels.prairielearn",
-    ): "each verb's module loads when it runs",
-    (
-        "autograder/channels/nbgrader/cli.py",
-        "autograder.channels.nbgrader.course",
-    ): "course needs nbgrader: an instructor extra",
     (
         "autograder/channels/class_report.py",
         "autograder.channels.nbgrader.collect",
     ): "FROM=course: needs nbgrader",
-    (
-        "autograder/channels/cli.py",
-        "autograder.core.fixtures",
-    ): "torch (seconds) only for make fixtures",
-    (
-        "autograder/channels/cli.py",
-        "autograder.core.model_replays",
-    ): "torch only for make dist's recording",
     ("autograder/notebook.py", "ipykernel.compiler"): "only inside a Jupyter kernel",
     (
         "autograder/channels/class_report.py",
@@ -257,11 +198,10 @@ LAZY = {
         "autograder/channels/nbgrader/course.py",
         "nbgrader.preprocessors",
     ): "nbgrader_config.py calls it",
-    (
-        "autograder/channels/cli.py",
-        "autograder.channels.watch",
-    ): "watch imports torch and matplotlib: its verb only",
     ("autograder/channels/prairielearn.py", "autograder.run.sandbox.runner"): (
+        "the CLI builds its verbs (prairielearn's too) without importing torch"
+    ),
+    ("autograder/channels/prairielearn.py", "autograder.run.limits"): (
         "the CLI builds its verbs (prairielearn's too) without importing torch"
     ),
     ("autograder/run/limits.py", "matplotlib"): "only a module whose checks draw warms it",
@@ -280,6 +220,13 @@ LAZY = {
     ("autograder/run/sandbox/child.py", "*"): "imports come after the process has confined itself",
     ("autograder/run/sandbox/zygote.py", "*"): "the zygote imports torch and the probe side itself",
     ("autograder/run/sandbox/jail.py", "*"): "pyseccomp (libseccomp) is loaded where it is used",
+    # The command line: a module per verb (channels/cli/); each imports what its verb runs
+    # (torch, pytest, nbgrader, the sandbox, ...) when it runs, so that listing every verb
+    # (--help, the warm grader's client) imports none of it.
+    **{
+        (f"autograder/channels/cli/{p.name}", "*"): "each verb's modules load when it runs"
+        for p in (PACKAGE / "channels" / "cli").glob("*.py")
+    },
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import KIT, ROOT
 
 from autograder.authoring import student_copy
-from autograder.channels import cli
+from autograder.channels.cli import dist as cli_dist
 from autograder.core import registry
 from autograder.core.errors import UsageError
 from autograder.trusted import IN_STUDENT_COPY, NOT_IN_STUDENT_COPY
@@ -357,10 +357,10 @@ def test_student_copy_lists_and_runs_only_the_students_verbs(archive, tmp_path):
 def test_every_kit_file_ships_or_stays_on_purpose(monkeypatch):
     """Each file of the kit is on student_copy.SHIPS or STAYS; `make dist` refuses one that
     is on neither, naming it, before it writes anything."""
-    files = cli.kit_files()
+    files = cli_dist.kit_files()
     shipped, unlisted = student_copy.classify(files)
     assert unlisted == [], unlisted
-    assert shipped == cli.dist_files()
+    assert shipped == cli_dist.dist_files()
     for kept in (
         "solutions/attention.py",
         "tests/kit/conftest.py",
@@ -378,9 +378,9 @@ def test_every_kit_file_ships_or_stays_on_purpose(monkeypatch):
     assert student_copy.ships("autograder/fixtures/gpt.models.npz")  # any stored fixture
     assert not student_copy.ships("autograder/trusted/newmod.py", ["newmod"])
 
-    monkeypatch.setattr(cli, "kit_files", lambda: [*files, "autograder/newthing.py"])
+    monkeypatch.setattr(cli_dist, "kit_files", lambda: [*files, "autograder/newthing.py"])
     with pytest.raises(UsageError, match="newthing.py") as e:
-        cli.dist_files()
+        cli_dist.dist_files()
     assert "SHIPS" in str(e.value) and "STAYS" in str(e.value)
 
 
@@ -388,7 +388,7 @@ def test_new_module_ships_no_working_code(tmp_path):
     """`make new-module` in a copy of the kit: its stand-in (a working implementation) and
     the instructor's files stay out of the student copy; the new stub ships."""
     kit = tmp_path / "kit"
-    for name in cli.kit_files():
+    for name in cli_dist.kit_files():
         (kit / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, kit / name)
     subprocess.run(["git", "init", "-q"], cwd=kit, check=True)

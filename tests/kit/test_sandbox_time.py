@@ -9,6 +9,7 @@ from conftest import SOLUTIONS, submission_with
 from test_batch import sandbox_processes
 
 from autograder.core import registry
+from autograder.run.limits import TimeLimits
 from autograder.run.sandbox import wire
 from autograder.run.sandbox.jail import Limits
 from autograder.run.sandbox.runner import Sandbox
@@ -37,8 +38,8 @@ def test_the_monitor_reads_headers_in_any_chunks_and_skips_blobs():
 
 def test_an_endless_loop_in_the_sandbox_costs_that_check_only(tmp_path):
     folder = submission_with(tmp_path, {"masks": ENDLESS_PADDING})
-    limits = Limits(timeout=120, check_timeout=2)
-    with Sandbox(["masks"], public=True, limits=limits, slots=1) as sandbox:
+    limits, time = Limits(timeout=120), TimeLimits(cap=2)  # 2 CPU-s a check
+    with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
         graded = sandbox.grade(folder, "loop")
     by_slug = {r.check_id.split(".", 1)[1]: r for r in graded.results}
     assert set(by_slug) == {c.slug for c in registry.checks_of("masks") if not c.slow}
@@ -71,8 +72,8 @@ def test_an_endless_loop_in_the_sandbox_costs_one_limit_per_function(tmp_path):
         assert source.count(old) == 1, old
         source = source.replace(old, new)
     folder = submission_with(tmp_path, {"masks": source})
-    limits = Limits(timeout=120, check_timeout=2)
-    with Sandbox(["masks"], public=True, limits=limits, slots=1) as sandbox:
+    limits, time = Limits(timeout=120), TimeLimits(cap=2)  # 2 CPU-s a check
+    with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
         graded = sandbox.grade(folder, "loop")
     results = {r.check_id: r for r in graded.results}
     statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}

@@ -14,6 +14,7 @@ from conftest import ROOT
 
 from autograder.core import course_config, settings
 from autograder.core.settings import ENV, Settings, SettingsError
+from autograder.run.limits import TimeLimits
 from autograder.run.sandbox.jail import Limits
 
 pytestmark = pytest.mark.fast
@@ -89,8 +90,10 @@ def test_every_variable_resolves_to_its_field():
         hidden_seed=1234,
     )
     limits = Limits.of(s)
-    assert (limits.timeout, limits.check_timeout, limits.memory) == (6.0, 1.0, 512 << 20)
+    assert (limits.timeout, limits.memory) == (6.0, 512 << 20)
     assert Limits.of(Settings()) == Limits()
+    # a check's CPU seconds: the one rule of every channel (TimeLimits.of), capped at 1
+    assert TimeLimits.of(s).cap == 1.0 and TimeLimits.of(Settings()).cap is None
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,6 @@ from ...core import seeds
 from ...core.paths import ROOT
 from ...core.settings import Settings
 from ...feedback import sinks
-from ..options import add_platform_verbs, modules_of
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = ("autograder", "solutions")
@@ -172,23 +171,3 @@ _REFUSED = (
     "refused to run your code. Your instructor has been told (the autograder's output "
     "says what is missing)."
 )
-
-
-def cmd_build(args) -> int:
-    out = build(Path(args.out), modules_of(args.ex))
-    print(f"wrote {out} (setup.sh, run_autograder, requirements.lock, autograder/, solutions/)")
-    return 0
-
-
-def add_verbs(verbs) -> None:
-    add_platform_verbs(
-        verbs,
-        "gradescope",
-        "Gradescope",
-        build=cmd_build,
-        run=run,
-        out="build/autograder.zip",
-        root_field="gradescope_root",
-        build_help="build autograder.zip for Gradescope",
-        run_help="grade /autograder/submission (Gradescope)",
-    )

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core import syllabus
-from ..core.errors import UsageError
-from ..core.settings import ENV, Settings
+from ...core import syllabus
+from ...core.errors import UsageError
+from ...core.settings import ENV, Settings
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,30 @@
+"""`python -m autograder class-report` (make class-report): the class as a whole, from batch
+results or the nbgrader course (channels/class_report.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import class_report
+
+
+def register(verbs) -> None:
+    p = verbs.add_parser("class-report", help="the class as a whole: HTML, plots, LMS CSVs")
+    p.add_argument("--from", dest="source", default="build/batch", help="batch out or course")
+    p.add_argument("--out", default="build/class-report")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        data = class_report.load(Path(args.source))
+    except (FileNotFoundError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    index = class_report.write(data, Path(args.out))
+    print(f"wrote {index} ({len(data.students)} students, {len(data.rows)} check results)")
+    for ex, mis, n, share in class_report.misconceptions(data)[:5]:
+        print(f"  {ex}: [{mis}] {n} students ({100 * share:.0f}%)")
+    return 0

@@ -1,0 +1,49 @@
+"""What the nbgrader course's verbs share on the command line (course.py, release.py,
+collect.py, autograde.py, regrade.py, feedback.py, export.py): the --root option and one way
+to load the course's machinery.
+
+Registered without importing nbgrader or nbformat: they are instructor extras
+(requirements-instructor.lock), and a student's `python -m autograder grade` must start
+without them. The run's settings are cli.main's (settings_of): the flags over ATTENTION_LAB_*
+over --root's course.toml [limits] (`course_root` tells cli.course_toml_of so).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ...core.errors import UsageError
+
+
+def add_verb(verbs, verb: str, text: str, run: Callable[[argparse.Namespace], int]) -> Any:
+    """The parser of one course verb: --root, and the run's settings from its course.toml."""
+    p = verbs.add_parser(verb, help=text)
+    p.add_argument("--root", default="course", help="the course directory")
+    p.set_defaults(run=run, course_root=True)
+    return p
+
+
+def course() -> ModuleType:
+    """channels/nbgrader/course.py, or a UsageError saying how to install the extras."""
+    try:
+        from ..nbgrader import course as module
+    except ImportError as e:  # the student set has no nbgrader / nbformat
+        raise UsageError(
+            f"{e.name or e}: the instructor extras are not installed in this environment; "
+            "`make venv-instructor` installs them (every instructor make verb does it first)"
+        ) from None
+    return module
+
+
+def call(args: argparse.Namespace, action: Callable[[ModuleType, Path], object]) -> int:
+    """Run `action(course module, root)`; the course's own errors as usage errors."""
+    module = course()
+    try:
+        action(module, Path(args.root))
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    return 0

@@ -1,0 +1,40 @@
+"""`python -m autograder prairielearn` (make prairielearn) writes a PrairieLearn course
+folder; `prairielearn-run` grades one submission inside its external grader
+(channels/prairielearn.py). One platform's build verb and run verb: one file, one form
+(options.add_platform_verbs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import prairielearn
+from .options import add_platform_verbs, modules_of
+
+
+def register(verbs) -> None:
+    add_platform_verbs(
+        verbs,
+        "prairielearn",
+        "PrairieLearn",
+        build=build,
+        run=prairielearn.run,
+        out="build/prairielearn",
+        root_field="prairielearn_root",
+        build_help="write a PrairieLearn course folder",
+        run_help="grade /grade/student (PrairieLearn)",
+    )
+
+
+def build(args: argparse.Namespace) -> int:
+    wanted = modules_of(args.ex)
+    try:
+        out = prairielearn.build(Path(args.out), wanted)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    kit, image = prairielearn.KIT, prairielearn.IMAGE
+    print(f"wrote {out}: questions/ (one per module), serverFilesCourse/{kit}/ (the grader)")
+    print(f"build the grading image `{image}` from serverFilesCourse/{kit}/Dockerfile")
+    return 0
