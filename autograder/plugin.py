@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from .core import registry
+from .core import paths, registry
 from .core.check import Check, Result, Status
 from .core.i18n import _, message, ngettext
 from .core.i18n import title as check_title
-from .core.paths import ASSIGNMENTS, COURSE_TOML
+from .core.paths import ASSIGNMENTS
 from .core.references import References
 from .core.settings import Settings, SettingsError
 from .feedback import ladder, publish, report, sinks
@@ -383,13 +385,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "cpu_limit": config.getoption("cpu_limit"),
         "check_timeout": config.getoption("check_timeout"),
     }
-    try:  # course.toml's [limits] as in every channel (limits.TimeLimits.of)
-        settings = Settings.resolve(cli_args=options, environ=os.environ, course_toml=COURSE_TOML)
+    try:
+        settings = resolve(options)
     except SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     plugin = GradingPlugin(config, settings)
     config.stash[_KEY] = plugin
     config.pluginmanager.register(plugin, "attention-lab-grading")
+
+
+def resolve(options: Mapping[str, Any]) -> Settings:
+    """The run's settings: the plugin's options (make grade passes its flags: cli/grade.py)
+    over the environment over course/course.toml's [limits], as in every channel (cli.settings_of;
+    the time limits: limits.TimeLimits.of)."""
+    return Settings.resolve(cli_args=options, environ=os.environ, course_toml=paths.COURSE_TOML)
 
 
 @pytest.fixture(scope="session")

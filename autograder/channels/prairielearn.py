@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import registry
-from ..core.paths import ROOT
-from ..core.settings import Settings
+from ..core.paths import COURSE_TOML, ROOT
+from ..core.settings import Settings, limits_toml
 from ..feedback import sinks
 from ..run.sandbox.jail import Limits
 
@@ -106,6 +106,11 @@ def _copy_kit(target: Path) -> None:
             ROOT / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
     shutil.copy(ROOT / "requirements.lock", target / "requirements.lock")
+    # The course's [limits] (no secret): prairielearn-run resolves them as every channel does
+    limits = limits_toml(COURSE_TOML)
+    if limits:
+        (target / "course").mkdir(exist_ok=True)
+        (target / COURSE_TOML.relative_to(ROOT)).write_text(limits)
 
 
 def build(out: Path, modules: list[str] | None = None) -> Path:

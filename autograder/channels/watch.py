@@ -226,18 +226,18 @@ class Watcher:
         )
         os.close(write_fd)
         self.child, self.buffer = (pid, read_fd, time.monotonic(), modules), b""
-        self.server.watch(read_fd, lambda fd: self.read(fd))
+        self.server.watch(read_fd, self.read)
 
-    def read(self, fd: int) -> bool:
-        """Take what the child sent on its pipe; False at its end (EOF)."""
+    def read(self, fd: int) -> None:
+        """Take what the child sent on its pipe (all there is now; at its end, stop looking)."""
         while True:
             try:
                 chunk = os.read(fd, 1 << 16)
             except BlockingIOError:
-                return True
+                return
             if not chunk:
                 self.server.unwatch(fd)
-                return False
+                return
             self.buffer += chunk
 
     def stop_child(self) -> None:

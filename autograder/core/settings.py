@@ -175,6 +175,19 @@ def _flag(field_name: str) -> str:
     return "--" + names.get(field_name, field_name).replace("_", "-")
 
 
+def limits_toml(course_toml: Path) -> str:
+    """course.toml's [limits] alone, as TOML ('' when it has none): what a grading platform's
+    build (make gradescope, make prairielearn) ships as course/course.toml, so that the
+    instructor's limits apply there as in every other channel, without the course's secret.
+    Raises SettingsError on a malformed section."""
+    limits = _course_limits(course_toml)
+    for key, value in limits.items():
+        _convert(COURSE_TOML[key], value, f"course.toml [limits] {key}")
+    if not limits:
+        return ""
+    return "[limits]\n" + "".join(f"{key} = {float(limits[key])!r}\n" for key in sorted(limits))
+
+
 def _course_limits(course_toml: Path | Mapping[str, Any] | None) -> Mapping[str, Any]:
     if course_toml is None:
         return {}

@@ -33,6 +33,18 @@ def register(verbs) -> None:
     grade.set_defaults(run=run)
 
 
+def limit_flags(settings: Settings) -> list[str]:
+    """The time limits' settings as resolved here (validated by Settings.resolve), as the
+    plugin's flags: it builds the run's TimeLimits from them as every channel does
+    (limits.TimeLimits.of)."""
+    flags = []
+    if settings.cpu_limit is not None:
+        flags += ["--cpu-limit", str(settings.cpu_limit)]
+    if settings.check_timeout is not None:
+        flags += ["--check-timeout", str(settings.check_timeout)]
+    return flags
+
+
 def run(args: argparse.Namespace) -> int:
     modules = list(syllabus.MODULES)
     submission = Path(args.submission)
@@ -89,13 +101,7 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--ex", ",".join(wanted)]
     if args.include_slow:
         argv += ["--include-slow"]
-    settings: Settings = args.settings
-    # the time limits' settings, as resolved here (validated by Settings.resolve): the plugin
-    # builds the run's TimeLimits from them as every channel does (limits.TimeLimits.of)
-    if settings.cpu_limit is not None:
-        argv += ["--cpu-limit", str(settings.cpu_limit)]
-    if settings.check_timeout is not None:
-        argv += ["--check-timeout", str(settings.check_timeout)]
+    argv += limit_flags(args.settings)
     if args.verbose:
         argv += ["--show-printed"]
     if args.hints:

@@ -8,16 +8,15 @@ import argparse
 from pathlib import Path
 
 from .. import gradescope
-from .options import add_platform_verbs, modules_of
+from .options import add_platform_verbs, modules_of, platform_root
 
 
 def register(verbs) -> None:
     add_platform_verbs(
         verbs,
         "gradescope",
-        "Gradescope",
         build=build,
-        run=gradescope.run,
+        run=run,
         out="build/autograder.zip",
         root_field="gradescope_root",
         build_help="build autograder.zip for Gradescope",
@@ -29,3 +28,11 @@ def build(args: argparse.Namespace) -> int:
     out = gradescope.build(Path(args.out), modules_of(args.ex))
     print(f"wrote {out} (setup.sh, run_autograder, requirements.lock, autograder/, solutions/)")
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gradescope-run`: grade inside the platform, under the run's settings."""
+    settings = platform_root(args, "Gradescope", "gradescope_root")
+    if settings is None:
+        return 2
+    return gradescope.run(settings.gradescope_root, settings)

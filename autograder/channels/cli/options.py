@@ -38,10 +38,9 @@ def modules_of(ex: str) -> list[str]:
 def add_platform_verbs(
     verbs,
     name: str,
-    title: str,
     *,
     build: Callable[[argparse.Namespace], int],
-    run: Callable[[Path, Settings], int],
+    run: Callable[[argparse.Namespace], int],
     out: str,
     root_field: str,
     build_help: str,
@@ -49,23 +48,26 @@ def add_platform_verbs(
 ) -> None:
     """`<name>` builds what a grading platform needs (EX=... chooses the modules);
     `<name>-run` grades one submission inside the platform, under the root Settings'
-    `root_field` resolves (--root, else its ATTENTION_LAB_* variable, else the default)."""
+    `root_field` resolves (--root, else its ATTENTION_LAB_* variable, else the default:
+    `platform_root`)."""
     b = verbs.add_parser(name, help=build_help)
     b.add_argument("--out", default=out)
     b.add_argument("--ex", default="", help="comma-separated modules (default: all)")
     b.set_defaults(run=build)
-
-    def cmd_run(args: argparse.Namespace) -> int:
-        settings: Settings = args.settings  # resolved by cli.main (the environment's root)
-        if args.root:  # --root over the environment
-            settings = settings.but(**{root_field: Path(args.root)})
-        root = getattr(settings, root_field)
-        if not root.is_dir():
-            print(f"error: the {title} root {str(root)!r} is not a folder", file=sys.stderr)
-            return 2
-        return run(root, settings)
-
     variable, default = ENV[root_field], getattr(Settings(), root_field)
     r = verbs.add_parser(f"{name}-run", help=run_help)
     r.add_argument("--root", default=None, help=f"default ${variable} or {default}")
-    r.set_defaults(run=cmd_run)
+    r.set_defaults(run=run)
+
+
+def platform_root(args: argparse.Namespace, title: str, root_field: str) -> Settings | None:
+    """The run's settings (cli.main's) with --root over the environment's root; None (and the
+    error said) when that root is not a folder."""
+    settings: Settings = args.settings
+    if args.root:
+        settings = settings.but(**{root_field: Path(args.root)})
+    root = getattr(settings, root_field)
+    if not root.is_dir():
+        print(f"error: the {title} root {str(root)!r} is not a folder", file=sys.stderr)
+        return None
+    return settings

@@ -10,16 +10,15 @@ import sys
 from pathlib import Path
 
 from .. import prairielearn
-from .options import add_platform_verbs, modules_of
+from .options import add_platform_verbs, modules_of, platform_root
 
 
 def register(verbs) -> None:
     add_platform_verbs(
         verbs,
         "prairielearn",
-        "PrairieLearn",
         build=build,
-        run=prairielearn.run,
+        run=run,
         out="build/prairielearn",
         root_field="prairielearn_root",
         build_help="write a PrairieLearn course folder",
@@ -38,3 +37,11 @@ def build(args: argparse.Namespace) -> int:
     print(f"wrote {out}: questions/ (one per module), serverFilesCourse/{kit}/ (the grader)")
     print(f"build the grading image `{image}` from serverFilesCourse/{kit}/Dockerfile")
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """`prairielearn-run`: grade inside the platform, under the run's settings."""
+    settings = platform_root(args, "PrairieLearn", "prairielearn_root")
+    if settings is None:
+        return 2
+    return prairielearn.run(settings.prairielearn_root, settings)

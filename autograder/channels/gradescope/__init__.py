@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 
 from ...core import seeds
-from ...core.paths import ROOT
-from ...core.settings import Settings
+from ...core.paths import COURSE_TOML, ROOT
+from ...core.settings import Settings, limits_toml
 from ...feedback import sinks
 
 HERE = Path(__file__).resolve().parent
@@ -57,6 +57,10 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
         from ...core.i18n import current
 
         zf.writestr(CONFIG, json.dumps({"modules": modules or [], "lang": current()}) + "\n")
+        # The course's [limits] (no secret): gradescope-run resolves them as every channel does
+        limits = limits_toml(COURSE_TOML)
+        if limits:
+            zf.writestr(COURSE_TOML.relative_to(ROOT).as_posix(), limits)
         # The hidden-seed secret (root-only once unpacked: run_autograder): each upload's
         # seed is derived from it and the submitter's Gradescope id.
         secret, _made = seeds.course_secret()
