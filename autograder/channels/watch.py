@@ -51,6 +51,18 @@ from ..run.limits import TimeLimits
 from ..run.submission import Submission, trusted_modules
 
 POLL = 0.2  # seconds between two looks at the files' modification times
+GRACE = 5.0  # seconds a stopped grading has to stop its workers before it is killed
+
+
+class Stopped(BaseException):
+    """Raised in a grading child on SIGTERM (a new save, the hard limit, Ctrl-C): it unwinds,
+    and the worker pool's clean-up stops the workers that run the student's code."""
+
+
+def _stopped(*_: object) -> None:
+    raise Stopped
+
+
 PRINTED = 20000  # characters of a check's printed output kept
 
 
@@ -99,6 +111,7 @@ def _child(
     status = 0
     device = settings.device
     try:
+        signal.signal(signal.SIGTERM, _stopped)  # the watcher stops this grading
         submission = Submission(settings.submission.resolve())
         results: list[Result] = []
         outputs: dict[str, Outputs] = {}
@@ -143,6 +156,8 @@ def _child(
         data = json.dumps(payload, default=str).encode()
         with os.fdopen(write_fd, "wb") as pipe:
             pipe.write(data)
+    except Stopped:  # the watcher stopped it: the workers are stopped (worker.Pool.close)
+        status = 143
     except BaseException as e:  # said here; ForkServer.fork never returns into the loop
         stopped = _("watch: grading stopped: {error}").format(error=f"{type(e).__name__}: {e}")
         print(stopped, file=sys.stderr, flush=True)
@@ -197,6 +212,7 @@ class Watcher:
         # the grading under way: pid, the pipe's read end, its start, its modules
         self.child: tuple[int, int, float, list[str]] | None = None
         self.buffer = b""
+        self.stopping: dict[int, float] = {}  # stopped gradings not ended yet: pid -> deadline
 
     def mtimes(self) -> dict[str, int]:
         """Every exercise file's, watched or not: a watched module may run an unwatched one
@@ -241,19 +257,34 @@ class Watcher:
             self.buffer += chunk
 
     def stop_child(self) -> None:
-        """Stop the grading under way (a new save, the hard limit, Ctrl-C); the server reaps
-        it (its on_exit finds it is no longer the current one)."""
+        """Stop the grading under way (a new save, the hard limit, Ctrl-C): SIGTERM, so that it
+        stops its workers (Stopped), then SIGKILL after GRACE seconds (`kill_late`). The server
+        reaps it (its on_exit finds it is no longer the current one)."""
         if self.child is None:
             return
         pid, fd = self.child[:2]
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGTERM)
+        self.stopping[pid] = time.monotonic() + GRACE
         self.server.unwatch(fd)
         os.close(fd)
         self.child = None
 
+    def kill_late(self, wait: float = 0.0) -> None:
+        """Kill the stopped gradings past their grace; with `wait`, first give them up to
+        that many seconds to end (Ctrl-C)."""
+        end = time.monotonic() + wait
+        while self.stopping and time.monotonic() < end:
+            self.server.step(0.1)
+        for pid, deadline in list(self.stopping.items()):
+            if wait or time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                del self.stopping[pid]
+
     def ended(self, pid: int, status: int) -> None:
         """A child ended (ForkServer's on_exit): the current one's results are recorded."""
+        self.stopping.pop(pid, None)
         if self.child is None or self.child[0] != pid:
             return  # stopped earlier: nothing of it is wanted
         _pid, fd, started, modules = self.child
@@ -267,6 +298,7 @@ class Watcher:
         """One round of the server's event loop (the child's pipe, its end); a grading past
         the hard limit is stopped."""
         self.server.step(timeout)
+        self.kill_late()
         if self.child is None:
             return
         started, modules = self.child[2], self.child[3]
@@ -363,6 +395,7 @@ def watch(settings: Settings, modules: Sequence[str] = (), hard_limit: float = 1
         return watcher.run()
     except KeyboardInterrupt:
         watcher.stop_child()
+        watcher.kill_late(wait=GRACE)
         print("\n" + _("watch: stopped."), flush=True)
         return 0
     finally:

@@ -12,8 +12,9 @@
     [points]               per-check point overrides: "attention.reference" = 4
     [hidden] secret        the instructor's secret: each student's hidden-tier seed is derived
                            from it and the student id (never released, never shown to students)
-    [limits]               optional: timeout, check_timeout, memory_mb for the sandboxed
-                           verbs (batch, autograde); the environment and the flags override
+    [limits]               optional: timeout, memory_mb for the sandboxed verbs (batch,
+                           autograde, the platforms), check_timeout for every channel alike
+                           (limits.TimeLimits.of); the environment and the flags override
                            them (settings.py resolves and validates them)
 
 Everything read here is validated, with errors that say what was expected.

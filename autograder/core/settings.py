@@ -25,7 +25,7 @@ Environment variables (ENV maps each to its field):
     ATTENTION_LAB_SANDBOX_MODE     "uid": grade as if this machine had no namespaces
     ATTENTION_LAB_INSECURE         "1": grade even without isolation (results say so)
     ATTENTION_LAB_TIMEOUT          wall-clock seconds per submission (sandbox.jail.Limits)
-    ATTENTION_LAB_CHECK_TIMEOUT    CPU seconds per check, at most (Limits.check_timeout)
+    ATTENTION_LAB_CHECK_TIMEOUT    CPU seconds per check, at most, in every channel (TimeLimits.cap)
     ATTENTION_LAB_MEMORY_MB        memory per submission, MiB (Limits.memory)
     ATTENTION_LAB_GRADESCOPE_ROOT  Gradescope's root (/autograder) for a simulated run
     ATTENTION_LAB_PL_ROOT          PrairieLearn's root (/grade) for a simulated run
@@ -115,7 +115,7 @@ class Settings:
     sandbox_mode: str = ""
     insecure: bool = False
     timeout: float | None = None
-    check_timeout: float | None = None
+    check_timeout: float | None = None  # a cap on every check's CPU seconds, in every channel
     memory_mb: float | None = None
     # the grading platforms' roots
     gradescope_root: Path = Path("/autograder")

@@ -238,7 +238,7 @@ def _warm() -> int:
     from ..core import i18n, registry
     from . import limits
 
-    del cli
+    cli.verb_modules()  # every verb's module (the command line's parser), once for every fork
     threads = ForkServer.warm(*limits.WARM_UPS)
     registry.all_checks()
     for lang in i18n.available():
