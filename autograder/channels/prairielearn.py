@@ -245,6 +245,13 @@ def run(root: Path, settings: Settings | None = None) -> int:
         package = stage / "submission"
         package.mkdir()
         submitted = root / "student" / f"{module}.py"
+        notes: list[str] = []
+        if not submitted.is_file() and (root / "student").is_dir():
+            # a notebook upload: its code as <module>.py, as make autograde grades it
+            from .batch import with_notebooks
+
+            found, notes = with_notebooks(root / "student", stage / "notebooks")
+            submitted = found / f"{module}.py"
         if submitted.is_file() and not submitted.is_symlink():
             shutil.copyfile(submitted, package / f"{module}.py")
         # Hidden from student code: the upload's folder, the results, PrairieLearn's data and
@@ -264,6 +271,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
             slow=True,
         ) as sb:
             graded = sb.grade(package, "student")
+        graded.notes[:0] = notes
         if not (package / f"{module}.py").is_file():
             graded.notes.insert(0, f"No {module}.py was submitted.")
         result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: {module}.py")

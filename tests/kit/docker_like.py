@@ -9,6 +9,7 @@ one holding only the interpreter, as an image has it (/usr/local, /autograder/ve
 the cgroup file system is read-only, as Docker mounts it.
 
     python tests/kit/docker_like.py CMD...      (the kit's tests import `command` / `usable`)
+    DOCKER_LIKE_USER=65534 python tests/kit/docker_like.py CMD...   (a non-root USER)
 
 Like /work/shared/tools/docker-like, but with the kit's own pyseccomp (requirements.lock)
 and prctl(PR_CAPBSET_DROP), so it needs neither python3-seccomp nor capsh. Needs root with
@@ -134,5 +135,10 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     confine()
+    if os.environ.get("DOCKER_LIKE_USER"):  # a container whose USER is not root
+        uid = int(os.environ.pop("DOCKER_LIKE_USER"))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
     # root's capabilities after exec: the bounding set's (what KEPT left)
     os.execvp(sys.argv[1], sys.argv[1:])
