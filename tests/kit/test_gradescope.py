@@ -7,15 +7,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
 
 import docker_like
 import pytest
-from conftest import SOLUTIONS, run_cli
+from conftest import SOLUTIONS, module_notebook, run_cli
 from test_batch import (
     AM_POINTS,
+    MASKS_POINTS,
     leaked_files,
     mutant_source,
     patch_zip,
@@ -155,6 +157,62 @@ def test_a_bad_upload_still_gets_results_json(autograder_zip, tmp_path):
     patch_zip(solution_zip(upload / "work.zip"), flags=0x1)
     data = run_autograder(autograder_zip, tmp_path / "root", upload)
     assert data["score"] == 0 and "password-protected" in data["output"]
+
+
+def test_a_notebook_upload_is_graded_as_make_autograde_grades_it(autograder_zip, tmp_path):
+    """masks.ipynb (the course's notebook, solved) gets masks' full marks; the released
+    notebook untouched, under an LMS's download name, gets 0 and says why."""
+    solved = tmp_path / "solved"
+    module_notebook("masks", solved / "masks.ipynb")
+    data = run_autograder(autograder_zip, tmp_path / "root", solved)
+    check_fields(data)
+    masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
+    assert masks and all(t["status"] == "passed" for t in masks)
+    assert data["score"] == sum(t["max_score"] for t in masks) == int(MASKS_POINTS)
+    assert "masks.ipynb: graded as masks.py" in data["output"]
+    assert "No Python files" not in data["output"]
+
+    untouched = tmp_path / "untouched"
+    module_notebook("masks", untouched / "judy_LATE_1_2_masks.ipynb", solved=False)
+    data = run_autograder(autograder_zip, tmp_path / "root2", untouched)
+    assert data["score"] == 0 and "no solution yet" in data["output"]
+    assert any("[not-attempted]" in t["output"] for t in data["tests"] if "masks" in t["name"])
+
+
+@pytest.mark.skipif(not CONTAINER, reason=docker_like.usable() or "")
+def test_in_a_container_without_a_second_uid_it_fails_closed(autograder_zip, request):
+    """A container whose USER is not root: no uid to confine student code under, no way to
+    make the kit root-only. results.json says so (score 0), no student code runs."""
+    # outside pytest's root-only folder: the container's user must reach its own files
+    root = Path(tempfile.mkdtemp(prefix="attention-lab-nonroot-")) / "autograder"
+    request.addfinalizer(lambda: shutil.rmtree(root.parent, ignore_errors=True))
+    root.parent.chmod(0o755)
+    env = {"DOCKER_LIKE_USER": "65534"}
+    with zipfile.ZipFile(autograder_zip) as zf:
+        zf.extractall(root / "source")
+    shutil.copytree(SOLUTIONS, root / "submission")
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, 65534, 65534)
+    entry = ["bash", str(root / "source" / "run_autograder")]
+    environ = {
+        **os.environ,
+        "ATTENTION_LAB_GRADESCOPE_ROOT": str(root),
+        "ATTENTION_LAB_PYTHON": sys.executable,
+        **env,
+    }
+    proc = subprocess.run(
+        docker_like.command(entry), env=environ, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    assert data == {
+        "score": 0,
+        "tests": [],
+        "output": data["output"],
+        "stdout_visibility": "hidden",
+    }
+    assert data["output"].startswith("Not graded: this autograder cannot isolate")
+    assert "neither root" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_gradescope_fails_closed_unless_insecure(autograder_zip, tmp_path):
