@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core import course_config, paths, registry, seeds
 from ..core.settings import Settings, SettingsError
@@ -213,7 +213,7 @@ def read_notebook(path: Path) -> _Node:
             for k, v in (grader.items() if isinstance(grader, dict) else [])
             if k in ("grade_id", "solution", "grade", "locked") and isinstance(v, (str, bool))
         }
-        cell = {"cell_type": str(c.get("cell_type", "")), "source": str(source)}
+        cell: dict[str, Any] = {"cell_type": str(c.get("cell_type", "")), "source": str(source)}
         cell["metadata"] = _Node({"nbgrader": _Node(grader)} if grader else {})
         if isinstance(c.get("id"), str):
             cell["id"] = c["id"]

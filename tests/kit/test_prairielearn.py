@@ -137,8 +137,8 @@ def test_a_notebook_upload_is_graded_as_make_autograde_grades_it(course, tmp_pat
 @pytest.mark.parametrize("attack", ["read_kit", "write_results"])
 def test_attacks_gain_nothing(course, tmp_path, attack):
     """The attacks aimed at the kit's files (read_kit: solutions, judges, fixtures, stand-ins)
-    and the results, as the attention
-    question's upload (the whole suite runs through the same sandbox in test_batch.py)."""
+    and at the results, as the attention question's upload (the whole suite runs through
+    the same sandbox in test_batch.py, Gradescope's share in test_gradescope.py)."""
     upload = stage_attack(attack, tmp_path / "attack") / "attention.py"
     data = grade(course, tmp_path / "root", upload.read_text(), module="attention")
     assert data["score"] == 0.0 and "KITLEAK" not in json.dumps(data)
