@@ -56,9 +56,9 @@ ENTRYPOINT = """\
 #
 # The container is an ordinary one (root without CAP_SYS_ADMIN, Docker's seccomp profile):
 # no mount namespace can hide anything, so student code runs under an unprivileged uid (the
-# sandbox's uid mode) and these permissions keep from it what it must not read: the kit
-# itself, its solutions and the secret, the results, PrairieLearn's data and the upload's own
-# folder (the sandbox grades a copy it owns). The kit checks them before any student code
+# sandbox's uid mode) and these permissions keep from it what it must not read: the course's
+# server files (the kit itself, its solutions, the secret), the results, PrairieLearn's data
+# and the upload's own folder (the sandbox grades a copy it owns). The kit checks them before any student code
 # runs and refuses otherwise; where even that cannot be had, results.json says so
 # (gradable: false, with the reason).
 set -uo pipefail
@@ -75,7 +75,8 @@ refuse() {  # results.json by hand: the kit could not even start
     exit 0
 }
 chmod 711 "$ROOT" 2>/dev/null
-chmod -R go-rwx "$KIT" "$ROOT/student" "$ROOT/data" "$ROOT/tests" "$ROOT/results" 2>/dev/null
+chmod -R go-rwx "$ROOT/serverFilesCourse" "$ROOT/student" "$ROOT/data" "$ROOT/tests" \\
+    "$ROOT/results" 2>/dev/null
 cd "$KIT" || refuse "the grader is not installed." "$KIT: cannot enter"
 export PYTHONPATH="$KIT" PYTHONDONTWRITEBYTECODE=1
 "$PYTHON" -m autograder prairielearn-run --root "$ROOT"
