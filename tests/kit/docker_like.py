@@ -9,7 +9,7 @@ one holding only the interpreter, as an image has it (/usr/local, /autograder/ve
 the cgroup file system is read-only, as Docker mounts it.
 
     python tests/kit/docker_like.py CMD...      (the kit's tests import `command` / `usable`)
-    DOCKER_LIKE_USER=65534 python tests/kit/docker_like.py CMD...   (a non-root USER)
+    DOCKER_LIKE_USER=50000 python tests/kit/docker_like.py CMD...   (a non-root USER)
 
 Like /work/shared/tools/docker-like, but with the kit's own pyseccomp (requirements.lock)
 and prctl(PR_CAPBSET_DROP), so it needs neither python3-seccomp nor capsh. Needs root with
