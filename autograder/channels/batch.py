@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core import registry, seeds
 from ..core.settings import Settings
@@ -165,6 +165,119 @@ def package_folder(root: Path) -> Path:
             if best is None or depth < best[0]:
                 best = (depth, here)
     return best[1] if best else root
+
+
+# --------------------------------------------------------------------------- notebooks
+
+MAX_NOTEBOOK_BYTES = 20 << 20
+
+
+class _Node(dict):
+    """A notebook's JSON as nbformat's NotebookNode reads (attribute access): what
+    module_source reads, without nbformat (not in Gradescope's and PrairieLearn's images)."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def read_notebook(path: Path) -> _Node:
+    """A student's .ipynb (nbformat 4), bounded and typed: its cells' type, source, id and
+    nbgrader metadata, nothing else. Raises ValueError saying why it cannot be read."""
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested too deep
+        raise ValueError(f"not a notebook file ({plain(str(e), 80)})") from None
+    if not isinstance(data, dict) or data.get("nbformat") != 4:
+        raise ValueError("not a Jupyter notebook in nbformat 4")
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise ValueError("it has no list of cells")
+    kept = []
+    for c in cells:
+        if not isinstance(c, dict):
+            continue
+        source = c.get("source", "")
+        if isinstance(source, list):
+            source = "".join(s for s in source if isinstance(s, str))
+        meta = c.get("metadata")
+        grader = meta.get("nbgrader") if isinstance(meta, dict) else None
+        grader = {
+            k: v
+            for k, v in (grader.items() if isinstance(grader, dict) else [])
+            if k in ("grade_id", "solution", "grade", "locked") and isinstance(v, (str, bool))
+        }
+        cell: dict[str, Any] = {"cell_type": str(c.get("cell_type", "")), "source": str(source)}
+        cell["metadata"] = _Node({"nbgrader": _Node(grader)} if grader else {})
+        if isinstance(c.get("id"), str):
+            cell["id"] = c["id"]
+        kept.append(_Node(cell))
+    return _Node({"cells": kept, "metadata": _Node(), "nbformat": 4, "nbformat_minor": 5})
+
+
+def notebook_module(name: str) -> str | None:
+    """The exercise module a notebook's file name names: <module>.ipynb, or a name an LMS
+    or a browser made of it (judy_LATE_123_456_masks.ipynb, masks (1).ipynb)."""
+    stem = re.sub(r"\s*\(\d+\)$", "", name[: -len(".ipynb")])
+    for module in sorted(registry.modules(), key=len, reverse=True):
+        if stem == module or stem.endswith((f"_{module}", f"-{module}", f" {module}")):
+            return module
+    return None
+
+
+def with_notebooks(root: Path, target: Path) -> tuple[Path, list[str]]:
+    """An upload's notebooks graded the way `make autograde` grades them: each one of a
+    module without a .py in the upload becomes <module>.py, its code extracted by the kit's
+    one extractor (channels/nbgrader/autograde.module_source). Returns the folder to grade
+    (root's package folder, or `target`: a copy of it with the extracted modules) and notes
+    saying what was done."""
+    from .nbgrader.autograde import module_source
+
+    folder = package_folder(root)
+    found: dict[str, Path] = {}
+    paths = [p for p in root.rglob("*.ipynb") if p.is_file() and not p.is_symlink()]
+    for path in sorted(paths, key=lambda p: (len(p.parts), str(p))):
+        if any(part.startswith((".", "__")) for part in path.relative_to(root).parts):
+            continue  # .ipynb_checkpoints, __MACOSX
+        module = notebook_module(path.name)
+        if module and module not in found:
+            found[module] = path
+    notes = []
+    for module, path in sorted(found.items()):
+        if (folder / f"{module}.py").is_file():
+            notes.append(f"{plain(path.name)}: not graded; {module}.py is graded instead")
+    todo = {m: p for m, p in found.items() if not (folder / f"{m}.py").is_file()}
+    if not todo:
+        return folder, notes
+    shutil.copytree(folder, target, symlinks=True, ignore=shutil.ignore_patterns("*.ipynb"))
+    for module, path in sorted(todo.items()):
+        shown = plain(path.name)
+        try:
+            nb = read_notebook(path)
+        except (OSError, ValueError) as e:
+            notes.append(f"{shown} could not be read: {e}")
+            continue
+        solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        (target / f"{module}.py").write_text(module_source(nb, module))
+        if not solutions:
+            notes.append(
+                f"{shown} holds none of the assignment's solution cells (is it the notebook "
+                f"of {module}?): graded on its code cells as {module}.py"
+            )
+        elif all("raise NotImplementedError" in c.source for c in solutions):
+            notes.append(
+                f"{shown}: no solution yet (every solution cell still raises "
+                f"NotImplementedError); graded as {module}.py"
+            )
+        else:
+            notes.append(f"{shown}: graded as {module}.py, from its solution cells")
+    if not (target / "__init__.py").exists():
+        (target / "__init__.py").write_text("")
+    return target, notes
 
 
 # --------------------------------------------------------------------------- outputs
@@ -328,8 +441,9 @@ def run(
                     folder.mkdir()
                     notes = extract_zip(path, folder)
                 own = student_seeds[name] if secret else None
-                g = sb.grade(package_folder(folder), name, seed=own)
-                g.notes[:0] = notes
+                folder, found = with_notebooks(folder, unpacked / f"{name}#notebooks")
+                g = sb.grade(folder, name, seed=own)
+                g.notes[:0] = notes + found
             except NotGraded as e:
                 g = not_graded(name, str(e))
             except Exception as e:  # a grader bug on one upload costs that upload only

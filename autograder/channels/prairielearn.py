@@ -41,7 +41,7 @@ from ..core import registry
 from ..core.paths import COURSE_TOML, ROOT
 from ..core.settings import Settings, limits_toml
 from ..feedback import sinks
-from ..run.sandbox.jail import Limits
+from ..run.sandbox.jail import Limits, SandboxUnavailable
 
 KIT = "attention_lab"
 IMAGE = "attention-lab-grader"  # build it from serverFilesCourse/attention_lab/Dockerfile
@@ -52,17 +52,36 @@ ENTRYPOINT = """\
 # PrairieLearn's external grader runs this in the grading container: the student's file is
 # in $ROOT/student, results go to $ROOT/results/results.json. ATTENTION_LAB_PL_ROOT overrides
 # the root (/grade) for a simulated run; ATTENTION_LAB_PYTHON the interpreter.
-set -euo pipefail
+#
+# The container is an ordinary one (root without CAP_SYS_ADMIN, Docker's seccomp profile):
+# no mount namespace can hide anything, so student code runs under an unprivileged uid (the
+# sandbox's uid mode) and these permissions keep from it what it must not read: the course's
+# server files (the kit itself, its solutions, the secret), the results, PrairieLearn's data
+# and the upload's own folder (the sandbox grades a copy it owns). The kit checks them before
+# any student code runs and refuses otherwise; where even that cannot be had, results.json
+# says so (gradable: false, with the reason).
+set -uo pipefail
 ROOT="${ATTENTION_LAB_PL_ROOT:-/grade}"
 PYTHON="${ATTENTION_LAB_PYTHON:-python3}"
 KIT="$ROOT/serverFilesCourse/attention_lab"
+RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
-# Student code runs under an unprivileged uid; these permissions keep the solutions, the
-# secret and the results from it where the container allows no mount namespaces.
-chmod -R go-rwx "$KIT/solutions" "$KIT/secret.json" "$ROOT/results" 2>/dev/null || true
-cd "$KIT"
+rm -f "$RESULTS"
+refuse() {  # results.json by hand: the kit could not even start
+    printf '%s\\n' '{"gradable": false, "score": 0.0,' \\
+        " \\"message\\": \\"not graded: $1 Your instructor has been told.\\"}" >"$RESULTS"
+    echo "error: $1 ($2)" >&2
+    exit 0
+}
+chmod 711 "$ROOT" 2>/dev/null
+chmod -R go-rwx "$ROOT/serverFilesCourse" "$ROOT/student" "$ROOT/data" "$ROOT/tests" \\
+    "$ROOT/results" 2>/dev/null
+cd "$KIT" || refuse "the grader is not installed." "$KIT: cannot enter"
 export PYTHONPATH="$KIT" PYTHONDONTWRITEBYTECODE=1
-exec "$PYTHON" -m autograder prairielearn-run --root "$ROOT"
+"$PYTHON" -m autograder prairielearn-run --root "$ROOT"
+code=$?
+[ -s "$RESULTS" ] || refuse "the grader failed before grading." "exit status $code"
+exit 0
 """
 
 DOCKERFILE = """\
@@ -231,6 +250,13 @@ def run(root: Path, settings: Settings | None = None) -> int:
         package = stage / "submission"
         package.mkdir()
         submitted = root / "student" / f"{module}.py"
+        notes: list[str] = []
+        if not submitted.is_file() and (root / "student").is_dir():
+            # a notebook upload: its code as <module>.py, as make autograde grades it
+            from .batch import with_notebooks
+
+            found, notes = with_notebooks(root / "student", stage / "notebooks")
+            submitted = found / f"{module}.py"
         if submitted.is_file() and not submitted.is_symlink():
             shutil.copyfile(submitted, package / f"{module}.py")
         # Hidden from student code: the upload's folder, the results, PrairieLearn's data and
@@ -248,13 +274,19 @@ def run(root: Path, settings: Settings | None = None) -> int:
             limits=Limits.of(settings),
             time_limits=TimeLimits.of(settings),  # the one rule of every channel
             sandbox_mode=settings.sandbox_mode,
+            need_cgroups=False,  # one submission per container (its cgroup is read-only)
             slow=True,
         ) as sb:
             graded = sb.grade(package, "student")
+        graded.notes[:0] = notes
         if not (package / f"{module}.py").is_file():
             graded.notes.insert(0, f"No {module}.py was submitted.")
         result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: {module}.py")
         sinks.publish(result_set, [sinks.PrairieLearnJson(results, module)])
+    except SandboxUnavailable as e:  # fail closed: no student code ran
+        data = {"gradable": False, "score": 0.0, "message": _REFUSED}
+        print(f"error: {e}", file=sys.stderr)
+        results.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except Exception as e:  # noqa: BLE001 - the grader itself failed: say so, not gradable
         data = {"gradable": False, "score": 0.0, "message": f"grader error: {type(e).__name__}"}
         print(f"grader error: {type(e).__name__}: {e}", file=sys.stderr)
@@ -262,3 +294,9 @@ def run(root: Path, settings: Settings | None = None) -> int:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return 0
+
+
+_REFUSED = (
+    "not graded: this grader cannot isolate student code in its container, so it refused "
+    "to run your code. Your instructor has been told (the grader's log says what is missing)."
+)

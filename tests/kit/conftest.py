@@ -212,3 +212,20 @@ def student_copy_archive(tmp_path_factory) -> Path:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return out
+
+
+def module_notebook(module: str, path: Path, *, solved: bool = True) -> Path:
+    """<module>'s notebook as a student would upload it: the course's source notebook
+    (course.notebook, what `make release` generates the release from) with its solutions, or
+    with them cleared by nbgrader's ClearSolutions, as the release clears them (untouched)."""
+    import nbformat
+    from nbgrader.preprocessors import ClearSolutions
+
+    from autograder.channels.nbgrader import course
+
+    nb = course.notebook(module)
+    if not solved:
+        nb, _ = ClearSolutions().preprocess(nb, {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path

@@ -204,6 +204,16 @@ LAZY = {
     ("autograder/channels/prairielearn.py", "autograder.run.limits"): (
         "the CLI builds its verbs (prairielearn's too) without importing torch"
     ),
+    ("autograder/channels/prairielearn.py", "autograder.channels.batch"): (
+        "a notebook upload only: batch.with_notebooks"
+    ),
+    ("autograder/channels/nbgrader/autograde.py", "nbgrader.api"): (
+        "the instructor's set: module_source, the one extractor, also runs in Gradescope's "
+        "and PrairieLearn's images (the student set)"
+    ),
+    ("autograder/channels/nbgrader/autograde.py", "nbformat"): (
+        "the instructor's set: module_source also runs in the student set's images"
+    ),
     ("autograder/run/limits.py", "matplotlib"): "only a module whose checks draw warms it",
     ("autograder/run/limits.py", "matplotlib.figure"): "only a module whose checks draw warms it",
     # Whole files, with one reason each:

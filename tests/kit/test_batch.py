@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import KIT, ROOT, SOLUTIONS, grade_folder
+from conftest import KIT, ROOT, SOLUTIONS, grade_folder, module_notebook
 
 from autograder.channels import batch as batch_module
 from autograder.core import registry as _registry
@@ -156,13 +156,25 @@ def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path, pristine_stu
     with zipfile.ZipFile(subs / "carol.zip", "w") as zf:  # stubs, inside a folder
         for path in pristine_stubs.glob("*.py"):
             zf.write(path, f"my work/assignments/{path.name}")
+    # notebooks, graded as make autograde grades them: dave's solved masks notebook beside
+    # his attention.py; erin's untouched (released) one, in a .zip under an LMS's name
+    (subs / "dave").mkdir()
+    shutil.copy(SOLUTIONS / "attention.py", subs / "dave" / "attention.py")
+    module_notebook("masks", subs / "dave" / "masks.ipynb")
+    stub = module_notebook("masks", tmp_path / "erin_LATE_1_2_masks.ipynb", solved=False)
+    with zipfile.ZipFile(subs / "erin.zip", "w") as zf:
+        zf.write(stub, stub.name)
     (subs / "notes.txt").write_text("not a submission")
     out = tmp_path / "out"
     proc = batch(subs, out)
-    assert "graded 3 submissions" in proc.stdout
+    assert "graded 5 submissions" in proc.stdout
     rows = grades(out)
-    assert set(rows) == {"alice", "bob", "carol"}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin"}
     assert rows["alice"]["score"] == rows["alice"]["max_score"] == AM_POINTS
+    assert rows["dave"]["score"] == AM_POINTS and rows["erin"]["score"] == "0"
+    assert "masks.ipynb: graded as masks.py" in (out / "dave" / "feedback.txt").read_text()
+    erin = (out / "erin" / "feedback.txt").read_text()
+    assert "erin_LATE_1_2_masks.ipynb: no solution yet" in erin and "[not-attempted]" in erin
     assert rows["carol"]["score"] == "0"
     assert 0 < float(rows["bob"]["attention"]) < 20 and rows["bob"]["masks"] == MASKS_POINTS
     meta = json.loads((out / "batch.json").read_text())

@@ -7,14 +7,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
 
+import docker_like
 import pytest
-from conftest import SOLUTIONS, run_cli
+from conftest import SOLUTIONS, module_notebook, run_cli
 from test_batch import (
     AM_POINTS,
+    MASKS_POINTS,
     leaked_files,
     mutant_source,
     patch_zip,
@@ -26,6 +29,9 @@ from test_batch import (
 from autograder.core import seeds
 
 MODULES = "attention,masks"
+# run_autograder runs as in Gradescope's container (tests/kit/docker_like.py: root without
+# CAP_SYS_ADMIN, Docker's seccomp profile, no network) wherever this machine can emulate it.
+CONTAINER = docker_like.usable() == ""
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +55,9 @@ def run_autograder(zip_path: Path, root: Path, submission: Path | None, **env: s
         "ATTENTION_LAB_PYTHON": sys.executable,
         **env,
     }
+    entry = ["bash", str(root / "source" / "run_autograder")]
     proc = subprocess.run(
-        ["bash", str(root / "source" / "run_autograder")],
+        docker_like.command(entry) if CONTAINER else entry,
         env=environ,
         capture_output=True,
         text=True,
@@ -152,6 +159,63 @@ def test_a_bad_upload_still_gets_results_json(autograder_zip, tmp_path):
     assert data["score"] == 0 and "password-protected" in data["output"]
 
 
+def test_a_notebook_upload_is_graded_as_make_autograde_grades_it(autograder_zip, tmp_path):
+    """masks.ipynb (the course's notebook, solved) gets masks' full marks; the released
+    notebook untouched, under an LMS's download name, gets 0 and says why."""
+    solved = tmp_path / "solved"
+    module_notebook("masks", solved / "masks.ipynb")
+    data = run_autograder(autograder_zip, tmp_path / "root", solved)
+    check_fields(data)
+    masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
+    assert masks and all(t["status"] == "passed" for t in masks)
+    assert data["score"] == sum(t["max_score"] for t in masks) == int(MASKS_POINTS)
+    assert "masks.ipynb: graded as masks.py" in data["output"]
+    assert "No Python files" not in data["output"]
+
+    untouched = tmp_path / "untouched"
+    module_notebook("masks", untouched / "judy_LATE_1_2_masks.ipynb", solved=False)
+    data = run_autograder(autograder_zip, tmp_path / "root2", untouched)
+    assert data["score"] == 0 and "no solution yet" in data["output"]
+    assert any("[not-attempted]" in t["output"] for t in data["tests"] if "masks" in t["name"])
+
+
+@pytest.mark.skipif(not CONTAINER, reason=docker_like.usable() or "")
+def test_in_a_container_without_a_second_uid_it_fails_closed(autograder_zip, request):
+    """A container whose USER is not root: no uid to confine student code under, no way to
+    make the kit root-only. results.json says so (score 0), no student code runs."""
+    # outside pytest's root-only folder: the container's user must reach its own files
+    root = Path(tempfile.mkdtemp(prefix="attention-lab-nonroot-")) / "autograder"
+    request.addfinalizer(lambda: shutil.rmtree(root.parent, ignore_errors=True))
+    root.parent.chmod(0o755)
+    # the container's user: outside the sandbox uids (another test's sandbox_processes())
+    env = {"DOCKER_LIKE_USER": "50000"}
+    with zipfile.ZipFile(autograder_zip) as zf:
+        zf.extractall(root / "source")
+    shutil.copytree(SOLUTIONS, root / "submission")
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, 50000, 50000)
+    entry = ["bash", str(root / "source" / "run_autograder")]
+    environ = {
+        **os.environ,
+        "ATTENTION_LAB_GRADESCOPE_ROOT": str(root),
+        "ATTENTION_LAB_PYTHON": sys.executable,
+        **env,
+    }
+    proc = subprocess.run(
+        docker_like.command(entry), env=environ, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    assert data == {
+        "score": 0,
+        "tests": [],
+        "output": data["output"],
+        "stdout_visibility": "hidden",
+    }
+    assert data["output"].startswith("Not graded: this autograder cannot isolate")
+    assert "neither root" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+
+
 def test_gradescope_fails_closed_unless_insecure(autograder_zip, tmp_path):
     """As in a container without CAP_SYS_ADMIN, with the interpreter where the sandbox uid
     cannot read it (or no root): refused, results.json says so; ATTENTION_LAB_INSECURE=1
@@ -159,7 +223,7 @@ def test_gradescope_fails_closed_unless_insecure(autograder_zip, tmp_path):
     refused = run_autograder(
         autograder_zip, tmp_path / "refused", SOLUTIONS, ATTENTION_LAB_SANDBOX_MODE="uid"
     )
-    if "Not graded" not in refused["output"]:
+    if "Not graded" not in refused.get("output", ""):
         pytest.skip("this machine isolates even without namespaces (interpreter readable)")
     assert refused["score"] == 0 and "cannot isolate" in refused["output"]
     insecure = run_autograder(

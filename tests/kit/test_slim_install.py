@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tomllib
 
-from conftest import ROOT, SOLUTIONS
+from conftest import ROOT, SOLUTIONS, module_notebook
 
 STUDENT = ROOT / "requirements.lock"
 INSTRUCTOR = ROOT / "requirements-instructor.lock"
@@ -80,6 +80,23 @@ def test_grading_runs_without_the_instructor_extras(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert results.is_file() and "masks.py" in proc.stdout
+
+
+def test_a_notebook_upload_is_extracted_without_the_instructor_extras(tmp_path):
+    """Gradescope's and PrairieLearn's images hold the student set: a notebook upload's
+    code is extracted there without nbformat or nbgrader, by the one extractor."""
+    upload = tmp_path / "upload"
+    module_notebook("masks", upload / "masks.ipynb")
+    target = tmp_path / "graded"
+    proc = _without_extras(
+        "from pathlib import Path\n"
+        "from autograder.channels.batch import with_notebooks\n"
+        f"folder, notes = with_notebooks(Path({str(upload)!r}), Path({str(target)!r}))\n"
+        "print(folder, notes)\n"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "masks.ipynb: graded as masks.py" in proc.stdout
+    assert "def causal_mask" in (target / "masks.py").read_text()
 
 
 def test_an_instructor_verb_without_the_extras_says_how_to_get_them(tmp_path):

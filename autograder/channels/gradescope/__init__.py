@@ -94,7 +94,7 @@ def run(root: Path, settings: Settings | None = None) -> int:
     from ...run.limits import TimeLimits
     from ...run.sandbox.jail import Limits, SandboxUnavailable
     from ...run.sandbox.runner import Sandbox
-    from ..batch import NotGraded, extract_zip, package_folder, plain
+    from ..batch import NotGraded, extract_zip, package_folder, plain, with_notebooks
 
     settings = settings or Settings()
 
@@ -105,10 +105,14 @@ def run(root: Path, settings: Settings | None = None) -> int:
     try:
         notes = []
         zips = sorted(submission.glob("*.zip")) if submission.is_dir() else []
-        folder = package_folder(submission) if submission.is_dir() else unpacked
-        if not any(folder.glob("*.py")) and len(zips) == 1:  # a .zip uploaded as it is
-            notes = extract_zip(zips[0], unpacked)
-            folder = package_folder(unpacked)
+        upload = submission if submission.is_dir() else unpacked
+        if not any(package_folder(upload).glob("*.py")) and len(zips) == 1:  # a .zip as it is
+            upload = unpacked / "zip"
+            upload.mkdir()
+            notes = extract_zip(zips[0], upload)
+        # a notebook (.ipynb) is graded as make autograde grades it: its code as <module>.py
+        folder, found = with_notebooks(upload, unpacked / "notebooks")
+        notes += found
         hide = [submission, results.parent, root / "submission_metadata.json", unpacked]
         hide.append(root / "source" / seeds.SECRET_MEMBER)
         config = root / "source" / CONFIG

@@ -34,9 +34,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from typing import TYPE_CHECKING
 
 from ...core import registry
 from ...core.check import Result
@@ -49,6 +47,13 @@ from ...notebook import feedback
 from ...run.limits import TimeLimits
 from ...run.sandbox.jail import Limits
 from ...run.sandbox.runner import Sandbox
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+
+# nbformat and nbgrader are the instructor's (requirements-instructor.lock), imported where
+# used: module_source, the one extractor of a notebook's code, also grades notebook uploads
+# in Gradescope's and PrairieLearn's images, which hold the student set only (batch.py).
 
 COURSE_ID = "attention-lab"
 _TRUSTED_IMPORT = re.compile(r"^(\s*)from (?:autograder\.trusted|assignments)\.(\w+) import ", re.M)
@@ -67,6 +72,12 @@ class Judged:
     max_score: float = 0.0
     penalty: float = 0.0
     timestamp: dt.datetime | None = None
+
+
+def _nbformat():
+    import nbformat
+
+    return nbformat
 
 
 def module_source(nb, assignment: str) -> str:
@@ -137,7 +148,7 @@ def judge_assignment(
                     item.notes.append("nbgrader produced no autograded notebook")
                     judged.append(item)
                     continue
-                nb = nbformat.read(path, as_version=4)
+                nb = _nbformat().read(path, as_version=4)
                 folder = write_package(nb, assignment, stage / student)
                 graded = sb.grade(folder, student, seed=item.seed)
                 item.results, item.notes = graded.results, list(graded.notes)
@@ -185,6 +196,8 @@ class GradebookSink:
 
 
 def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
+    from nbgrader.api import Gradebook, MissingEntry
+
     root, config, a, student = Path(book.root), book.config, book.assignment, result_set.name
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gb:
         due = config.due.get(a)
@@ -215,12 +228,16 @@ def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
 def withhold(root: Path, assignment: str, students: list[str]) -> None:
     """Zero the test cells of notebooks that could not be judged (the kernel runs no check
     under `make autograde`, so nbgrader's own scores say nothing): never a grade nobody gave."""
+    from nbgrader.api import Gradebook
+
     url = f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
     with Gradebook(url, COURSE_ID) as gb:
         _withhold(gb, assignment, students)
 
 
 def _withhold(gb: Gradebook, assignment: str, students: list[str]) -> None:
+    from nbgrader.api import MissingEntry
+
     for student in students:
         for check in registry.checks_of(assignment):
             try:
@@ -248,6 +265,7 @@ def annotate(folder: Path, assignment: str, results: list[Result], config: Cours
     path = folder / f"{assignment}.ipynb"
     if not path.is_file():
         return
+    nbformat = _nbformat()
     nb = nbformat.read(path, as_version=4)
     by_cell = {f"test-{r.check_id.split('.', 1)[1]}": r for r in results}
     for c in nb.cells:

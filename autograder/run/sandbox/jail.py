@@ -808,9 +808,26 @@ def blocked_by(path: str) -> str | None:
     return None
 
 
-def _readable_by(uid: int, p: str) -> bool:
+def _uid_works(uid: int) -> bool:
+    """Whether this process can become `uid` (no second uid in a user namespace that maps
+    root alone, or without CAP_SETUID)."""
+
     def attempt() -> int:
         drop_privileges(uid)
+        return 0 if os.getresuid() == (uid, uid, uid) else 1
+
+    return _try(attempt) == 0
+
+
+def _readable_by(uid: int, p: str) -> bool:
+    """Whether `uid` can read `p` (or a file under it). Fails closed: True when the check
+    itself could not run as `uid`."""
+
+    def attempt() -> int:
+        try:
+            drop_privileges(uid)
+        except OSError:
+            return 0
         if os.path.isdir(p):
             for dirpath, _dirs, files in os.walk(p):
                 for name in files:
@@ -863,7 +880,13 @@ def detect(
                 f"unprivileged uid: they are behind {', '.join(blocked)}, which other users "
                 "cannot enter"
             )
-        iso.readable = [p for p in secret if _readable_by(uid, p)]
+        if not _uid_works(uid):
+            missing.append(
+                f"a second uid: this process cannot become uid {uid} (a user namespace "
+                "that maps root alone, or no CAP_SETUID), so student code would run as root"
+            )
+        else:
+            iso.readable = [p for p in secret if _readable_by(uid, p)]
         if iso.readable:
             missing.append(
                 "mount namespaces (CAP_SYS_ADMIN) to hide "
