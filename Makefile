@@ -195,9 +195,16 @@ FROM ?= $(BATCH_OUT)
 class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
 	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
 
+# PrairieLearn (instructors): PL_IMAGE=registry/namespace/name:tag names the grading image
+# (default docker.io/attentionlab/attention-lab-grader:lock-<digest>: push under your own
+# account); PL_START, PL_DUE=YYYY-MM-DD the homework's release and due dates, PL_TIMEZONE.
+PL_IMAGE ?=
+PL_START ?=
+PL_DUE ?=
+PL_TIMEZONE ?= UTC
 .PHONY: prairielearn
-prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox
-	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
+prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox (PL_IMAGE=, PL_START=, PL_DUE=)
+	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX)) $(if $(PL_IMAGE),--image $(PL_IMAGE)) $(if $(PL_START),--start $(PL_START)) $(if $(PL_DUE),--due $(PL_DUE)) --timezone $(PL_TIMEZONE)
 
 .PHONY: ci-deps
 ci-deps: ## system packages the kit's tests use: headless Chromium and a CJK font (apt-get; CI runs it as root)
