@@ -156,8 +156,8 @@ sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; } \
 	  || echo "note: libseccomp2 is missing: make batch refuses to grade without --insecure" >&2
 
-bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions
-	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
+bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions (EX=modules)
+	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N) $(if $(EX),--modules $(EX))
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
 COURSE ?= course

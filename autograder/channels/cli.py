@@ -9,6 +9,7 @@
     gradescope    build the Gradescope autograder zip; gradescope-run runs inside it
     course, release, collect, autograde, feedback, export
                   the nbgrader cycle (course.py)
+    checks        list every check: its id (course.toml's [points] keys), points and title
 `python -m autograder --help` lists every verb with its options.
 
 Everything it is given is validated here, with errors that say what was expected.
@@ -199,6 +200,16 @@ def cmd_translations(args) -> int:
     return 0
 
 
+def cmd_checks(args) -> int:
+    """One line per check: id, points, title (the ids course.toml's [points] takes)."""
+    from ..core import registry
+
+    for module in modules_of(args.ex) or registry.modules():
+        for check in registry.checks_of(module):
+            print(f"{check.id}\t{check.points:g}\t{check.name}")
+    return 0
+
+
 def _need_solutions() -> None:
     if not (SOLUTIONS / "__init__.py").is_file():
         raise UsageError(
@@ -383,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     verbs.add_parser(
         "translations", help="extract the texts into .pot templates; update the .po catalogs"
     ).set_defaults(run=cmd_translations)
+    checks = verbs.add_parser("checks", help="list every check: id, points, title")
+    checks.add_argument("--ex", default="", help="comma-separated modules (default: all)")
+    checks.set_defaults(run=cmd_checks)
     args = parser.parse_args(argv)
     # The run's settings, resolved once (flags, make's variables among them, over the
     # environment: settings.py); each verb reads them from args.settings.

@@ -61,6 +61,7 @@ def _verb(args) -> int:
             "`make venv-instructor` installs them (every instructor make verb does it first)"
         ) from None
     root = Path(args.root)
+    course.use_tools_path()  # nbgrader's API in this process starts tools by name
     try:  # the flags over ATTENTION_LAB_* over the course's course.toml [limits]
         settings = Settings.resolve(
             cli_args=args, environ=os.environ, course_toml=root / course_config.FILE
