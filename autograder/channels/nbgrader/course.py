@@ -44,7 +44,10 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+from alembic.script import ScriptDirectory
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader import api as nbgrader_api
+from nbgrader.dbutil import ALEMBIC_DIR
 
 from ...core import course_config, registry
 from ...core.check import Check
@@ -510,17 +513,14 @@ def ensure_gradebook(root: Path) -> Path:
     db = Path(root).resolve() / "gradebook.db"
     if db.exists():
         return db
-    from alembic.script import ScriptDirectory
-    from nbgrader import api
-    from nbgrader.dbutil import ALEMBIC_DIR
-
     head = ScriptDirectory(ALEMBIC_DIR).get_current_head()
-    asked, api.get_alembic_version = api.get_alembic_version, lambda: head  # type: ignore[assignment]
+    asked = nbgrader_api.get_alembic_version
+    nbgrader_api.get_alembic_version = lambda: head  # type: ignore[assignment]
     try:
-        with api.Gradebook(f"sqlite:///{db}", course_judge.COURSE_ID):
+        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_judge.COURSE_ID):
             pass
     finally:
-        api.get_alembic_version = asked  # type: ignore[assignment]
+        nbgrader_api.get_alembic_version = asked  # type: ignore[assignment]
     return db
 
 
