@@ -46,6 +46,7 @@ import shutil
 import sys
 import tempfile
 import uuid
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,12 @@ def build(
     if not (ROOT / "solutions" / "__init__.py").is_file():
         raise FileNotFoundError("solutions/ is not here: the grader needs them (hidden tier)")
     image = check_image(image or default_image())
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"PL_TIMEZONE={timezone!r} is not a timezone name (e.g. UTC, America/Chicago)"
+        ) from None
     start = start or dt.datetime.combine(dt.date.today(), dt.time(0, 0, 1))
     due = due or (start + DEFAULT_TERM).replace(hour=23, minute=59, second=59)
     if due <= start:

@@ -187,6 +187,8 @@ def test_the_default_image_is_a_pushable_reference_and_bad_ones_are_refused(tmp_
     assert proc.returncode == 2 and "not after the start" in proc.stderr
     proc = run_cli("prairielearn", "--out", str(tmp_path / "pl"), "--start", "1 Sept")
     assert proc.returncode == 2 and "PL_START" in proc.stderr
+    with pytest.raises(ValueError, match="PL_TIMEZONE"):
+        prairielearn.build(tmp_path / "pl", ["masks"], timezone="Mars/Olympus_Mons")
 
 
 def test_the_make_variables_reach_the_verb():
