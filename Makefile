@@ -156,8 +156,8 @@ sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; } \
 	  || echo "note: libseccomp2 is missing: make batch refuses to grade without --insecure" >&2
 
-bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions
-	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N)
+bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions (EX=modules)
+	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N) $(if $(EX),--modules $(EX))
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
 COURSE ?= course
@@ -195,9 +195,16 @@ FROM ?= $(BATCH_OUT)
 class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
 	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
 
+# PrairieLearn (instructors): PL_IMAGE=registry/namespace/name:tag names the grading image
+# (default docker.io/attentionlab/attention-lab-grader:lock-<digest>: push under your own
+# account); PL_START, PL_DUE=YYYY-MM-DD the homework's release and due dates, PL_TIMEZONE.
+PL_IMAGE ?=
+PL_START ?=
+PL_DUE ?=
+PL_TIMEZONE ?= UTC
 .PHONY: prairielearn
-prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox
-	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX))
+prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox (PL_IMAGE=, PL_START=, PL_DUE=)
+	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX)) $(if $(PL_IMAGE),--image $(PL_IMAGE)) $(if $(PL_START),--start $(PL_START)) $(if $(PL_DUE),--due $(PL_DUE)) --timezone $(PL_TIMEZONE)
 
 .PHONY: ci-deps
 ci-deps: ## system packages the kit's tests use: headless Chromium and a CJK font (apt-get; CI runs it as root)

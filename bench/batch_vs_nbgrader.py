@@ -1,7 +1,7 @@
 """Time `make batch` against nbgrader autograde on the same submissions (`make bench-batch`).
 
 Builds N students (default 200), half the solutions and half a mutant each (tests/kit/
-mutants/, cycling through the graded modules: all 9 by default), as package folders for
+mutants/, cycling through the graded modules: every module by default), as package folders for
 `make batch` and as the equivalent submitted notebooks for nbgrader (the released notebooks
 with the student's code in the solution cells), grades both, and prints both times and the
 ratio, from one run.
@@ -121,7 +121,9 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     roster = students(args.n)
     build_folders(roster, out / "submissions")
-    make = ["make", "--no-print-directory"]
+    # make's verbs with this interpreter's environment (sys.prefix: the venv), whether the
+    # bench runs from `make bench-batch` or as a script; --out may be any folder.
+    make = ["make", "--no-print-directory", "-C", str(ROOT), f"VENV={sys.prefix}"]
     print(f"{args.n} submissions ({sum(m is None for _, m, _ in roster)} correct) in {out}")
     batch_s = timed(
         make

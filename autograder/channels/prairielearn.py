@@ -1,8 +1,13 @@
 """PrairieLearn: `make prairielearn` writes a course folder; its external grader runs the kit.
 
     build/prairielearn/
+      README.md                              how to build and push the image, then sync
       infoCourse.json
-      courseInstances/Default/...            one homework listing every question
+      courseInstances/Default/
+        infoCourseInstance.json              published from --start until 30 days after --due
+        assessments/homework/infoAssessment.json
+                                             one homework listing every question: released
+                                             at --start, due at --due, practice afterwards
       questions/attention-lab-<module>/
         info.json                            External grading, entrypoint below
         question.html                        the module file, editable in the browser
@@ -11,7 +16,8 @@
       serverFilesCourse/attention_lab/
         autograder/ solutions/ requirements.lock   the kit (never shown to students)
         pl_grade.sh                          the grader's entrypoint
-        Dockerfile                           the grader image: the student set, CPU torch
+        Dockerfile                           the grader image: the student set, CPU torch;
+                                             --image names it (registry/namespace/name:tag)
         secret.json                          the hidden tier's secret (seed per variant)
 
 PrairieLearn runs the grader in a container with /grade/{student,tests,serverFilesCourse,data}
@@ -21,19 +27,26 @@ on the hidden tier with a seed derived from the secret and the variant's seed, a
 /grade/results/results.json (sinks.PrairieLearnJson): score (0..1), gradable, message, output,
 and tests[] with name, description, points, max_points, message, output; a question is worth
 its module's one total (sinks.module_max). ATTENTION_LAB_PL_ROOT moves /grade.
+
+Every JSON file written here is valid under PrairieLearn's published schemas (a kit test,
+tests/kit/test_prairielearn_course.py, checks them against the copies in
+tests/data/prairielearn-schemas/).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import html
 import json
+import re
 import secrets
 import shutil
 import sys
 import tempfile
 import uuid
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +57,21 @@ from ..feedback import sinks
 from ..run.sandbox.jail import Limits, SandboxUnavailable
 
 KIT = "attention_lab"
-IMAGE = "attention-lab-grader"  # build it from serverFilesCourse/attention_lab/Dockerfile
+# The grading image's default name, without its tag (image_tag() adds it): a registry
+# reference PrairieLearn can pull. Instructors push under their own namespace:
+# `make prairielearn PL_IMAGE=docker.io/<account>/attention-lab-grader:<tag>`.
+IMAGE_REPOSITORY = "docker.io/attentionlab/attention-lab-grader"
+# registry/namespace[/...]/name:tag, lower case (Docker's reference grammar, narrowed to what
+# a registry accepts for a push: a registry host, at least a namespace and a name, a tag).
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REFERENCE = re.compile(
+    rf"(?P<registry>(?:[a-z0-9-]+\.)+[a-z0-9-]+(?::[0-9]+)?|localhost(?::[0-9]+)?)"
+    rf"(?P<path>(?:/{_COMPONENT}){{2,}}):(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})"
+)
+# The course instance stays published this long after the homework is due (students read
+# their feedback), and the homework is due this long after its release unless --due says.
+PUBLISHED_AFTER_DUE = dt.timedelta(days=30)
+DEFAULT_TERM = dt.timedelta(weeks=16)
 NAMESPACE = uuid.UUID("6f1c2a52-3d4e-4b8f-9a51-7e0c1d2b3a40")
 
 ENTRYPOINT = """\
@@ -87,13 +114,60 @@ exit 0
 DOCKERFILE = """\
 # The grading image for PrairieLearn's external grader: Python 3.11 and the kit's student
 # set (requirements.lock), with torch's CPU-only build from PyTorch's own index.
+# libseccomp2 for the sandbox's seccomp filter (pyseccomp). Build it for linux/amd64, the
+# platform PrairieLearn's graders run: see README.md next to infoCourse.json.
 FROM python:3.11-slim
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libseccomp2 \\
+ && rm -rf /var/lib/apt/lists/*
 COPY requirements.lock /tmp/requirements.lock
 RUN TORCH="$(grep -E '^torch==' /tmp/requirements.lock)" \\
  && pip install --no-cache-dir --no-deps "$TORCH" \\
       --index-url https://download.pytorch.org/whl/cpu \\
  && pip install --no-cache-dir -r /tmp/requirements.lock
 """
+
+
+def image_tag() -> str:
+    """The default tag: `lock-` and a digest of what the image holds (this Dockerfile and
+    requirements.lock), so a new dependency set gets a new tag and graders pull it."""
+    digest = hashlib.sha256(DOCKERFILE.encode() + (ROOT / "requirements.lock").read_bytes())
+    return f"lock-{digest.hexdigest()[:12]}"
+
+
+def default_image() -> str:
+    return f"{IMAGE_REPOSITORY}:{image_tag()}"
+
+
+def check_image(image: str) -> str:
+    """`image` when it is a registry reference an instructor can push and PrairieLearn can
+    pull (registry/namespace/name:tag, lower case); otherwise a ValueError that says so."""
+    if not _REFERENCE.fullmatch(image):
+        raise ValueError(
+            f"PL_IMAGE={image!r} is not a registry reference of the form "
+            "registry/namespace/name:tag in lower case "
+            f"(e.g. {IMAGE_REPOSITORY}:{image_tag()})"
+        )
+    return image
+
+
+def parse_date(text: str, what: str, end_of_day: bool = False) -> dt.datetime:
+    """YYYY-MM-DD (00:00:01, or 23:59:59 with end_of_day) or YYYY-MM-DDTHH:MM[:SS]."""
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            day = dt.datetime.fromisoformat(text)
+            return (
+                day.replace(hour=23, minute=59, second=59) if end_of_day else day.replace(second=1)
+            )
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?", text):
+            return dt.datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    raise ValueError(f"{what}={text!r}: expected a date, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]")
+
+
+def _pl_date(when: dt.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _question_id(module: str) -> str:
@@ -132,9 +206,32 @@ def _copy_kit(target: Path) -> None:
         (target / COURSE_TOML.relative_to(ROOT)).write_text(limits)
 
 
-def build(out: Path, modules: list[str] | None = None) -> Path:
+def build(
+    out: Path,
+    modules: list[str] | None = None,
+    *,
+    image: str | None = None,
+    start: dt.datetime | None = None,
+    due: dt.datetime | None = None,
+    timezone: str = "UTC",
+) -> Path:
+    """Write the course to `out`. `image`: the grading image (default default_image());
+    `start`: when the course instance is published and the homework released (default today);
+    `due`: when the homework is due (default 16 weeks after start), practice afterwards;
+    `timezone`: the course's, in which those dates are read (an IANA name)."""
     if not (ROOT / "solutions" / "__init__.py").is_file():
         raise FileNotFoundError("solutions/ is not here: the grader needs them (hidden tier)")
+    image = check_image(image or default_image())
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"PL_TIMEZONE={timezone!r} is not a timezone name (e.g. UTC, America/Chicago)"
+        ) from None
+    start = start or dt.datetime.combine(dt.date.today(), dt.time(0, 0, 1))
+    due = due or (start + DEFAULT_TERM).replace(hour=23, minute=59, second=59)
+    if due <= start:
+        raise ValueError(f"the due date {_pl_date(due)} is not after the start {_pl_date(start)}")
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
@@ -144,12 +241,13 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
         "uuid": str(uuid.uuid5(NAMESPACE, "course")),
         "name": "attention-lab",
         "title": "Attention Lab",
+        "timezone": timezone,
         "topics": [{"name": "Attention", "color": "blue1", "description": "Transformer attention"}],
         "assessmentSets": [
             {"abbreviation": "HW", "name": "Homework", "heading": "Homework", "color": "green1"}
         ],
     }
-    (out / "infoCourse.json").write_text(json.dumps(info, indent=2) + "\n")
+    _write_json(out / "infoCourse.json", info)
     for module in modules:
         folder = out / "questions" / _question_id(module)
         (folder / "tests").mkdir(parents=True)
@@ -165,14 +263,13 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
             "singleVariant": True,
             "gradingMethod": "External",
             "externalGradingOptions": {
-                "enabled": True,
-                "image": IMAGE,
+                "image": image,
                 "serverFilesCourse": [f"{KIT}/"],
                 "entrypoint": f"/grade/serverFilesCourse/{KIT}/pl_grade.sh",
                 "timeout": 180,
             },
         }
-        (folder / "info.json").write_text(json.dumps(question, indent=2) + "\n")
+        _write_json(folder / "info.json", question)
         summary = (stub.read_text().split('"""')[1].strip().splitlines() or [""])[0]
         (folder / "question.html").write_text(_question_html(module, summary))
         (folder / "tests" / "attention_lab.json").write_text(
@@ -187,24 +284,84 @@ def build(out: Path, modules: list[str] | None = None) -> Path:
     (kit / "secret.json").write_text(json.dumps({"secret": secrets.token_urlsafe(32)}) + "\n")
     instance = out / "courseInstances" / "Default"
     (instance / "assessments" / "homework").mkdir(parents=True)
-    (instance / "infoCourseInstance.json").write_text(
-        json.dumps({"uuid": str(uuid.uuid5(NAMESPACE, "instance")), "longName": "Attention Lab"})
-        + "\n"
-    )
+    course_instance = {
+        "uuid": str(uuid.uuid5(NAMESPACE, "instance")),
+        "longName": "Attention Lab",
+        # Students see the course instance in this window (staff always do); enrolment by
+        # the instance's student link, or by invitation (PrairieLearn's defaults).
+        "publishing": {
+            "startDate": _pl_date(start),
+            "endDate": _pl_date(due + PUBLISHED_AFTER_DUE),
+        },
+    }
+    _write_json(instance / "infoCourseInstance.json", course_instance)
     assessment = {
         "uuid": str(uuid.uuid5(NAMESPACE, "homework")),
         "type": "Homework",
         "title": "Attention Lab",
         "set": "Homework",
         "number": "1",
+        # Released at start, full credit until due, then practice (feedback, no credit).
+        "accessControl": [
+            {
+                "dateControl": {
+                    "release": {"date": _pl_date(start)},
+                    "due": {"date": _pl_date(due)},
+                    "afterLastDeadline": {"allowSubmissions": True, "credit": 0},
+                }
+            }
+        ],
         "zones": [
-            {"questions": [{"id": _question_id(m), "points": _points_of(out, m)} for m in modules]}
+            {
+                "questions": [
+                    {"id": _question_id(m), "autoPoints": _points_of(out, m)} for m in modules
+                ]
+            }
         ],
     }
-    (instance / "assessments" / "homework" / "infoAssessment.json").write_text(
-        json.dumps(assessment, indent=2) + "\n"
-    )
+    _write_json(instance / "assessments" / "homework" / "infoAssessment.json", assessment)
+    (out / "README.md").write_text(_readme(image, modules))
     return out
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def image_commands(image: str, out: Path) -> list[str]:
+    """The shell commands that build the grading image for PrairieLearn and push it."""
+    context = Path(out) / "serverFilesCourse" / KIT
+    return [
+        f"docker build --platform linux/amd64 -t {image} {context}",
+        f"docker push {image}",
+    ]
+
+
+def _readme(image: str, modules: list[str]) -> str:
+    build_cmd, push_cmd = image_commands(image, Path("."))
+    return f"""# Attention Lab on PrairieLearn
+
+Written by `make prairielearn` (autograder/channels/prairielearn.py); regenerate rather
+than edit. One question per module ({", ".join(modules)}), one homework listing them all
+(courseInstances/Default/assessments/homework/).
+
+1. Build the grading image and push it (from this folder; `docker login` first):
+
+       {build_cmd}
+       {push_cmd}
+
+   The image name is the one in every question's info.json. To push under your own
+   registry account, regenerate with `make prairielearn PL_IMAGE=registry/namespace/name:tag`.
+2. Put this folder in your PrairieLearn course repository (or make it the repository) and
+   sync it. In the course's Sync page, under "Docker images", sync the image above.
+3. Dates (the course's timezone, infoCourse.json): the course instance is published and the
+   homework released at PL_START, due at PL_DUE (full credit), open for practice afterwards;
+   change them with `make prairielearn PL_START=YYYY-MM-DD PL_DUE=YYYY-MM-DD` or on
+   PrairieLearn's Publishing and Access pages.
+
+serverFilesCourse/{KIT}/secret.json holds the hidden tier's secret: keep this folder private
+(a private repository), as you keep solutions/.
+"""
 
 
 def _points_of(out: Path, module: str) -> float:

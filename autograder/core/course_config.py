@@ -63,7 +63,8 @@ grace_minutes = 0
 {due}
 
 [points]
-# Per-check point overrides, by check id (`python -m autograder checks` lists them), e.g.
+# Per-check point overrides, by check id (`.venv/bin/python -m autograder checks`, run in the
+# kit, lists every id with its points), e.g.
 # "attention.reference" = 4
 # The notebooks' test cells and the autograde scores both follow them; run `make course` and
 # `make release` again after a change.

@@ -139,6 +139,7 @@ LONGEST_FIRST = (
     "tests/kit/test_mutants_and_alternatives.py",
     "tests/kit/test_notebook_release.py",
     "tests/kit/test_batch.py",
+    "tests/kit/test_course_anywhere.py",
     f"{_MISTAKES}[chunk1]",
     f"{_MISTAKES}[chunk2]",
     f"{_MISTAKES}[chunk3]",

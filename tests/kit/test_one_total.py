@@ -116,7 +116,7 @@ def make_prairielearn(submissions: Path, tmp: Path) -> Totals:
     built = prairielearn.build(tmp / "course", MODULES)
     homework = built / "courseInstances" / "Default" / "assessments" / "homework"
     zones = json.loads((homework / "infoAssessment.json").read_text())["zones"]
-    points = {q["id"]: q["points"] for q in zones[0]["questions"]}
+    points = {q["id"]: q["autoPoints"] for q in zones[0]["questions"]}
     totals: Totals = {name: {} for name in STUDENTS}
     for module in MODULES:
         assert points[f"attention-lab-{module}"] == sinks.module_max(module)

@@ -43,7 +43,7 @@ def test_course_folder_has_a_question_per_module_with_an_editable_file(course):
         question = json.loads((folder / "info.json").read_text())
         assert question["gradingMethod"] == "External" and question["type"] == "v3"
         options = question["externalGradingOptions"]
-        assert options["enabled"] and options["entrypoint"].startswith("/grade/serverFilesCourse/")
+        assert options["image"] and options["entrypoint"].startswith("/grade/serverFilesCourse/")
         page = (folder / "question.html").read_text()
         assert f'<pl-file-editor file-name="{module}.py"' in page
         assert f'source-file-name="{module}.py"' in page

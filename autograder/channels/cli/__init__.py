@@ -13,6 +13,7 @@ registry: the order in which `python -m autograder --help` lists them.
     new-module    scaffold every file of a new exercise module (--name x)
     dist          build the student copy (no solutions) as a .tar.gz
     translations  .pot templates from the code; .po catalogs merged
+    checks        list every check: its id (course.toml's [points] keys), points and title
     batch         grade a folder of submissions, sandboxed (batch.py)
     class-report  the class as a whole: HTML, plots, LMS CSVs
     gradescope    build the Gradescope autograder zip; gradescope-run runs inside it
@@ -52,6 +53,7 @@ VERBS: tuple[str, ...] = (
     "new_module",
     "dist",
     "translations",
+    "checks",
     "batch",
     "class_report",
     "gradescope",

@@ -42,6 +42,7 @@ def course() -> ModuleType:
 def call(args: argparse.Namespace, action: Callable[[ModuleType, Path], object]) -> int:
     """Run `action(course module, root)`; the course's own errors as usage errors."""
     module = course()
+    module.use_tools_path()  # nbgrader's API in this process starts tools by name
     try:
         action(module, Path(args.root))
     except (FileNotFoundError, ValueError, RuntimeError) as e:

@@ -45,14 +45,17 @@ def add_platform_verbs(
     root_field: str,
     build_help: str,
     run_help: str,
+    build_options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> None:
     """`<name>` builds what a grading platform needs (EX=... chooses the modules);
     `<name>-run` grades one submission inside the platform, under the root Settings'
     `root_field` resolves (--root, else its ATTENTION_LAB_* variable, else the default:
-    `platform_root`)."""
+    `platform_root`). `build_options` adds the build verb's own options."""
     b = verbs.add_parser(name, help=build_help)
     b.add_argument("--out", default=out)
     b.add_argument("--ex", default="", help="comma-separated modules (default: all)")
+    if build_options is not None:
+        build_options(b)
     b.set_defaults(run=build)
     variable, default = ENV[root_field], getattr(Settings(), root_field)
     r = verbs.add_parser(f"{name}-run", help=run_help)

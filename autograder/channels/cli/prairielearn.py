@@ -23,19 +23,36 @@ def register(verbs) -> None:
         root_field="prairielearn_root",
         build_help="write a PrairieLearn course folder",
         run_help="grade /grade/student (PrairieLearn)",
+        build_options=_build_options,
     )
+
+
+def _build_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--image", default=None, help="the grading image, registry/namespace/name:tag"
+    )
+    parser.add_argument("--start", default=None, help="YYYY-MM-DD: published and released")
+    parser.add_argument("--due", default=None, help="YYYY-MM-DD: the homework's due date")
+    parser.add_argument("--timezone", default="UTC", help="the course's timezone (IANA name)")
 
 
 def build(args: argparse.Namespace) -> int:
     wanted = modules_of(args.ex)
+    pl = prairielearn
     try:
-        out = prairielearn.build(Path(args.out), wanted)
-    except FileNotFoundError as e:
+        start = pl.parse_date(args.start, "PL_START") if args.start else None
+        due = pl.parse_date(args.due, "PL_DUE", end_of_day=True) if args.due else None
+        out = pl.build(
+            Path(args.out), wanted, image=args.image, start=start, due=due, timezone=args.timezone
+        )
+    except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    kit, image = prairielearn.KIT, prairielearn.IMAGE
-    print(f"wrote {out}: questions/ (one per module), serverFilesCourse/{kit}/ (the grader)")
-    print(f"build the grading image `{image}` from serverFilesCourse/{kit}/Dockerfile")
+    image = args.image or pl.default_image()
+    print(f"wrote {out}: questions/ (one per module), serverFilesCourse/{pl.KIT}/ (the grader)")
+    print(f"the grading image {image}: build it and push it (docs/running-a-course.md):")
+    for command in pl.image_commands(image, out):
+        print(f"  {command}")
     return 0
 
 

@@ -44,7 +44,10 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+from alembic.script import ScriptDirectory
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader import api as nbgrader_api
+from nbgrader.dbutil import ALEMBIC_DIR
 
 from ...core import course_config, registry
 from ...core.check import Check
@@ -487,16 +490,49 @@ def _chosen(known: list[str], wanted: list[str] | None, what: str) -> list[str]:
     return [k for k in known if k in wanted] if wanted else known
 
 
+def tools_path(path: str | None) -> str:
+    """PATH with this Python's bin folder (the venv's: nbgrader, jupyter, alembic) first, for
+    the tools nbgrader and its API start by name, however the kit was started (make, a
+    script, a shell without the venv activated)."""
+    bin_dir = str(Path(sys.executable).parent)
+    rest = [p for p in (path or "").split(os.pathsep) if p and p != bin_dir]
+    return os.pathsep.join([bin_dir, *rest])
+
+
+def use_tools_path() -> None:
+    """This process's PATH as tools_path says: nbgrader's API, used in this process
+    (Gradebook), starts `alembic` by name."""
+    os.environ["PATH"] = tools_path(os.environ.get("PATH"))
+
+
+def ensure_gradebook(root: Path) -> Path:
+    """root/gradebook.db, created here when missing, stamped with nbgrader's schema version
+    from alembic's Python API: nbgrader would otherwise run the `alembic` console script to
+    learn it, and a console script fails where the venv was moved or copied (its #! line
+    names the old interpreter) or its bin folder is not on PATH."""
+    db = Path(root).resolve() / "gradebook.db"
+    if db.exists():
+        return db
+    head = ScriptDirectory(ALEMBIC_DIR).get_current_head()
+    asked = nbgrader_api.get_alembic_version
+    nbgrader_api.get_alembic_version = lambda: head  # type: ignore[assignment]
+    try:
+        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_judge.COURSE_ID):
+            pass
+    finally:
+        nbgrader_api.get_alembic_version = asked  # type: ignore[assignment]
+    return db
+
+
 def kernel_env(root: Path) -> dict[str, str]:
     """The environment of nbgrader and its kernels: the kit importable (and the notebooks'
-    setup cell pointed at it, whatever ATTENTION_LAB_ROOT the shell had), this Python first,
-    and no hidden seed (the hidden tier is judged outside the kernel)."""
+    setup cell pointed at it, whatever ATTENTION_LAB_ROOT the shell had), this Python's bin
+    folder first on PATH (tools_path), and no hidden seed (the hidden tier is judged outside
+    the kernel)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env[KIT_ROOT_VAR] = str(ROOT)
-    env["PATH"] = os.pathsep.join(
-        p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p
-    )
+    env["PATH"] = tools_path(env.get("PATH"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop(HIDDEN_SEED_VAR, None)
     env[HIDDEN_VAR] = "outside"
@@ -526,6 +562,7 @@ def nbgrader_warnings(log: str) -> list[str]:
 def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """`python -m nbgrader <args>` in the course directory; its warnings and errors shown."""
     root = Path(root).resolve()
+    ensure_gradebook(root)
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     print("$ nbgrader " + " ".join(args), flush=True)
     proc = subprocess.run(cmd, cwd=root, env=kernel_env(root), text=True, capture_output=True)
