@@ -11,6 +11,7 @@ nbgrader course folder (the gradebook, and judged/<student>/<assignment>.json th
     students/<s>.html    one student: scores per module, their named mistakes, what they left
                          unattempted, what the grader could not judge, links to their feedback
     similar/*.html       two similar files side by side (similarity.py)
+    similar.csv          every group and pair flagged for review (the report shows the first)
     scores.png           score distribution per module (share of the module's points)
     misconceptions.png   the most common misconceptions, by share of students who attempted
     failed-checks.png    the checks failed most often
@@ -160,7 +161,7 @@ class ClassData:
 
     @property
     def students(self) -> list[str]:
-        return sorted({r.student for r in self.rows} | set(self.totals))
+        return sorted(set(self._index()[0]) | set(self.totals))
 
     def rows_of(self, student: str, module: str | None = None) -> list[Row]:
         by_student, _ = self._index()
@@ -429,13 +430,24 @@ def _exercise(r: Row) -> str:
 
 
 def title(misconception: str) -> str:
-    """A misconception's title: its message's first clause, placeholders as '…'."""
+    """A misconception's title: its message's first clause, placeholders as '…' (the first
+    sentence of its first hint where the message opens with values rather than words)."""
     known = registry.all_misconceptions().get(misconception)
     if known is None:
         return "a failure the checks could not name" if not misconception else ""
-    text = re.sub(r"\{[^}]*\}", "…", " ".join(known.message.split()))
-    text = re.split(r"(?<=[^.\d])[.:;](?=\s|$)", text, maxsplit=1)[0]
+    text = _clause(re.sub(r"^\{what\}:\s*", "", known.message))  # "{what}: ..."
+    if (len(text) < 20 or text.startswith("…")) and known.hints[0]:
+        text = _clause(known.hints[0])
     return textwrap.shorten(text, 110, placeholder=" …")
+
+
+def _clause(text: str) -> str:
+    text = " ".join(text.split())
+    for name, said in (("what", "the result"), ("file", "the file"), ("exercise", "it")):
+        text = re.sub(r"\{" + name + r"(:[^}]*)?\}", said, text)
+    text = re.sub(r"\{[^}]*\}", "…", text)
+    text = text[:1].upper() + text[1:]
+    return re.split(r"(?<=[^.\d])[.:;](?=\s|$)", text, maxsplit=1)[0]
 
 
 def mistakes_of(data: ClassData, student: str) -> dict[tuple[str, str], list[Row]]:
@@ -460,10 +472,11 @@ def failed_checks(data: ClassData) -> list[tuple[str, int, int]]:
     return sorted(((c, lost[c], graded[c]) for c in graded if lost[c]), key=lambda t: (-t[1], t[0]))
 
 
-def problems(data: ClassData) -> list[tuple[str, str, str, int, str]]:
-    """(student, module, problem, checks, first message): what the grader could not judge."""
+def problems(data: ClassData, student: str | None = None) -> list[tuple[str, str, str, int, str]]:
+    """(student, module, problem, checks, first message): what the grader could not judge
+    (of everyone, or of `student`)."""
     found: dict[tuple[str, str, str], list[Row]] = collections.defaultdict(list)
-    for r in data.rows:
+    for r in data.rows if student is None else data.rows_of(student):
         if r.problem:
             found[r.student, r.module, r.problem].append(r)
     return [
@@ -677,6 +690,8 @@ def _cell(state: ModuleState) -> str:
     text = f"{state.score:g} / {state.max_score:g}"
     if state.label not in ("graded", "not attempted"):
         text += f" ({state.label})"
+    elif state.label == "graded" and state.problems:  # some checks not judged
+        text += f" ({state.kinds[PROBLEM]} {state.problems[0]})"
     return text
 
 
@@ -692,6 +707,23 @@ def _diff_name(module: str, a: str, b: str) -> str:
     return f"{module}--{page_name(a)[:-5]}--{page_name(b)[:-5]}.html"
 
 
+def write_similar_csv(found: list, path: Path) -> None:
+    """similar.csv: every group member and pair flagged (the page shows the first ones)."""
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["module", "student", "other", "score", "what"])
+        for ms in found:
+            for g in ms.groups:
+                what = "identical files" if g.exact else "identical after normalisation"
+                what += f"; the same code as solutions/{ms.module}.py" if g.reference else ""
+                for s in g.students[1:]:
+                    out.writerow([ms.module, g.students[0], s, "1.00", what])
+            for p in ms.pairs:
+                for a in (p.a, *p.a_also):
+                    for b in (p.b, *p.b_also):
+                        out.writerow([ms.module, a, b, f"{p.score:.2f}", "similar"])
+
+
 def write_similar(data: ClassData, found: list, out: Path) -> dict[tuple[str, str, str], str]:
     """similar/<module>--<a>--<b>.html for each pair to review; {(module, a, b): file}."""
     folder = out / "similar"
@@ -702,8 +734,11 @@ def write_similar(data: ClassData, found: list, out: Path) -> dict[tuple[str, st
     for ms in found:
         for g in ms.groups:
             what = "identical files" if g.exact else "identical after normalisation"
-            pairs += [(ms.module, g.students[0], s, what) for s in g.students[1:]]
-        pairs += [(ms.module, p.a, p.b, f"similarity {p.score:.2f}") for p in ms.pairs]
+            shown = g.students[1 : 1 + PAGES_PER_GROUP]
+            pairs += [(ms.module, g.students[0], s, what) for s in shown]
+        shown_pairs = ms.pairs[:PAIRS_SHOWN]
+        pairs += [(ms.module, p.a, p.b, f"similarity {p.score:.2f}") for p in shown_pairs]
+    write_similar_csv(found, out / "similar.csv")
     for module, a, b, what in pairs:
         name = _diff_name(module, a, b)
         text_a, text_b = data.code[module][a], data.code[module][b]
@@ -712,6 +747,20 @@ def write_similar(data: ClassData, found: list, out: Path) -> dict[tuple[str, st
         )
         pages[module, a, b] = f"similar/{name}"
     return pages
+
+
+PAGES_PER_GROUP, PAIRS_SHOWN, NAMES_SHOWN = 8, 100, 24  # the rest: similar.csv
+
+
+def _few(names: list[str]) -> str:
+    more = len(names) - NAMES_SHOWN
+    return ", ".join(names[:NAMES_SHOWN]) + (f" and {more} more (similar.csv)" if more > 0 else "")
+
+
+def _names(names: list[str], prefix: str) -> str:
+    shown = ", ".join(_link(prefix + "students/" + page_name(s), s) for s in names[:NAMES_SHOWN])
+    more = len(names) - NAMES_SHOWN
+    return shown + (f" and {more} more (similar.csv)" if more > 0 else "")
 
 
 def _similar_section(found: list, pages: dict, prefix: str = "") -> list[str]:
@@ -735,16 +784,19 @@ def _similar_section(found: list, pages: dict, prefix: str = "") -> list[str]:
                 for s in g.students[1:]
                 if (ms.module, g.students[0], s) in pages
             ]
-            who = ", ".join(_link(prefix + "students/" + page_name(s), s) for s in g.students)
+            who = _names(g.students, prefix)
             rows.append([_esc(ms.module), who, "1.00", _esc(kind), " ".join(links)])
-        for p in ms.pairs:
+        for p in ms.pairs[:PAIRS_SHOWN]:
             who = ", ".join(
                 _link(prefix + "students/" + page_name(s), s)
-                + (f" (= {_esc(', '.join(also))})" if also else "")
+                + (f" (= {_esc(_few(also))})" if also else "")
                 for s, also in ((p.a, p.a_also), (p.b, p.b_also))
             )
             link = _link(prefix + pages[ms.module, p.a, p.b], "side by side")
             rows.append([_esc(ms.module), who, f"{p.score:.2f}", "similar", link])
+        if len(ms.pairs) > PAIRS_SHOWN:
+            more = f"and {len(ms.pairs) - PAIRS_SHOWN} more pairs: similar.csv"
+            rows.append([_esc(ms.module), _esc(more), "", "", ""])
     compared = ", ".join(f"{ms.module}: {ms.compared}" for ms in found)
     if rows:
         parts.append(_table(["module", "students", "score", "what", "compare"], rows, raw=True))
@@ -758,7 +810,7 @@ def _similar_section(found: list, pages: dict, prefix: str = "") -> list[str]:
 def write_student(data: ClassData, student: str, out: Path, found: list, pages: dict) -> Path:
     folder = out / "students"
     folder.mkdir(parents=True, exist_ok=True)
-    maxima = module_max(data)
+    maxima = data._index()[1]
     states = [data.state(student, m) for m in data.modules]
     total = sum(s.score or 0.0 for s in states)
     body = [
@@ -838,7 +890,7 @@ def write_student(data: ClassData, student: str, out: Path, found: list, pages: 
     else:
         body.append("<p>Everything handed in was attempted.</p>")
     body.append("<h2>Grader problems (not judged)</h2>")
-    mine_problems = [p for p in problems(data) if p[0] == student]
+    mine_problems = problems(data, student)
     if mine_problems:
         rows = [
             [m, p, n, textwrap.shorten(msg, 240, placeholder=" …")]
@@ -930,14 +982,16 @@ def write(data: ClassData, out: Path, threshold: float | None = None) -> Path:
     parts.append("<h2>Students</h2>")
     grid = []
     present = [s for s in data.students if s not in absent]
+    flagged: collections.Counter[str] = collections.Counter()  # groups and pairs per student
+    for ms in found:
+        for g in ms.groups:
+            flagged.update(set(g.students))
+        for p in ms.pairs:
+            flagged.update({p.a, p.b, *p.a_also, *p.b_also})
     for s in present:
         states = [data.state(s, m) for m in data.modules]
         mistakes = sum(1 for rs in mistakes_of(data, s).values() if rs[0].kind == MISTAKE)
-        flags = sum(
-            any(s in g.students for g in ms.groups)
-            + sum(s in (p.a, p.b, *p.a_also, *p.b_also) for p in ms.pairs)
-            for ms in found
-        )
+        flags = flagged[s]
         grid.append(
             [_link("students/" + page_name(s), s)]
             + [f"<span class='{st.css}'>{_esc(_cell(st))}</span>" for st in states]
