@@ -46,6 +46,7 @@ from pathlib import Path
 
 from ..core import paths, registry
 from ..core.check import CRASH, GRADER_ERROR, IMPORT_ERROR, MISSING_FILE, TIMEOUT, UNSTARTED
+from ..core.check import NOT_ATTEMPTED as NOT_ATTEMPTED_MISCONCEPTION
 from . import similarity
 from .batch import find_submissions, package_folder, student_name
 
@@ -69,6 +70,10 @@ PASSED, NOTE, MISTAKE, NOT_ATTEMPTED, PROBLEM = (
     "not attempted",
     "problem",
 )
+WHY_TODO = {
+    NOT_ATTEMPTED_MISCONCEPTION.id: "the stub as given (it raises NotImplementedError)",
+    MISSING_FILE.id: "the file was not handed in",
+}
 MAX_CODE_BYTES = 400_000  # a submitted file read for the similarity section, at most
 
 
@@ -883,7 +888,7 @@ def write_student(data: ClassData, student: str, out: Path, found: list, pages: 
             todo[r.module].append(r)
     if todo:
         rows = [
-            [m, len(rs), f"{sum(r.max_score for r in rs):g}", rs[0].misconception]
+            [m, len(rs), f"{sum(r.max_score for r in rs):g}", WHY_TODO.get(rs[0].misconception, "")]
             for m, rs in todo.items()
         ]
         body.append(_table(["module", "checks", "points", "why"], rows))
