@@ -197,11 +197,14 @@ class ClassData:
         return ModuleState(module, score, maximum, kinds, [p for p, _ in problems.most_common()])
 
     def absent(self) -> list[str]:
-        """Students with no submission at all: every module not handed in."""
+        """Students with no submission at all: every module not handed in (not those whose
+        submission could not be graded: they are listed with the reason)."""
+        failed = {who for who, _ in self.not_graded}
         return [
             s
             for s in self.students
-            if all(self.state(s, m).score is None for m in self.modules)
+            if s not in failed
+            and all(self.state(s, m).score is None for m in self.modules)
             and all(v is None for v in self.totals.get(s, {}).values())
         ]
 
@@ -259,6 +262,8 @@ def from_batch(folder: Path, submissions: Path | None = None) -> ClassData:
         table = list(csv.DictReader(f))
     for line in table:
         student = line["student"]
+        if student.startswith("'") and (folder / student[1:]).is_dir():  # sinks.cell's quote
+            student = student[1:]
         results = folder / student / "results.json"
         links = [(label, folder / student / name) for label, name in _BATCH_FILES]
         data.feedback[student] = [(label, p) for label, p in links if p.is_file()]

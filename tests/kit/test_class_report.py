@@ -237,6 +237,10 @@ def test_timeouts_and_checks_not_run_are_grader_problems_not_misconceptions():
     ]
     assert data.state("ann", "attention").label == "timeout"
     assert data.state("ann", "masks").label == "graded"
+    # no submission at all, and a submission that could not be graded: told apart
+    data.totals.update({"amy": {}, "zed": {}})
+    data.not_graded.append(("zed", "the .zip cannot be unpacked"))
+    assert data.absent() == ["amy"]
 
 
 def test_the_measure_tells_copies_from_independent_solutions():
