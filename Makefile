@@ -192,8 +192,8 @@ export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
 
 FROM ?= $(BATCH_OUT)
 .PHONY: class-report
-class-report: $(STAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course), Canvas + long CSV
-	$(PY) -m autograder class-report --from $(FROM) --out build/class-report
+class-report: $(ISTAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course): a page per student, similar submissions, Canvas + long CSV
+	$(PY) -m autograder class-report --from $(FROM) --out build/class-report $(if $(SUBMISSIONS),--submissions $(SUBMISSIONS)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 # PrairieLearn (instructors): PL_IMAGE=registry/namespace/name:tag names the grading image
 # (default docker.io/attentionlab/attention-lab-grader:lock-<digest>: push under your own

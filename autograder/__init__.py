@@ -110,6 +110,8 @@ it.
                               the nbgrader course.
         prairielearn.py       PrairieLearn: `make prairielearn` writes a course folder; its
                               external grader runs the kit.
+        similarity.py         Similar submissions, for the class report: exact and
+                              near-duplicate files per module.
         watch.py              `make watch [EX=m]`: re-grade a module as soon as its file is
                               saved.
 

@@ -137,6 +137,7 @@ SHIPS = (
     "autograder/channels/cli/*.py",
     "autograder/channels/batch.py",
     "autograder/channels/class_report.py",
+    "autograder/channels/similarity.py",  # class_report.py imports it
     "autograder/core/course_config.py",  # seeds.py reads the course's settings
     "autograder/channels/gradescope/__init__.py",
     "autograder/channels/prairielearn.py",

@@ -485,6 +485,7 @@ def run(
 
         meta = {
             "submissions": len(graded),
+            "submissions_folder": str(submissions.resolve()),  # the class report reads it
             "tier": "public" if public else "hidden",
             "seed": "per-student (seeds.csv)" if secret else sb.seed,
             "isolation": sb.isolation.mode,

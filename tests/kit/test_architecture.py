@@ -186,6 +186,11 @@ LAZY = {
         "autograder.channels.nbgrader.export",
     ): "FROM=course: needs nbgrader",
     ("autograder/channels/class_report.py", "matplotlib"): "plots load matplotlib only when drawn",
+    ("autograder/channels/similarity.py", "rapidfuzz"): "an instructor extra: difflib without it",
+    (
+        "autograder/channels/similarity.py",
+        "rapidfuzz.distance",
+    ): "an instructor extra: difflib without it",
     (
         "autograder/channels/class_report.py",
         "matplotlib.pyplot",

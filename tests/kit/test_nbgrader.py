@@ -350,7 +350,12 @@ def test_class_report_from_the_gradebook(cycle, tmp_path):
     index = class_report.write(data, tmp_path / "report").read_text()
     found = {(ex, mis): n for ex, mis, n, _ in class_report.misconceptions(data)}
     assert found["attention.scaled_dot_product_attention", "no-scaling"] == 1  # carol
-    assert "<td>eve / masks</td><td>nothing submitted</td>" in index
+    # nothing submitted for masks: one row for eve, not one per assignment
+    todo = {s: missing for s, _, _, missing in class_report.unattempted(data)}
+    assert todo["eve"] == ["masks"] and "nothing submitted" not in index
+    carol = (tmp_path / "report" / "students" / "carol.html").read_text()
+    assert "../../" in carol and "feedback/carol/attention/attention.html'" in carol
+    assert "no-scaling" in carol  # her mistake, named on her page
     assert "mystery.ipynb</td><td>download skipped: " in index
     with open(tmp_path / "report" / "canvas.csv", newline="") as f:
         canvas = {row[3]: row for row in list(csv.reader(f))[2:]}
