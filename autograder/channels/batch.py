@@ -319,6 +319,11 @@ def run(
         def one(path: Path, name: str) -> Graded:
             try:
                 notes, folder = [], path
+                if path.is_symlink():  # a link could name any folder: solutions/, a classmate's
+                    raise NotGraded(
+                        f"{plain(path.name)} is a symbolic link: links are not followed; put "
+                        "the student's folder or .zip itself in SUBMISSIONS"
+                    )
                 if path.is_file():
                     folder = unpacked / name
                     folder.mkdir()

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -186,6 +187,11 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     for name in attack_names():
         stage_attack(name, subs)
     shutil.copytree(SOLUTIONS, subs / "zz_control", ignore=shutil.ignore_patterns("__pycache__"))
+    # Links, at the top of SUBMISSIONS and inside a submission, to the solutions: refused.
+    (subs / "linked").symlink_to(SOLUTIONS)
+    (subs / "links_inside").mkdir()
+    (subs / "links_inside" / "attention.py").symlink_to(SOLUTIONS / "attention.py")
+    (subs / "links_inside" / "sub").symlink_to(SOLUTIONS)
     build_results = ROOT / "build" / "results.json"
     before = build_results.stat().st_mtime if build_results.exists() else None
     out = tmp_path / "out"
@@ -194,6 +200,11 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     batch(subs, out, "--timeout", "10", "--check-timeout", "3", "--memory", "512")
     rows = grades(out)
     assert rows.pop("zz_control")["score"] == AM_POINTS  # the sandbox itself costs nothing
+    linked, inside = rows.pop("linked"), rows.pop("links_inside")
+    assert linked["score"] == "not graded" and inside["score"] == "0"
+    assert "symbolic link" in linked["notes"], linked
+    inside_text = (out / "links_inside" / "feedback.txt").read_text()
+    assert "attention.py is a link" in inside_text and "sub is a link to a folder" in inside_text
     for name, row in rows.items():
         assert row["score"] == "0", f"attack {name} gained {row['score']} points"
         text = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
@@ -210,6 +221,12 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     assert not leaked_files()
     # No secret of the grader reaches what students see; nothing else of the machine either.
     assert TOKEN not in output_text(out)
+    # No control character a student chose reaches an output (terminal escapes, \r, NUL...).
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().decode(errors="replace").replace("\r\n", "\n")  # csv's
+            bad = sorted({ch for ch in text if unicodedata.category(ch)[0] == "C"} - set("\n\t"))
+            assert not bad, f"{path.relative_to(out)} holds control characters {bad}"
     secrets_feedback = (out / "read_secrets" / "feedback.txt").read_text()
     assert "LEAK readable" not in secrets_feedback and "--submissions" not in secrets_feedback
     assert str(ROOT) + "/solutions" not in secrets_feedback

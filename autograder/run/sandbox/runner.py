@@ -106,8 +106,14 @@ def copy_submission(source: Path, target: Path) -> list[str]:
     """Copy the regular files of a submission folder (no symlinks, size-capped)."""
     notes, count, total = [], 0, 0
     for dirpath, dirs, files in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
         rel = Path(dirpath).relative_to(source)
+        for name in sorted(d for d in dirs if (Path(dirpath) / d).is_symlink()):
+            notes.append(f"{rel / name} is a link to a folder: left out")
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d != "__pycache__" and not d.startswith(".") and not (Path(dirpath) / d).is_symlink()
+        )
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in sorted(files):
             path = Path(dirpath) / name
