@@ -32,6 +32,7 @@ from typing import Any
 
 from ...core import fixtures, registry
 from ...core.check import GRADER_ERROR, TIMEOUT, Check, Failure, Misconceptions, Outputs, Result
+from ...core.i18n import withhold_reference
 from ...core.paths import ROOT
 from ...core.references import References
 from .. import policy
@@ -580,7 +581,10 @@ class Sandbox:
         try:
             seed, references, _errors, _cpu = self._state()
             reference = references[check.module].get(check.slug)
-            return verdict(check, outcome, reference, make_inputs(check, seed))
+            result = verdict(check, outcome, reference, make_inputs(check, seed))
+            # Hidden inputs: the mistake named, the student's own values shown, never the
+            # reference's (a resubmission could collect them).
+            return result if self.public else withhold_reference(result)
         except Exception as e:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
