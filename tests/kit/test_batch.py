@@ -227,6 +227,12 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
             text = path.read_bytes().decode(errors="replace").replace("\r\n", "\n")  # csv's
             bad = sorted({ch for ch in text if unicodedata.category(ch)[0] == "C"} - set("\n\t"))
             assert not bad, f"{path.relative_to(out)} holds control characters {bad}"
+    # The hidden seed is nowhere in the sandboxed process: not in a frame, an object, /proc
+    # or a descriptor (before, the zygote's request bytes on the stack held it).
+    with open(out / "seeds.csv") as f:
+        hunted = {r["student"]: r["seed"] for r in csv.DictReader(f)}["seed_hunt"]
+    hunt = (out / "seed_hunt" / "feedback.txt").read_text()
+    assert "SEEDHUNT keyed:" in hunt and hunted not in hunt, hunt[-3000:]
     secrets_feedback = (out / "read_secrets" / "feedback.txt").read_text()
     assert "LEAK readable" not in secrets_feedback and "--submissions" not in secrets_feedback
     assert str(ROOT) + "/solutions" not in secrets_feedback

@@ -193,7 +193,7 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
 
     from ...core.check import ProbeSpec
     from ..channel import probe_all
-    from ..probing import Attempts, make_inputs
+    from ..probing import Attempts, draw_inputs
     from ..submission import Submission
 
     torch.set_num_threads(1)
@@ -201,8 +201,9 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
     # model of a computation, no reference output is ever imported in this process.
     todo = [ProbeSpec.of(spec) for spec in request["specs"]]
     # Inputs first: nothing the student's import does can change them.
-    inputs = {c.id: make_inputs(c, request["seed"]) for c in todo}
-    del request["seed"]  # student code could read it from this frame: it has no use for it
+    # Each check's own seed: the submission's seed never reaches this process (runner.py).
+    inputs = {c.id: draw_inputs(c, int(request["seeds"][c.id])) for c in todo}
+    del request["seeds"]  # what is left of them is the inputs, which the probes hand over
     submission = Submission(request["submission"])
     # The functions that did not finish in an earlier process (runner.py: policy.Stuck).
     guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}

@@ -352,7 +352,6 @@ class Sandbox:
                 "root": str(work / "root"),
                 "kit": self.views[group],
                 "modules": modules,
-                "seed": self._state()[0],
                 "uid": uid,
                 "stall": self.stall,
                 "isolation": asdict(self.isolation),
@@ -403,6 +402,9 @@ class Sandbox:
                 name=f"sandbox-{slot}-{next(self.count)}",
                 checks=[c.id for c in todo],
                 specs=[c.spec() for c in todo],
+                # Each check's own seed, never the submission's: nothing in a process that
+                # imports student code holds the hidden seed (it would draw every input).
+                seeds={c.id: c.seed(self._state()[0]) for c in todo},
                 cpu_limits={c.id: self.cpu_limit(c) for c in todo},
                 limits=asdict(replace(self.limits, timeout=left)),
             )
