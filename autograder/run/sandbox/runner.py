@@ -198,9 +198,12 @@ class Sandbox:
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
-        # The modules whose checks share one sandboxed process (view.groups), and each
-        # group's view of the kit (view.py), staged once for the whole run.
-        self.groups = view.groups(self.modules)
+        # One sandboxed process per module, each a fresh fork of the zygote (which never runs
+        # student code): nothing one module's code does to its process (a patched nn.Linear,
+        # a kit class's method, an audit hook, a thread) reaches another module's checks. A
+        # state check inside the process could be forged by the code it checks (issue 27).
+        # Each module's view of the kit (view.py), staged once for the whole run.
+        self.groups = [(m,) for m in self.modules]
         self.views = view.stage(self.stage / "views", self.groups)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
@@ -277,11 +280,9 @@ class Sandbox:
             self._own.state = None
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
-        """One sandboxed process per group of modules (view.groups), seeing that group's view
-        of the kit; they share the submission's time budget (limits.timeout). A module the
-        process did not reach (an earlier module's code crashed it, or changed what the
-        modules after it would run on: child._State) is graded again in a fresh process, so
-        each module is graded as if in a process of its own."""
+        """One sandboxed process per module, seeing that module's view of the kit; they share
+        the submission's time budget (limits.timeout). Checks a process did not reach (its
+        code crashed it) are graded in a fresh one, by the one crash and timeout policy."""
         graded = Graded(name, [])
         deadline = time.monotonic() + self.limits.timeout
         for group in self.groups:
