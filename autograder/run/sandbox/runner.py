@@ -203,7 +203,7 @@ class Sandbox:
         # a kit class's method, an audit hook, a thread) reaches another module's checks. A
         # state check inside the process could be forged by the code it checks (issue 27).
         # Each module's view of the kit (view.py), staged once for the whole run.
-        self.groups = [(m,) for m in self.modules]
+        self.groups: list[tuple[str, ...]] = [(m,) for m in self.modules]
         self.views = view.stage(self.stage / "views", self.groups)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
