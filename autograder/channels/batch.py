@@ -5,16 +5,20 @@ Each entry of the folder is one student: a package folder (holding attention.py,
 process, forked from a zygote that imported torch once, confined (no solutions/, an
 unprivileged uid, memory, time, process and file-size limits); the probes run there and the
 verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: each
-student's inputs come from their own seed, seeds.student_seed(secret, student), the secret
-being course/course.toml's [hidden] secret (made, and said so, when course.toml is missing);
-expected outputs are computed from solutions/ here, per student. --seed N gives everyone N.
+attempt's inputs come from its own seed, seeds.student_seed(secret, student, attempt): the
+secret is course/course.toml's [hidden] secret (made, and said so, when course.toml is
+missing), the attempt id a digest of the files handed in (seeds.attempt_id: the same files,
+the same inputs; changed code, new ones); expected outputs are computed from solutions/ here,
+per student, and never shown: feedback names the mistake and shows the student's own values.
+--seed N gives everyone N.
 
 Writes, under OUT (default build/batch):
     grades.csv                  one row per student: total, per-module scores, notes
     <student>/results.json      Gradescope's format (score, tests[]), plus top-level output
     <student>/feedback.txt      the table `make grade` prints, notes, what the code printed
                                 (all three through autograder/feedback/sinks.py, as every channel)
-    seeds.csv                   each student's hidden seed (the instructor's; never in feedback)
+    seeds.csv                   each student's hidden seed and attempt id (the instructor's;
+                                never in feedback)
     batch.json                  how the run was made: tier, seed, isolation, limits, versions
 """
 
@@ -323,18 +327,24 @@ class Progress:
 # --------------------------------------------------------------------------- the batch
 
 
-def write_seeds(student_seeds: dict[str, int], path: Path) -> None:
-    """The instructor's record of each student's hidden seed (a regrade keeps other rows)."""
-    rows: dict[str, str] = {}
+def write_seeds(student_seeds: dict[str, tuple[int, str]], path: Path) -> None:
+    """The instructor's record of each student's hidden seed and the attempt it was drawn for
+    (seeds.attempt_id: a regrade of the same files draws it again); a regrade keeps other
+    rows."""
+    rows: dict[str, tuple[str, str]] = {}
     if path.is_file():
         with open(path, newline="") as f:
-            rows = {r["student"]: r["seed"] for r in csv.DictReader(f) if "student" in r}
-    rows.update({name: str(seed) for name, seed in student_seeds.items()})
+            rows = {
+                r["student"]: (r["seed"], r.get("attempt") or "")
+                for r in csv.DictReader(f)
+                if "student" in r
+            }
+    rows.update({name: (str(seed), attempt) for name, (seed, attempt) in student_seeds.items()})
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "seed"])
+        writer.writerow(["student", "seed", "attempt"])
         for name in sorted(rows):
-            writer.writerow([cell(name), rows[name]])
+            writer.writerow([cell(name), *rows[name]])
     path.chmod(0o600)
 
 
@@ -429,18 +439,27 @@ def run(
             print(warning, file=sys.stderr)
         # Never the seed: it is the instructor's (seeds.csv, batch.json).
         tier = "public tier (stored fixtures)" if public else "hidden tier (fresh inputs)"
-        student_seeds: dict[str, int] = {}
+        student_seeds: dict[str, tuple[int, str]] = {}  # name -> (seed, attempt id)
         title_of = lambda name: f"Attention Lab: {name}, {tier}"  # noqa: E731
         grades = sinks.GradesCsv(out / "grades.csv", modules)  # a row as each one is graded
 
         def one(path: Path, name: str) -> Graded:
             try:
                 notes, folder = [], path
+                if path.is_symlink():  # a link could name any folder: solutions/, a classmate's
+                    raise NotGraded(
+                        f"{plain(path.name)} is a symbolic link: links are not followed; put "
+                        "the student's folder or .zip itself in SUBMISSIONS"
+                    )
                 if path.is_file():
                     folder = unpacked / name
                     folder.mkdir()
                     notes = extract_zip(path, folder)
-                own = student_seeds[name] if secret else None
+                own = None
+                if secret:  # this attempt's own inputs: the files handed in name the attempt
+                    attempt = seeds.attempt_id(folder)
+                    own = seeds.student_seed(secret, name, attempt)
+                    student_seeds[name] = (own, attempt)
                 folder, found = with_notebooks(folder, unpacked / f"{name}#notebooks")
                 g = sb.grade(folder, name, seed=own)
                 g.notes[:0] = notes + found
@@ -470,8 +489,6 @@ def run(
                     while name in names or name.lower() in RESERVED:
                         name += "_"
                     names.add(name)
-                    if secret:
-                        student_seeds[name] = seeds.student_seed(secret, name)
                     futures[pool.submit(one, path, name)] = name
                 for future in as_completed(futures):
                     graded.append(future.result())

@@ -233,6 +233,21 @@ NOT_FINITE = _declare(
         "Look for a softmax over a row that is all -inf, or a division by zero.",
     ),
 )
+NO_EVIDENCE = _declare(
+    "no-evidence",
+    "{what} {how}: such an output cannot show the property this check is about, whatever the "
+    "code does around it.",
+    (
+        "A property (dropout off in eval mode, a shape, a device) is only shown by a module "
+        "that computes something: its outputs must be finite, vary with the input and not "
+        "hand the input back unchanged.",
+        "Make the function compute what its docstring says first (the checks that compare "
+        "values with the reference show how far it is); this check then judges the property "
+        "on your own outputs.",
+        "Look for a return of zeros, a constant, the input itself, or values that overflow "
+        "to inf or NaN.",
+    ),
+)
 WRONG_VALUES = _declare(
     "wrong-values",
     "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "

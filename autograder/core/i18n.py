@@ -24,6 +24,7 @@ to the English template, and nothing here ever raises for a missing or broken ca
 
 from __future__ import annotations
 
+import dataclasses
 import gettext
 import hashlib
 import io
@@ -180,6 +181,55 @@ def ngettext(one: str, many: str, n: int) -> str:
 # --------------------------------------------------------------------------- misconceptions
 
 
+# The details that carry the reference's own values: the expected number, the error from it
+# (which gives the number back, up to a sign). On hidden inputs they are withheld (issue 27):
+# feedback names the mistake and shows the student's own values, never the reference's, so a
+# resubmission cannot collect the answers.
+REFERENCE_DETAILS = frozenset({"want", "err"})
+WITHHELD = N_("(hidden)")
+
+
+class _Withheld(str):
+    """A withheld value: printed as it is, whatever format spec its placeholder has."""
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+
+def withhold_reference(result: Result) -> Result:
+    """`result` with every reference value (REFERENCE_DETAILS) withheld from its details and
+    its English message and hint worded again without them; unchanged when it has none."""
+    if not REFERENCE_DETAILS & result.details.keys():
+        return result
+    details = {k: WITHHELD if k in REFERENCE_DETAILS else v for k, v in result.details.items()}
+    m = misconception_of(result)
+    shown = _shown(details, lambda text: text)
+    message = _format(m.message, shown) if m is not None else None
+    hint = _format(m.hint, shown) if m is not None else None
+    return dataclasses.replace(
+        result,
+        details=details,
+        message=message if message is not None else WITHHELD,
+        hint=hint if hint is not None else "",
+    )
+
+
+def _shown(details: Mapping[str, Any], word: Any) -> dict[str, Any]:
+    """The values to fill a template with: a withheld one as _Withheld (its word in the
+    language, `word(WITHHELD)`)."""
+    return {
+        k: _Withheld(word(WITHHELD)) if k in REFERENCE_DETAILS and v == WITHHELD else v
+        for k, v in details.items()
+    }
+
+
+def _format(template: str, values: Mapping[str, Any]) -> str | None:
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> str | None:
     """`template` translated, its placeholders filled from `details`; the English template
     when the translation's placeholders do not fit; None when neither fits."""
@@ -191,6 +241,8 @@ def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> 
     values = {
         k: catalog.gettext(v) if isinstance(v, str) and " " in v else v for k, v in details.items()
     }
+    values = _shown(values, catalog.gettext)
+    details = _shown(details, lambda text: text)
     for text, given in ((catalog.gettext(template), values), (template, details)):
         try:
             return text.format(**given)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 from pathlib import Path
 
@@ -36,13 +37,37 @@ def read_secret(path: Path) -> str:
     return text
 
 
-def student_seed(secret: str, student: str) -> int:
+def student_seed(secret: str, student: str, attempt: str = "") -> int:
+    """The hidden seed of `student`'s `attempt` (an attempt id: attempt_id, or the platform's
+    submission id): HMAC-SHA256(secret, student id, attempt id). Each attempt draws its own
+    inputs, so what one attempt's feedback showed says nothing of the next one's inputs; the
+    attempt id is recorded with the grade, so a regrade reproduces the seed. No attempt id:
+    one seed per student (nbgrader's, where the instructor releases feedback)."""
     if not isinstance(secret, str) or not secret:
         raise ValueError("the hidden-seed secret is empty")
     if not isinstance(student, str) or not student:
         raise ValueError(f"expected a student id, got {student!r}")
-    digest = hmac.new(secret.encode(), student.encode("utf-8", "replace"), hashlib.sha256)
+    message = student if not attempt else f"{student}\0{attempt}"
+    digest = hmac.new(secret.encode(), message.encode("utf-8", "replace"), hashlib.sha256)
     return int.from_bytes(digest.digest()[:8], "big") >> 1  # a non-negative int64
+
+
+def attempt_id(folder: Path) -> str:
+    """An attempt's id where the platform gives none (make batch, PrairieLearn): a digest of
+    the files handed in, names and bytes (links not followed). Handing in the same files again
+    draws the same inputs, and gains nothing (the same code, the same feedback); any change to
+    the code draws new ones. A regrade of the same files reproduces the grade."""
+    digest = hashlib.sha256()
+    root = Path(folder)
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            digest.update(path.relative_to(root).as_posix().encode("utf-8", "replace") + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- the secret

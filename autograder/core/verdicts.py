@@ -13,6 +13,7 @@ import torch
 
 from . import model_replays
 from .check import (
+    NO_EVIDENCE,
     NOT_FINITE,
     WRONG_DTYPE,
     WRONG_SHAPE,
@@ -22,6 +23,7 @@ from .check import (
     Misconception,
     Misconceptions,
 )
+from .i18n import N_
 from .tolerances import Tolerance, tolerance
 
 # A candidate explanation: (misconception, the output that mistake would give, details).
@@ -179,6 +181,28 @@ def assert_close(
         got=float(got.flatten()[flat]),
         want=float(want.flatten()[flat]),
     )
+
+
+def assert_evidence(
+    value: torch.Tensor, what: str, echoes: Iterable[torch.Tensor] = (), *, blocks: bool = False
+) -> None:
+    """Raise NO_EVIDENCE unless `value` can show a property: finite, not one constant, not one
+    of `echoes` (the inputs) handed back; `blocks` (a bool mask): True somewhere. A property
+    check that decides on the student's own runs calls it first, so that zeros, a constant,
+    inf, NaN or the input echoed earn no point."""
+    if blocks:
+        if not bool(value.any()):
+            raise Failure(NO_EVIDENCE, what=what, how=N_("blocks nothing"))
+        return
+    if value.is_complex() or not value.is_floating_point():
+        return  # a dtype check speaks first where floats are wanted
+    if not bool(torch.isfinite(value).all()):
+        raise Failure(NO_EVIDENCE, what=what, how=N_("holds NaN or infinity"))
+    if value.numel() > 1 and bool((value == value.flatten()[0]).all()):
+        raise Failure(NO_EVIDENCE, what=what, how=N_("is one constant everywhere"))
+    for echo in echoes:
+        if echo.shape == value.shape and torch.equal(value.to(echo.dtype), echo):
+            raise Failure(NO_EVIDENCE, what=what, how=N_("is its input, handed back unchanged"))
 
 
 def dropout_finding(

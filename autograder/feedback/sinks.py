@@ -181,6 +181,7 @@ def publish(result_set: ResultSet, sinks: Iterable[Sink]) -> ResultSet:
     """Hand `result_set` to each sink, in order (HintState first: the others show its
     levels). The totals are checked first: no output of a set that does not add up."""
     result_set.check_totals()
+    scrub(result_set)
     for sink in sinks:
         sink.publish(result_set)
     return result_set
@@ -449,6 +450,35 @@ class ClassReportData:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def safe(text: str) -> str:
+    """Student-derived text made safe for every output: line breaks and tabs kept, every other
+    control or format character escaped (ESC of a terminal sequence, a carriage return that
+    overwrites a line, NUL, bidi overrides): `cat feedback.txt` shows what the student wrote,
+    it does not run it on the reader's terminal."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if unicodedata.category(ch)[0] == "C" and ch not in "\n\t"
+        else ch
+        for ch in text
+    )
+
+
+def scrub(result_set: ResultSet) -> None:
+    """Make every text of `result_set` that student code could have chosen `safe`, once,
+    before any sink writes it: the Results' messages, hints and details (an exception's text,
+    a repr of what was returned, what the code printed under a check), the grader's notes (file
+    names) and what the code printed."""
+    for r in result_set.results:
+        r.message, r.hint = safe(r.message), safe(r.hint)
+        r.details = {k: safe(v) if isinstance(v, str) else v for k, v in r.details.items()}
+        r.extra = {k: safe(v) if isinstance(v, str) else v for k, v in r.extra.items()}
+    result_set.notes[:] = [safe(n) for n in result_set.notes]
+    result_set.output = safe(result_set.output)
+    result_set.not_graded = safe(result_set.not_graded)
 
 
 def plain(text: str, limit: int = 200) -> str:

@@ -69,9 +69,14 @@ def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
 
 
 def make_inputs(check: Probed, seed: int) -> Inputs:
-    """The check's inputs, on the CPU, drawn from its own seed."""
-    gen = torch.Generator().manual_seed(check.seed(seed))
-    return check.inputs(gen)
+    """The check's inputs, on the CPU, drawn from its own seed (check.seed(seed))."""
+    return draw_inputs(check, check.seed(seed))
+
+
+def draw_inputs(check: Probed, check_seed: int) -> Inputs:
+    """The check's inputs drawn from the check's own seed: what the sandboxed process is given
+    (never the submission's seed, from which every check's inputs could be drawn)."""
+    return check.inputs(torch.Generator().manual_seed(check_seed))
 
 
 def to_device(value: Any, device: str) -> Any:

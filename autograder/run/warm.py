@@ -99,6 +99,13 @@ def client(argv: list[str], settings: Settings) -> int | None:
     except OSError:
         return None
     with conn:
+        if not _peer_is_us(conn):
+            print(
+                "A process of another user listens on the warm grader's socket "
+                f"{folder(settings) / SOCKET}; grading without it.",
+                file=sys.stderr,
+            )
+            return None  # nothing sent: not our environment, not our terminal
         request = {"key": key(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
         data = json.dumps(request).encode()
         try:
@@ -247,10 +254,17 @@ def _warm() -> int:
     return threads
 
 
-def _own_user(conn: socket.socket) -> bool:
+def _peer_is_us(conn: socket.socket) -> bool:
+    """Whether the process at the other end of `conn` runs as this user (SO_PEERCRED: the
+    kernel's word, not the peer's). The client asks before it sends its environment and its
+    terminal; the server asks before it takes a request."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    if uid != os.getuid():
+    return bool(uid == os.getuid())
+
+
+def _own_user(conn: socket.socket) -> bool:
+    if not _peer_is_us(conn):
         conn.close()
         return False
     return True

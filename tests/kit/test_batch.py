@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -198,6 +199,11 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     for name in attack_names():
         stage_attack(name, subs)
     shutil.copytree(SOLUTIONS, subs / "zz_control", ignore=shutil.ignore_patterns("__pycache__"))
+    # Links, at the top of SUBMISSIONS and inside a submission, to the solutions: refused.
+    (subs / "linked").symlink_to(SOLUTIONS)
+    (subs / "links_inside").mkdir()
+    (subs / "links_inside" / "attention.py").symlink_to(SOLUTIONS / "attention.py")
+    (subs / "links_inside" / "sub").symlink_to(SOLUTIONS)
     build_results = ROOT / "build" / "results.json"
     before = build_results.stat().st_mtime if build_results.exists() else None
     out = tmp_path / "out"
@@ -206,6 +212,11 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     batch(subs, out, "--timeout", "10", "--check-timeout", "3", "--memory", "512")
     rows = grades(out)
     assert rows.pop("zz_control")["score"] == AM_POINTS  # the sandbox itself costs nothing
+    linked, inside = rows.pop("linked"), rows.pop("links_inside")
+    assert linked["score"] == "not graded" and inside["score"] == "0"
+    assert "symbolic link" in linked["notes"], linked
+    inside_text = (out / "links_inside" / "feedback.txt").read_text()
+    assert "attention.py is a link" in inside_text and "sub is a link to a folder" in inside_text
     for name, row in rows.items():
         assert row["score"] == "0", f"attack {name} gained {row['score']} points"
         text = (out / name / "feedback.txt").read_text() + (out / name / "results.json").read_text()
@@ -222,6 +233,18 @@ def test_no_attack_gains_a_point_in_batch_mode(tmp_path):
     assert not leaked_files()
     # No secret of the grader reaches what students see; nothing else of the machine either.
     assert TOKEN not in output_text(out)
+    # No control character a student chose reaches an output (terminal escapes, \r, NUL...).
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().decode(errors="replace").replace("\r\n", "\n")  # csv's
+            bad = sorted({ch for ch in text if unicodedata.category(ch)[0] == "C"} - set("\n\t"))
+            assert not bad, f"{path.relative_to(out)} holds control characters {bad}"
+    # The hidden seed is nowhere in the sandboxed process: not in a frame, an object, /proc
+    # or a descriptor (before, the zygote's request bytes on the stack held it).
+    with open(out / "seeds.csv") as f:
+        hunted = {r["student"]: r["seed"] for r in csv.DictReader(f)}["seed_hunt"]
+    hunt = (out / "seed_hunt" / "feedback.txt").read_text()
+    assert "SEEDHUNT keyed:" in hunt and hunted not in hunt, hunt[-3000:]
     secrets_feedback = (out / "read_secrets" / "feedback.txt").read_text()
     assert "LEAK readable" not in secrets_feedback and "--submissions" not in secrets_feedback
     assert str(ROOT) + "/solutions" not in secrets_feedback
@@ -565,32 +588,27 @@ def test_each_module_view_holds_its_probe_side_and_its_dependencies_stand_ins_on
     assert view.depends_on("gpt") == ["masks", "multihead", "positional", "blocks"]
 
 
-@pytest.mark.fast
-def test_groups_share_a_process_only_where_no_module_is_another_ones_dependency():
-    """view.groups: every module once, in registry order within a group; no module of a
-    group is a dependency of another, so the group's view holds none of its modules'
-    stand-ins; fewer processes than modules."""
-    from autograder.run.sandbox import view
-
-    modules = _registry.modules()
-    groups = view.groups(modules)
-    assert sorted(m for g in groups for m in g) == sorted(modules)
-    assert len(groups) < len(modules)
-    for group in groups:
-        assert list(group) == [m for m in modules if m in group]
-        for module in group:
-            assert not set(view.depends_on(module)) & set(group), (module, group)
-        files = {p.relative_to(view.PACKAGE).as_posix() for p in view.allowed(group)}
-        assert not {f"trusted/{m}.py" for m in group} & files, group
-        assert set().union(*(view.allowed(m) for m in group)) == set(view.allowed(group))
-    assert view.groups(["gpt", "attention"]) == [("attention",), ("gpt",)]
-
-
-# What attention.py may do to the process it is graded in; the modules graded after it in
-# the same group must not notice (child._State, runner._grade: a fresh process for the
-# rest). Without child._State, "dtype" costs positional and modern_blocks points, "patch"
-# and "thread" cost masks points.
+# What attention.py may do to the process it is graded in; the modules graded after it must
+# not notice: each module is graded in a fresh fork of the zygote (runner.py). When modules
+# shared a process, "dtype" cost positional and modern_blocks points, "patch" and "thread"
+# masks points; "linear", "kit_class" and "code" went unseen by the state check there (it
+# compared module attributes only, and student code could have switched it off).
 POISONS = {
+    "linear": (
+        "torch.nn.Linear.forward = (\n"
+        "    lambda self, x: torch.zeros(*x.shape[:-1], self.out_features)\n"
+        ")"
+    ),
+    "kit_class": (  # the probe runner every module's checks go through
+        "from autograder.run import probing\nprobing.Attempts.__call__ = lambda self, *a, **k: {}"
+    ),
+    "code": (  # a function's code swapped in place: the same object, another body
+        "import torch.nn.functional as F\n"
+        "def _flat(input, dim=None, *a, **k):\n"
+        "    return torch.zeros_like(input)\n"
+        "F.softmax.__code__ = _flat.__code__"
+    ),
+    "audit": "import sys\nsys.addaudithook(lambda event, args: None)",
     "dtype": "torch.set_default_dtype(torch.float64)",
     "patch": "torch.Tensor.triu = lambda self, *a, **k: self\ntorch.ones = torch.zeros",
     "thread": (  # waits until masks is imported, then patches torch under it
@@ -608,10 +626,10 @@ GROUP_0 = ["attention", "masks", "positional", "modern_blocks"]
 
 
 def test_a_module_that_changes_its_process_costs_no_other_module_a_point(tmp_path):
-    """Modules of a group share a process (view.groups) only while nothing of the process
-    changed: whatever attention.py does to it at import (torch's switches, a patched torch,
-    a thread left running, ending the process), the modules graded after it keep every
-    point, and attention scores what it scores graded alone."""
+    """Whatever attention.py does to its process at import (torch's switches, a patched torch
+    or nn.Linear, a kit class's method, a function's code, an audit hook, a thread left
+    running, ending the process), the modules graded after it keep every point, and
+    attention scores what it scores graded alone."""
     subs = tmp_path / "subs"
     shutil.copytree(SOLUTIONS, subs / "control", ignore=shutil.ignore_patterns("__pycache__"))
     for name, code in POISONS.items():

@@ -67,3 +67,42 @@ def test_a_missing_or_short_course_secret_is_refused_or_made(tmp_path):
     (short / "course.toml").write_text('[hidden]\nsecret = "abc"\n')
     with pytest.raises(seeds.SecretMissing, match=r"\[hidden\] secret"):
         seeds.course_secret(short)
+
+
+def test_each_attempt_has_its_own_seed_and_a_regrade_the_same(tmp_path):
+    secret = seeds.new_secret()
+    first, second = (seeds.student_seed(secret, "alice", a) for a in ("1", "2"))
+    assert first != second and first == seeds.student_seed(secret, "alice", "1")
+    assert seeds.student_seed(secret, "alice", "1") != seeds.student_seed(secret, "bob", "1")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "attention.py").write_text("x = 1\n")
+    attempt = seeds.attempt_id(tmp_path / "a")
+    assert attempt == seeds.attempt_id(tmp_path / "a")  # the same files: the same attempt
+    (tmp_path / "a" / "attention.py").write_text("x = 1  # again\n")
+    assert seeds.attempt_id(tmp_path / "a") != attempt  # changed code: a new attempt
+    (tmp_path / "a" / "link.py").symlink_to(tmp_path / "a" / "attention.py")
+    changed = seeds.attempt_id(tmp_path / "a")
+    (tmp_path / "a" / "link.py").unlink()
+    assert seeds.attempt_id(tmp_path / "a") == changed  # links are not what was handed in
+
+
+def test_hidden_feedback_withholds_the_reference_values():
+    """On hidden inputs the failure keeps the student's own value and the index, and loses
+    the reference's value and the error from it, in English and in every language."""
+    from autograder.core import i18n
+    from autograder.core.check import WRONG_VALUES, Failure, Result
+
+    check = registry.all_checks()[0]
+    failure = Failure(
+        WRONG_VALUES, what="the output", err=0.4934, index=(0, 2), got=0.1, want=0.5934
+    )
+    shown = Result.of(check, "failed", failure)
+    assert "0.5934" in shown.message  # public inputs: the reference value helps
+    hidden = i18n.withhold_reference(shown)
+    assert "0.5934" not in hidden.message and "0.493" not in hidden.message
+    assert "yours 0.1" in hidden.message and "(0, 2)" in hidden.message
+    assert i18n.WITHHELD in hidden.message
+    assert set(hidden.details) == set(shown.details)
+    for lang, word in (("en", i18n.WITHHELD), ("zh_CN", "（隐藏）")):
+        text = i18n.message(hidden, lang)
+        assert "0.5934" not in text and "0.1" in text and word in text, text

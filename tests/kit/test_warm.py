@@ -160,3 +160,50 @@ def test_only_make_grade_on_the_cpu_is_served(monkeypatch):
     ):
         settings = Settings.resolve(cli_args=warm.flags(argv), environ=environ)
         assert warm.wanted(argv, settings) is expected, (argv, environ)
+
+
+def test_client_sends_nothing_to_a_server_of_another_user(tmp_path, monkeypatch, capsys):
+    """Issue 27: the client checks SO_PEERCRED before it sends its environment and terminal
+    descriptors; a socket whose owner is another user gets not one byte."""
+    import socket as _socket
+    import threading
+
+    where = tmp_path / "warm"
+    where.mkdir()
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    listener.bind(str(where / warm.SOCKET))
+    listener.listen(1)
+    received: list[bytes] = []
+    fds_received: list[int] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(5)
+            try:
+                while True:
+                    data, fds, _flags, _addr = _socket.recv_fds(conn, 65536, 3)
+                    fds_received.extend(fds)
+                    if not data:
+                        return
+                    received.append(data)
+            except OSError:
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    real = os.getuid()
+    # The listener is this process: told its own uid is another, the client sees a foreign peer.
+    monkeypatch.setattr(warm.os, "getuid", lambda: real + 1)
+    settings = Settings.resolve(
+        environ={"ATTENTION_LAB_WARM": "1", "ATTENTION_LAB_WARM_DIR": str(where)}
+    )
+    argv = ["grade", "--submission", str(SOLUTIONS)]
+    assert warm.wanted(argv, settings), (
+        "the client must try the socket for this test to mean anything"
+    )
+    assert warm.client(argv, settings) is None  # grades directly instead
+    thread.join(10)
+    listener.close()
+    assert received == [] and fds_received == []
+    assert "another user" in capsys.readouterr().err

@@ -81,6 +81,15 @@ def student_id(root: Path) -> str:
     return ",".join(i for i in ids if i)
 
 
+def submission_id(root: Path) -> str:
+    """This upload's id from Gradescope's submission_metadata.json ('' if none): each upload,
+    and a regrade of it, draws the inputs of its own seed (seeds.student_seed's attempt)."""
+    try:
+        return str(json.loads((root / "submission_metadata.json").read_text())["id"] or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
 def _write_results(path: Path, data: dict) -> None:
     data["stdout_visibility"] = "hidden"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -138,7 +147,8 @@ def run(root: Path, settings: Settings | None = None) -> int:
         # written, so nothing the student started can rewrite it.
         with sandbox as sb:
             warning = sb.isolation.warning()
-            own = seeds.student_seed(secret, who) if secret and who else None
+            attempt = submission_id(root) or seeds.attempt_id(folder)
+            own = seeds.student_seed(secret, who, attempt) if secret and who else None
             graded = sb.grade(folder, "submission", seed=own)
         graded.notes[:0] = notes
         if warning:
@@ -161,7 +171,11 @@ def run(root: Path, settings: Settings | None = None) -> int:
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)
     # results.json; stdout, shown to instructors only: the full feedback, how the run was made.
-    how = f"seed {own} of {who}" if own is not None else f"seed {sb.seed}: no secret or no id"
+    how = (
+        f"seed {own} of {who}, attempt {attempt}"
+        if own is not None
+        else f"seed {sb.seed}: no secret or no id"
+    )
     result_set = sinks.ResultSet.of_graded(graded, f"Attention Lab: hidden tier ({how})")
     json_sink = sinks.GradescopeJson(results, extra={"stdout_visibility": "hidden"})
     try:

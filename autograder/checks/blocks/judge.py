@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ...core.check import CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, close, dropout_finding, model, tensor
+from ...core.verdicts import assert_close, assert_evidence, close, dropout_finding, model, tensor
 from ...trusted.multihead import MultiHeadAttention
 from . import probe
 
@@ -202,6 +202,7 @@ def verdict_ffn_relu(got, want, x):
 def verdict_ffn_dropout_eval(got, want, x):
     what = _ffn_what(x, dropout=0.5) + " in eval mode"
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32)
+    assert_evidence(out, f"The output of {what}", [x["x"]])
     if not torch.equal(out, tensor(got, "out2", what, shape=x["x"].shape)):
         raise Failure(MISTAKES["ffn-dropout-in-eval"])
     same = tensor(got, "no_dropout", what, shape=x["x"].shape)
@@ -417,6 +418,7 @@ def verdict_block_dropout_eval(got, want, x):
     what = _block_what(x, dropout=0.3) + " in eval mode"
     shape = x["x"].shape
     out = tensor(got, "out", what, shape=shape, dtype=torch.float32)
+    assert_evidence(out, f"The output of {what}", [x["x"]])
     if not torch.equal(out, tensor(got, "out2", what, shape=shape)):
         raise Failure(MISTAKES["block-dropout-in-eval"])
     same = tensor(got, "no_dropout", what, shape=shape)

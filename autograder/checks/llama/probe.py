@@ -234,11 +234,15 @@ def probe_logits(mod, x):
 
 
 def probe_shapes(mod, x):
-    """Two calls of one model; a ValueError for T > max_len is recorded for the judge."""
+    """Two calls of one model (and the first again, on a second model with the same weights:
+    logits that change between them show nothing); a ValueError for T > max_len is recorded
+    for the judge."""
     got = probe_logits(mod, {k: v for k, v in x.items() if k != "idx2"})
     model, _ = _model(mod, x)
     if model is None:
         return got
+    with torch.no_grad():  # the same token again, through another model with the same weights
+        got["again"] = _device(model, x, "idx")(x["idx"])
     try:
         with torch.no_grad():
             got["logits2"] = _device(model, x, "idx2")(x["idx2"])

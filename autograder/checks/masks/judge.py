@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...core.check import WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.check import NO_EVIDENCE, WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import assert_close, close, model, tensor
 from ...trusted.attention import scaled_dot_product_attention
@@ -75,6 +76,12 @@ def _device_verdict(got, call):
         raise Failure(WRONG_TYPE, what=f"{call}'s result", expected="a torch.Tensor", got=kind)
     if got.get("device") != "meta":
         raise Failure(WRONG_DEVICE, what=f"{call}'s mask", got=got.get("device"), expected="meta")
+    # The same call on the CPU must block something, or the device was never shown to matter
+    # (torch.zeros(L, L, dtype=torch.bool, device=device) passes the device on too).
+    cpu = got.get("cpu")
+    if not (isinstance(cpu, torch.Tensor) and cpu.dtype == torch.bool and bool(cpu.any())):
+        what = call.replace(", device='meta')", ")") + " on the CPU"
+        raise Failure(NO_EVIDENCE, what=what, how=N_("blocks nothing (or is not a bool mask)"))
 
 
 # --------------------------------------------------------------------------- causal_mask

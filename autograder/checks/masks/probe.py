@@ -57,7 +57,12 @@ def inputs_device(gen):
 
 
 def probe_causal_device(mod, x):
-    return _on_meta(lambda: mod.causal_mask(x["L"], device="meta"))
+    """The mask on the meta device (described: its values cannot come back), and the same
+    call on the CPU: a device check is shown only by a mask that blocks something."""
+    return {
+        **_on_meta(lambda: mod.causal_mask(x["L"], device="meta")),
+        "cpu": mod.causal_mask(x["L"]),
+    }
 
 
 def inputs_invariance(gen):
@@ -105,7 +110,9 @@ def probe_window(mod, x):
 
 
 def probe_window_device(mod, x):
-    return _on_meta(lambda: mod.sliding_window_mask(x["L"], x["window"], device="meta"))
+    """As probe_causal_device, for sliding_window_mask."""
+    meta = _on_meta(lambda: mod.sliding_window_mask(x["L"], x["window"], device="meta"))
+    return {**meta, "cpu": mod.sliding_window_mask(x["L"], x["window"])}
 
 
 def inputs_window_errors(gen):

@@ -32,6 +32,7 @@ from typing import Any
 
 from ...core import fixtures, registry
 from ...core.check import GRADER_ERROR, TIMEOUT, Check, Failure, Misconceptions, Outputs, Result
+from ...core.i18n import withhold_reference
 from ...core.paths import ROOT
 from ...core.references import References
 from .. import policy
@@ -106,8 +107,14 @@ def copy_submission(source: Path, target: Path) -> list[str]:
     """Copy the regular files of a submission folder (no symlinks, size-capped)."""
     notes, count, total = [], 0, 0
     for dirpath, dirs, files in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
         rel = Path(dirpath).relative_to(source)
+        for name in sorted(d for d in dirs if (Path(dirpath) / d).is_symlink()):
+            notes.append(f"{rel / name} is a link to a folder: left out")
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d != "__pycache__" and not d.startswith(".") and not (Path(dirpath) / d).is_symlink()
+        )
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in sorted(files):
             path = Path(dirpath) / name
@@ -195,9 +202,12 @@ class Sandbox:
         ]
         self.stage = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
         self.stage.chmod(0o711)
-        # The modules whose checks share one sandboxed process (view.groups), and each
-        # group's view of the kit (view.py), staged once for the whole run.
-        self.groups = view.groups(self.modules)
+        # One sandboxed process per module, each a fresh fork of the zygote (which never runs
+        # student code): nothing one module's code does to its process (a patched nn.Linear,
+        # a kit class's method, an audit hook, a thread) reaches another module's checks. A
+        # state check inside the process could be forged by the code it checks (issue 27).
+        # Each module's view of the kit (view.py), staged once for the whole run.
+        self.groups: list[tuple[str, ...]] = [(m,) for m in self.modules]
         self.views = view.stage(self.stage / "views", self.groups)
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(slots):
@@ -273,11 +283,9 @@ class Sandbox:
             self._own.state = None
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
-        """One sandboxed process per group of modules (view.groups), seeing that group's view
-        of the kit; they share the submission's time budget (limits.timeout). A module the
-        process did not reach (an earlier module's code crashed it, or changed what the
-        modules after it would run on: child._State) is graded again in a fresh process, so
-        each module is graded as if in a process of its own."""
+        """One sandboxed process per module, seeing that module's view of the kit; they share
+        the submission's time budget (limits.timeout). Checks a process did not reach (its
+        code crashed it) are graded in a fresh one, by the one crash and timeout policy."""
         graded = Graded(name, [])
         deadline = time.monotonic() + self.limits.timeout
         for group in self.groups:
@@ -348,7 +356,6 @@ class Sandbox:
                 "root": str(work / "root"),
                 "kit": self.views[group],
                 "modules": modules,
-                "seed": self._state()[0],
                 "uid": uid,
                 "stall": self.stall,
                 "isolation": asdict(self.isolation),
@@ -399,6 +406,9 @@ class Sandbox:
                 name=f"sandbox-{slot}-{next(self.count)}",
                 checks=[c.id for c in todo],
                 specs=[c.spec() for c in todo],
+                # Each check's own seed, never the submission's: nothing in a process that
+                # imports student code holds the hidden seed (it would draw every input).
+                seeds={c.id: c.seed(self._state()[0]) for c in todo},
                 cpu_limits={c.id: self.cpu_limit(c) for c in todo},
                 limits=asdict(replace(self.limits, timeout=left)),
             )
@@ -577,7 +587,10 @@ class Sandbox:
         try:
             seed, references, _errors, _cpu = self._state()
             reference = references[check.module].get(check.slug)
-            return verdict(check, outcome, reference, make_inputs(check, seed))
+            result = verdict(check, outcome, reference, make_inputs(check, seed))
+            # Hidden inputs: the mistake named, the student's own values shown, never the
+            # reference's (a resubmission could collect them).
+            return result if self.public else withhold_reference(result)
         except Exception as e:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))

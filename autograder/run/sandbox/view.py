@@ -3,9 +3,9 @@
 An allow-list, per module: the probe side of the kit (the modules the sandboxed process runs
 from: core, probing, submission, the sandbox's own child side, and everything they import),
 m's probe files and what they import, and the trusted stand-ins of the modules m depends on.
-Never m's own stand-in, no judge*.py, no solutions/, no fixtures (public ones included). A
-group of modules graded in one process (groups()) sees the union of its modules' views,
-which never holds one of its own modules' stand-ins.
+Never m's own stand-in, no judge*.py, no solutions/, no fixtures (public ones included).
+(A group of modules, a tuple, would see the union of its modules' views; the runner grades
+each module in a process of its own, so its groups are one module each.)
 
 `stage(folder, groups)` copies those files, once per run, into folder/<group>/autograder/; the
 jail binds that tree read-only where the kit's autograder/ package is (namespace modes), or
@@ -146,30 +146,10 @@ def base_files() -> frozenset[Path]:
     return frozenset(_closure({PACKAGE / p for p in BASE}))
 
 
-def groups(modules: list[str]) -> list[tuple[str, ...]]:
-    """`modules` in the groups whose checks can share one sandboxed process: by level (0: no
-    dependency; otherwise one more than its deepest dependency's), so that no module of a
-    group is a dependency of another and the group's view, the union of its modules'
-    views, never holds one of its own modules' stand-ins (allowed checks it). Registry
-    order within a group. attention, masks, positional, plots, modern_blocks | multihead,
-    efficient, rotary, gqa | blocks, kvcache, llama | diagnostics, gpt."""
-    level: dict[str, int] = {}
-
-    def of(module: str) -> int:
-        if module not in level:
-            level[module] = 1 + max((of(d) for d in depends_on(module)), default=-1)
-        return level[module]
-
-    found: dict[int, list[str]] = {}
-    for module in modules:
-        found.setdefault(of(module), []).append(module)
-    return [tuple(found[k]) for k in sorted(found)]
-
-
 @cache
 def allowed(modules: str | tuple[str, ...]) -> tuple[Path, ...]:
     """Every file of autograder/ the sandboxed process grading `modules` (one module or a
-    group of them: groups()) may see."""
+    tuple of them) may see."""
     group = (modules,) if isinstance(modules, str) else tuple(modules)
     probes, stand_ins = set(), set()
     for module in group:
