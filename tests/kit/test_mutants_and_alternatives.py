@@ -5,14 +5,15 @@ a copy of solutions/ with the variant in place of its module): the grading `make
 while it records the judges' models (autograder/core/model_replays.py), whose record of what
 each variant lost ([check slug, mistake id]) is cached in build/model-replays/ and stamped
 with the hash of everything it depends on (the engine, the module's judges, solutions/, the
-variants, the fixtures, torch). A module whose record is missing or stale is graded (and
-recorded) now; make test's student copy and tools/student_copy_check.py use the same record.
+variants, the fixtures, torch). Where a module's record is missing or stale, the stale modules
+are recorded now, as `make dist` records them; make test's student copy and
+tools/student_copy_check.py use the same record.
 """
 
 import pytest
 from conftest import declared_losses, expected_misconception, variants
 
-from autograder.core import model_replays, paths
+from autograder.core import model_replays, paths, syllabus
 from autograder.core.registry import all_misconceptions
 
 CACHE = paths.BUILD / "model-replays"
@@ -27,8 +28,9 @@ def kit_grades():
     def lost(module, path=None):
         if module not in graded:
             found = model_replays.recorded_grades(module, CACHE)
-            if found is None:  # missing or stale: grade every variant of the module now
-                model_replays.compute([module], CACHE, record={module})
+            if found is None:  # missing or stale: record as `make dist` does, every module
+                # at once (a verdict may call another module's model, recorded in its file)
+                model_replays.compute(list(syllabus.MODULES), CACHE)
                 found = model_replays.recorded_grades(module, CACHE)
             assert found is not None, f"{module}: grading its variants left no record"
             graded[module] = found
