@@ -47,6 +47,15 @@ from autograder.run.submission import Submission
 from autograder.run.waiting import hold, on
 solutions, todo = Path(sys.argv[1]), json.loads(sys.argv[2])
 found = {}
+# What hold() grades besides the variant's module: its own dependencies, each the solution
+# (never the variant's module: a dependency's closure holds no module that depends on it),
+# so graded once here for every variant that needs it.
+solution_grades = {}
+def dependencies(sub, modules):
+    for m in modules:
+        if m not in solution_grades:
+            solution_grades[m] = grade(sub, [m])
+    return [r for m in modules for r in solution_grades[m]]
 for module, variants in todo.items():
     for name, path in variants.items():
         with tempfile.TemporaryDirectory() as tmp:
@@ -55,7 +64,7 @@ for module, variants in todo.items():
             if path:
                 (folder / f"{module}.py").write_text(Path(path).read_text())
             sub = Submission(folder)
-            results = hold(grade(sub, [module]), sub, lambda more: grade(sub, more))
+            results = hold(grade(sub, [module]), sub, lambda more: dependencies(sub, more))
         held = [r for r in results if r.status == "waiting"]
         found[f"{module} {name}"] = {
             "lost": sorted(

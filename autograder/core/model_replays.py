@@ -414,13 +414,15 @@ def variants(module: str, root: Path = paths.ROOT) -> dict[str, Path | None]:
 
 def sources_sha256(module: str, root: Path = paths.ROOT) -> str:
     """What a module's recorded answers (and grades) depend on: its judge package, the
-    engine, the solutions, its variants, the public fixtures, the trusted stand-ins and
-    torch's version."""
+    engine (every file of autograder/ but the other modules' judge packages), the solutions,
+    its variants, the public fixtures, the trusted stand-ins and torch's version."""
     h = hashlib.sha256(f"{FORMAT} {torch.__version__}".encode())
-    files = sorted((root / "autograder" / "checks" / module).rglob("*.py"))
-    files += sorted((root / "autograder").glob("*.py"))
+    package, checks = root / "autograder", root / "autograder" / "checks"
+    files = sorted((checks / module).rglob("*.py"))
+    files += sorted(
+        p for p in package.rglob("*.py") if p.parent == checks or not p.is_relative_to(checks)
+    )
     files += sorted((root / "solutions").glob("*.py"))
-    files += sorted((root / "autograder" / "trusted").glob("*.py"))
     files += [p for p in variants(module, root).values() if p is not None]
     files += [root / "autograder" / "fixtures" / f"{module}.npz"]
     for f in files:

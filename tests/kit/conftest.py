@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder.authoring import stubgen
 from autograder.run.engine import grade
@@ -32,6 +33,14 @@ if "ATTENTION_LAB_HINT_STATE" not in os.environ:
     _state = Path(tempfile.mkdtemp(prefix="attention-lab-hints-"))
     os.environ["ATTENTION_LAB_HINT_STATE"] = str(_state / "hint-state.json")
     atexit.register(shutil.rmtree, _state, True)
+
+# One thread per test process and per process it starts, unless told otherwise: make test
+# already runs a process per core (xdist), and a second OpenMP thread per process only spins
+# waiting for a core (recording the judges' models on blocks' 29 variants: 5.7 CPU-s with one
+# thread, 24 with two, on 2 shared cores). The sandbox and the forked workers run student code
+# with one thread anyway.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def student_edited_stubs() -> list[str]:
@@ -130,16 +139,17 @@ def expected_misconception(path: Path) -> str:
 # workers can take them. The workers take the units below first, the longest first, then the
 # rest in file order: a long unit started last would hold the run's end alone. The first one
 # makes `make dist` record the judges' models (minutes, once per tree: the other processes
-# find them cached) while the other worker starts the nbgrader cycle.
+# find them cached) while the other worker runs the units that need no student copy (the
+# nbgrader cycle, batch). test_mutants_and_alternatives.py reads what that recording graded,
+# so it comes after units that wait for the copy.
 EACH_TEST_A_UNIT = ("tests/kit/test_dist.py", "tests/kit/test_dist_mistakes.py")
 _MISTAKES = "tests/kit/test_dist_mistakes.py::test_student_copy_names_every_mistake_the_kit_names"
 LONGEST_FIRST = (
     f"{_MISTAKES}[chunk0]",
     "tests/kit/test_nbgrader.py",
-    "tests/kit/test_mutants_and_alternatives.py",
-    "tests/kit/test_notebook_release.py",
     "tests/kit/test_batch.py",
     "tests/kit/test_course_anywhere.py",
+    "tests/kit/test_notebook_release.py",
     f"{_MISTAKES}[chunk1]",
     f"{_MISTAKES}[chunk2]",
     f"{_MISTAKES}[chunk3]",
@@ -148,6 +158,7 @@ LONGEST_FIRST = (
     "tests/kit/test_dist.py::test_a_correct_module_waits_on_a_failing_own_dependency_in_the_"
     "student_copy",
     "tests/kit/test_merged_results.py",
+    "tests/kit/test_mutants_and_alternatives.py",
 )
 
 

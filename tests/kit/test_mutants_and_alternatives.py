@@ -1,41 +1,65 @@
-"""Every mutant loses points with its own misconception; every alternative gets full marks."""
+"""Every mutant loses points with its own misconception; every alternative gets full marks.
+
+Each variant is graded once, public tier, with the engine of `make grade` (run.engine.grade on
+a copy of solutions/ with the variant in place of its module): the grading `make dist` does
+while it records the judges' models (autograder/core/model_replays.py), whose record of what
+each variant lost ([check slug, mistake id]) is cached in build/model-replays/ and stamped
+with the hash of everything it depends on (the engine, the module's judges, solutions/, the
+variants, the fixtures, torch). Where a module's record is missing or stale, the stale modules
+are recorded now, as `make dist` records them; make test's student copy and
+tools/student_copy_check.py use the same record.
+"""
 
 import pytest
-from conftest import (
-    declared_losses,
-    expected_misconception,
-    grade_folder,
-    submission_with,
-    variants,
-)
+from conftest import declared_losses, expected_misconception, variants
 
+from autograder.core import model_replays, paths, syllabus
 from autograder.core.registry import all_misconceptions
+
+CACHE = paths.BUILD / "model-replays"
+
+
+@pytest.fixture(scope="session")
+def kit_grades():
+    """lost(module, path): [(check slug, mistake id)] of every check the variant at `path`
+    lost when the kit graded it (path None: the solution)."""
+    graded: dict[str, dict[str, list]] = {}
+
+    def lost(module, path=None):
+        if module not in graded:
+            found = model_replays.recorded_grades(module, CACHE)
+            if found is None:  # missing or stale: record as `make dist` does, every module
+                # at once (a verdict may call another module's model, recorded in its file)
+                model_replays.compute(list(syllabus.MODULES), CACHE)
+                found = model_replays.recorded_grades(module, CACHE)
+            assert found is not None, f"{module}: grading its variants left no record"
+            graded[module] = found
+        name = "solution" if path is None else f"{path.parent.parent.name[:-1]} {path.stem}"
+        return [tuple(pair) for pair in graded[module][name]]
+
+    return lost
 
 
 @pytest.mark.parametrize(("module", "path"), variants("mutants"))
-def test_mutant_loses_points_with_its_misconception(module, path, tmp_path):
+def test_mutant_loses_points_with_its_misconception(module, path, kit_grades):
     expected = expected_misconception(path)
     assert expected in all_misconceptions(), f"{path.name} expects an undeclared id {expected}"
-    folder = submission_with(tmp_path, {module: path.read_text()})
-    results = grade_folder(folder, [module])
-    lost = [r for r in results if not r.passed]
+    lost = kit_grades(module, path)
     assert lost, f"mutant {path.name} got full marks"
-    named = {r.misconception for r in lost}
+    named = {misconception for _, misconception in lost}
     assert expected in named, f"{path.name}: expected [{expected}], the grader said {named}"
     assert "grader-error" not in named and "crash" not in named
     charged = declared_losses(path)
     if charged is not None:  # each difference is charged once, where its check names it
-        lost_slugs = {r.check_id.split(".", 1)[1] for r in lost}
+        lost_slugs = {slug for slug, _ in lost}
         assert lost_slugs == charged, (
             f"{path.name} lost {sorted(lost_slugs)}, not {sorted(charged)}"
         )
 
 
 @pytest.mark.parametrize(("module", "path"), variants("alternatives"))
-def test_alternative_gets_full_marks(module, path, tmp_path):
-    folder = submission_with(tmp_path, {module: path.read_text()})
-    results = grade_folder(folder, [module])
-    failed = [(r.check_id, r.misconception, r.message) for r in results if not r.passed]
+def test_alternative_gets_full_marks(module, path, kit_grades):
+    failed = kit_grades(module, path)
     assert not failed, f"alternative {path.name} lost points: {failed}"
 
 

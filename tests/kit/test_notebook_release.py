@@ -165,8 +165,10 @@ def execute(nb, kernels: Path, cwd: Path, env: dict[str, str]):
     km = AsyncKernelManager(
         kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
     )
-    client = NotebookClient(nb, km=km, timeout=600, allow_errors=True)
-    client.execute(cwd=str(cwd), env=env)
+    client = NotebookClient(nb, km=km, timeout=600, allow_errors=True, shutdown_kernel="immediate")
+    # cleanup_kc: a client given its kernel manager leaves the kernel running (each would
+    # hold torch and the kit until the test process ends)
+    client.execute(cwd=str(cwd), env=env, cleanup_kc=True)
     return nb
 
 
