@@ -142,7 +142,11 @@ def expected_misconception(path: Path) -> str:
 # find them cached) while the other worker runs the units that need no student copy (the
 # nbgrader cycle, batch). test_mutants_and_alternatives.py reads what that recording graded,
 # so it comes after units that wait for the copy.
-EACH_TEST_A_UNIT = ("tests/kit/test_dist.py", "tests/kit/test_dist_mistakes.py")
+EACH_TEST_A_UNIT = (
+    "tests/kit/test_dist.py",
+    "tests/kit/test_dist_mistakes.py",
+    "tests/kit/test_degenerate.py",
+)
 _MISTAKES = "tests/kit/test_dist_mistakes.py::test_student_copy_names_every_mistake_the_kit_names"
 LONGEST_FIRST = (
     f"{_MISTAKES}[chunk0]",
@@ -150,6 +154,7 @@ LONGEST_FIRST = (
     "tests/kit/test_batch.py",
     "tests/kit/test_course_anywhere.py",
     "tests/kit/test_notebook_release.py",
+    "tests/kit/test_fresh_inputs.py",
     f"{_MISTAKES}[chunk1]",
     f"{_MISTAKES}[chunk2]",
     f"{_MISTAKES}[chunk3]",
