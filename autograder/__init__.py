@@ -122,6 +122,8 @@ it.
                               sandbox (channels/nbgrader/autograde.py).
         batch.py              `python -m autograder batch` (make batch): grade a folder of
                               submissions in the sandbox (channels/batch.py).
+        checks.py             `python -m autograder checks`: one line per check, its id (the
+                              keys course.toml's [points] takes), its points and its title.
         class_report.py       `python -m autograder class-report` (make class-report): the class
                               as a whole, from batch results or the nbgrader course
                               (channels/class_report.py).
