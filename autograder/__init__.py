@@ -109,6 +109,8 @@ it.
         class_report.py       `make class-report`: the class as a whole, from batch results or
                               the nbgrader course.
         cli.py                `python -m autograder <verb>`: what the Makefile's targets call.
+        lms.py                Learning platforms' download names and the course roster: who
+                              handed in a downloaded file.
         options.py            Command-line options several verbs share: one definition, one
                               validation of EX.
         prairielearn.py       PrairieLearn: `make prairielearn` writes a course folder; its
@@ -127,7 +129,10 @@ it.
         course.py             The nbgrader course: source notebooks generated from solutions/,
                               and the instructor's verbs.
         export.py             `make export`: course/grades.csv from nbgrader's gradebook,
-                              "missing" told from 0.
+                              "missing" told from 0, and course/canvas.csv, Canvas's gradebook
+                              import with the ids the roster holds.
+        records.py            What each nbgrader grade was computed under:
+                              course/records/<student>/<assignment>.json.
 
     channels/gradescope/  Gradescope: `make gradescope` builds autograder.zip; run_autograder
                           grades one upload.

@@ -44,6 +44,7 @@ from ..core.settings import Settings, SettingsError
 from ..feedback import sinks
 from ..feedback.sinks import cell, one_line, plain  # noqa: F401 (batch's names for them)
 from ..run.sandbox.jail import Limits
+from . import lms
 from .options import modules_of
 
 if TYPE_CHECKING:
@@ -68,8 +69,34 @@ RESERVED = {"grades.csv", "batch.json"}
 
 
 def student_name(path: Path) -> str:
+    """The student of a submission: its name, or the student's part of a learning platform's
+    name (Canvas's `smithjohn_LATE_123_456_x.zip` -> smithjohn, lms.py)."""
+    download = lms.parse(path.name)
     stem = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else path.name
+    stem = download.who if download else stem
     return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
+
+
+def latest_per_student(found: list[Path]) -> tuple[list[Path], list[str]]:
+    """One submission per student: of a learning platform's several downloads for one student
+    (Canvas's re-uploads, -1, -2), the highest resubmission, then the newest file; the
+    others are named in the notes. Submissions without such a name are all kept."""
+    best: dict[str, tuple[tuple[int, float], Path]] = {}
+    for path in found:
+        download = lms.parse(path.name)
+        if download is None:
+            continue
+        rank = (download.resubmission, path.stat().st_mtime)
+        name = student_name(path)
+        if name not in best or rank > best[name][0]:
+            best[name] = (rank, path)
+    kept = {p for _, p in best.values()}
+    left = [p for p in found if lms.parse(p.name) and p not in kept]
+    notes = [
+        f"{plain(p.name)}: left out, {plain(best[student_name(p)][1].name)} is the later one"
+        for p in left
+    ]
+    return [p for p in found if p not in left], notes
 
 
 def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
@@ -245,7 +272,9 @@ def run(
     from ..run.sandbox.zygote import Zygote
 
     submissions, out = Path(submissions), Path(out)
-    found = find_submissions(submissions, skip=[out])
+    found, superseded = latest_per_student(find_submissions(submissions, skip=[out]))
+    for note in superseded:
+        print(note, file=sys.stderr)
     if students:
         found = [p for p in found if student_name(p) in students]
         missing = sorted(set(students) - {student_name(p) for p in found})

@@ -48,6 +48,7 @@ from ...feedback import report, sinks
 from ...notebook import feedback
 from ...run.sandbox.jail import Limits
 from ...run.sandbox.runner import Sandbox
+from . import records
 
 COURSE_ID = "attention-lab"
 _TRUSTED_IMPORT = re.compile(r"^(\s*)from (?:autograder\.trusted|assignments)\.(\w+) import ", re.M)
@@ -160,6 +161,7 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
         sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
         item.score, item.max_score = book.score, book.max_score
         item.penalty, item.timestamp = book.penalty, book.timestamp
+        records.write(root, config, item)  # what it was computed under (make export, regrade)
 
 
 @dataclass
@@ -197,7 +199,12 @@ def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
             except MissingEntry:
                 result_set.notes.append(f"the gradebook has no cell for {check.id}")
                 continue
-            grade.auto_score = scaled(result, points)
+            # The gradebook's maximum is the cell's points when it was released; course.toml
+            # may say otherwise since (a score above the maximum: 21 / 20). Its points win.
+            cell = gb.find_grade_cell(f"test-{check.slug}", a, a)
+            if cell.max_score != points:
+                cell.max_score = points
+            grade.auto_score = min(points, max(0.0, scaled(result, points)))
             book.score += grade.auto_score
             book.max_score += points
         submission = gb.find_submission(a, student)

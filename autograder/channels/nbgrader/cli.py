@@ -25,7 +25,8 @@ def add_verbs(verbs) -> None:
         "release": "nbgrader generate_assignment, for each assignment",
         "collect": "downloaded/<assignment>/archive/ -> submitted/, with a report",
         "autograde": "nbgrader autograde, then the hidden tier judged outside the kernel",
-        "regrade": "autograde again one student (--student), same seed",
+        "regrade": "autograde again one student (--student), same seed; --all: the current "
+        "course.toml applied to everyone (only changed notebooks run again)",
         "feedback": "nbgrader generate_feedback (HTML, in feedback/)",
         "export": "grades.csv from the gradebook (missing told from 0)",
     }
@@ -39,7 +40,13 @@ def add_verbs(verbs) -> None:
         else:
             p.add_argument("--assignment", action="append", help="only these assignments")
         if verb == "regrade":
-            p.add_argument("--student", action="append", required=True, help="student id")
+            p.add_argument("--student", action="append", help="student id")
+            p.add_argument(
+                "--all",
+                action="store_true",
+                help="everyone, under the current course.toml, from the stored results "
+                "where the notebook and the seed are unchanged",
+            )
         p.set_defaults(run=_run_verb, course_verb=verb)
 
 
@@ -54,7 +61,7 @@ def _run_verb(args) -> int:
 def _verb(args) -> int:
     try:
         from . import course
-        from .course import SOLUTIONS, autograde, export, write_course
+        from .course import SOLUTIONS, autograde, export, regrade_all, write_course
     except ImportError as e:  # the student set has no nbgrader / nbformat
         raise UsageError(
             f"{e.name or e}: the instructor extras are not installed in this environment; "
@@ -81,7 +88,13 @@ def _verb(args) -> int:
             )
         elif args.course_verb == "export":
             print(f"wrote {export(root, args.to)}")
+        elif args.course_verb == "regrade" and args.all:
+            if args.student:
+                raise UsageError("regrade: give --student or --all, not both")
+            regrade_all(root, args.assignment, settings=settings)
         elif args.course_verb == "regrade":
+            if not args.student:
+                raise UsageError("regrade: give --student ID (one student) or --all (everyone)")
             known = {p.parent.name for p in (root / "submitted").glob("*/*")}
             unknown = [s for s in args.student if s not in known]
             if unknown:
