@@ -1,12 +1,14 @@
 """`make batch SUBMISSIONS=dir`: grade a folder of untrusted submissions, in parallel.
 
 Each entry of the folder is one student: a package folder (holding attention.py, masks.py,
-...) or a .zip of one. Every submission runs in the sandbox (autograder/run/sandbox/): its own
-process, forked from a zygote that imported torch once, confined (no solutions/, an
-unprivileged uid, memory, time, process and file-size limits); the probes run there and the
-verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: each
-student's inputs come from their own seed, seeds.student_seed(secret, student), the secret
-being course/course.toml's [hidden] secret (made, and said so, when course.toml is missing);
+...) or a .zip of one. An entry a learning platform named (Canvas, Moodle, Blackboard: lms.py)
+is named after the student's part of the name; of several for one student the latest is
+graded. Every submission runs in the sandbox (autograder/run/sandbox/): its own process,
+forked from a zygote that imported torch once, confined (no solutions/, an unprivileged uid,
+memory, time, process and file-size limits); the probes run there and the verdicts run here,
+on plain tensors read from a pipe. The hidden tier is the default: each student's inputs come
+from their own seed, seeds.student_seed(secret, student), the secret being
+course/course.toml's [hidden] secret (made, and said so, when course.toml is missing);
 expected outputs are computed from solutions/ here, per student. --seed N gives everyone N.
 
 Writes, under OUT (default build/batch):

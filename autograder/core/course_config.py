@@ -39,6 +39,8 @@ DEFAULT_PATTERN = r"^(?P<student_id>[^/]+)_(?P<file_id>[^_/]+)\.ipynb$"
 TEMPLATE = """\
 # Attention Lab course settings, written once by `make course`: yours to edit (it is never
 # overwritten). Documented in docs/course.md. Keep this file out of what you hand to students.
+# Grades already given keep the settings they were computed under: `make export` names them
+# stale after a change, and `make regrade ALL=1` applies the new settings to everyone.
 
 [collect]
 # How downloaded notebooks are named, as a regular expression with the groups student_id and

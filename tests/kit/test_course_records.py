@@ -213,3 +213,41 @@ def test_batch_reads_platforms_names_and_grades_the_latest_upload(tmp_path):
         "smithjohn_222_332_submission.zip: left out, smithjohn_222_333_submission-1.zip is the "
         "later one"
     ]
+
+
+def test_a_point_override_after_the_release_never_scores_above_the_maximum(tmp_path, monkeypatch):
+    """The cause of a regrade's 21 / 20: course.toml gave attention.reference one point more
+    after the release; the gradebook's cell kept its released maximum while the score followed
+    course.toml. The cell now takes course.toml's points, and no check scores above them."""
+    from nbgrader.api import Gradebook
+
+    from autograder.channels.nbgrader import autograde as course_judge
+    from autograder.core import registry
+    from autograder.core.check import Result
+    from autograder.feedback import sinks
+
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    checks = registry.checks_of("attention")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url, course_judge.COURSE_ID) as gb:  # as make release leaves it
+        gb.add_assignment("attention")
+        gb.add_notebook("attention", "attention")
+        for c in checks:
+            gb.add_grade_cell(
+                f"test-{c.slug}", "attention", "attention", max_score=c.points, cell_type="code"
+            )
+        gb.add_student("alice")
+        gb.add_submission("attention", "alice")
+    course_config.write(tmp_path, ["attention"])
+    toml = tmp_path / course_config.FILE
+    toml.write_text(toml.read_text().replace("[points]", '[points]\n"attention.reference" = 4'))
+    config = course_config.load(tmp_path)
+    released = sum(c.points for c in checks)
+    assert config.points["attention.reference"] == registry.find("attention.reference").points + 1
+    results = [Result.of(c, "passed") for c in checks]
+    book = course_judge.GradebookSink(tmp_path, config, "attention")
+    course_judge.write_gradebook(book, sinks.ResultSet("alice", results, notes=[], hints=None))
+    with Gradebook(url, course_judge.COURSE_ID) as gb:
+        submission = gb.find_submission("attention", "alice")
+        assert submission.score == submission.max_score == released + 1 == book.score
+        assert gb.find_assignment("attention").max_score == released + 1
