@@ -17,7 +17,8 @@ Writes, under OUT (default build/batch):
     <student>/feedback.txt      the table `make grade` prints, notes, what the code printed
                                 (all three through autograder/feedback/sinks.py, as every channel)
     seeds.csv                   each student's hidden seed (the instructor's; never in feedback)
-    batch.json                  how the run was made: tier, seed, isolation, limits, versions
+    batch.json                  how the run was made: tier, seed, isolation, limits, versions,
+                                course_toml (a hash of the course.toml it read)
 """
 
 from __future__ import annotations
@@ -410,6 +411,7 @@ def run(
             "jobs": jobs,
             "modules": modules,
             "torch": torch.__version__,
+            "course_toml": course_config.file_hash(paths.ROOT / "course" / course_config.FILE),
             "seconds": round(time.monotonic() - started, 2),
         }
         (out / "batch.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -49,6 +49,7 @@ class ClassData:
     rows: list[Row] = field(default_factory=list)
     not_graded: list[tuple[str, str]] = field(default_factory=list)  # (who, why)
     totals: dict[str, dict[str, float | None]] = field(default_factory=dict)  # student -> module
+    ids: dict[str, dict[str, str]] = field(default_factory=dict)  # Canvas's columns (roster)
 
     @property
     def modules(self) -> list[str]:
@@ -127,6 +128,7 @@ def from_batch(folder: Path) -> ClassData:
 def from_course(root: Path) -> ClassData:
     """The nbgrader course: the judged results, the gradebook's rows, the collect report."""
     from .nbgrader import collect as course_collect
+    from .nbgrader.export import canvas_ids
     from .nbgrader.export import rows as gradebook_rows
 
     root = Path(root)
@@ -142,6 +144,7 @@ def from_course(root: Path) -> ClassData:
     for item in course_collect.read_report(root):
         if item.action == "skipped":
             data.not_graded.append((item.source, f"download skipped: {item.why}"))
+    data.ids = canvas_ids(root)
     return data
 
 
@@ -277,8 +280,9 @@ def write_long_csv(data: ClassData, path: Path) -> None:
 
 
 def write_canvas_csv(data: ClassData, path: Path, title: str = "Attention Lab") -> None:
-    """Canvas's gradebook import: the student id goes in "SIS Login ID" (Canvas matches on it);
-    one column per module, a "Points Possible" row; a module not handed in is left empty."""
+    """Canvas's gradebook import: the roster's ids where it has them (ID, SIS User ID, SIS
+    Login ID, Section), else the student id in "SIS Login ID" (Canvas matches on it); one
+    column per module, a "Points Possible" row; a module not handed in is left empty."""
     maxima = module_max(data)
     modules = data.modules
     with open(path, "w", newline="") as f:
@@ -288,7 +292,10 @@ def write_canvas_csv(data: ClassData, path: Path, title: str = "Attention Lab") 
         for student in data.students:
             scores = data.totals.get(student, {})
             cells = ["" if scores.get(m) is None else f"{scores[m]:g}" for m in modules]
-            out.writerow([student, "", "", student, ""] + cells)
+            known = data.ids.get(student, {})  # the roster's (nbgrader course: export.py)
+            fixed = [known.get(c) or "" for c in CANVAS_FIXED]
+            fixed[0], fixed[3] = fixed[0] or student, fixed[3] or student
+            out.writerow(fixed + cells)
 
 
 def _table(head: list[str], rows: Sequence[Sequence[object]]) -> str:

@@ -126,6 +126,13 @@ class CourseConfig:
         return round(min(score, score * self.per_day * days), 6)
 
 
+def file_hash(path: Path) -> str:
+    """The hash recorded with grades, so that a later change of course.toml shows ("" when
+    there is none)."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
+
+
 def parse_time(text: str, where: str) -> dt.datetime:
     """'2026-10-01 23:59' (UTC) or with an offset / 'Z' / 'UTC' -> an aware datetime."""
     value = text.strip().replace("T", " ")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import sys
 import zipfile
 
@@ -176,11 +177,28 @@ def test_collect_reads_platforms_names_and_checks_the_roster(masks_course, tmp_p
     assert graded == {"s1", "s2", "s3", "s4"}
 
 
-def test_nbgraders_students_table_is_a_roster(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def gradebook(tmp_path_factory):
+    """An empty nbgrader gradebook, made once (nbgrader runs alembic for a new one): each test
+    copies it."""
     from nbgrader.api import Gradebook
 
-    # nbgrader makes a new gradebook with alembic, from this Python's folder (course.py does it)
-    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    from autograder.channels.nbgrader.autograde import COURSE_ID
+
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    old = os.environ["PATH"]  # alembic, from this Python's folder (as course.py runs nbgrader)
+    os.environ["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{old}"
+    try:
+        Gradebook(f"sqlite:///{path}", COURSE_ID).close()
+    finally:
+        os.environ["PATH"] = old
+    return path
+
+
+def test_nbgraders_students_table_is_a_roster(tmp_path, gradebook):
+    from nbgrader.api import Gradebook
+
+    shutil.copy(gradebook, tmp_path / "gradebook.db")
     from autograder.channels.nbgrader.autograde import COURSE_ID
 
     (tmp_path / "roster.csv").write_text("id,name\ns1,Judy Hopps\n")
@@ -215,7 +233,7 @@ def test_batch_reads_platforms_names_and_grades_the_latest_upload(tmp_path):
     ]
 
 
-def test_a_point_override_after_the_release_never_scores_above_the_maximum(tmp_path, monkeypatch):
+def test_a_point_override_after_the_release_never_scores_above_the_maximum(tmp_path, gradebook):
     """The cause of a regrade's 21 / 20: course.toml gave attention.reference one point more
     after the release; the gradebook's cell kept its released maximum while the score followed
     course.toml. The cell now takes course.toml's points, and no check scores above them."""
@@ -226,7 +244,7 @@ def test_a_point_override_after_the_release_never_scores_above_the_maximum(tmp_p
     from autograder.core.check import Result
     from autograder.feedback import sinks
 
-    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    shutil.copy(gradebook, tmp_path / "gradebook.db")
     checks = registry.checks_of("attention")
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url, course_judge.COURSE_ID) as gb:  # as make release leaves it

@@ -28,14 +28,13 @@ from typing import Any
 
 from ...core import registry
 from ...core.check import Result, Status
-from ...core.course_config import FILE, CourseConfig
+from ...core.course_config import FILE, CourseConfig, file_hash
 
 FOLDER = "records"
 
 
 def _hash(value: Any) -> str:
-    text = value if isinstance(value, bytes) else json.dumps(value, sort_keys=True).encode()
-    return hashlib.sha256(text).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def policy(config: CourseConfig, assignment: str) -> dict[str, str]:
@@ -44,7 +43,7 @@ def policy(config: CourseConfig, assignment: str) -> dict[str, str]:
     path = Path(config.path)
     points = {c.id: config.points_of(c) for c in registry.checks_of(assignment)}
     return {
-        "file": _hash(path.read_bytes()) if path.is_file() else "",
+        "file": file_hash(path),
         "late": _hash([config.policy, config.per_day, config.grace_minutes]),
         "due": _hash(due.astimezone(dt.UTC).isoformat() if due else ""),
         "points": _hash(points),
