@@ -269,3 +269,12 @@ def test_a_point_override_after_the_release_never_scores_above_the_maximum(tmp_p
         submission = gb.find_submission("attention", "alice")
         assert submission.score == submission.max_score == released + 1 == book.score
         assert gb.find_assignment("attention").max_score == released + 1
+
+
+def test_regrade_asks_for_one_student_or_all(tmp_path, capsys):
+    from autograder.channels.cli import main
+
+    assert main(["regrade", "--root", str(tmp_path)]) == 2
+    assert "give --student ID (one student) or --all" in capsys.readouterr().err
+    assert main(["regrade", "--root", str(tmp_path), "--all", "--student", "x"]) == 2
+    assert "not both" in capsys.readouterr().err
