@@ -179,15 +179,16 @@ autograde: $(ISTAMP) ## nbgrader autograde, then the hidden tier judged in the s
 	$(PY) -m autograder autograde $(COURSE_ARGS)
 
 STUDENT ?=
+ALL ?=
 .PHONY: regrade
-regrade: $(ISTAMP) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed)
-	@test -n "$(STUDENT)" || { echo "usage: make regrade STUDENT=id [ASSIGNMENT=name]" >&2; exit 2; }
-	$(PY) -m autograder regrade $(COURSE_ARGS) --student $(STUDENT)
+regrade: $(ISTAMP) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed); ALL=1: course.toml applied to everyone
+	@test -n "$(STUDENT)$(ALL)" || { echo "usage: make regrade STUDENT=id [ASSIGNMENT=name], or make regrade ALL=1" >&2; exit 2; }
+	$(PY) -m autograder regrade $(COURSE_ARGS) $(if $(ALL),--all,--student $(STUDENT))
 
 feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 	$(PY) -m autograder feedback $(COURSE_ARGS)
 
-export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv
+export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv (stale grades named) and COURSE/canvas.csv
 	$(PY) -m autograder export --root $(COURSE)
 
 FROM ?= $(BATCH_OUT)

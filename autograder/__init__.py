@@ -108,6 +108,8 @@ it.
                               submissions, in parallel.
         class_report.py       `make class-report`: the class as a whole, from batch results or
                               the nbgrader course.
+        lms.py                Learning platforms' download names and the course roster: who
+                              handed in a downloaded file.
         prairielearn.py       PrairieLearn: `make prairielearn` writes a course folder; its
                               external grader runs the kit.
         similarity.py         Similar submissions, for the class report: exact and
@@ -165,9 +167,7 @@ it.
         prairielearn.py       `python -m autograder prairielearn` (make prairielearn) writes a
                               PrairieLearn course folder; `prairielearn-run` grades one
                               submission inside its external grader (channels/prairielearn.py).
-        regrade.py            `python -m autograder regrade` (make regrade STUDENT=...):
-                              autograde again one student, on the same seed
-                              (channels/nbgrader/course.py).
+        regrade.py            `python -m autograder regrade` (make regrade STUDENT=...
         release.py            `python -m autograder release` (make release): nbgrader
                               generate_assignment, for each assignment
                               (channels/nbgrader/course.py).
@@ -188,7 +188,10 @@ it.
         course.py             The nbgrader course: source notebooks generated from solutions/,
                               and the instructor's verbs.
         export.py             `make export`: course/grades.csv from nbgrader's gradebook,
-                              "missing" told from 0.
+                              "missing" told from 0, and course/canvas.csv, Canvas's gradebook
+                              import with the ids the roster holds.
+        records.py            What each nbgrader grade was computed under:
+                              course/records/<student>/<assignment>.json.
 
     channels/gradescope/  Gradescope: `make gradescope` builds autograder.zip; run_autograder
                           grades one upload.

@@ -136,6 +136,7 @@ SHIPS = (
     # per verb (cli.VERBS)
     "autograder/channels/cli/*.py",
     "autograder/channels/batch.py",
+    "autograder/channels/lms.py",  # batch.py reads learning platforms' download names
     "autograder/channels/class_report.py",
     "autograder/channels/similarity.py",  # class_report.py imports it
     "autograder/core/course_config.py",  # seeds.py reads the course's settings
@@ -175,6 +176,7 @@ STAYS = (
     "autograder/channels/nbgrader/course.py",
     "autograder/channels/nbgrader/collect.py",
     "autograder/channels/nbgrader/export.py",
+    "autograder/channels/nbgrader/records.py",
     "autograder/channels/nbgrader/autograde.py",
     "autograder/authoring/catalogs.py",  # make translations
     "autograder/channels/nbgrader/feedback_template/**",

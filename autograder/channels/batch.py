@@ -1,8 +1,10 @@
 """`make batch SUBMISSIONS=dir`: grade a folder of untrusted submissions, in parallel.
 
 Each entry of the folder is one student: a package folder (holding attention.py, masks.py,
-...) or a .zip of one. Every submission runs in the sandbox (autograder/run/sandbox/): its own
-process, forked from a zygote that imported torch once, confined (no solutions/, an
+...) or a .zip of one. An entry a learning platform named (Canvas, Moodle, Blackboard: lms.py)
+is named after the student's part of the name; of several for one student the latest is
+graded. Every submission runs in the sandbox (autograder/run/sandbox/): its own process per
+module, forked from a zygote that imported torch once, confined (no solutions/, an
 unprivileged uid, memory, time, process and file-size limits); the probes run there and the
 verdicts run here, on plain tensors read from a pipe. The hidden tier is the default: each
 attempt's inputs come from its own seed, seeds.student_seed(secret, student, attempt): the
@@ -19,7 +21,8 @@ Writes, under OUT (default build/batch):
                                 (all three through autograder/feedback/sinks.py, as every channel)
     seeds.csv                   each student's hidden seed and attempt id (the instructor's;
                                 never in feedback)
-    batch.json                  how the run was made: tier, seed, isolation, limits, versions
+    batch.json                  how the run was made: tier, seed, isolation, limits, versions,
+                                course_toml (a hash of the course.toml it read)
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import registry, seeds
+from ..core import course_config, paths, registry, seeds
 from ..core.settings import Settings
 from ..feedback import sinks
 from ..feedback.sinks import cell, one_line, plain  # noqa: F401 (batch's names for them)
 from ..run.sandbox.jail import Limits
+from . import lms
 
 if TYPE_CHECKING:
     from ..run.sandbox.runner import Graded
@@ -70,8 +74,34 @@ RESERVED = {"grades.csv", "batch.json"}
 
 
 def student_name(path: Path) -> str:
+    """The student of a submission: its name, or the student's part of a learning platform's
+    name (Canvas's `smithjohn_LATE_123_456_x.zip` -> smithjohn, lms.py)."""
+    download = lms.parse(path.name)
     stem = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else path.name
+    stem = download.who if download else stem
     return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
+
+
+def latest_per_student(found: list[Path]) -> tuple[list[Path], list[str]]:
+    """One submission per student: of a learning platform's several downloads for one student
+    (Canvas's re-uploads, -1, -2), the highest resubmission, then the newest file; the
+    others are named in the notes. Submissions without such a name are all kept."""
+    best: dict[str, tuple[tuple[int, float], Path]] = {}
+    for path in found:
+        download = lms.parse(path.name)
+        if download is None:
+            continue
+        rank = (download.resubmission, path.stat().st_mtime)
+        name = student_name(path)
+        if name not in best or rank > best[name][0]:
+            best[name] = (rank, path)
+    kept = {p for _, p in best.values()}
+    left = [p for p in found if lms.parse(p.name) and p not in kept]
+    notes = [
+        f"{plain(p.name)}: left out, {plain(best[student_name(p)][1].name)} is the later one"
+        for p in left
+    ]
+    return [p for p in found if p not in left], notes
 
 
 def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
@@ -370,7 +400,9 @@ def run(
     from ..run.sandbox.zygote import Zygote
 
     submissions, out = Path(submissions), Path(out)
-    found = find_submissions(submissions, skip=[out])
+    found, superseded = latest_per_student(find_submissions(submissions, skip=[out]))
+    for note in superseded:
+        print(note, file=sys.stderr)
     if students:
         found = [p for p in found if student_name(p) in students]
         missing = sorted(set(students) - {student_name(p) for p in found})
@@ -515,6 +547,7 @@ def run(
             "jobs": jobs,
             "modules": modules,
             "torch": torch.__version__,
+            "course_toml": course_config.file_hash(paths.ROOT / "course" / course_config.FILE),
             "seconds": round(time.monotonic() - started, 2),
         }
         (out / "batch.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -154,6 +154,7 @@ class ClassData:
     code: dict[str, dict[str, str]] = field(default_factory=dict)
     stubs: dict[str, str] = field(default_factory=dict)  # module -> what everyone was given
     references: dict[str, str] = field(default_factory=dict)  # module -> solutions/<m>.py
+    ids: dict[str, dict[str, str]] = field(default_factory=dict)  # Canvas's columns (roster)
     _indexed: tuple[int, dict[str, list[Row]], dict[str, float]] | None = field(
         default=None, repr=False, compare=False
     )
@@ -367,6 +368,7 @@ def _given(data: ClassData, release: Path | None = None) -> None:
 def from_course(root: Path) -> ClassData:
     """The nbgrader course: the judged results, the gradebook's rows, the collect report."""
     from .nbgrader import collect as course_collect
+    from .nbgrader.export import canvas_ids
     from .nbgrader.export import rows as gradebook_rows
 
     root = Path(root)
@@ -388,6 +390,7 @@ def from_course(root: Path) -> ClassData:
     for item in course_collect.read_report(root):
         if item.action == "skipped":
             data.not_graded.append((item.source, f"download skipped: {item.why}"))
+    data.ids = canvas_ids(root)
     return data
 
 
@@ -625,8 +628,9 @@ def write_long_csv(data: ClassData, path: Path) -> None:
 
 
 def write_canvas_csv(data: ClassData, path: Path, title: str = "Attention Lab") -> None:
-    """Canvas's gradebook import: the student id goes in "SIS Login ID" (Canvas matches on it);
-    one column per module, a "Points Possible" row; a module not handed in is left empty."""
+    """Canvas's gradebook import: the roster's ids where it has them (ID, SIS User ID, SIS
+    Login ID, Section), else the student id in "SIS Login ID" (Canvas matches on it); one
+    column per module, a "Points Possible" row; a module not handed in is left empty."""
     maxima = module_max(data)
     modules = data.modules
     with open(path, "w", newline="") as f:
@@ -636,7 +640,10 @@ def write_canvas_csv(data: ClassData, path: Path, title: str = "Attention Lab") 
         for student in data.students:
             scores = data.totals.get(student, {})
             cells = ["" if scores.get(m) is None else f"{scores[m]:g}" for m in modules]
-            out.writerow([student, "", "", student, ""] + cells)
+            known = data.ids.get(student, {})  # the roster's (nbgrader course: export.py)
+            fixed = [known.get(c) or "" for c in CANVAS_FIXED]
+            fixed[0], fixed[3] = fixed[0] or student, fixed[3] or student
+            out.writerow(fixed + cells)
 
 
 def _esc(x: object) -> str:

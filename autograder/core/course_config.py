@@ -40,6 +40,8 @@ DEFAULT_PATTERN = r"^(?P<student_id>[^/]+)_(?P<file_id>[^_/]+)\.ipynb$"
 TEMPLATE = """\
 # Attention Lab course settings, written once by `make course`: yours to edit (it is never
 # overwritten). Documented in docs/course.md. Keep this file out of what you hand to students.
+# Grades already given keep the settings they were computed under: `make export` names them
+# stale after a change, and `make regrade ALL=1` applies the new settings to everyone.
 
 [collect]
 # How downloaded notebooks are named, as a regular expression with the groups student_id and
@@ -124,6 +126,13 @@ class CourseConfig:
             return score
         days = -(-late // 86400)  # every started day counts
         return round(min(score, score * self.per_day * days), 6)
+
+
+def file_hash(path: Path) -> str:
+    """The hash recorded with grades, so that a later change of course.toml shows ("" when
+    there is none)."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
 
 
 def parse_time(text: str, where: str) -> dt.datetime:

@@ -40,6 +40,7 @@ from conftest import KIT, ROOT, SOLUTIONS, grade_cli, grade_folder, run_cli, sub
 from autograder import notebook
 from autograder.channels.nbgrader import autograde as course_judge
 from autograder.channels.nbgrader import course
+from autograder.channels.nbgrader import export as course_export
 from autograder.checks.attention.judge import MISTAKES
 from autograder.core import course_config, fixtures, registry
 from autograder.core.references import References
@@ -383,6 +384,104 @@ def test_regrade_one_student_reuses_the_seed_and_leaves_the_others(cycle, tmp_pa
             assert rows[key] == row
     proc = run_cli("regrade", "--root", str(root), "--student", "nobody")
     assert proc.returncode == 2 and "STUDENT='nobody' has no submission" in proc.stderr
+
+
+def _grades(path: Path) -> dict:
+    with path.open() as f:
+        return {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+def test_a_course_toml_change_is_named_stale_and_regrade_all_applies_it(
+    cycle, tmp_path, monkeypatch, capsys
+):
+    """course.toml edited after autograding (a due date, the late policy, a check's points):
+    make export names the grades computed under the old one (never 'late' with no penalty);
+    make regrade ALL=1 applies the new one to everyone from the stored results (records.py),
+    the sandbox re-running only a notebook that changed; no score exceeds its maximum (a
+    point override after the release once gave 21 / 20: the gradebook's cell kept its
+    released points). canvas.csv holds the ids of the roster."""
+    root = tmp_path / "course"
+    shutil.copytree(cycle[0], root)
+    monkeypatch.setattr(course, "nbgrader", lambda *a, **k: None)  # no nbgrader-grades.csv
+    assert {p.parent.name for p in (root / "records").glob("*/attention.json")} == {
+        "alice", "bob", "carol", "dave", "eve"
+    }  # fmt: skip
+    toml = root / course_config.FILE
+    text = toml.read_text().replace("per_day = 0.25", "per_day = 0.3")
+    text = text.replace('masks = ""', f'masks = "{EARLY:%Y-%m-%d %H:%M}"')
+    toml.write_text(text.replace("[points]", '[points]\n"attention.reference" = 4', 1))
+    (root / "roster.csv").write_text(
+        "id,name,canvas_id,sis_user_id,section\n"
+        "alice,Alice Liddell,1001,A-1,Sec 1\ndave,Dave Bowman,1004,,Sec 2\n"
+    )
+    capsys.readouterr()
+    course.export(root)
+    out = capsys.readouterr().out
+    rows = _grades(root / "grades.csv")
+    graded = [k for k, r in rows.items() if r["status"] != "missing"]
+    assert f"{len(graded)} of {len(graded)} grades are stale" in out
+    assert "make regrade ALL=1" in out
+    skip = ("stale", "duedate")  # the due date column is course.toml's, as it is now
+    for key, row in rows.items():  # the rest as recorded, under the old course.toml
+        before = cycle.rows[key]
+        assert {k: v for k, v in row.items() if k not in skip} == {
+            k: v for k, v in before.items() if k not in skip
+        }
+    assert rows["alice", "masks"]["stale"] == "[late] (the late policy); [due] masks"
+    assert "[points] (the points of its checks)" in rows["alice", "attention"]["stale"]
+
+    # bob hands in the solutions for masks after the deadline moved: only he runs again.
+    shutil.copy(
+        root / "submitted" / "alice" / "masks" / "masks.ipynb",
+        root / "submitted" / "bob" / "masks" / "masks.ipynb",
+    )
+    again = []
+    with monkeypatch.context() as m:
+        m.setattr(course, "nbgrader", lambda *a, **k: pytest.fail(f"nbgrader ran: {a}"))
+        m.setattr(course_judge, "Sandbox", lambda *a, **k: pytest.fail("the sandbox ran"))
+        m.setattr(
+            course, "autograde", lambda root, a, students, settings: again.append((a, students))
+        )
+        summary = course.regrade_all(root)
+    assert again == [(["masks"], ["bob"])]
+    assert summary["rerun"] == ["bob / masks: the submitted notebook changed since it was graded"]
+    assert len(summary["reapplied"]) == len(graded) - 1
+
+    course.export(root)
+    rows = _grades(root / "grades.csv")
+    assert [k for k, r in rows.items() if r["stale"]] == [("bob", "masks")]  # not rerun here
+    full = max_points("attention") + 1
+    for (student, module), row in rows.items():
+        if row["status"] != "missing":
+            assert float(row["raw_score"]) <= float(row["max_score"]), (student, module)
+            assert float(row["score"]) <= float(row["max_score"]), (student, module)
+            if row["status"] == "late" and float(row["raw_score"]):
+                assert float(row["late_penalty"]) > 0, (student, module)
+        if module == "attention":
+            assert float(row["max_score"]) == full
+    assert float(rows["alice", "attention"]["raw_score"]) == full
+    dave = rows["dave", "attention"]  # two started days late, 0.3 a day
+    assert dave["status"] == "late" and float(dave["raw_score"]) == full
+    assert float(dave["score"]) == pytest.approx(full * 0.4)
+    alice = rows["alice", "masks"]  # handed in on time for the old (no) due date
+    assert alice["status"] == "late" and float(alice["score"]) == pytest.approx(
+        max_points("masks") * 0.4
+    )
+    graded_nb = read(root / "autograded" / "alice" / "attention" / "attention.ipynb")
+    verdicts = outputs_text(nbformat.from_dict({"cells": [cell(graded_nb, "test-reference")]}))
+    assert ": 4 / 4  PASS" in verdicts  # the feedback shows the points course.toml gives
+
+    with open(root / "canvas.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0][:7] == [*course_export.CANVAS_FIXED, "Attention Lab: attention",
+                             "Attention Lab: masks"]  # fmt: skip
+    assert canvas[1][5:] == [f"{full:g}", f"{max_points('masks'):g}"]
+    by_login = {row[3]: row for row in canvas[2:]}
+    assert by_login["alice"][:5] == ["Alice Liddell", "1001", "A-1", "alice", "Sec 1"]
+    assert by_login["alice"][5:] == [rows["alice", m]["score"] for m in MODULES]
+    assert by_login["dave"][:5] == ["Dave Bowman", "1004", "", "dave", "Sec 2"]
+    assert by_login["eve"][:5] == ["eve", "", "", "eve", ""]
+    assert by_login["eve"][6] == ""  # nothing submitted: empty, not 0
 
 
 def test_one_total_in_every_channel(tmp_path):

@@ -47,6 +47,7 @@ from ...notebook import feedback
 from ...run.limits import TimeLimits
 from ...run.sandbox.jail import Limits
 from ...run.sandbox.runner import Sandbox
+from . import records
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -173,6 +174,10 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
         sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
         item.score, item.max_score = book.score, book.max_score
         item.penalty, item.timestamp = book.penalty, book.timestamp
+        try:  # what it was computed under (make export, make regrade ALL=1)
+            records.write(root, config, item)
+        except OSError as e:  # the grade stands; export calls it stale, ALL=1 grades it again
+            item.notes.append(f"its record could not be written ({e})")
 
 
 @dataclass
@@ -212,7 +217,12 @@ def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
             except MissingEntry:
                 result_set.notes.append(f"the gradebook has no cell for {check.id}")
                 continue
-            grade.auto_score = scaled(result, points)
+            # The gradebook's maximum is the cell's points when it was released; course.toml
+            # may say otherwise since (a score above the maximum: 21 / 20). Its points win.
+            cell = gb.find_grade_cell(f"test-{check.slug}", a, a)
+            if cell.max_score != points:
+                cell.max_score = points
+            grade.auto_score = min(points, max(0.0, scaled(result, points)))
             book.score += grade.auto_score
             book.max_score += points
         submission = gb.find_submission(a, student)

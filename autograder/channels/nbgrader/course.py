@@ -59,6 +59,7 @@ from ...run.submission import trusted_modules
 from . import autograde as course_judge
 from . import collect as course_collect
 from . import export as course_export
+from . import records as course_records
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
@@ -688,9 +689,59 @@ def feedback(root: Path, wanted: list[str] | None = None) -> None:
 
 def export(root: Path, out: Path | None = None) -> Path:
     """course/grades.csv from the gradebook: one row per student and assignment, with a status
-    column, so "missing" is told from a score of 0 (nbgrader's own CSV: nbgrader-grades.csv)."""
+    column, so "missing" is told from a score of 0, and a stale column (what course.toml
+    changed since the grade was computed); canvas.csv beside it, with the roster's ids
+    (nbgrader's own CSV: nbgrader-grades.csv)."""
     root = Path(root)
     out = Path(out or root / "grades.csv").resolve()
     nbgrader(root, "export", f"--to={out.with_name('nbgrader-grades.csv')}", check=False)
-    course_export.write_grades(root, out)
+    table = course_export.rows(root)
+    course_export.write_grades(root, out, table)
+    canvas = course_export.write_canvas(root, out.with_name("canvas.csv"), table)
+    print(f"wrote {canvas} (Canvas's gradebook import)")
+    summary = course_export.stale_summary(table)
+    if summary:
+        print(summary)
     return out
+
+
+def regrade_all(
+    root: Path, wanted: list[str] | None = None, settings: Settings | None = None
+) -> dict:
+    """`make regrade ALL=1`: the current course.toml applied to every graded notebook. The
+    late penalty and the totals are computed again from the stored results (records.py)
+    when the notebook and the hidden seed are the ones graded; the others (a changed or new
+    notebook, a new secret, no stored results) are autograded again, sandbox included."""
+    root = Path(root)
+    config = course_config.load(root)
+    summary: dict[str, list[str]] = {"reapplied": [], "rerun": []}
+    for a in assignments(root, wanted):
+        again: list[str] = []
+        reuse: list[course_judge.Judged] = []
+        for student in submitted_students(root, a):
+            record = course_records.read(root, student, a)
+            why = course_records.must_rerun(record, root, config, student, a)
+            if why or record is None:
+                again.append(student)
+                summary["rerun"].append(f"{student} / {a}: {why}")
+                continue
+            seed = config.seed(student, a)
+            results = course_records.results(record)
+            reuse.append(course_judge.Judged(student, a, seed, results=results))
+        course_judge.record(root, config, reuse)
+        for one in reuse:
+            late = f", late penalty {one.penalty:g}" if one.penalty else ""
+            summary["reapplied"].append(
+                f"{one.student} / {a}: {one.score:g} / {one.max_score:g}{late}"
+            )
+        if again:
+            autograde(root, [a], students=again, settings=settings)
+    print(
+        f"regrade ALL: {len(summary['reapplied'])} grades computed again from their stored "
+        f"results under the current {course_config.FILE}, {len(summary['rerun'])} graded "
+        "again in the sandbox"
+    )
+    for key, title in (("reapplied", "recomputed"), ("rerun", "graded again")):
+        for line in summary[key]:
+            print(f"  {title}: {line}")
+    return summary
