@@ -617,6 +617,41 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- the runner
 
 
+def test_module_source_reads_the_releases_cells_not_the_students_metadata():
+    """What make autograde grades of a notebook (course_judge.module_source), without the
+    sandbox: the solution cells found by the release's ids whatever their metadata says, a
+    helper and a constant of the student's own cells kept, scratch work left out."""
+    release = course.notebook("masks")
+    nb = copy.deepcopy(release)
+    causal, padding = cell(nb, "causal_mask"), cell(nb, "padding_mask")
+    window = cell(nb, "sliding_window_mask")
+    del causal.metadata["nbgrader"]
+    padding.metadata["nbgrader"]["grade_id"] = "test-padding"  # posing as a test cell
+    window.metadata["nbgrader"]["grade_id"] = "scratch"
+    window.id = "renamed"  # neither id nor grade id: found by the names it defines
+    padding.source = padding.source.replace(
+        "lengths = torch.as_tensor(lengths)", "lengths = torch.as_tensor(lengths) + _ZERO"
+    )
+    causal.source += "\nprint(causal_mask(2))\n" + SELF_CHECK + "\n%time causal_mask(3)"
+    scratch = [
+        "_ZERO = 0  # a constant the solution uses\nunused = 1 / 0",
+        SELF_CHECK,
+        "!pip --version\n%matplotlib inline\nraise RuntimeError('a cell that raises')",
+        "def causal_mask(L, device=None):\n    return None  # a scratch copy",
+        "def broken(:\n    pass  # a cell that does not parse",
+    ]
+    for i, text in enumerate(scratch):
+        nb.cells.insert(nb.cells.index(causal) + 1 + i, nbformat.v4.new_code_cell(text))
+    text = course_judge.module_source(nb, "masks", release)
+    assert "autograder" not in text and "1 / 0" not in text and "broken" not in text
+    assert "a scratch copy" not in text and "RuntimeError" not in text
+    namespace: dict = {}
+    exec(compile(text, "masks.py", "exec"), namespace)  # imports nothing but torch
+    for check in registry.checks_of("masks"):
+        result = notebook.run(check.id, namespace)
+        assert result.passed, (check.id, result.status, result.message)
+
+
 def _namespace(source: str, filename: str) -> dict:
     namespace = {"__name__": "__main__", "__package__": None}  # as in a kernel
     exec(compile(source, filename, "exec"), namespace)

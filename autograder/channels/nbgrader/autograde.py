@@ -109,6 +109,9 @@ def _bound(node: ast.stmt) -> set[str]:
         return {(a.asname or a.name).split(".")[0] for a in node.names}
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return set()
 
 
@@ -154,10 +157,10 @@ def _solution_code(source: str) -> str:
 
 
 def _extras(cells: list, taken: set[str]) -> list[tuple[ast.stmt, str]]:
-    """The student's other cells' imports, defs and classes (scratch work: nothing else of
-    it runs), each as (node, source); an import of the kit (a self-check copied from a test
-    cell) and a def or class of a name the release's cells define
-    is left out (a scratch copy of an exercise never replaces the solution cell)."""
+    """The student's other cells' imports, defs, classes and assignments (scratch work:
+    nothing else of it runs), each as (node, source); an import of the kit (a self-check
+    copied from a test cell) and a def, class or assignment of a name the release's cells
+    define are left out (a scratch copy of an exercise never replaces the solution cell)."""
     found: list[tuple[ast.stmt, str]] = []
     for c in cells:
         code = _python(_text(c))
@@ -170,9 +173,12 @@ def _extras(cells: list, taken: set[str]) -> list[tuple[ast.stmt, str]]:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 if _kit_import(node) or isinstance(node, ast.ImportFrom) and node.level:
                     continue  # the kit's own API (a copied self-check): not the student's code
-            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            elif not isinstance(
+                node,
+                (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign),
+            ):
                 continue
-            elif node.name in taken:
+            elif _bound(node) & taken:
                 continue
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             found.append((node, "\n".join(lines[first - 1 : node.end_lineno])))
@@ -219,9 +225,10 @@ def module_source(nb, assignment: str, release=None) -> str:
       cell is the student's cell with the release's cell id (else the cell that carries its
       nbgrader grade_id, else the last cell that defines the same names), the locked given
       code and the ordinary cells (imports) are the release's own;
-    - from the student's other cells, only the imports, defs and classes that the graded
-      code uses (a helper defined in its own cell); a self-check copied from a test cell,
-      magics, prints, plots and a cell that raises are left out;
+    - from the student's other cells, only the imports, defs, classes and assignments that
+      the graded code uses (a helper or a constant defined in a cell of its own); a
+      self-check copied from a test cell, magics, prints, plots and a cell that raises are
+      left out;
     - in a solution cell, bare expressions (a print, a plot, a self-check's call) are left
       out and every other top-level statement but a def or class is guarded: a stray line
       there costs nothing.
