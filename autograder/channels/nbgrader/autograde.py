@@ -398,7 +398,14 @@ def record(root: Path, config: CourseConfig, judged: list[Judged]) -> None:
         book = GradebookSink(root, config, item.assignment)
         verdicts = root / "judged" / item.student / f"{item.assignment}.json"
         result_set = sinks.ResultSet(item.student, item.results, notes=item.notes, hints=None)
-        sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
+        try:
+            sinks.publish(result_set, [book, sinks.ClassReportData(verdicts)])
+        except sinks.TotalMismatch as e:  # a result set that does not add up: no grade of it
+            item.notes.append(str(e))
+            item.results = []
+            withhold(root, item.assignment, [item.student], str(e))
+            item.max_score = sinks.module_max(item.assignment)
+            continue
         item.score, item.max_score = book.score, book.max_score
         item.penalty, item.timestamp = book.penalty, book.timestamp
 
