@@ -186,23 +186,13 @@ def _extras(cells: list, taken: set[str]) -> list[tuple[ast.stmt, str]]:
 
 
 def release_notebook(root: Path, assignment: str):
-    """The assignment's notebook as released (course/release/, else course/source/, else as
-    `make course` would write it): the cells the official grade reads, by their ids."""
+    """The assignment's notebook as released (course/release/, else course/source/; None
+    when the course has neither): the cells the official grade reads, by their ids."""
     for folder in ("release", "source"):
         path = Path(root) / folder / assignment / f"{assignment}.ipynb"
         if path.is_file():
             return nbformat.read(path, as_version=4)
-    return _course_notebook(assignment)
-
-
-def _course_notebook(assignment: str):
-    """The assignment's notebook as `make course` writes it (None without solutions/)."""
-    from ...core.paths import SOLUTIONS
-    from .course import notebook  # course.py imports this module
-
-    if not (SOLUTIONS / f"{assignment}.py").is_file():
-        return None
-    return notebook(assignment)
+    return None
 
 
 def _kind(cell) -> str:
@@ -233,8 +223,8 @@ def module_source(nb, assignment: str, release=None) -> str:
       out and every other top-level statement but a def or class is guarded: a stray line
       there costs nothing.
     """
-    if release is None:
-        release = _course_notebook(assignment) or nb
+    if release is None:  # no release to read it by (a course always has source/)
+        release = nb
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     by_id = {c.get("id"): c for c in code_cells if c.get("id")}
     by_grade_id: dict[str, Any] = {}

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader.api import Gradebook
 
 from ...core import course_config, registry
 from ...core.check import Check
@@ -484,7 +485,6 @@ def sanitize_preprocessors() -> list:
     grade_id, or one the release does not have); the official grade reads the cells by the
     release's own ids (autograde.py).
     """
-    from nbgrader.api import Gradebook
     from nbgrader.converters.autograde import Autograde
     from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor
 
