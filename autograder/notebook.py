@@ -4,9 +4,9 @@ A test cell holds one Check and its points:
 
     from autograder.notebook import grade
     grade("attention.reference", globals())          # public tier: the shipped fixture
-    ### BEGIN HIDDEN TESTS
-    grade("attention.reference", globals(), hidden=True)   # instructor side only
-    ### END HIDDEN TESTS
+
+(the hidden tier, `hidden=True`, is `make autograde`'s, outside the kernel; an instructor can
+call it in a kernel by hand, with ATTENTION_LAB_HIDDEN_SEED set.)
 
 `grade` treats the notebook's namespace as the student's module, runs the same Check through
 the same engine as `make grade` (engine.run_check), prints one line when it passes, and raises

@@ -16,6 +16,11 @@ students, with the names learning platforms give downloads:
            padding_mask cell (masks)
     eve    patches autograder.notebook.grade in a solution cell     zero: judged outside
            and writes nothing else (attention)                      her kernel
+    frank  correct (masks), with what real notebooks hold: a        full marks: the official
+           self-check copied from a test cell, magics, a plot,      grade reads the release's
+           prints, a cell that raises, a scratch copy of an         own cells; one checksum
+           exercise, a helper in a cell of its own; retagged and    warning, for the test
+           untagged solution cells; one test cell edited            cell he edited
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from autograder.channels.nbgrader import course
 from autograder.channels.nbgrader import export as course_export
 from autograder.checks.attention.judge import MISTAKES
 from autograder.core import course_config, fixtures, registry
+from autograder.core.check import Result
 from autograder.core.references import References
 from autograder.feedback import sinks
 
@@ -110,6 +116,46 @@ def outputs_text(nb) -> str:
     return "\n".join(parts)
 
 
+SELF_CHECK = 'from autograder.notebook import grade\n\ngrade("masks.causal", globals())'
+EDITED_TEST = "test-window"  # the locked cell frank edits: nbgrader must say so, once
+
+
+def frank_notebook(root: Path):
+    """masks, correct, as real students hand it in (the bug report: a copied self-check cell
+    once cost 0/21 officially, '[import-error] No module named autograder.notebook')."""
+    padding = cell(read(root / "source" / "masks" / "masks.ipynb"), "padding_mask").source
+    helped = padding.replace(
+        "    lengths = torch.as_tensor(lengths)\n", "    lengths = _as_lengths(lengths)\n"
+    )
+    assert helped != padding
+    nb = answered(root, "masks", {"padding_mask": helped})
+    causal, padding_cell = cell(nb, "causal_mask"), cell(nb, "padding_mask")
+    del causal.metadata["nbgrader"]  # untagged by hand: an ordinary cell to nbgrader
+    padding_cell.metadata["nbgrader"]["grade_id"] = "my-padding"  # retagged
+    causal.source += "\n\nprint(causal_mask(3))\n" + SELF_CHECK  # a self-check, in place
+    scratch = [
+        SELF_CHECK,  # copied from a test cell, as a new cell
+        "%time m = causal_mask(4)\n!pip --version\nprint(m)",
+        "import matplotlib\n\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\n"
+        "plt.imshow(causal_mask(5))\nplt.show()",
+        "print(causal_mask(2))\n1 / 0  # a cell that raises",
+        "def causal_mask(L, device=None):  # a scratch copy, never the graded one\n    return None",
+    ]
+    at = nb.cells.index(causal) + 1
+    for i, text in enumerate(scratch):
+        new = nbformat.v4.new_code_cell(text)
+        new.id = f"scratch-{i}"
+        nb.cells.insert(at + i, new)
+    helper = nbformat.v4.new_code_cell(
+        "def _as_lengths(lengths):  # a helper in a cell of its own\n"
+        "    return torch.as_tensor(lengths)"
+    )
+    helper.id = "helper"
+    nb.cells.insert(nb.cells.index(padding_cell), helper)
+    cell(nb, EDITED_TEST).source = 'print("PASS")'  # tampering with a locked test cell
+    return nb
+
+
 # --------------------------------------------------------------------------- the cycle
 
 
@@ -145,6 +191,8 @@ def cycle(tmp_path_factory):
     first = next(c for c in eve.cells if c.metadata.get("nbgrader", {}).get("solution"))
     first.source = PATCH_GRADE + first.source
 
+    frank = frank_notebook(root)
+
     release = read(root / "release" / "attention" / "attention.ipynb")
     downloads = {
         "attention": {
@@ -161,6 +209,7 @@ def cycle(tmp_path_factory):
             "bob_masks.ipynb": read(root / "release" / "masks" / "masks.ipynb"),
             "dave_masks.ipynb": dave_masks,
             "carol_masks_final.ipynb": answered(root, "masks", {"padding_mask": warns}),
+            "frank_masks.ipynb": frank,
         },
     }
     for assignment, files in downloads.items():
@@ -206,6 +255,63 @@ def cycle(tmp_path_factory):
 
 def max_points(module: str) -> float:
     return sum(c.points for c in registry.checks_of(module))
+
+
+def test_scratch_cells_and_retagged_cells_change_nothing_official(cycle):
+    """frank: the release's own cells decide what is graded, not his metadata; his
+    self-checks, magics, plot, prints, a cell that raises and a scratch copy of causal_mask
+    neither break nor change the grade; his helper cell is graded as his code."""
+    root, scores = cycle
+    assert scores["frank", "masks"] == scores["alice", "masks"]
+    assert scores["frank", "masks"] == (max_points("masks"), max_points("masks"))
+    feedback = text_of_html(root / "feedback" / "frank" / "masks" / "masks.html")
+    assert "[import-error]" not in feedback and "[not-defined]" not in feedback
+
+
+def test_checksum_warnings_only_for_a_locked_cell_a_student_edited(cycle):
+    """No test cell holds hidden tests, so nbgrader's recorded cell is the released one: no
+    warning for the kit's own cells, one for the cell frank edited."""
+    warnings = [w for w in cycle.summary["warnings"] if "'checksum'" in w]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("frank: ") and f"cell {EDITED_TEST} has" in warnings[0]
+
+
+def test_no_official_result_is_zero_with_the_reason_never_the_kernels(cycle, tmp_path):
+    """A notebook the judge could not grade, or a check without an official result, gets 0
+    and says why, whatever the kernel's cells scored (a notebook can patch those)."""
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "course"
+    shutil.copytree(cycle[0], root)
+    config = course_config.load(root)
+    url = f"sqlite:///{root / 'gradebook.db'}"
+
+    def grades(student):
+        with Gradebook(url, course_judge.COURSE_ID) as gb:
+            nb = gb.find_submission_notebook("masks", "masks", student)
+            return (
+                {g.name: g.score for g in nb.grades},
+                {c.name: c.auto_comment for c in nb.comments},
+            )
+
+    seed = config.seed("alice", "masks")
+    reason = "the sandbox could not start"
+    course_judge.record(root, config, [course_judge.Judged("alice", "masks", seed, notes=[reason])])
+    scores, comments = grades("alice")
+    assert scores and set(scores.values()) == {0.0}
+    assert comments and all(reason in (c or "") for c in comments.values()), comments
+    graded = read(root / "autograded" / "alice" / "masks" / "masks.ipynb")
+    assert reason in outputs_text(graded)
+    # carol: every check but one has an official result: a set that does not add up is no
+    # grade (sinks.TotalMismatch), so her cells score 0 with the reason, not the kernel's
+    checks = registry.checks_of("masks")
+    results = [Result.of(c, "passed") for c in checks[1:]]
+    judged = course_judge.Judged("carol", "masks", seed, results=results)
+    course_judge.record(root, config, [judged])
+    scores, comments = grades("carol")
+    assert scores and set(scores.values()) == {0.0}
+    assert all("adds up to" in (c or "") for c in comments.values()), comments
+    assert not judged.results and judged.max_score == max_points("masks")
 
 
 def test_collect_put_every_submission_in_place(cycle):
@@ -304,7 +410,8 @@ def test_autograde_grades_everyone_else_and_ends_with_a_summary(cycle):
     summary = cycle.summary
     graded = sorted(line.split(":")[0] for line in summary["graded"])
     expected = [f"{s} / attention" for s in ("alice", "bob", "carol", "dave", "eve")]
-    assert graded == sorted(expected + [f"{s} / masks" for s in ("alice", "bob", "carol", "dave")])
+    masks = [f"{s} / masks" for s in ("alice", "bob", "carol", "dave", "frank")]
+    assert graded == sorted(expected + masks)
     assert not summary["failed"]
     assert any("mystery.ipynb" in line for line in summary["skipped"])
 
@@ -318,9 +425,9 @@ def test_patching_grade_in_the_kernel_gains_nothing(cycle):
     assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
     feedback = text_of_html(root / "feedback" / "eve" / "attention" / "attention.html")
     assert f"{course_judge.OFFICIAL}: attention: " in feedback
-    # Graded in the sandbox, her module cannot even import autograder.notebook: the view of
-    # the kit for attention holds the probe side only.
-    assert "[import-error]" in feedback
+    # Graded in the sandbox from the release's cells: her import of the kit is left out, her
+    # patch is a failing line that costs nothing, and her stub is what is graded.
+    assert "[not-attempted]" in feedback and "[import-error]" not in feedback
 
 
 def test_late_policy_and_missing_submissions_in_grades_csv(cycle):
@@ -542,8 +649,9 @@ def test_each_check_is_one_locked_test_cell_with_its_points():
             assert meta["schema_version"] == 3 and meta["points"] == check.points
             source = cell(nb, f"test-{check.slug}").source
             assert f'grade("{check.id}", globals())' in source
-            hidden = f'grade("{check.id}", globals(), hidden=True)' in source
-            assert hidden != check.slow  # a slow check: one call (test below)
+            # no hidden tests: the hidden tier is judged outside the kernel, and the released
+            # cell is the one nbgrader records (no checksum warning for the kit's own cells)
+            assert "HIDDEN" not in source and "hidden=True" not in source
 
 
 def test_the_training_check_runs_once_per_grading(tmp_path, monkeypatch, capsys):
@@ -599,6 +707,9 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
     # (`make autograde` does not: it judges the hidden tier outside the kernel).
     monkeypatch.delenv(notebook.HIDDEN_VARIABLE)
     monkeypatch.setenv(notebook.SEED_VARIABLE, SEED)
+    # The cells hold the public tier only; the instructor adds a cell for the hidden tier.
+    calls = "".join(f'grade("{c.id}", globals(), hidden=True)\n' for c in graded)
+    nb.cells.append(nbformat.v4.new_code_cell("from autograder.notebook import grade\n" + calls))
     client = NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
@@ -610,6 +721,41 @@ def test_source_notebook_runs_top_to_bottom(module, tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- the runner
+
+
+def test_module_source_reads_the_releases_cells_not_the_students_metadata():
+    """What make autograde grades of a notebook (course_judge.module_source), without the
+    sandbox: the solution cells found by the release's ids whatever their metadata says, a
+    helper and a constant of the student's own cells kept, scratch work left out."""
+    release = course.notebook("masks")
+    nb = copy.deepcopy(release)
+    causal, padding = cell(nb, "causal_mask"), cell(nb, "padding_mask")
+    window = cell(nb, "sliding_window_mask")
+    del causal.metadata["nbgrader"]
+    padding.metadata["nbgrader"]["grade_id"] = "test-padding"  # posing as a test cell
+    window.metadata["nbgrader"]["grade_id"] = "scratch"
+    window.id = "renamed"  # neither id nor grade id: found by the names it defines
+    padding.source = padding.source.replace(
+        "lengths = torch.as_tensor(lengths)", "lengths = torch.as_tensor(lengths) + _ZERO"
+    )
+    causal.source += "\nprint(causal_mask(2))\n" + SELF_CHECK + "\n%time causal_mask(3)"
+    scratch = [
+        "_ZERO = 0  # a constant the solution uses\nunused = 1 / 0",
+        SELF_CHECK,
+        "!pip --version\n%matplotlib inline\nraise RuntimeError('a cell that raises')",
+        "def causal_mask(L, device=None):\n    return None  # a scratch copy",
+        "def broken(:\n    pass  # a cell that does not parse",
+    ]
+    for i, text in enumerate(scratch):
+        nb.cells.insert(nb.cells.index(causal) + 1 + i, nbformat.v4.new_code_cell(text))
+    text = course_judge.module_source(nb, "masks", release)
+    assert "autograder" not in text and "1 / 0" not in text and "broken" not in text
+    assert "a scratch copy" not in text and "RuntimeError" not in text
+    namespace: dict = {}
+    exec(compile(text, "masks.py", "exec"), namespace)  # imports nothing but torch
+    for check in registry.checks_of("masks"):
+        result = notebook.run(check.id, namespace)
+        assert result.passed, (check.id, result.status, result.message)
 
 
 def _namespace(source: str, filename: str) -> dict:

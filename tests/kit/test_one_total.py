@@ -191,6 +191,10 @@ def make_nbgrader(submissions: Path, tmp: Path) -> Totals:
             nbformat.write(nb, path)
         judged = course_judge.judge_assignment(root, config, module, STUDENTS)
         course_judge.record(root, config, judged)
+        # what the gradebook recorded as each student's maximum: the module's one total
+        assert [j.max_score for j in judged] == [sinks.module_max(module)] * len(STUDENTS)
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_judge.COURSE_ID) as gb:
+            assert gb.find_assignment(module).max_score == sinks.module_max(module)
     totals: Totals = {name: {} for name in STUDENTS}
     for row in course_export.rows(root):
         totals[row["student_id"]][row["assignment"]] = (

@@ -20,11 +20,12 @@ teaching text course/text/<module>.md:
                              autograded test cell per Check, carrying its points
 
 A test cell calls autograder.notebook.grade (the same Check, the same engine as `make grade`)
-on the public fixture, and again, inside ### BEGIN/END HIDDEN TESTS, for the hidden tier, which
-`make autograde` judges outside the kernel (autograder/channels/nbgrader/autograde.py). A slow check
-(gpt's training run, `make grade-train`) has a test cell with one call, so training runs once per
-grading; an assignment is worth as many points in nbgrader as under `make grade` plus
-`make grade-train` (or course.toml's [points] overrides, in both the cells and the gradebook).
+on the public fixture; the hidden tier is `make autograde`'s, judged outside the kernel
+(autograder/channels/nbgrader/autograde.py), so the cell holds no hidden tests: the released
+cell is the one nbgrader recorded, and its checksum warns only when a student changed it. A
+slow check (gpt's training run, `make grade-train`) runs once per grading; an assignment is
+worth as many points in nbgrader as under `make grade` plus `make grade-train` (or
+course.toml's [points] overrides, in both the cells and the gradebook).
 
 The verbs (release, collect, autograde, feedback, export) are thin wrappers that run
 `python -m nbgrader <verb>` in the course directory, once per assignment, with the kit on
@@ -40,6 +41,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -47,6 +49,7 @@ import nbformat
 from alembic.script import ScriptDirectory
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader import api as nbgrader_api
+from nbgrader.api import Gradebook
 from nbgrader.dbutil import ALEMBIC_DIR
 
 from ...core import course_config, registry
@@ -55,6 +58,7 @@ from ...core.paths import COURSE_TEXT as TEXT
 from ...core.paths import ROOT, SOLUTIONS
 from ...core.settings import HIDDEN_SEED_VAR, HIDDEN_VAR, KIT_ROOT_VAR, Settings
 from ...feedback.unicode_math import markdown as unicode_math_markdown
+from ...run.limits import TimeLimits
 from ...run.submission import trusted_modules
 from . import autograde as course_judge
 from . import collect as course_collect
@@ -164,6 +168,64 @@ c.IgnorePattern.pattern = r"\\w+Warning: "
 # Collection (`make collect`), due dates, the late policy, point overrides and the hidden
 # secret are set in course.toml, next to this file (docs/course.md).
 """
+
+
+# The CPU seconds each cell of a notebook may use in `make autograde`'s kernel (the sandbox's
+# per-check limit): an IPython startup file, in a profile of its own, sets RLIMIT_CPU's soft
+# limit before each cell and turns the SIGXCPU into an error of that cell, so an endless loop
+# costs seconds, not nbgrader's cell timeout. The kernel's outcome is no grade (autograde.py).
+CELL_CPU_VAR = "ATTENTION_LAB_CELL_CPU_SECONDS"
+CELL_CPU_LIMIT = """\
+# Attention Lab, make autograde: a cell may use so many CPU seconds (course.py, CELL_CPU_LIMIT).
+def _attention_lab_cell_cpu_limit():
+    import os
+    import resource
+    import signal
+
+    seconds = float(os.environ.get("CELL_CPU_VAR", "0") or 0)
+    if seconds <= 0:
+        return
+    try:
+        from autograder.core.i18n import _
+    except ImportError:
+        _ = str
+    text = _(
+        "this cell used more than {seconds:g} CPU seconds (an endless loop?): it was "
+        "stopped; the official grade is computed outside this notebook"
+    ).format(seconds=seconds)
+
+    def expired(signum, frame):
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))  # once per cell
+        raise TimeoutError(text)
+
+    def before(*args):
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(used.ru_utime + used.ru_stime + seconds) + 1
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+    def after(*args):
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    signal.signal(signal.SIGXCPU, expired)
+    events = get_ipython().events  # noqa: F821 - IPython's startup namespace
+    events.register("pre_run_cell", before)
+    events.register("post_run_cell", after)
+
+
+_attention_lab_cell_cpu_limit()
+del _attention_lab_cell_cpu_limit
+""".replace("CELL_CPU_VAR", CELL_CPU_VAR)
+
+
+def kernel_profile(folder: Path) -> Path:
+    """An IPYTHONDIR whose default profile limits each cell's CPU seconds (CELL_CPU_LIMIT)."""
+    startup = Path(folder) / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-attention-lab-cell-cpu-limit.py").write_text(CELL_CPU_LIMIT)
+    return Path(folder)
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -317,19 +379,14 @@ def _exercise_owner(check: Check, chunks: list[tuple[str, str]]) -> str:
 
 
 def test_source(check: Check) -> str:
-    """The test cell of one check: the public tier, then the hidden tier. A slow check (the
-    training run) has one call, run once per grading: in the student's kernel for their own
-    feedback, and under `make autograde` outside the kernel only (autograder/notebook.py)."""
-    public = (
-        f'# {check.name}\nfrom autograder.notebook import grade\n\ngrade("{check.id}", globals())'
-    )
-    if check.slow:
-        return public
+    """The test cell of one check: the public tier, in the student's kernel, for their own
+    feedback. The hidden tier is `make autograde`'s, outside the kernel (autograde.py): no
+    hidden tests in the cell, so the released cell is the cell nbgrader recorded (its
+    checksum holds, and a warning about a test cell means a student changed it). A slow
+    check (the training run) runs once per grading: under `make autograde` outside the kernel
+    only (autograder/notebook.py)."""
     return (
-        f"{public}\n"
-        "### BEGIN HIDDEN TESTS\n"
-        f'grade("{check.id}", globals(), hidden=True)\n'
-        "### END HIDDEN TESTS"
+        f'# {check.name}\nfrom autograder.notebook import grade\n\ngrade("{check.id}", globals())'
     )
 
 
@@ -425,14 +482,34 @@ def sanitize_preprocessors() -> list:
 
     DeduplicateIds leaves `"nbgrader": {}` on a duplicated cell; OverwriteCells with
     add_missing_cells then fails on it with KeyError 'grade_id' (nbgrader 0.9.6, see
-    jupyter/nbgrader#1083). Dropping the empty metadata makes the copy an ordinary cell.
+    jupyter/nbgrader#1083). OverwriteCells also takes the grade_id off a cell whose grade_id
+    the gradebook does not know (a student retagged a cell) and keeps the rest of its nbgrader
+    metadata, and add_missing_cells fails the same way: the whole notebook went ungraded. The
+    extra step makes such cells ordinary cells (nbgrader metadata that is empty, has no
+    grade_id, or one the release does not have); the official grade reads the cells by the
+    release's own ids (autograde.py).
     """
     from nbgrader.converters.autograde import Autograde
     from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor
 
     class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
+        def preprocess(self, nb, resources):
+            info = resources["nbgrader"]
+            with Gradebook(info["db_url"]) as gb:
+                source = gb.find_notebook(info["notebook"], info["assignment"])
+                self.known = {c.name for c in source.source_cells}
+            return super().preprocess(nb, resources)
+
         def preprocess_cell(self, cell, resources, index):
-            if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
+            if "nbgrader" not in cell.metadata:
+                return cell, resources
+            meta = cell.metadata["nbgrader"]
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            if grade_id not in self.known:
+                if grade_id:
+                    self.log.warning(
+                        "Cell %r is no cell of the release: an ordinary cell", grade_id
+                    )
                 del cell.metadata["nbgrader"]
             return cell, resources
 
@@ -560,13 +637,17 @@ def nbgrader_warnings(log: str) -> list[str]:
     return list(dict.fromkeys(shown))
 
 
-def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`python -m nbgrader <args>` in the course directory; its warnings and errors shown."""
+def nbgrader(
+    root: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """`python -m nbgrader <args>` in the course directory (`env`: more variables); its
+    warnings and errors shown."""
     root = Path(root).resolve()
     ensure_gradebook(root)
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     print("$ nbgrader " + " ".join(args), flush=True)
-    proc = subprocess.run(cmd, cwd=root, env=kernel_env(root), text=True, capture_output=True)
+    environ = {**kernel_env(root), **(env or {})}
+    proc = subprocess.run(cmd, cwd=root, env=environ, text=True, capture_output=True)
     shown = nbgrader_warnings(proc.stdout + proc.stderr)
     for line in shown[:40]:
         print(f"  nbgrader: {line}", flush=True)
@@ -608,7 +689,10 @@ def autograde(
     and prints a summary. `settings`: the run's (the sandbox's mode and limits)."""
     root = Path(root)
     config = course_config.load(root)
-    summary: dict[str, list[str]] = {"graded": [], "failed": [], "skipped": []}
+    summary: dict[str, list[str]] = {"graded": [], "failed": [], "skipped": [], "warnings": []}
+    # Each kernel cell's CPU seconds: the one rule of every channel (TimeLimits.of), at its
+    # largest over the assignment's fast checks (a cell runs the student's code as one does).
+    limits = TimeLimits.of(settings or Settings())
     for item in course_collect.read_report(root):
         if item.action in ("skipped", "superseded"):
             summary["skipped"].append(f"{item.source}: {item.action}, {item.why}")
@@ -620,7 +704,14 @@ def autograde(
             runs = [["autograde", a, "--create", "--force", f"--student={s}"] for s in who]
         else:
             runs = [["autograde", a, "--create", "--force"]]
-        if any(nbgrader(root, *args, check=False).returncode for args in runs):
+        checks = [c for c in registry.checks_of(a) if not c.slow] or registry.checks_of(a)
+        cpu = f"{max((limits.cpu_limit(c) for c in checks), default=20.0):g}"
+        with tempfile.TemporaryDirectory(prefix="attention-lab-ipython-") as ipython:
+            env = {"IPYTHONDIR": str(kernel_profile(Path(ipython))), CELL_CPU_VAR: cpu}
+            procs = [nbgrader(root, *args, check=False, env=env) for args in runs]
+        for proc in procs:  # a checksum warning: a student changed a locked cell
+            summary["warnings"] += nbgrader_warnings(proc.stdout + proc.stderr)
+        if any(proc.returncode for proc in procs):
             print(f"  nbgrader autograde {a} reported errors; the others go on", flush=True)
         try:
             judged = course_judge.judge_assignment(root, config, a, who, settings=settings)
@@ -628,7 +719,7 @@ def autograde(
         except Exception as e:  # noqa: BLE001 - one assignment's failure never stops the class
             summary["failed"].append(f"{a}: not judged ({type(e).__name__}: {e})")
             try:
-                course_judge.withhold(root, a, who)
+                course_judge.withhold(root, a, who, f"not judged ({type(e).__name__}: {e})")
             except Exception as e2:  # noqa: BLE001
                 summary["failed"].append(f"{a}: scores not withheld ({type(e2).__name__}: {e2})")
             continue
