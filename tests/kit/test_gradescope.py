@@ -258,3 +258,32 @@ def test_each_submitter_has_their_own_hidden_seed(autograder_zip, tmp_path):
         assert not (root / "source" / seeds.SECRET_MEMBER).stat().st_mode & 0o077
         seen[who] = seed
     assert seen["1001"] != seen["1002"]
+
+
+def test_seed_hunt_and_terminal_escapes_gain_nothing_in_gradescope_mode(autograder_zip, tmp_path):
+    """Issue 27 in Gradescope's channel: the seed is nowhere the upload's code can find it,
+    and nothing it prints or raises reaches results.json with a control character in it."""
+    import re
+    import unicodedata
+
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    for attack, module in (("seed_hunt", "attention"), ("terminal_escapes", "masks")):
+        stage_attack(attack, tmp_path / "attacks")
+        shutil.copy(tmp_path / "attacks" / attack / "attention.py", upload / f"{module}.py")
+    root = tmp_path / "root"
+    root.mkdir()
+    meta = {"id": 4242, "users": [{"id": 9, "email": "s@example.edu"}]}
+    (root / "submission_metadata.json").write_text(json.dumps(meta))
+    data = run_autograder(autograder_zip, root, upload)
+    check_fields(data)
+    assert data["score"] == 0
+    log = (root / "instructor_log.txt").read_text()
+    seed = re.search(r"seed (\d+) of 9", log).group(1)
+    assert seed not in json.dumps(data, ensure_ascii=False)
+    # What the code printed reaches the instructor's log; the seed there is the title's only.
+    assert "SEEDHUNT keyed:" in log and log.count(seed) == 1, log[-3000:]
+    texts = [data.get("output", ""), log] + [t["output"] for t in data["tests"]]
+    for text in texts:
+        bad = {ch for ch in text if unicodedata.category(ch)[0] == "C"} - set("\n\t")
+        assert not bad, (bad, text[:300])
