@@ -159,3 +159,28 @@ def test_in_a_container_without_a_second_uid_it_fails_closed(course, request):
     assert data == {"gradable": False, "score": 0.0, "message": data["message"]}
     assert data["message"].startswith("not graded: this grader cannot isolate student code")
     assert "neither root" in proc.stderr and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_seed_hunt_and_terminal_escapes_gain_nothing(course, tmp_path):
+    """Issue 27 in PrairieLearn's channel: the variant's seed is nowhere the submission's code
+    can find it, and nothing it prints or raises reaches results.json with a control
+    character in it."""
+    import unicodedata
+
+    from autograder.channels import prairielearn
+
+    hunt = (KIT / "attacks" / "seed_hunt" / "attention.py").read_text()
+    escapes = (KIT / "attacks" / "terminal_escapes" / "attention.py").read_text()
+    source = hunt + "\n" + escapes.split('"""', 2)[2]  # both at import, no causal_mask
+    data = grade(course, tmp_path, source)
+    assert data["score"] == 0.0
+    seed = str(prairielearn._seed(tmp_path, MODULE))
+    shown = json.dumps(data, ensure_ascii=False)
+    assert seed not in shown
+    texts = [data.get("message", ""), data.get("output", "")] + [
+        t.get("message", "") + t.get("output", "") for t in data["tests"]
+    ]
+    for text in texts:
+        bad = {ch for ch in text if unicodedata.category(ch)[0] == "C"} - set("\n\t")
+        assert not bad, (bad, text[:300])
+    assert "SEEDHUNT keyed:" in shown, shown[:2000]
