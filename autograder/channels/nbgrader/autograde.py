@@ -457,7 +457,12 @@ def write_gradebook(book: GradebookSink, result_set: sinks.ResultSet) -> None:
             except MissingEntry:
                 result_set.notes.append(f"the gradebook has no cell for {check.id}")
                 continue
-            grade.auto_score = scaled(result, points)
+            # The gradebook's maximum is the cell's points when it was released; course.toml
+            # may say otherwise since (a score above the maximum: 21 / 20). Its points win.
+            cell = gb.find_grade_cell(f"test-{check.slug}", a, a)
+            if cell.max_score != points:
+                cell.max_score = points
+            grade.auto_score = min(points, max(0.0, scaled(result, points)))
             scored.add(grade.name)
             book.score += grade.auto_score
             book.max_score += points
