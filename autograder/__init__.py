@@ -14,8 +14,8 @@ it.
     core/                 What every layer shares: checks and misconceptions, verdict helpers,
                           reference outputs, tolerances, the syllabus, seeds, paths,
                           translations. Imports no other subpackage.
-        check.py              The data every runner shares: misconceptions, checks and their
-                              results.
+        check.py              The data every runner shares: misconceptions, checks (titles and
+                              points: autograder/checks/<module>/checks.toml) and their results.
         course_config.py      The course configuration file, course/course.toml: one place for
                               what an instructor decides.
         diagnosis.py          Inference helpers: recover what a student's code actually computed

@@ -82,12 +82,19 @@ MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: texts and hint la
 DOUBLE = CHECKS.exercise("double", probe=probe.probe_double)
 
 
-@DOUBLE.check("reference", "matches the reference", 1, inputs=probe.inputs_basic)
+@DOUBLE.check("reference", inputs=probe.inputs_basic)
 def verdict_reference(got, want, x):
     out = tensor(got, "out", "the output", shape=want["out"].shape, dtype=want["out"].dtype)
     candidates = [(MISTAKES["{name}-adds-instead"], lambda: x["x"] + 2, {{}})]
     assert_close(out, want["out"], "the output", candidates)
 ''',
+        f"autograder/checks/{name}/checks.toml": f"""# The checks of {name}.py, in the order students meet them: one table per slug, with its
+# title (an English text, the msgid of checks-{name}.po) and its points.
+
+[reference]
+title = "matches the reference"
+points = 1
+""",
         f"autograder/checks/{name}/misconceptions.toml": f"""# The misconceptions of {name}.py's checks: one table per id; message and hint levels (idea,
 # operation, code) are English templates, the msgids of checks-{name}.po.
 

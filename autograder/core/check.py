@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib
 import re
+import tomllib
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
+
+from . import paths
 
 # --------------------------------------------------------------------------- misconceptions
 
@@ -359,7 +363,7 @@ def no_reference(verdict: VerdictFn) -> VerdictFn:
     this declaration is taken to read `want`; a kit test (test_architecture) holds every
     declaration to the verdict's code, both ways.
 
-        @SDPA.check("causal-device", "...", 1, inputs=probe.inputs_device)
+        @SDPA.check("causal-device", inputs=probe.inputs_device)
         @no_reference
         def verdict_device(got, want, x): ...
     """
@@ -468,18 +472,45 @@ class ProbeSpec:
         return zlib.crc32(f"{base_seed}:{self.id}".encode())
 
 
+DATA_FILE = "checks.toml"
+
+
+@cache
+def declared_checks(module: str) -> dict[str, tuple[str, float]]:
+    """{slug: (title, points)} of an exercise module's checks, in the order students meet
+    them: autograder/checks/<module>/checks.toml, one table per slug with its `title` (an
+    English text, the msgid of checks-<module>.po) and its `points`. ValueError for a table
+    with other keys or values of another type."""
+    path = paths.CHECKS / module / DATA_FILE
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    found: dict[str, tuple[str, float]] = {}
+    for slug, table in data.items():
+        table = table if isinstance(table, dict) else {}
+        title, points = table.get("title"), table.get("points")
+        if set(table) != {"title", "points"} or not isinstance(title, str):
+            raise ValueError(f"{path}: [{slug}] needs a title (a string) and points, nothing else")
+        if not isinstance(points, int | float) or isinstance(points, bool):
+            raise ValueError(f"{path}: [{slug}] points must be a number, not {points!r}")
+        found[slug] = (title, points)
+    return found
+
+
 class CheckList(list[Check]):
-    """The checks of one exercise module, declared next to their verdicts (judge.py):
+    """The checks of one exercise module, declared next to their verdicts (judge.py), with
+    their titles and points as data (checks.toml, `declared_checks`):
 
         CHECKS = CheckList("attention")
         SDPA = CHECKS.exercise("scaled_dot_product_attention", probe=probe.probe_sdpa)
 
-        @SDPA.check("scale", "scores are scaled by 1/√d_k", 2, inputs=probe.inputs_scale)
+        @SDPA.check("scale", inputs=probe.inputs_scale)
         def verdict_scale(got, want, x): ...
 
     A verdict shared by several checks is declared again with `verdict=`:
-        SDPA.check("float64", ..., verdict=verdict_reference)
-    Checks keep the order of their declarations (the order students meet them).
+        SDPA.check("float64", inputs=probe.inputs_float64, verdict=verdict_reference)
+    Checks keep the order of their declarations (the order students meet them), which is the
+    order of checks.toml (registry.checks_of holds the two to each other). A CheckList of no
+    exercise module (a test's) passes `title` and `points` itself.
     """
 
     def __init__(self, module: str):
@@ -489,8 +520,8 @@ class CheckList(list[Check]):
     def check(
         self,
         slug: str,
-        title: str,
-        points: float,
+        title: str | None = None,
+        points: float | None = None,
         *,
         inputs: InputsFn,
         probe: ProbeFn,
@@ -501,6 +532,14 @@ class CheckList(list[Check]):
         verdict: VerdictFn | None = None,
         replays: Callable[[Inputs], dict[str, Any]] | None = None,
     ) -> Callable[..., Any]:  # the verdict, or (verdict=None) a decorator that registers one
+        if title is None or points is None:
+            data = declared_checks(self.module)
+            if slug not in data:
+                raise ValueError(
+                    f"check {self.module}.{slug} has no table in "
+                    f"autograder/checks/{self.module}/{DATA_FILE} (its title and points)"
+                )
+            title, points = data[slug]
         if any(c.slug == slug for c in self):
             raise ValueError(f"check {self.module}.{slug} is declared twice")
         if forgeable:
@@ -540,7 +579,7 @@ class CheckList(list[Check]):
 
         MERGE = CHECKS.exercise("merge_heads", probe=probe.probe_merge)
 
-        @MERGE.check("shape", "returns (B, T, D)", 1, inputs=probe.inputs_merge)
+        @MERGE.check("shape", inputs=probe.inputs_merge)
         def verdict_shape(got, want, x): ...
         """
         return Exercise(self, exercise, probe)
@@ -555,9 +594,15 @@ class Exercise:
     probe: ProbeFn
 
     def check(
-        self, slug: str, title: str, points: float, *, probe: ProbeFn | None = None, **options: Any
+        self,
+        slug: str,
+        title: str | None = None,
+        points: float | None = None,
+        *,
+        probe: ProbeFn | None = None,
+        **options: Any,
     ) -> Callable[..., Any]:
-        """CheckList.check(slug, title, points, inputs=..., ...) with probe and exercise set."""
+        """CheckList.check(slug, inputs=..., ...) with probe and exercise set."""
         return self.checks.check(
             slug, title, points, probe=probe or self.probe, exercise=self.name, **options
         )

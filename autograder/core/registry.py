@@ -5,6 +5,8 @@ Each exercise module's checks are a package, autograder/checks/<module>/:
                 code imports (with core and probing); never verdicts or reference code
     judge*.py   models of known wrong computations, verdicts, and the check declarations:
                 judge.py holds CHECKS, a core.CheckList
+    checks.toml  each check's title and points, under its slug, in course order
+                (core.declared_checks); the titles are msgids of the module's catalog
     misconceptions.toml  the misconceptions (id, message, hint ladder) the judges load by id
                 (misconception_data.py); the msgids of the module's gettext catalog
 Course order comes from syllabus.MODULES; nothing else lists the modules.
@@ -38,6 +40,12 @@ def _checks(module: str) -> tuple[Check, ...]:
     for check in found:
         if check.module != module:
             raise ValueError(f"{judge.__name__} declares {check.id}, not a check of {module}")
+    slugs, tables = [c.slug for c in found], list(core.declared_checks(module))
+    if slugs != tables:
+        raise ValueError(
+            f"{judge.__name__} declares the checks {slugs}, but "
+            f"checks/{module}/{core.DATA_FILE} has tables for {tables}, in this order"
+        )
     return found
 
 

@@ -7,6 +7,7 @@ before it compares values, and each problem raises a Failure that names it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 import torch
@@ -203,6 +204,24 @@ def assert_evidence(
     for echo in echoes:
         if echo.shape == value.shape and torch.equal(value.to(echo.dtype), echo):
             raise Failure(NO_EVIDENCE, what=what, how=N_("is its input, handed back unchanged"))
+
+
+def variants(
+    fn: Callable[..., torch.Tensor], *args: Any, mistakes: Iterable[tuple[Misconception, str]]
+) -> list[Candidate]:
+    """Candidates for assert_close from one model that takes the variant of the computation
+    as its last argument: for each (misconception, variant), the output fn(*args, variant),
+    computed only when needed."""
+    return [(mistake, partial(fn, *args, variant), {}) for mistake, variant in mistakes]
+
+
+def linear64(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
+    """The linear layer `name` of a state dict (name.weight, and name.bias if there is one)
+    applied to x, in float64: a judge's own nn.Linear, from the grader's weights."""
+    out = x.double() @ state[f"{name}.weight"].double().T
+    if f"{name}.bias" in state:
+        out = out + state[f"{name}.bias"].double()
+    return out
 
 
 def dropout_finding(

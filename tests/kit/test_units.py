@@ -51,6 +51,20 @@ def test_checklist_keeps_order_and_refuses_duplicates():
         checks.check("a", "again", 1, inputs=dict, probe=dict, verdict=verdict)
 
 
+def test_checklist_reads_titles_and_points_from_the_modules_data():
+    """A judge names a check by its slug; checks.toml gives its title and points, and a slug
+    with no table there is refused."""
+    from autograder.core.check import declared_checks
+
+    checks = CheckList("attention")
+    verdict = checks.check("scale", inputs=dict, probe=dict, verdict=lambda *a: None)
+    title, points = declared_checks("attention")["scale"]
+    assert (checks[0].title, checks[0].points) == (title, points) and verdict is not None
+    assert title and points > 0
+    with pytest.raises(ValueError, match="has no table"):
+        checks.check("no-such-check", inputs=dict, probe=dict, verdict=verdict)
+
+
 def test_probe_refs_name_only_probe_side_functions():
     from autograder.checks.attention import judge, probe
 

@@ -152,19 +152,13 @@ SCALED_DOT_PRODUCT_ATTENTION = CHECKS.exercise(
 )
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check(
-    "reference", "matches the reference (L ≠ S, d_k ≠ d_v)", 3, inputs=probe.inputs_basic
-)
+@SCALED_DOT_PRODUCT_ATTENTION.check("reference", inputs=probe.inputs_basic)
 def verdict_reference(got, want, x):
     _compare(got, want, x)
 
 
 @SCALED_DOT_PRODUCT_ATTENTION.check(
-    "batch-dims",
-    "matches the reference with no batch dim and with (B, H) batch dims",
-    2,
-    inputs=probe.inputs_batch_dims,
-    probe=probe.probe_batch_dims,
+    "batch-dims", inputs=probe.inputs_batch_dims, probe=probe.probe_batch_dims
 )
 def verdict_batch_dims(got, want, x):
     for shape, xs in x.items():
@@ -172,20 +166,11 @@ def verdict_batch_dims(got, want, x):
 
 
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "float64",
-    "keeps float64 and matches the reference at float64 precision",
-    1,
-    inputs=probe.inputs_float64,
-    verdict=verdict_reference,
+    "float64", inputs=probe.inputs_float64, verdict=verdict_reference
 )
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check(
-    "rows-sum-to-one",
-    "each query's weights sum to 1 over the keys",
-    1,
-    inputs=probe.inputs_same_width,
-)
+@SCALED_DOT_PRODUCT_ATTENTION.check("rows-sum-to-one", inputs=probe.inputs_same_width)
 def verdict_rows_sum(got, want, x):
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     ones = torch.ones(weights.shape[:-1], dtype=weights.dtype)
@@ -196,9 +181,7 @@ def verdict_rows_sum(got, want, x):
     assert_close(weights.sum(dim=-1), ones, "the row sums of the weights")
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check(
-    "scale", "scores are scaled by 1/√d_k", 2, inputs=probe.inputs_scale
-)
+@SCALED_DOT_PRODUCT_ATTENTION.check("scale", inputs=probe.inputs_scale)
 def verdict_scale(got, want, x):
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     failure = _scale_failure(x, weights)
@@ -208,27 +191,14 @@ def verdict_scale(got, want, x):
 
 
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-2d",
-    "matches the reference with an (L, S) mask broadcast over the batch",
-    2,
-    inputs=probe.inputs_mask_2d,
-    verdict=verdict_reference,
+    "mask-2d", inputs=probe.inputs_mask_2d, verdict=verdict_reference
 )
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-4d",
-    "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
-    2,
-    inputs=probe.inputs_mask_4d,
-    verdict=verdict_reference,
+    "mask-4d", inputs=probe.inputs_mask_4d, verdict=verdict_reference
 )
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check(
-    "blocked-row",
-    "a fully blocked row gives zero weights and output, no NaN",
-    2,
-    inputs=probe.inputs_blocked_row,
-)
+@SCALED_DOT_PRODUCT_ATTENTION.check("blocked-row", inputs=probe.inputs_blocked_row)
 def verdict_blocked_row(got, want, x):
     out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
@@ -241,11 +211,7 @@ def verdict_blocked_row(got, want, x):
 
 
 @SCALED_DOT_PRODUCT_ATTENTION.check(
-    "blocked-keys",
-    "a blocked key's k and v change nothing, even when every allowed key scores low",
-    1,
-    inputs=probe.inputs_blocked_keys,
-    probe=probe.probe_blocked_keys,
+    "blocked-keys", inputs=probe.inputs_blocked_keys, probe=probe.probe_blocked_keys
 )
 def verdict_blocked_keys(got, want, x):
     _consistent(got, x)
@@ -263,13 +229,7 @@ def verdict_blocked_keys(got, want, x):
     _consistent(got, third, out="out3", weights="weights3")
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check(
-    "causal",
-    "under a causal mask the future cannot change the past",
-    1,
-    inputs=probe.inputs_causal,
-    probe=probe.probe_causal,
-)
+@SCALED_DOT_PRODUCT_ATTENTION.check("causal", inputs=probe.inputs_causal, probe=probe.probe_causal)
 def verdict_causal(got, want, x):
     t = x["t"]
     out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
@@ -282,17 +242,5 @@ def verdict_causal(got, want, x):
 ATTENTION_WITH_BIAS = CHECKS.exercise("attention_with_bias", probe=probe.probe_bias)
 
 
-ATTENTION_WITH_BIAS.check(
-    "bias",
-    "attention_with_bias matches the reference",
-    2,
-    inputs=probe.inputs_bias,
-    verdict=verdict_reference,
-)
-ATTENTION_WITH_BIAS.check(
-    "bias-mask",
-    "attention_with_bias matches the reference with a mask and a fully blocked row",
-    1,
-    inputs=probe.inputs_bias_mask,
-    verdict=verdict_reference,
-)
+ATTENTION_WITH_BIAS.check("bias", inputs=probe.inputs_bias, verdict=verdict_reference)
+ATTENTION_WITH_BIAS.check("bias-mask", inputs=probe.inputs_bias_mask, verdict=verdict_reference)

@@ -104,26 +104,14 @@ def _ln_what(case):
 LAYER_NORM = CHECKS.exercise("layer_norm", probe=probe.probe_layer_norm)
 
 
-@LAYER_NORM.check(
-    "layer-norm",
-    "layer_norm matches the reference (with and without weight and bias)",
-    2,
-    inputs=probe.inputs_layer_norm,
-    replays=_replays_eps_outside,
-)
+@LAYER_NORM.check("layer-norm", inputs=probe.inputs_layer_norm, replays=_replays_eps_outside)
 def verdict_layer_norm(got, want, x):
     """Everything but where eps goes: eps outside the root (with the biased variance) passes
     here, as the layer-norm-eps check charges it (each difference is charged once)."""
     _verdict_ln(got, want, x)
 
 
-@LAYER_NORM.check(
-    "layer-norm-eps",
-    "layer_norm puts the given eps inside the square root (tiny variances)",
-    1,
-    inputs=probe.inputs_layer_norm_eps,
-    replays=_replays_unbiased,
-)
+@LAYER_NORM.check("layer-norm-eps", inputs=probe.inputs_layer_norm_eps, replays=_replays_unbiased)
 def verdict_layer_norm_eps(got, want, x):
     """Where eps goes and which eps is used. The unbiased variance with eps inside the root
     is charged by the check above, so it passes here (each difference is charged once)."""
@@ -173,31 +161,17 @@ def _verdict_ffn(got, want, x, activation):
 FEED_FORWARD = CHECKS.exercise("FeedForward", probe=probe.probe_ffn_gelu)
 
 
-@FEED_FORWARD.check(
-    "ffn-gelu", "FeedForward with the exact GELU matches the reference", 2, inputs=probe.inputs_ffn
-)
+@FEED_FORWARD.check("ffn-gelu", inputs=probe.inputs_ffn)
 def verdict_ffn_gelu(got, want, x):
     _verdict_ffn(got, want, x, "gelu")
 
 
-@FEED_FORWARD.check(
-    "ffn-relu",
-    "FeedForward with ReLU matches the reference",
-    1,
-    inputs=probe.inputs_ffn,
-    probe=probe.probe_ffn_relu,
-)
+@FEED_FORWARD.check("ffn-relu", inputs=probe.inputs_ffn, probe=probe.probe_ffn_relu)
 def verdict_ffn_relu(got, want, x):
     _verdict_ffn(got, want, x, "relu")
 
 
-@FEED_FORWARD.check(
-    "ffn-dropout-eval",
-    "FeedForward: dropout does nothing in eval mode (deterministic, equal to dropout=0)",
-    1,
-    inputs=probe.inputs_ffn,
-    probe=probe.probe_ffn_dropout_eval,
-)
+@FEED_FORWARD.check("ffn-dropout-eval", inputs=probe.inputs_ffn, probe=probe.probe_ffn_dropout_eval)
 @no_reference
 def verdict_ffn_dropout_eval(got, want, x):
     what = _ffn_what(x, dropout=0.5) + " in eval mode"
@@ -210,11 +184,7 @@ def verdict_ffn_dropout_eval(got, want, x):
 
 
 @FEED_FORWARD.check(
-    "ffn-dropout-train",
-    "FeedForward: in training mode dropout acts on the activations between linear1 and linear2",
-    1,
-    inputs=probe.inputs_ffn_train,
-    probe=probe.probe_ffn_dropout_train,
+    "ffn-dropout-train", inputs=probe.inputs_ffn_train, probe=probe.probe_ffn_dropout_train
 )
 @no_reference
 def verdict_ffn_dropout_train(got, want, x):
@@ -385,33 +355,18 @@ def _verdict_block(got, want, x, norm_first, activation):
 TRANSFORMER_BLOCK = CHECKS.exercise("TransformerBlock", probe=probe.probe_pre_ln)
 
 
-@TRANSFORMER_BLOCK.check(
-    "pre-ln",
-    "TransformerBlock Pre-LN matches the reference (norm_first=True, causal mask)",
-    3,
-    inputs=probe.inputs_block,
-)
+@TRANSFORMER_BLOCK.check("pre-ln", inputs=probe.inputs_block)
 def verdict_pre_ln(got, want, x):
     _verdict_block(got, want, x, True, "gelu")
 
 
-@TRANSFORMER_BLOCK.check(
-    "post-ln",
-    "TransformerBlock Post-LN matches the reference (norm_first=False, causal mask)",
-    3,
-    inputs=probe.inputs_block,
-    probe=probe.probe_post_ln,
-)
+@TRANSFORMER_BLOCK.check("post-ln", inputs=probe.inputs_block, probe=probe.probe_post_ln)
 def verdict_post_ln(got, want, x):
     _verdict_block(got, want, x, False, "relu")
 
 
 @TRANSFORMER_BLOCK.check(
-    "block-dropout-eval",
-    "TransformerBlock: dropout does nothing in eval mode (deterministic, equal to dropout=0)",
-    1,
-    inputs=probe.inputs_block,
-    probe=probe.probe_block_dropout_eval,
+    "block-dropout-eval", inputs=probe.inputs_block, probe=probe.probe_block_dropout_eval
 )
 @no_reference
 def verdict_block_dropout_eval(got, want, x):
@@ -441,12 +396,7 @@ def _fit_rows(out, base, sub, final, scale, tol):
 
 
 @TRANSFORMER_BLOCK.check(
-    "block-dropout-train",
-    "TransformerBlock: in training mode dropout acts on each sub-layer's output (Pre-LN and "
-    "Post-LN)",
-    1,
-    inputs=probe.inputs_block_train,
-    probe=probe.probe_block_dropout_train,
+    "block-dropout-train", inputs=probe.inputs_block_train, probe=probe.probe_block_dropout_train
 )
 @no_reference
 def verdict_block_dropout_train(got, want, x):

@@ -38,13 +38,7 @@ def _shape(x, idx_key="idx"):
 MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 
 
-@MINI_GPT.check(
-    "logits",
-    "MiniGPT's logits match the reference (grader's weights, eval mode)",
-    3,
-    inputs=probe.inputs_model,
-    replays=models._logits_replays,
-)
+@MINI_GPT.check("logits", inputs=probe.inputs_model, replays=models._logits_replays)
 def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     named = (
@@ -60,8 +54,6 @@ def verdict_logits(got, want, x):
 
 @MINI_GPT.check(
     "weight-tying",
-    "lm_head and token_embed share one weight, counted once in parameters()",
-    2,
     inputs=probe.inputs_tying,
     probe=probe.probe_tying,
     replays=models._tying_replays,
@@ -103,13 +95,7 @@ def verdict_tying(got, want, x):
         )
 
 
-@MINI_GPT.check(
-    "embed-scale",
-    "token embeddings are multiplied by √D (a model with no blocks)",
-    1,
-    inputs=probe.inputs_scale,
-    replays=models._scale_replays,
-)
+@MINI_GPT.check("embed-scale", inputs=probe.inputs_scale, replays=models._scale_replays)
 def verdict_embed_scale(got, want, x):
     """Only the scale: the logits may be those of the √D model with another difference
     (no final norm, a log_softmax output), which the logits check charges."""
@@ -122,12 +108,7 @@ def verdict_embed_scale(got, want, x):
     assert_close(logits, want["logits"], "the logits")
 
 
-@MINI_GPT.check(
-    "causal",
-    "changing the tokens after position t leaves the logits up to t unchanged",
-    2,
-    inputs=probe.inputs_causal,
-)
+@MINI_GPT.check("causal", inputs=probe.inputs_causal)
 def verdict_causal(got, want, x):
     """The student's own two runs: equal up to t, different after t."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
@@ -142,13 +123,7 @@ def verdict_causal(got, want, x):
     )
 
 
-@MINI_GPT.check(
-    "return-attn",
-    "return_attn=True gives one (B, H, T, T) causal weight tensor per block",
-    1,
-    inputs=probe.inputs_model,
-    probe=probe.probe_attn,
-)
+@MINI_GPT.check("return-attn", inputs=probe.inputs_model, probe=probe.probe_attn)
 def verdict_attn(got, want, x):
     """The student's own run: the right number and shapes, zeros above the diagonal, rows
     summing to 1, and the same logits as forward(idx)."""
@@ -182,13 +157,7 @@ def verdict_attn(got, want, x):
             raise Failure(MISTAKES["gpt-return-attn"], layers=layers, detail=detail)
 
 
-@MINI_GPT.check(
-    "too-long",
-    "T > max_len raises ValueError (T = max_len works)",
-    1,
-    inputs=probe.inputs_model,
-    probe=probe.probe_too_long,
-)
+@MINI_GPT.check("too-long", inputs=probe.inputs_model, probe=probe.probe_too_long)
 @no_reference
 def verdict_too_long(got, want, x):
     n = x["config"]["max_len"]
@@ -253,12 +222,7 @@ def _step_logits(x, ids, step):
 GENERATE = CHECKS.exercise("generate", probe=probe.probe_greedy)
 
 
-@GENERATE.check(
-    "generate-greedy",
-    "generate with temperature 0 is greedy (argmax)",
-    2,
-    inputs=probe.inputs_generate,
-)
+@GENERATE.check("generate-greedy", inputs=probe.inputs_generate)
 @no_reference
 def verdict_greedy(got, want, x):
     """The student's own run: every new token is the argmax of its step's logits."""
@@ -270,14 +234,7 @@ def verdict_greedy(got, want, x):
                 raise Failure(MISTAKES["gen-greedy-not-argmax"], step=step)
 
 
-@GENERATE.check(
-    "generate-crop",
-    "generate feeds only the last max_len tokens once the sequence is longer "
-    "(temperature 1, seeded)",
-    2,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_crop,
-)
+@GENERATE.check("generate-crop", inputs=probe.inputs_generate, probe=probe.probe_crop)
 @no_reference
 def verdict_crop(got, want, x):
     """The student's own run: each step's model call saw the last max_len tokens of the
@@ -389,39 +346,17 @@ def _check_top_k(ids, x, k, n):
         )
 
 
-GENERATE.check(
-    "generate-sample",
-    "sampling with a torch.Generator reproduces the reference's tokens",
-    2,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_sample,
-    verdict=_tokens_verdict("sample"),
-)
-GENERATE.check(
-    "generate-temperature",
-    "temperatures 0.5 and 2 match the reference's tokens (logits divided before the softmax)",
-    2,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_temperature,
-    verdict=_tokens_verdict("temperature"),
-)
-GENERATE.check(
-    "generate-top-k",
-    "top_k = k, 1 and V + 5 match the reference's tokens (only the k most likely sampled)",
-    2,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_top_k,
-    verdict=_tokens_verdict("top-k"),
-)
+for _slug, _mode, _probe in (
+    ("generate-sample", "sample", probe.probe_sample),
+    ("generate-temperature", "temperature", probe.probe_temperature),
+    ("generate-top-k", "top-k", probe.probe_top_k),
+):
+    GENERATE.check(
+        _slug, inputs=probe.inputs_generate, probe=_probe, verdict=_tokens_verdict(_mode)
+    )
 
 
-@GENERATE.check(
-    "generate-modes",
-    "generate runs without gradients, in eval mode, and restores the model's mode",
-    1,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_modes,
-)
+@GENERATE.check("generate-modes", inputs=probe.inputs_generate, probe=probe.probe_modes)
 @no_reference
 def verdict_modes(got, want, x):
     for start in ("train", "eval"):
@@ -474,14 +409,7 @@ def _trained(got, alphabet):
 TRAIN = CHECKS.exercise("train", probe=probe.probe_train)
 
 
-@TRAIN.check(
-    "train",
-    "train: 200 steps on data/corpus.txt bring the held-out loss below the threshold",
-    4,
-    inputs=probe.inputs_train,
-    timeout=60.0,
-    slow=True,
-)
+@TRAIN.check("train", inputs=probe.inputs_train, timeout=60.0, slow=True)
 @no_reference
 def verdict_train(got, want, x):
     steps = probe.TRAIN_ARGS["steps"]

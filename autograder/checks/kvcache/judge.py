@@ -103,27 +103,16 @@ def _appended(got, key, what, given, layer, j):
 def _length_ok(value, layer, calls, expected):
     if value == expected and type(value) is int:
         return
+    details = {"layer": layer, "expected": expected}
     if value == calls and type(value) is int:
-        raise Failure(
-            MISTAKES["kv-length-counts-calls"],
-            layer=layer,
-            got=value,
-            calls=calls,
-            expected=expected,
-        )
-    raise Failure(MISTAKES["kv-length-wrong"], layer=layer, got=str(value)[:50], expected=expected)
+        raise Failure(MISTAKES["kv-length-counts-calls"], got=value, calls=calls, **details)
+    raise Failure(MISTAKES["kv-length-wrong"], got=str(value)[:50], **details)
 
 
 APPEND = CHECKS.exercise("append", probe=probe.probe_append)
 
 
-@APPEND.check(
-    "cache-shapes",
-    "KVCache.append returns every key and value so far, (B, H_kv, T_so_far, d), per layer; "
-    "length() counts the tokens",
-    2,
-    inputs=probe.inputs_append,
-)
+@APPEND.check("cache-shapes", inputs=probe.inputs_append)
 @no_reference
 def verdict_append(got, want, x):
     """Judged on the student's own inputs: after each call, the returned keys and values are
@@ -143,14 +132,7 @@ def _says_shape(text, tensors):
     return any(re.search(r"\D*".join(str(s) for s in t.shape), text) is not None for t in tensors)
 
 
-@APPEND.check(
-    "cache-errors",
-    "KVCache.append rejects k and v of different lengths, and a step that does not fit the "
-    "cache, with a ValueError giving the shapes",
-    1,
-    inputs=probe.inputs_append_errors,
-    probe=probe.probe_append_errors,
-)
+@APPEND.check("cache-errors", inputs=probe.inputs_append_errors, probe=probe.probe_append_errors)
 @no_reference
 def verdict_append_errors(got, want, x):
     k, v = x["kv"]
@@ -182,13 +164,7 @@ def verdict_append_errors(got, want, x):
 FORWARD = CHECKS.exercise("forward", probe=probe.probe_layer)
 
 
-@FORWARD.check(
-    "reference",
-    "CachedAttention matches the reference: a prefill of several tokens, single steps, a "
-    "2-token chunk, and the whole sequence without a cache",
-    3,
-    inputs=probe.inputs_layer,
-)
+@FORWARD.check("reference", inputs=probe.inputs_layer)
 def verdict_layer(got, want, x):
     what = f"CachedAttention on calls of {_calls_text(x)} tokens"
     _failed(got, what)
@@ -210,12 +186,7 @@ def verdict_layer(got, want, x):
     assert_close(full, want["full"], no_cache, candidates)
 
 
-@FORWARD.check(
-    "cache-contents",
-    "the cache holds the keys after rotation (each at its own position) and the values as they are",
-    1,
-    inputs=probe.inputs_layer,
-)
+@FORWARD.check("cache-contents", inputs=probe.inputs_layer)
 def verdict_contents(got, want, x):
     _failed(got, "CachedAttention")
 
@@ -271,13 +242,7 @@ def _named(value, candidates):
             raise Failure(mistake, **details)
 
 
-@FORWARD.check(
-    "positions",
-    "positions continue across steps: after p0 = 40 .. 120 cached tokens, a step equals the "
-    "last row of your own run on the whole sequence",
-    2,
-    inputs=probe.inputs_positions,
-)
+@FORWARD.check("positions", inputs=probe.inputs_positions)
 @no_reference
 def verdict_positions(got, want, x):
     """Judged on the student's own runs: each cached call's output equals the rows of the
@@ -399,13 +364,7 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
 GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
 
 
-@GREEDY_DECODE.check(
-    "incremental",
-    "incremental decoding gives the same logits as recomputing the whole prefix, at every "
-    "step (your own runs)",
-    3,
-    inputs=probe.inputs_generate,
-)
+@GREEDY_DECODE.check("incremental", inputs=probe.inputs_generate)
 @no_reference
 def verdict_incremental(got, want, x):
     """Judged on the student's own runs: greedy_decode on prompt B (after a run on prompt A) gives,
@@ -476,14 +435,7 @@ def _same_run(got, want, x, key):
             return
 
 
-@GREEDY_DECODE.check(
-    "generate",
-    "greedy_decode matches the reference: greedy tokens and their logits, with and without the "
-    "cache (weights loaded)",
-    1,
-    inputs=probe.inputs_generate,
-    probe=probe.probe_generate,
-)
+@GREEDY_DECODE.check("generate", inputs=probe.inputs_generate, probe=probe.probe_generate)
 def verdict_generate(got, want, x):
     for key in ("cache", "nocache"):
         _same_run(got, want, x, key)

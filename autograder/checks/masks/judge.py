@@ -7,7 +7,7 @@ import torch
 from ...core.check import NO_EVIDENCE, WRONG_DEVICE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, close, model, tensor
+from ...core.verdicts import assert_close, close, model, tensor, variants
 from ...trusted.attention import scaled_dot_product_attention
 from . import probe
 
@@ -91,13 +91,7 @@ def _device_verdict(got, call):
 CAUSAL_MASK = CHECKS.exercise("causal_mask", probe=probe.probe_causal)
 
 
-@CAUSAL_MASK.check(
-    "causal",
-    "causal_mask matches the reference: True exactly where key j > query i "
-    "(L = 1, 2 and two drawn lengths)",
-    2,
-    inputs=probe.inputs_causal,
-)
+@CAUSAL_MASK.check("causal", inputs=probe.inputs_causal)
 def verdict_causal(got, want, x):
     for n, L in enumerate(x["lengths"]):
         mask = _bool_mask(got, f"m{n}", f"causal_mask({L})", (L, L))
@@ -114,25 +108,14 @@ def verdict_causal(got, want, x):
         )
 
 
-@CAUSAL_MASK.check(
-    "causal-device",
-    "causal_mask puts the mask on the device it is given (device='meta')",
-    1,
-    inputs=probe.inputs_device,
-    probe=probe.probe_causal_device,
-)
+@CAUSAL_MASK.check("causal-device", inputs=probe.inputs_device, probe=probe.probe_causal_device)
 @no_reference
 def verdict_causal_device(got, want, x):
     _device_verdict(got, f"causal_mask({x['L']}, device='meta')")
 
 
 @CAUSAL_MASK.check(
-    "causal-invariance",
-    "attention under causal_mask: the future cannot change the past, the past reaches later "
-    "positions",
-    1,
-    inputs=probe.inputs_invariance,
-    probe=probe.probe_causal_mask_only,
+    "causal-invariance", inputs=probe.inputs_invariance, probe=probe.probe_causal_mask_only
 )
 @no_reference
 def verdict_causal_invariance(got, want, x):
@@ -157,12 +140,7 @@ def verdict_causal_invariance(got, want, x):
 PADDING_MASK = CHECKS.exercise("padding_mask", probe=probe.probe_padding)
 
 
-@PADDING_MASK.check(
-    "padding",
-    "padding_mask matches the reference from a list and from a tensor, shape (B, 1, 1, S)",
-    2,
-    inputs=probe.inputs_padding,
-)
+@PADDING_MASK.check("padding", inputs=probe.inputs_padding)
 def verdict_padding(got, want, x):
     for name in ("list", "tensor"):
         lengths, S = x[name], x[f"S_{name}"]
@@ -174,28 +152,12 @@ def verdict_padding(got, want, x):
         if value.dim() != 4 and value.numel() == lengths.numel() * S:
             raise Failure(MISTAKES["padding-missing-axes"], got=tuple(value.shape))
         mask = _bool_mask(got, name, what, (len(lengths), 1, 1, S))
-        assert_close(
-            mask,
-            want[name],
-            what,
-            [
-                (
-                    MISTAKES["padding-off-by-one"],
-                    lambda n=lengths, S=S: _padding(n, S, "after"),
-                    {},
-                ),
-                (
-                    MISTAKES["padding-off-by-one"],
-                    lambda n=lengths, S=S: _padding(n, S, "from-last"),
-                    {},
-                ),
-                (
-                    MISTAKES["padding-inverted"],
-                    lambda n=lengths, S=S: _padding(n, S, "inverted"),
-                    {},
-                ),
-            ],
-        )
+        mistakes = [
+            (MISTAKES["padding-off-by-one"], "after"),
+            (MISTAKES["padding-off-by-one"], "from-last"),
+            (MISTAKES["padding-inverted"], "inverted"),
+        ]
+        assert_close(mask, want[name], what, variants(_padding, lengths, S, mistakes=mistakes))
 
 
 # --------------------------------------------------------------------------- sliding window
@@ -204,48 +166,24 @@ def verdict_padding(got, want, x):
 SLIDING_WINDOW_MASK = CHECKS.exercise("sliding_window_mask", probe=probe.probe_window)
 
 
-@SLIDING_WINDOW_MASK.check(
-    "window",
-    "sliding_window_mask matches the reference for windows 1, 2, one drawn, L and beyond L",
-    2,
-    inputs=probe.inputs_window,
-)
+@SLIDING_WINDOW_MASK.check("window", inputs=probe.inputs_window)
 def verdict_window(got, want, x):
     L = x["L"]
     for n, w in enumerate(x["windows"]):
         what = f"sliding_window_mask({L}, window={w})"
         mask = _bool_mask(got, f"w{n}", what, (L, L))
-        assert_close(
-            mask,
-            want[f"w{n}"],
-            what,
-            [
-                (MISTAKES["window-off-by-one"], lambda w=w: window_with_mistake(L, w, "wider"), {}),
-                (
-                    MISTAKES["window-off-by-one"],
-                    lambda w=w: window_with_mistake(L, w, "narrower"),
-                    {},
-                ),
-                (
-                    MISTAKES["window-not-causal"],
-                    lambda w=w: window_with_mistake(L, w, "two-sided"),
-                    {},
-                ),
-                (
-                    MISTAKES["window-not-causal"],
-                    lambda w=w: window_with_mistake(L, w, "future"),
-                    {},
-                ),
-            ],
-        )
+        mistakes = [
+            (MISTAKES["window-off-by-one"], "wider"),
+            (MISTAKES["window-off-by-one"], "narrower"),
+            (MISTAKES["window-not-causal"], "two-sided"),
+            (MISTAKES["window-not-causal"], "future"),
+        ]
+        candidates = variants(window_with_mistake, L, w, mistakes=mistakes)
+        assert_close(mask, want[f"w{n}"], what, candidates)
 
 
 @SLIDING_WINDOW_MASK.check(
-    "window-errors",
-    "sliding_window_mask rejects window < 1 with ValueError",
-    1,
-    inputs=probe.inputs_window_errors,
-    probe=probe.probe_window_errors,
+    "window-errors", inputs=probe.inputs_window_errors, probe=probe.probe_window_errors
 )
 @no_reference
 def verdict_window_errors(got, want, x):
@@ -255,11 +193,7 @@ def verdict_window_errors(got, want, x):
 
 
 @SLIDING_WINDOW_MASK.check(
-    "window-device",
-    "sliding_window_mask puts the mask on the device it is given (device='meta')",
-    1,
-    inputs=probe.inputs_device,
-    probe=probe.probe_window_device,
+    "window-device", inputs=probe.inputs_device, probe=probe.probe_window_device
 )
 @no_reference
 def verdict_window_device(got, want, x):

@@ -135,13 +135,7 @@ def _rms_output(got, name, case):
 RMS_NORM = CHECKS.exercise("rms_norm", probe=probe.probe_rms_norm)
 
 
-@RMS_NORM.check(
-    "rms-norm",
-    "rms_norm matches the reference (with and without weight)",
-    2,
-    inputs=probe.inputs_rms_norm,
-    replays=_eps_replays,
-)
+@RMS_NORM.check("rms-norm", inputs=probe.inputs_rms_norm, replays=_eps_replays)
 def verdict_rms_norm(got, want, x):
     """Everything but eps: a result that is right but for where eps goes or which eps is
     used (replayed with the reference) passes here, as the rms-norm-eps check charges it
@@ -160,13 +154,7 @@ def verdict_rms_norm(got, want, x):
         assert_close(y, want[name], _rms_what(case), candidates)
 
 
-@RMS_NORM.check(
-    "rms-norm-eps",
-    "rms_norm puts the given eps inside the square root (tiny mean squares)",
-    1,
-    inputs=probe.inputs_rms_norm_eps,
-    replays=_structure_replays,
-)
+@RMS_NORM.check("rms-norm-eps", inputs=probe.inputs_rms_norm_eps, replays=_structure_replays)
 def verdict_rms_norm_eps(got, want, x):
     """Where eps goes and which eps is used. A result that is right about eps but has a
     mistake the rms-norm check charges (replayed with the reference) passes here (each
@@ -190,13 +178,7 @@ def verdict_rms_norm_eps(got, want, x):
 RMSNORM = CHECKS.exercise("RMSNorm", probe=probe.probe_rms_module)
 
 
-@RMSNORM.check(
-    "rms-norm-module",
-    "RMSNorm matches the reference (its own weight and eps applied)",
-    1,
-    inputs=probe.inputs_rms_module,
-    replays=_rms_norm_replays,
-)
+@RMSNORM.check("rms-norm-module", inputs=probe.inputs_rms_module, replays=_rms_norm_replays)
 def verdict_rms_module(got, want, x):
     """An RMSNorm that returns what the student's own rms_norm(x, weight, eps) returned passes
     when that is one of rms_norm's named mistakes (replayed with the reference): the rms_norm
@@ -284,12 +266,7 @@ def _swiglu_candidates(x, sd):
 SWI_GLU = CHECKS.exercise("SwiGLU", probe=probe.probe_swiglu)
 
 
-@SWI_GLU.check(
-    "swiglu",
-    "SwiGLU matches the reference on (B, T, D) and (T, D) inputs",
-    2,
-    inputs=probe.inputs_swiglu,
-)
+@SWI_GLU.check("swiglu", inputs=probe.inputs_swiglu)
 def verdict_swiglu(got, want, x):
     d_ff, D = x["weights"]["w_gate.weight"].shape
     for key, inp in (("out", "x"), ("out2", "x2")):

@@ -13,7 +13,15 @@ import torch
 from ...core.check import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, no_reference
 from ...core.diagnosis import infer_scale, name_scale
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...core.verdicts import (
+    ModelUnavailable,
+    assert_close,
+    close,
+    linear64,
+    model,
+    tensor,
+    variants,
+)
 from ...trusted import multihead as trusted
 from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from . import probe
@@ -26,13 +34,6 @@ MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint
 # @model functions are left out of the student copy (student_copy.py); where a verdict's
 # decision needs the right computation, it takes the trusted multi-head attention's pieces,
 # which the copy keeps.
-
-
-def _linear(x, state, name):
-    out = x.double() @ state[f"{name}.weight"].double().T
-    if f"{name}.bias" in state:
-        out = out + state[f"{name}.bias"].double()
-    return out
 
 
 @model
@@ -73,13 +74,13 @@ def _heads(x, name):
     query = x["query"]
     key = x.get("key", query)
     inputs = {"w_q": query, "w_k": key, "w_v": x.get("value", key)}[name]
-    return trusted.split_heads(_linear(inputs, x["state"], name), x["H"])
+    return trusted.split_heads(linear64(inputs, x["state"], name), x["H"])
 
 
 def _follows(x, weights):
     """The output that the standard path, w_o(merge(weights @ v)), gives from these weights
     (float64), from the trusted merge_heads."""
-    return _linear(trusted.merge_heads(weights.double() @ _heads(x, "w_v")), x["state"], "w_o")
+    return linear64(trusted.merge_heads(weights.double() @ _heads(x, "w_v")), x["state"], "w_o")
 
 
 def _trusted_mha(x, scale):
@@ -105,11 +106,11 @@ def _mha(x, *, split="ok", merge="ok", scale=None, wo="ok", mask_mode="ok"):
     query = x["query"]
     key = x.get("key", query)
     value = x.get("value", key)
-    v_in = _linear(value, state, "w_v")
+    v_in = linear64(value, state, "w_v")
     if wo == "values":
-        v_in = _linear(v_in, state, "w_o")
-    q = _split(_linear(query, state, "w_q"), H, split)
-    k = _split(_linear(key, state, "w_k"), H, split)
+        v_in = linear64(v_in, state, "w_o")
+    q = _split(linear64(query, state, "w_q"), H, split)
+    k = _split(linear64(key, state, "w_k"), H, split)
     v = _split(v_in, H, split)
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale)
@@ -259,12 +260,7 @@ def _rows_sum_to_one(weights, open_rows=None):
 SPLIT_HEADS = CHECKS.exercise("split_heads", probe=probe.probe_split)
 
 
-@SPLIT_HEADS.check(
-    "split",
-    "split_heads: (B, T, D) -> (B, H, T, d_k), head h owns features h*d_k:(h+1)*d_k",
-    2,
-    inputs=probe.inputs_split,
-)
+@SPLIT_HEADS.check("split", inputs=probe.inputs_split)
 def verdict_split(got, want, x):
     for i, (B, T, D, H) in enumerate(x["cases"]):
         what = f"split_heads(x of shape {(B, T, D)}, {H})"
@@ -273,58 +269,30 @@ def verdict_split(got, want, x):
             raise Failure(MISTAKES["split-view-no-transpose"])
         xi = x[f"x{i}"]
         value = _float(got, f"x{i}", what, (B, H, T, D // H), xi.dtype)
-        assert_close(
-            value,
-            want[f"x{i}"],
-            what,
-            [
-                (
-                    MISTAKES["split-view-no-transpose"],
-                    lambda xi=xi, H=H: _split(xi, H, "no-transpose"),
-                    {},
-                ),
-                (
-                    MISTAKES["split-interleaved"],
-                    lambda xi=xi, H=H: _split(xi, H, "interleaved"),
-                    {},
-                ),
-            ],
-        )
+        mistakes = [
+            (MISTAKES["split-view-no-transpose"], "no-transpose"),
+            (MISTAKES["split-interleaved"], "interleaved"),
+        ]
+        assert_close(value, want[f"x{i}"], what, variants(_split, xi, H, mistakes=mistakes))
 
 
 MERGE_HEADS = CHECKS.exercise("merge_heads", probe=probe.probe_merge)
 
 
-@MERGE_HEADS.check(
-    "merge",
-    "merge_heads matches the reference: (B, H, T, d_k) -> (B, T, H*d_k), the inverse of "
-    "split_heads",
-    2,
-    inputs=probe.inputs_merge,
-)
+@MERGE_HEADS.check("merge", inputs=probe.inputs_merge)
 def verdict_merge(got, want, x):
     for i, (B, H, T, d_k) in enumerate(x["cases"]):
         what = f"merge_heads(x of shape {(B, H, T, d_k)})"
         xi = x[f"x{i}"]
         value = _float(got, f"x{i}", what, (B, T, H * d_k), xi.dtype)
-        assert_close(
-            value,
-            want[f"x{i}"],
-            what,
-            [
-                (MISTAKES["merge-view-no-transpose"], lambda xi=xi: _merge(xi, "no-transpose"), {}),
-                (MISTAKES["merge-interleaved"], lambda xi=xi: _merge(xi, "interleaved"), {}),
-            ],
-        )
+        mistakes = [
+            (MISTAKES["merge-view-no-transpose"], "no-transpose"),
+            (MISTAKES["merge-interleaved"], "interleaved"),
+        ]
+        assert_close(value, want[f"x{i}"], what, variants(_merge, xi, mistakes=mistakes))
 
 
-@SPLIT_HEADS.check(
-    "split-error",
-    "split_heads: D not divisible by H raises ValueError saying so",
-    1,
-    inputs=probe.inputs_split_error,
-    probe=probe.probe_split_error,
-)
+@SPLIT_HEADS.check("split-error", inputs=probe.inputs_split_error, probe=probe.probe_split_error)
 @no_reference
 def verdict_split_error(got, want, x):
     D, H = x["x"].size(-1), x["H"]
@@ -341,39 +309,16 @@ def verdict_split_error(got, want, x):
 MULTI_HEAD_ATTENTION = CHECKS.exercise("MultiHeadAttention", probe=probe.probe_mha)
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "self-attention",
-    "MultiHeadAttention matches the reference (self-attention, weights loaded)",
-    3,
-    inputs=probe.inputs_self,
-)
+@MULTI_HEAD_ATTENTION.check("self-attention", inputs=probe.inputs_self)
 def verdict_mha(got, want, x):
     _compare(got, want, x)
 
 
-MULTI_HEAD_ATTENTION.check(
-    "cross",
-    "matches the reference in cross-attention (L ≠ S), no mask",
-    1,
-    inputs=probe.inputs_cross,
-    verdict=verdict_mha,
-)
-MULTI_HEAD_ATTENTION.check(
-    "mask",
-    "matches the reference with an (L, S) mask broadcast over batch and heads "
-    "(every query keeps a key)",
-    1,
-    inputs=probe.inputs_mask,
-    verdict=verdict_mha,
-)
+MULTI_HEAD_ATTENTION.check("cross", inputs=probe.inputs_cross, verdict=verdict_mha)
+MULTI_HEAD_ATTENTION.check("mask", inputs=probe.inputs_mask, verdict=verdict_mha)
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "blocked-row",
-    "a query whose keys are all blocked gets zero weights in every head, and no NaN",
-    1,
-    inputs=probe.inputs_blocked_row,
-)
+@MULTI_HEAD_ATTENTION.check("blocked-row", inputs=probe.inputs_blocked_row)
 @no_reference
 def verdict_blocked_row(got, want, x):
     """Judged on the student's own run: the blocked row's weights are zero in every head,
@@ -395,22 +340,10 @@ def verdict_blocked_row(got, want, x):
     _rows_sum_to_one(weights, torch.arange(weights.size(-2)) != row)
 
 
-MULTI_HEAD_ATTENTION.check(
-    "padding-mask",
-    "matches the reference with a (B, 1, 1, S) padding mask broadcast over heads and queries",
-    1,
-    inputs=probe.inputs_padding,
-    verdict=verdict_mha,
-)
+MULTI_HEAD_ATTENTION.check("padding-mask", inputs=probe.inputs_padding, verdict=verdict_mha)
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "defaults",
-    "key defaults to query, value to key",
-    1,
-    inputs=probe.inputs_defaults,
-    probe=probe.probe_defaults,
-)
+@MULTI_HEAD_ATTENTION.check("defaults", inputs=probe.inputs_defaults, probe=probe.probe_defaults)
 @no_reference
 def verdict_defaults(got, want, x):
     """Judged on the student's own calls: forward(q) = forward(q, q, q) and forward(q, m) =
@@ -436,12 +369,7 @@ def verdict_defaults(got, want, x):
         raise Failure(MISTAKES["mha-input-ignored"], which="keys and values")
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "scale",
-    "inside each head the scores are scaled by 1/√d_k (d_k = D // H)",
-    2,
-    inputs=probe.inputs_scale,
-)
+@MULTI_HEAD_ATTENTION.check("scale", inputs=probe.inputs_scale)
 def verdict_scale(got, want, x):
     out, weights = _result(got, x)
     failure = _scale_failure(x, weights)
@@ -450,13 +378,7 @@ def verdict_scale(got, want, x):
     _compare(got, want, x, out_too=False)
 
 
-MULTI_HEAD_ATTENTION.check(
-    "bias",
-    "matches the reference with bias=True (the four projections' biases used)",
-    1,
-    inputs=probe.inputs_bias,
-    verdict=verdict_mha,
-)
+MULTI_HEAD_ATTENTION.check("bias", inputs=probe.inputs_bias, verdict=verdict_mha)
 
 # --------------------------------------------------------------------------- the W_O diagnostic
 
@@ -476,13 +398,7 @@ def _feature_text(x, heads):
     return ", ".join(f"{j * d_k}:{(j + 1) * d_k}" for j in heads) or "none"
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "w-o",
-    "W_O mixes the heads (W_O = I keeps them apart, a random W_O mixes them)",
-    2,
-    inputs=probe.inputs_wo,
-    probe=probe.probe_wo,
-)
+@MULTI_HEAD_ATTENTION.check("w-o", inputs=probe.inputs_wo, probe=probe.probe_wo)
 @no_reference
 def verdict_wo(got, want, x):
     """Judged on the student's own runs: which output slices move when one head's queries
@@ -520,12 +436,7 @@ def verdict_wo(got, want, x):
 
 
 @MULTI_HEAD_ATTENTION.check(
-    "vectorised",
-    "no Python loop over heads (matrix products counted for H = 2 and H = 8)",
-    0,
-    inputs=probe.inputs_vector,
-    probe=probe.probe_vector,
-    forgeable=True,
+    "vectorised", inputs=probe.inputs_vector, probe=probe.probe_vector, forgeable=True
 )
 @no_reference
 def verdict_vector(got, want, x):
@@ -554,13 +465,7 @@ def verdict_vector(got, want, x):
 # --------------------------------------------------------------------------- dropout
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "dropout",
-    "dropout acts on the attention weights, in training mode only",
-    2,
-    inputs=probe.inputs_dropout,
-    probe=probe.probe_dropout,
-)
+@MULTI_HEAD_ATTENTION.check("dropout", inputs=probe.inputs_dropout, probe=probe.probe_dropout)
 @no_reference
 def verdict_dropout(got, want, x):
     """Judged on the student's own runs: with dropout=p, eval mode (with and without

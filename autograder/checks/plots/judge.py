@@ -84,12 +84,7 @@ def _one_map(got):
 PLOT_ATTENTION = CHECKS.exercise("plot_attention", probe=probe.probe_attention)
 
 
-@PLOT_ATTENTION.check(
-    "attention",
-    "plot_attention draws the (L, S) weights with query and key labels",
-    1,
-    inputs=probe.inputs_attention,
-)
+@PLOT_ATTENTION.check("attention", inputs=probe.inputs_attention)
 @no_reference
 def verdict_attention(got, want, x):
     what = _one_map(got)
@@ -97,12 +92,7 @@ def verdict_attention(got, want, x):
     _labels(got, what, 0, x["queries"], x["keys"])
 
 
-@PLOT_ATTENTION.check(
-    "attention-colour",
-    "plot_attention uses the 0-1 colour scale, with a colour bar",
-    1,
-    inputs=probe.inputs_attention,
-)
+@PLOT_ATTENTION.check("attention-colour", inputs=probe.inputs_attention)
 @no_reference
 def verdict_attention_colour(got, want, x):
     what = _one_map(got)
@@ -128,12 +118,7 @@ def _layer_candidates(w):
 PLOT_LAYER_MEANS = CHECKS.exercise("plot_layer_means", probe=probe.probe_layers)
 
 
-@PLOT_LAYER_MEANS.check(
-    "layer-means",
-    "plot_layer_means draws one head-averaged map per layer, on the 0-1 colour scale",
-    1,
-    inputs=probe.inputs_layers,
-)
+@PLOT_LAYER_MEANS.check("layer-means", inputs=probe.inputs_layers)
 @no_reference
 def verdict_layers(got, want, x):
     what = "plot_layer_means"
@@ -150,12 +135,7 @@ def verdict_layers(got, want, x):
 PLOT_HEADS = CHECKS.exercise("plot_heads", probe=probe.probe_heads)
 
 
-@PLOT_HEADS.check(
-    "heads",
-    "plot_heads draws every head in a grid, row by row, spare Axes switched off",
-    1,
-    inputs=probe.inputs_heads,
-)
+@PLOT_HEADS.check("heads", inputs=probe.inputs_heads)
 @no_reference
 def verdict_heads(got, want, x):
     """Heads are matched to their grid cells (row, column), read row by row; heatmap Axes
@@ -199,12 +179,7 @@ def verdict_heads(got, want, x):
 PLOT_SQRT_DK = CHECKS.exercise("plot_sqrt_dk", probe=probe.probe_sqrt_dk)
 
 
-@PLOT_SQRT_DK.check(
-    "sqrt-dk",
-    "plot_sqrt_dk draws the four curves on a log-2 d_k axis, with legends",
-    1,
-    inputs=probe.inputs_sqrt_dk,
-)
+@PLOT_SQRT_DK.check("sqrt-dk", inputs=probe.inputs_sqrt_dk)
 @no_reference
 def verdict_sqrt_dk(got, want, x):
     _start(got, "plot_sqrt_dk")

@@ -180,24 +180,13 @@ def _compare_table(got, want, key, max_len, D, first):
 SINUSOIDAL_ENCODING = CHECKS.exercise("sinusoidal_encoding", probe=probe.probe_table)
 
 
-@SINUSOIDAL_ENCODING.check(
-    "encoding",
-    "sinusoidal_encoding matches the reference (even D)",
-    2,
-    inputs=probe.inputs_even,
-    replays=_replays_even,
-)
+@SINUSOIDAL_ENCODING.check("encoding", inputs=probe.inputs_even, replays=_replays_even)
 def verdict_even(got, want, x):
     _compare_table(got, want, "pe", x["max_len"], x["d_model"], first=True)
 
 
 @SINUSOIDAL_ENCODING.check(
-    "odd-d",
-    "sinusoidal_encoding matches the reference for odd D (and D = 1)",
-    1,
-    inputs=probe.inputs_odd,
-    probe=probe.probe_odd,
-    replays=_replays_odd,
+    "odd-d", inputs=probe.inputs_odd, probe=probe.probe_odd, replays=_replays_odd
 )
 def verdict_odd(got, want, x):
     for name, case in x.items():
@@ -205,12 +194,7 @@ def verdict_odd(got, want, x):
 
 
 @SINUSOIDAL_ENCODING.check(
-    "closed-form",
-    "sinusoidal_encoding at far positions (up to max_len - 1 ≈ 5000) against the exact formula",
-    1,
-    inputs=probe.inputs_far,
-    probe=probe.probe_far,
-    replays=_replays_far,
+    "closed-form", inputs=probe.inputs_far, probe=probe.probe_far, replays=_replays_far
 )
 def verdict_far(got, want, x):
     max_len, D, positions = x["max_len"], x["d_model"], x["positions"]
@@ -224,12 +208,7 @@ def verdict_far(got, want, x):
     assert_table(rows, exact, positions, what, _named(positions, D, False), 1.0, charged)
 
 
-@SINUSOIDAL_ENCODING.check(
-    "relative",
-    "PE(p + k) is a fixed rotation of PE(p) in every (sin, cos) pair, for every p",
-    1,
-    inputs=probe.inputs_relative,
-)
+@SINUSOIDAL_ENCODING.check("relative", inputs=probe.inputs_relative)
 @no_reference
 def verdict_relative(got, want, x):
     """The property alone, on the student's own table: each pair (columns 2i, 2i + 1) is a
@@ -279,12 +258,7 @@ def _fail_pair(pe, n, D, pair, why):
 POSITIONAL_ENCODING = CHECKS.exercise("PositionalEncoding", probe=probe.probe_buffer)
 
 
-@POSITIONAL_ENCODING.check(
-    "buffer",
-    "pe is a buffer of shape (1, max_len, D) holding the table: in the state_dict, not a parameter",
-    2,
-    inputs=probe.inputs_buffer,
-)
+@POSITIONAL_ENCODING.check("buffer", inputs=probe.inputs_buffer)
 def verdict_buffer(got, want, x):
     """Judged from returned outputs that need the real module to produce: a training step
     leaves forward unchanged (nothing trainable), and a state_dict holding a random pe, loaded
@@ -340,13 +314,7 @@ def close_enough(a, b):
     return bool(torch.allclose(a.double(), b, **tolerance(torch.float32)))
 
 
-@POSITIONAL_ENCODING.check(
-    "forward",
-    "forward adds the first T positions of pe to every sequence of the batch",
-    2,
-    inputs=probe.inputs_forward,
-    probe=probe.probe_forward,
-)
+@POSITIONAL_ENCODING.check("forward", inputs=probe.inputs_forward, probe=probe.probe_forward)
 @no_reference
 def verdict_forward(got, want, x):
     for name, value in x["x"].items():
@@ -357,11 +325,7 @@ def verdict_forward(got, want, x):
 
 
 @POSITIONAL_ENCODING.check(
-    "dropout-eval",
-    "dropout does nothing in eval mode: deterministic, equal to dropout=0",
-    1,
-    inputs=probe.inputs_dropout,
-    probe=probe.probe_dropout_eval,
+    "dropout-eval", inputs=probe.inputs_dropout, probe=probe.probe_dropout_eval
 )
 @no_reference
 def verdict_dropout_eval(got, want, x):
@@ -379,11 +343,7 @@ def verdict_dropout_eval(got, want, x):
 
 
 @POSITIONAL_ENCODING.check(
-    "dropout-train",
-    "in training mode dropout acts on x + PE: each value 0 or (x + PE) / (1 - p), p of them 0",
-    1,
-    inputs=probe.inputs_dropout,
-    probe=probe.probe_dropout_train,
+    "dropout-train", inputs=probe.inputs_dropout, probe=probe.probe_dropout_train
 )
 @no_reference
 def verdict_dropout_train(got, want, x):
@@ -401,13 +361,7 @@ def verdict_dropout_train(got, want, x):
     raise Failure(MISTAKES["pe-dropout-misplaced"], why=detail)
 
 
-@POSITIONAL_ENCODING.check(
-    "too-long",
-    "T > max_len raises ValueError giving T and max_len",
-    1,
-    inputs=probe.inputs_too_long,
-    probe=probe.probe_too_long,
-)
+@POSITIONAL_ENCODING.check("too-long", inputs=probe.inputs_too_long, probe=probe.probe_too_long)
 @no_reference
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]

@@ -112,25 +112,18 @@ def _candidates(case):
     ]
     if base != 10000.0:
         found.append(("base-10000", MISTAKES["rope-base-ignored"], m(base=10000.0), {"base": base}))
-    how = "every row is turned by θ_i, as if at position 1: the positions were never multiplied in"
-    found.append(
-        (
-            "at-one",
-            MISTAKES["rope-positions-ignored"],
-            m(positions=torch.ones(T)),
-            {"shown": shown, "how": how},
+    ignored = {
+        "at-one": (
+            torch.ones(T),
+            "every row is turned by θ_i, as if at position 1: the positions were never "
+            "multiplied in",
         )
-    )
+    }
     if not torch.equal(positions, torch.arange(T)):
-        how = "you rotated the rows by 0, 1, ..., T-1"
-        found.append(
-            (
-                "at-rows",
-                MISTAKES["rope-positions-ignored"],
-                m(positions=torch.arange(T)),
-                {"shown": shown, "how": how},
-            )
-        )
+        ignored["at-rows"] = (torch.arange(T), "you rotated the rows by 0, 1, ..., T-1")
+    for label, (used, how) in ignored.items():
+        details = {"shown": shown, "how": how}
+        found.append((label, MISTAKES["rope-positions-ignored"], m(positions=used), details))
     return found
 
 
@@ -232,12 +225,7 @@ _EVERYWHERE = (
 APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
 
 
-@APPLY_ROTARY.check(
-    "reference",
-    "apply_rotary matches the reference, pairs (i, i + d/2), on (B, H, T, d) and (T, d)",
-    3,
-    inputs=probe.inputs_reference,
-)
+@APPLY_ROTARY.check("reference", inputs=probe.inputs_reference)
 def verdict_reference(got, want, x):
     _every_case(got, want, x, named=_EVERYWHERE)
 
@@ -249,34 +237,23 @@ def _every_case(got, want, x, *, named, charged=()):
         _rotation(got, name, case, _what(case), want, named=named, charged=charged)
 
 
-@APPLY_ROTARY.check(
-    "positions",
-    "apply_rotary uses the positions passed: a cache's p0 .. p0 + T - 1, or any order",
-    2,
-    inputs=probe.inputs_positions,
-    replays=_exempt_replays((MISTAKES["rope-positions-ignored"],), _EVERYWHERE),
-)
-def verdict_positions(got, want, x):
-    _every_case(got, want, x, named=(MISTAKES["rope-positions-ignored"],), charged=_EVERYWHERE)
+def _uses_what_is_passed(slug, inputs, ignored):
+    """A check that apply_rotary uses an argument it is passed: every case as the reference,
+    with the mistake of ignoring the argument named and the others charged elsewhere."""
+
+    def verdict(got, want, x):
+        _every_case(got, want, x, named=(ignored,), charged=_EVERYWHERE)
+
+    replays = _exempt_replays((ignored,), _EVERYWHERE)
+    APPLY_ROTARY.check(slug, inputs=inputs, replays=replays, verdict=verdict)
+
+
+_uses_what_is_passed("positions", probe.inputs_positions, MISTAKES["rope-positions-ignored"])
+_uses_what_is_passed("base", probe.inputs_base, MISTAKES["rope-base-ignored"])
 
 
 @APPLY_ROTARY.check(
-    "base",
-    "apply_rotary uses the base passed (θ_i = base^(-2i/d), base ≠ 10000)",
-    1,
-    inputs=probe.inputs_base,
-    replays=_exempt_replays((MISTAKES["rope-base-ignored"],), _EVERYWHERE),
-)
-def verdict_base(got, want, x):
-    _every_case(got, want, x, named=(MISTAKES["rope-base-ignored"],), charged=_EVERYWHERE)
-
-
-@APPLY_ROTARY.check(
-    "closed-form",
-    "apply_rotary at far positions (up to 8191) against the float64 closed form",
-    1,
-    inputs=probe.inputs_far,
-    replays=_exempt_replays((), _EVERYWHERE, exact=("far",)),
+    "closed-form", inputs=probe.inputs_far, replays=_exempt_replays((), _EVERYWHERE, exact=("far",))
 )
 def verdict_far(got, want, x):
     """Against the exact formula (replayed with the reference), not the reference: |error| ≤
@@ -297,11 +274,7 @@ def verdict_far(got, want, x):
 
 
 @APPLY_ROTARY.check(
-    "float64",
-    "apply_rotary keeps float64 (float64 in, float64 out)",
-    1,
-    inputs=probe.inputs_float64,
-    replays=_exempt_replays((), _EVERYWHERE),
+    "float64", inputs=probe.inputs_float64, replays=_exempt_replays((), _EVERYWHERE)
 )
 def verdict_float64(got, want, x):
     """The dtype is what this check grades; the values are held to the float32 allowance,
@@ -318,13 +291,13 @@ def _rows(got, key, shape, what):
     return value
 
 
-@APPLY_ROTARY.check(
-    "relative",
-    "q·k after rotation depends only on the offset between the positions",
-    2,
-    inputs=probe.inputs_relative,
-    probe=probe.probe_relative,
-)
+def _first_change(bad, before, after):
+    """Where the scores changed first (the first True of `bad`): i, j and both scores."""
+    i, j = (int(v) for v in bad.nonzero()[0])
+    return {"i": i, "j": j, "before": float(before[i, j]), "after": float(after[i, j])}
+
+
+@APPLY_ROTARY.check("relative", inputs=probe.inputs_relative, probe=probe.probe_relative)
 @no_reference
 def verdict_relative(got, want, x):
     """Judged on the student's own runs, whatever pair convention they chose: every rotated
@@ -360,38 +333,18 @@ def verdict_relative(got, want, x):
     for scores in (s1, s2):
         bad = same & ((scores - plain).abs() > allowed)
         if bad.any():
-            i, j = (int(v) for v in bad.nonzero()[0])
-            raise Failure(
-                MISTAKES["rope-offset-zero-changed"],
-                i=i,
-                j=j,
-                before=float(plain[i, j]),
-                after=float(scores[i, j]),
-            )
+            raise Failure(MISTAKES["rope-offset-zero-changed"], **_first_change(bad, plain, scores))
     bad = (s1 - s2).abs() > allowed
     if bad.any():
-        i, j = (int(v) for v in bad.nonzero()[0])
-        raise Failure(
-            MISTAKES["rope-not-relative"],
-            shift=shift,
-            i=i,
-            j=j,
-            offset=int(offsets[i, j]),
-            before=float(s1[i, j]),
-            after=float(s2[i, j]),
-        )
+        where = _first_change(bad, s1, s2)
+        offset = int(offsets[where["i"], where["j"]])
+        raise Failure(MISTAKES["rope-not-relative"], shift=shift, offset=offset, **where)
     moved = ~same & ((s1 - plain).abs() > 10 * allowed)
     if not moved.any():
         raise Failure(MISTAKES["rope-no-rotation"])
 
 
-@APPLY_ROTARY.check(
-    "odd-width",
-    "apply_rotary rejects an odd head width with a ValueError that gives d",
-    1,
-    inputs=probe.inputs_odd,
-    probe=probe.probe_odd,
-)
+@APPLY_ROTARY.check("odd-width", inputs=probe.inputs_odd, probe=probe.probe_odd)
 @no_reference
 def verdict_odd(got, want, x):
     d = x["x"].size(-1)
@@ -433,13 +386,7 @@ def _rotated_replays(x):
 ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attention)
 
 
-@ROTARY_ATTENTION.check(
-    "attention",
-    "rotary_attention rotates q and k (not v) and attends, with a causal mask",
-    2,
-    inputs=probe.inputs_attention,
-    replays=_rotated_replays,
-)
+@ROTARY_ATTENTION.check("attention", inputs=probe.inputs_attention, replays=_rotated_replays)
 def verdict_attention(got, want, x):
     """Judged against attention over the student's own apply_rotary (so a mistake there is
     not charged again), or over the reference's rotation (replayed with the reference) when
@@ -479,11 +426,7 @@ def verdict_attention(got, want, x):
 
 
 @ROTARY_ATTENTION.check(
-    "attention-shift",
-    "rotary_attention is unchanged when every position is shifted by the same amount",
-    1,
-    inputs=probe.inputs_attention,
-    probe=probe.probe_attention_shift,
+    "attention-shift", inputs=probe.inputs_attention, probe=probe.probe_attention_shift
 )
 def verdict_attention_shift(got, want, x):
     """The student's own two runs: each is attention (causal weights, rows summing to 1,
