@@ -3,17 +3,8 @@ submitted/, with a report (channels/nbgrader/collect.py)."""
 
 from __future__ import annotations
 
-import argparse
-
 from . import nbgrader_course
 
-
-def register(verbs) -> None:
-    p = nbgrader_course.add_verb(
-        verbs, "collect", "downloaded/<assignment>/archive/ -> submitted/, with a report", run
-    )
-    p.add_argument("--assignment", action="append", help="only these assignments")
-
-
-def run(args: argparse.Namespace) -> int:
-    return nbgrader_course.call(args, lambda course, root: course.collect(root, args.assignment))
+register, run = nbgrader_course.per_assignment(
+    "collect", "downloaded/<assignment>/archive/ -> submitted/, with a report"
+)

@@ -48,3 +48,19 @@ def call(args: argparse.Namespace, action: Callable[[ModuleType, Path], object])
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
     return 0
+
+
+def per_assignment(
+    verb: str, text: str
+) -> tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]:
+    """(register, run) of a course verb that is one call, course.<verb>(root, the
+    --assignment list): release, collect, feedback."""
+
+    def run(args: argparse.Namespace) -> int:
+        return call(args, lambda course, root: getattr(course, verb)(root, args.assignment))
+
+    def register(verbs: Any) -> None:
+        p = add_verb(verbs, verb, text, run)
+        p.add_argument("--assignment", action="append", help="only these assignments")
+
+    return register, run

@@ -20,18 +20,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ...core import verdicts
 from ...core.check import NO_EVIDENCE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_causal,
-    assert_close,
-    assert_evidence,
-    close,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..gqa.judge import kv_map
 from . import probe
@@ -349,11 +342,11 @@ def verdict_shapes(got, want, x):
         )
     what = "The logits of MiniLlama (the grader's weights)"
     logits = _logits(got, x)
-    assert_evidence(logits, f"{what} for one token")
+    verdicts.assert_evidence(logits, f"{what} for one token")
     if not close(logits, _logits(got, x, "again")):
         how = N_("change from one call to the next on the same token and the same weights")
         raise Failure(NO_EVIDENCE, what=f"{what} for one token", how=how)
-    assert_evidence(_logits(got, x, "logits2", "idx2"), f"{what} for T > max_len")
+    verdicts.assert_evidence(_logits(got, x, "logits2", "idx2"), f"{what} for T > max_len")
 
 
 @MINI_LLAMA_FORWARD.check("kv-heads", inputs=probe.inputs_kv_heads, probe=probe.probe_kv_heads)

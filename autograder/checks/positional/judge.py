@@ -7,17 +7,11 @@ import re
 
 import torch
 
+from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_close,
-    assert_evidence,
-    dropout_finding,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("positional")
@@ -333,7 +327,7 @@ def verdict_dropout_eval(got, want, x):
     what = f"PositionalEncoding({x['d_model']}, max_len={x['max_len']}, dropout=0.5) in eval mode"
     _forward_failure(got, "out", what)
     out = tensor(got, "out", what, shape=shape, dtype=torch.float32)
-    assert_evidence(out, f"The output of {what}", [x["x"]["x"]])
+    verdicts.assert_evidence(out, f"The output of {what}", [x["x"]["x"]])
     out2 = tensor(got, "out2", what, shape=shape, dtype=torch.float32)
     if not torch.equal(out, out2):
         raise Failure(MISTAKES["pe-dropout-in-eval"])
