@@ -3,8 +3,15 @@ feedback/; channels/nbgrader/course.py)."""
 
 from __future__ import annotations
 
+import argparse
+
 from . import nbgrader_course
 
-register, run = nbgrader_course.per_assignment(
-    "feedback", "nbgrader generate_feedback (HTML, in feedback/)"
+
+def run(args: argparse.Namespace) -> int:
+    return nbgrader_course.per_assignment(args, "feedback")
+
+
+register = nbgrader_course.per_assignment_parser(
+    "feedback", "nbgrader generate_feedback (HTML, in feedback/)", run
 )

@@ -50,17 +50,19 @@ def call(args: argparse.Namespace, action: Callable[[ModuleType, Path], object])
     return 0
 
 
-def per_assignment(
-    verb: str, text: str
-) -> tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]:
-    """(register, run) of a course verb that is one call, course.<verb>(root, the
-    --assignment list): release, collect, feedback."""
+def per_assignment(args: argparse.Namespace, verb: str) -> int:
+    """A course verb that is one call: course.<verb>(root, the --assignment list) (release,
+    collect, feedback)."""
+    return call(args, lambda course, root: getattr(course, verb)(root, args.assignment))
 
-    def run(args: argparse.Namespace) -> int:
-        return call(args, lambda course, root: getattr(course, verb)(root, args.assignment))
+
+def per_assignment_parser(
+    verb: str, text: str, run: Callable[[argparse.Namespace], int]
+) -> Callable[[Any], None]:
+    """The register(verbs) of such a verb: --root and --assignment."""
 
     def register(verbs: Any) -> None:
         p = add_verb(verbs, verb, text, run)
         p.add_argument("--assignment", action="append", help="only these assignments")
 
-    return register, run
+    return register
