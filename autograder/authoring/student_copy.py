@@ -166,6 +166,7 @@ SHIPS = (
 STAYS = (
     "solutions/**",
     "tests/kit/**",
+    "tests/data/**",  # the kit tests' data (PrairieLearn's published schemas)
     "course/**",
     "tools/**",
     "bench/**",

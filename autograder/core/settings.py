@@ -73,6 +73,9 @@ HIDDEN_VAR = ENV["hidden"]
 HIDDEN_SEED_VAR = ENV["hidden_seed"]
 HINT_STATE_VAR = ENV["hint_state"]
 KIT_ROOT_VAR = "ATTENTION_LAB_ROOT"  # read by the notebooks' setup cell only (course.SETUP)
+# Not a setting: `make autograde` tells nbgrader's kernels each cell's CPU seconds through it
+# (read by the kernel's startup file only: channels/nbgrader/course.CELL_CPU_LIMIT).
+CELL_CPU_VAR = "ATTENTION_LAB_CELL_CPU_SECONDS"
 
 # course.toml's [limits] keys -> fields (course_config.py validates the section)
 COURSE_TOML: dict[str, str] = {

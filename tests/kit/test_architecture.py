@@ -216,6 +216,13 @@ LAZY = {
         "the instructor's set: module_source, the one extractor, also runs in Gradescope's "
         "and PrairieLearn's images (the student set)"
     ),
+    ("autograder/channels/nbgrader/collect.py", "nbgrader.api"): (
+        "only a course with a gradebook reads its students as the roster"
+    ),
+    ("autograder/channels/nbgrader/collect.py", "autograder.channels.nbgrader.autograde"): (
+        "autograde imports the sandbox and torch; make collect needs neither, only COURSE_ID "
+        "where a gradebook is read"
+    ),
     ("autograder/channels/nbgrader/autograde.py", "nbformat"): (
         "the instructor's set: module_source also runs in the student set's images"
     ),

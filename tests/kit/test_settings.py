@@ -172,7 +172,8 @@ def test_every_variable_the_kit_mentions_is_resolved_or_listed():
     """Each ATTENTION_LAB_* name in the package (code, scripts, docs in it) is a Settings
     variable, or one of the few read on the far side of a process boundary by something that
     cannot import the kit yet (settings.py's docstring lists them)."""
-    elsewhere = {settings.KIT_ROOT_VAR, "ATTENTION_LAB_PYTHON", "ATTENTION_LAB_VENV"}
+    elsewhere = {settings.KIT_ROOT_VAR, settings.CELL_CPU_VAR}
+    elsewhere |= {"ATTENTION_LAB_PYTHON", "ATTENTION_LAB_VENV"}
     mentioned = set()
     for path in PACKAGE.rglob("*"):
         if path.is_file() and path.suffix in ("", ".py", ".sh") and "/locale/" not in str(path):

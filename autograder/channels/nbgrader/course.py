@@ -56,7 +56,7 @@ from ...core import course_config, registry
 from ...core.check import Check
 from ...core.paths import COURSE_TEXT as TEXT
 from ...core.paths import ROOT, SOLUTIONS
-from ...core.settings import HIDDEN_SEED_VAR, HIDDEN_VAR, KIT_ROOT_VAR, Settings
+from ...core.settings import CELL_CPU_VAR, HIDDEN_SEED_VAR, HIDDEN_VAR, KIT_ROOT_VAR, Settings
 from ...feedback.unicode_math import markdown as unicode_math_markdown
 from ...run.limits import TimeLimits
 from ...run.submission import trusted_modules
@@ -174,7 +174,6 @@ c.IgnorePattern.pattern = r"\\w+Warning: "
 # per-check limit): an IPython startup file, in a profile of its own, sets RLIMIT_CPU's soft
 # limit before each cell and turns the SIGXCPU into an error of that cell, so an endless loop
 # costs seconds, not nbgrader's cell timeout. The kernel's outcome is no grade (autograde.py).
-CELL_CPU_VAR = "ATTENTION_LAB_CELL_CPU_SECONDS"
 CELL_CPU_LIMIT = """\
 # Attention Lab, make autograde: a cell may use so many CPU seconds (course.py, CELL_CPU_LIMIT).
 def _attention_lab_cell_cpu_limit():
