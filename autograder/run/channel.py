@@ -53,17 +53,12 @@ def probe_all(
     run: Callable[[Any, Any], Any],
     send: Send,
     *,
-    before: Callable[[Any], bool] | None = None,
     after: Callable[[], None] | None = None,
 ) -> None:
     """The child's loop: run each check (`run(check, its inputs)`: probing.Attempts, never
-    raises for what student code does) and send its outcome. `before(check)` False stops the
-    loop before that check (the sandbox's next module, in a process no longer clean: the
-    runner grades the rest in a fresh one); `after()` runs after each probe, before its
-    outcome (the worker marks the end of the check's prints)."""
+    raises for what student code does) and send its outcome. `after()` runs after each probe,
+    before its outcome (the worker marks the end of the check's prints)."""
     for check in checks:
-        if before is not None and not before(check):
-            break
         send({"type": "start", "check": check.id})
         got = run(check, inputs[check.id])
         if after is not None:

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from .. import gradescope
-from .options import add_platform_verbs, modules_of, platform_root
+from .options import add_platform_verbs, modules_of, run_on_platform
 
 
 def register(verbs) -> None:
@@ -32,7 +32,4 @@ def build(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """`gradescope-run`: grade inside the platform, under the run's settings."""
-    settings = platform_root(args, "Gradescope", "gradescope_root")
-    if settings is None:
-        return 2
-    return gradescope.run(settings.gradescope_root, settings)
+    return run_on_platform(args, "Gradescope", "gradescope_root", gradescope.run)

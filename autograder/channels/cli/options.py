@@ -74,3 +74,12 @@ def platform_root(args: argparse.Namespace, title: str, root_field: str) -> Sett
         print(f"error: the {title} root {str(root)!r} is not a folder", file=sys.stderr)
         return None
     return settings
+
+
+def run_on_platform(
+    args: argparse.Namespace, title: str, root_field: str, grade: Callable[[Path, Settings], int]
+) -> int:
+    """A platform's run verb: `grade(root, settings)` under platform_root's settings; 2 when
+    the root is not a folder."""
+    settings = platform_root(args, title, root_field)
+    return 2 if settings is None else grade(getattr(settings, root_field), settings)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from .. import prairielearn
-from .options import add_platform_verbs, modules_of, platform_root
+from .options import add_platform_verbs, modules_of, run_on_platform
 
 
 def register(verbs) -> None:
@@ -58,7 +58,4 @@ def build(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """`prairielearn-run`: grade inside the platform, under the run's settings."""
-    settings = platform_root(args, "PrairieLearn", "prairielearn_root")
-    if settings is None:
-        return 2
-    return prairielearn.run(settings.prairielearn_root, settings)
+    return run_on_platform(args, "PrairieLearn", "prairielearn_root", prairielearn.run)
