@@ -193,7 +193,27 @@ def _warm_matplotlib() -> None:
     fig.canvas.draw()
 
 
-WARM_UPS: dict[str, Callable[[], None]] = {"meta": _warm_meta, "matplotlib": _warm_matplotlib}
+@cache
+def _warm_optim() -> None:
+    """An optimizer's first step imports torch._dynamo lazily (about 800 modules, sympy among
+    them: ~1.5 CPU-s), in every forked process that has not: a probe's or a student's
+    training loop paid it once per check's worker, mutant and submission."""
+    weight = torch.nn.Parameter(torch.zeros(2))
+    for optimizer in (
+        torch.optim.SGD([weight], lr=0.1),
+        torch.optim.Adam([weight]),
+        torch.optim.AdamW([weight]),
+    ):
+        weight.grad = torch.ones(2)
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+WARM_UPS: dict[str, Callable[[], None]] = {
+    "meta": _warm_meta,
+    "matplotlib": _warm_matplotlib,
+    "optim": _warm_optim,
+}
 
 
 def warm_ups_of(checks: Iterable[Check | ProbeSpec]) -> list[str]:

@@ -31,7 +31,7 @@ import torch
 from ..core import model_replays
 from ..core.check import Check, Result, Status
 from . import channel, limits, policy
-from .limits import Stopwatch, TimeLimits, warm_up
+from .limits import Stopwatch, TimeLimits, warm_up, warm_ups_of
 from .policy import STALLED, Stuck
 from .probing import Attempts, make_inputs
 from .sandbox import wire
@@ -71,8 +71,8 @@ def _work(
     `guards`: the functions of the module that did not finish in an earlier worker."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
-        # What only this module needs (the meta device's kernels, matplotlib), before any
-        # student code and outside every check's CPU seconds; the parent warmed the rest.
+        # Before any student code and outside every check's CPU seconds; the parent (Pool)
+        # paid these already, and a parent that forks this function another way pays here.
         limits.warm_up(*limits.warm_ups_of(probes))
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         model_replays.seal()  # student code here: the copy's models answer verdicts only
@@ -397,7 +397,10 @@ class Pool:
         self.live: list[_Job] = []
         self.done: dict[str, dict[str, Probed]] = {}
         self.sel = selectors.DefaultSelector()
-        warm_up()
+        # torch's lazy first uses, and those the modules declare (the meta device, matplotlib,
+        # an optimizer's step), once in this process: each module's worker inherits them, and
+        # a process that grades again (the kit's tests, the tools) pays them once, not per fork.
+        warm_up(*warm_ups_of(c for checks in self.waiting.values() for c in checks))
 
     def result(self, module: str, checks: list[Check] | None = None) -> dict[str, Probed]:
         """{check id: Probed} for `module` (its checks as given at the start, or `checks`)."""
