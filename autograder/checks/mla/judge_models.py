@@ -102,12 +102,16 @@ def _absorb64(cfg, state, how):
     d_c, d_c_q = cfg["d_c"], cfg["d_c_q"]
     w_uq = state["w_uq.weight"].double().view(H, d_head, d_c_q)
     w_uk = state["w_uk.weight"].double()
-    w_uk = w_uk.reshape(H, d_c, d_head).transpose(1, 2) if "uk-view" in how else w_uk.view(
-        H, d_head, d_c
+    w_uk = (
+        w_uk.reshape(H, d_c, d_head).transpose(1, 2)
+        if "uk-view" in how
+        else w_uk.view(H, d_head, d_c)
     )
     w_uv = state["w_uv.weight"].double()
-    w_uv = w_uv.reshape(H, d_c, d_head).transpose(1, 2) if "uv-view" in how else w_uv.view(
-        H, d_head, d_c
+    w_uv = (
+        w_uv.reshape(H, d_c, d_head).transpose(1, 2)
+        if "uv-view" in how
+        else w_uv.view(H, d_head, d_c)
     )
     w_o = state["w_o.weight"].double()
     w_o = w_o.reshape(H, d_head, D) if "o-view" in how else w_o.view(D, H, d_head).permute(1, 2, 0)
@@ -141,7 +145,7 @@ def _step(x, cfg, state, c_kv, k_rope, w_q, w_o, how):
     if "rope-at-read" in how:  # cached unrotated, every key rotated when it is read
         k_all = _rope(k_all, torch.arange(k_all.size(1)), cfg["base"])
     if "own-weights" in how or w_q is None:
-        w_q, w_o = _absorb64(cfg, state, ())
+        w_q, w_o = _absorb64(cfg, state, how)
     q_lat = torch.einsum("btq,hqc->bhtc", c_q, w_q.double())
     scores = q_lat @ c_all[:, None].transpose(-2, -1) + q_rope @ k_all[:, None].transpose(-2, -1)
     width = {"scale-latent": cfg["d_c"] + cfg["d_rope"], "scale-nope": cfg["d_head"]}
@@ -162,7 +166,8 @@ def step(x, cfg, state, c_kv, k_rope, w_q, w_o, how=()):
     no-kv-norm, scale-latent (1/sqrt(d_c + d_rope)), scale-nope, restart (positions from 0),
     mask-not-offset ((T, S) triangle from 0), cache-before-norm (the cache holds the latent
     before its norm, normed when read), rope-at-read (the cache holds k_rope unrotated, all
-    rotated when read), own-weights (the absorbed matrices given are ignored)."""
+    rotated when read), own-weights (the absorbed matrices given are ignored); without
+    matrices given, absorb's mistakes (uk-view, uv-view, o-view) too."""
     out, c, k = _step(x, cfg, state, c_kv, k_rope, w_q, w_o, how)
     return out.float(), c.float(), k.float()
 
