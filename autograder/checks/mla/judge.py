@@ -38,11 +38,11 @@ def _lazy(fn, *args, pick=None):
 FORWARD = CHECKS.exercise("forward", probe=probe.probe_forward)
 
 NAIVE_MISTAKES = (
-    ("mla-no-q-norm", ("no-q-norm",)),
-    ("mla-no-kv-norm", ("no-kv-norm",)),
-    ("mla-scale-nope-only", ("scale-nope",)),
-    ("mla-rope-whole-head", ("rope-whole-head",)),
-    ("mla-not-causal", ("no-mask",)),
+    (MISTAKES["mla-no-q-norm"], ("no-q-norm",)),
+    (MISTAKES["mla-no-kv-norm"], ("no-kv-norm",)),
+    (MISTAKES["mla-scale-nope-only"], ("scale-nope",)),
+    (MISTAKES["mla-rope-whole-head"], ("rope-whole-head",)),
+    (MISTAKES["mla-not-causal"], ("no-mask",)),
 )
 
 
@@ -51,8 +51,7 @@ def verdict_forward(got, want, x):
     what = f"MultiHeadLatentAttention on {x['x'].size(1)} tokens"
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32)
     candidates = [
-        (MISTAKES[m], _lazy(models.naive, x["x"], _cfg(x), x["state"], how), {})
-        for m, how in NAIVE_MISTAKES
+        (m, _lazy(models.naive, x["x"], _cfg(x), x["state"], how), {}) for m, how in NAIVE_MISTAKES
     ]
     assert_close(out, want["out"], what, candidates)
 
@@ -114,16 +113,15 @@ ABSORBED_WEIGHTS = CHECKS.exercise("absorbed_weights", probe=probe.probe_absorbe
 def verdict_absorbed_weights(got, want, x):
     H, D, d_c, d_c_q = x["H"], x["D"], x["d_c"], x["d_c_q"]
     mistakes = (
-        ("mla-absorb-uk-view", ("uk-view",)),
-        ("mla-absorb-uv-view", ("uv-view",)),
-        ("mla-absorb-o-view", ("o-view",)),
+        (MISTAKES["mla-absorb-uk-view"], ("uk-view",)),
+        (MISTAKES["mla-absorb-uv-view"], ("uv-view",)),
+        (MISTAKES["mla-absorb-o-view"], ("o-view",)),
     )
     for i, (key, shape) in enumerate((("w_q", (H, d_c_q, d_c)), ("w_o", (H, d_c, D)))):
         what = f"absorbed_weights()'s {'first' if i == 0 else 'second'} matrix ({key}_absorbed)"
         value = tensor(got, key, what, shape=shape, dtype=torch.float32)
         candidates = [
-            (MISTAKES[m], _lazy(models.absorb, _cfg(x), x["state"], how, pick=i), {})
-            for m, how in mistakes
+            (m, _lazy(models.absorb, _cfg(x), x["state"], how, pick=i), {}) for m, how in mistakes
         ]
         assert_close(value, want[key], what, candidates)
 
@@ -133,15 +131,15 @@ def verdict_absorbed_weights(got, want, x):
 FORWARD_ABSORBED = CHECKS.exercise("forward_absorbed", probe=probe.probe_given_cache)
 
 STEP_MISTAKES = (
-    ("mla-absorbed-ignored", ("own-weights",)),
-    ("mla-absorbed-scale-latent", ("scale-latent",)),
-    ("mla-scale-nope-only", ("scale-nope",)),
-    ("mla-positions-restart", ("restart",)),
-    ("mla-mask-not-offset", ("mask-not-offset",)),
-    ("mla-no-q-norm", ("no-q-norm",)),
-    ("mla-no-kv-norm", ("no-kv-norm",)),
-    ("mla-cache-before-norm", ("cache-before-norm",)),
-    ("mla-cache-rope-at-read", ("rope-at-read",)),
+    (MISTAKES["mla-absorbed-ignored"], ("own-weights",)),
+    (MISTAKES["mla-absorbed-scale-latent"], ("scale-latent",)),
+    (MISTAKES["mla-scale-nope-only"], ("scale-nope",)),
+    (MISTAKES["mla-positions-restart"], ("restart",)),
+    (MISTAKES["mla-mask-not-offset"], ("mask-not-offset",)),
+    (MISTAKES["mla-no-q-norm"], ("no-q-norm",)),
+    (MISTAKES["mla-no-kv-norm"], ("no-kv-norm",)),
+    (MISTAKES["mla-cache-before-norm"], ("cache-before-norm",)),
+    (MISTAKES["mla-cache-rope-at-read"], ("rope-at-read",)),
 )
 # The mistakes of absorbed_weights, charged by its own check: forward_absorbed is not charged
 # for them again (it calls absorbed_weights when it is given no matrices).
@@ -168,16 +166,14 @@ def verdict_given_cache(got, want, x):
         _failed(got, what)
         out = tensor(got, f"{i}/out", what, shape=s["x"].shape, dtype=torch.float32)
         args = (s["x"], cfg, x["state"], s["c_kv"], s["k_rope"], s["w_q"], s["w_o"])
-        candidates = [
-            (MISTAKES[m], _lazy(models.step, *args, how, pick=0), {}) for m, how in STEP_MISTAKES
-        ]
+        candidates = [(m, _lazy(models.step, *args, how, pick=0), {}) for m, how in STEP_MISTAKES]
         assert_close(out, want[f"{i}/out"], what, candidates)
         for j, name in ((1, "c_kv"), (2, "k_rope")):
             value, expected = got.get(f"{i}/{name}"), want[f"{i}/{name}"]
             if type(value) is not torch.Tensor or value.shape != expected.shape:
                 continue
             stored = [
-                (MISTAKES[m], _lazy(models.step, *args, how, pick=j), {})
+                (m, _lazy(models.step, *args, how, pick=j), {})
                 for m, how in STEP_MISTAKES
                 if how[0] in ("cache-before-norm", "rope-at-read", "restart", "no-kv-norm")
             ]
@@ -244,7 +240,7 @@ def verdict_equivalence(got, want, x):
             continue
         for m, how in STEP_MISTAKES[1:]:
             if _model_close(out, x, i, how):
-                raise Failure(MISTAKES[m], what=f"{what}, call {i}")
+                raise Failure(m, what=f"{what}, call {i}")
         err = float((out.double() - rows.double()).abs().max())
         where = f"at call {i} ({T} tokens after {start - T})"
         raise Failure(MISTAKES["mla-absorbed-differs"], what=what, where=where, err=err)
@@ -270,14 +266,14 @@ def _charged_elsewhere(out, x, i):
 
 CACHE_BYTES = CHECKS.exercise("cache_bytes_per_token", probe=probe.probe_bytes)
 
-BYTES_MISTAKES = (
-    "keys-only",
-    "latent-twice",
-    "no-rope",
-    "rope-per-head",
-    "gqa-all-heads",
-    "elements",
-)
+BYTES_MISTAKES = {
+    "keys-only": MISTAKES["mla-bytes-keys-only"],
+    "latent-twice": MISTAKES["mla-bytes-latent-twice"],
+    "no-rope": MISTAKES["mla-bytes-no-rope"],
+    "rope-per-head": MISTAKES["mla-bytes-rope-per-head"],
+    "gqa-all-heads": MISTAKES["mla-bytes-gqa-all-heads"],
+    "elements": MISTAKES["mla-bytes-elements"],
+}
 
 
 @CACHE_BYTES.check("cache-bytes", inputs=probe.inputs_bytes)
@@ -302,7 +298,7 @@ def verdict_bytes(got, want, x):
         "size": getattr(torch, case[-1]).itemsize,
         "dtype": case[-1],
     }
-    for how in BYTES_MISTAKES:
+    for how, mistake in BYTES_MISTAKES.items():
         try:
             named = all(
                 v == models.cache_bytes(c, how) for v, c in zip(values, x["cases"], strict=True)
@@ -310,7 +306,7 @@ def verdict_bytes(got, want, x):
         except ModelUnavailable:  # the student copy: not named there
             named = False
         if named:
-            raise Failure(MISTAKES[f"mla-bytes-{how}"], **details)
+            raise Failure(mistake, **details)
     raise Failure(MISTAKES["mla-bytes-wrong"], **details)
 
 
