@@ -207,6 +207,7 @@ def verdict_cache_sizes(got, want, x):
                 tensor(got, f"{i}/{name}", part)
             shape = tuple(value.shape)
             if shape == expected:
+                _grown(got, i, name, value, part)
                 continue
             details = {"what": part, "got": shape, "expected": expected}
             per_token = value.numel() / (B * S)
@@ -217,6 +218,19 @@ def verdict_cache_sizes(got, want, x):
             if i > 0 and shape == (B, x["xs"][i].size(1), width):
                 raise Failure(MISTAKES["mla-cache-new-only"], **details)
             raise Failure(WRONG_SHAPE, **details)
+
+
+def _grown(got, i, name, value, what):
+    """A cache of the right size must hold evidence (finite, not one constant) and keep what
+    the call before returned as its first rows: a cache grows by appending."""
+    tensor({"cache": value}, "cache", what, floating=True)
+    assert_evidence(value, what)
+    before = got.get(f"{i - 1}/{name}")
+    if i == 0 or type(before) is not torch.Tensor or before.dim() != 3:
+        return
+    kept = value[:, : before.size(1)]
+    if kept.shape != before.shape or not torch.equal(kept, before.to(kept.dtype)):
+        raise Failure(MISTAKES["mla-cache-not-appended"], what=what, S=before.size(1))
 
 
 @FORWARD_ABSORBED.check("absorbed-equals-naive", inputs=probe.inputs_calls, probe=probe.probe_calls)
