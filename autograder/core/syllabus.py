@@ -20,6 +20,7 @@ MODULES: tuple[str, ...] = (
     "modern_blocks",
     "gqa",
     "kvcache",
+    "mla",
     "llama",
 )
 

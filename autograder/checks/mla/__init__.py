@@ -1,0 +1,1 @@
+"""Checks for mla.py."""
