@@ -151,6 +151,7 @@ SHIPS = (
     "autograder/checks/__init__.py",
     "autograder/checks/{module}/*.py",
     "autograder/checks/{module}/misconceptions.toml",
+    "autograder/checks/{module}/wrong_values.toml",
     "autograder/checks/{module}/checks.toml",
     "autograder/fixtures/*",
     "autograder/locale/*/LC_MESSAGES/kit.po",

@@ -256,13 +256,16 @@ WRONG_VALUES = _declare(
     "wrong-values",
     "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "
     "(yours {got:.6g}, expected {want:.6g}).",
+    # The ladder of a check outside any exercise: each exercise's own replaces it
+    # (checks/<module>/wrong_values.toml, misconception_data.own_ladder).
     (
         "The shapes are right but the numbers are not: one step of the computation differs "
         "from the equation in the docstring.",
-        "Take each step of the equation in turn (scores, scaling, mask, softmax, weighted "
-        "sum) and check which axis and which operation each uses.",
-        "Compare your steps with the numbered hints in the TODO, on a tiny input you can check "
-        "by hand.",
+        "Take each step of the docstring's equation in turn and check which operation and "
+        "which axis each one uses.",
+        "Work the docstring's equation by hand on an input of two or three numbers, then "
+        "print each intermediate tensor of your code on that input and find the first one "
+        "that differs.",
     ),
 )
 GRADER_ERROR = _declare(
@@ -662,6 +665,15 @@ class Result:
             status=status,
             misconception=failure.misconception.id if failure else "",
             message=failure.message if failure else "",
-            hint=failure.hint if failure else "",
+            hint=_own_hint(check, failure) if failure else "",
             details=plain_details(failure.details) if failure else {},
         )
+
+
+def _own_hint(check: Check | ProbeSpec, failure: Failure) -> str:
+    """The failure's English hint, from its exercise's own ladder where it has one
+    (misconception_data.own_ladder: wrong-values)."""
+    from .misconception_data import own_ladder
+
+    m = own_ladder(failure.misconception, check.module, getattr(check, "exercise", ""))
+    return _fill(m.hint, failure.details)

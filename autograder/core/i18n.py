@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .check import HINT_LEVELS, Misconception, Result, declared
+from .check import HINT_LEVELS, WRONG_VALUES, Misconception, Result, declared
 from .paths import BUILD, PACKAGE
 
 LOCALES = PACKAGE / "locale"
@@ -252,6 +252,8 @@ def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> 
 
 
 def misconception_of(result: Result) -> Misconception | None:
+    """The misconception `result` names, with its exercise's own hint ladder where the
+    exercise has one (misconception_data.own_ladder: wrong-values)."""
     if not result.misconception:
         return None
     found = declared().get(result.misconception)
@@ -262,7 +264,21 @@ def misconception_of(result: Result) -> Misconception | None:
             found = all_misconceptions().get(result.misconception)
         except Exception:
             return None
-    return found
+    if found is None or found.id != WRONG_VALUES.id:
+        return found
+    from .misconception_data import own_ladder
+
+    return own_ladder(found, result.module, _exercise_of(result.check_id))
+
+
+def _exercise_of(check_id: str) -> str:
+    """The exercise a check grades ('' for a check no module declares)."""
+    from .registry import find
+
+    try:
+        return find(check_id).exercise
+    except Exception:
+        return ""
 
 
 def message(result: Result, lang: str | None = None) -> str:
