@@ -146,14 +146,14 @@ def test_a_message_is_translated_then_filled_at_display_time(chinese):
     r = _failure(core.WRONG_SHAPE, what="the output", got=(2, 3), expected=(2, 4))
     assert r.message == "the output has shape (2, 3), expected (2, 4)."  # English kept
     assert r.details == {"what": "the output", "got": "(2, 3)", "expected": "(2, 4)"}
-    assert i18n.message(r) == "the output 的形状是 (2, 3)，应为 (2, 4)。"
+    assert i18n.message(r) == "输出的形状是 (2, 3)，应为 (2, 4)。"  # "the output" too (phrases.py)
     (line,) = i18n.hint_lines(r, (2,))
     assert line.startswith("提示 2/3（操作或 API）：") and "B, H, L, S, d_k" in line
     values = _failure(
         core.WRONG_VALUES, what="the weights", err=0.25, index=(0, 1), got=1.0, want=0.75
     )
     assert i18n.message(values) == (
-        "the weights 的数值与参考结果不同：最大误差 0.25，位于下标 (0, 1)（你的 1，应为 0.75）。"
+        "权重的数值与参考结果不同：最大误差 0.25，位于下标 (0, 1)（你的 1，应为 0.75）。"
     )
 
 
