@@ -101,6 +101,7 @@ SHIPS = (
     "autograder/core/errors.py",
     "autograder/core/fixtures.py",
     "autograder/core/i18n.py",
+    "autograder/core/phrases.py",  # i18n words the judges' detail phrases again
     "autograder/feedback/ladder.py",
     "autograder/run/limits.py",
     "autograder/core/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml

@@ -262,6 +262,9 @@ def _close_up(text: str) -> str:
     return _CJK_SPACE.sub("", text)
 
 
+_SHAPE = r"\([0-9, ]*\)"  # a {shape} placeholder: a tuple of sizes, (2, 3, 9)
+
+
 @cache
 def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """phrases.PHRASES with placeholders as (template, pattern), the most specific first
@@ -274,7 +277,8 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         if len(parts) == 1:
             continue
         regex = "".join(
-            re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts)
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>{_SHAPE if part == 'shape' else '.+?'})"
+            for i, part in enumerate(parts)
         )
         literal = sum(len(part) for part in parts[::2])
         found.append((literal, template, re.compile(regex, re.DOTALL)))

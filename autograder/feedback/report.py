@@ -64,8 +64,8 @@ def _is_wide(token: str) -> bool:
 # Line breaking in Chinese (kinsoku): a line never starts with closing punctuation and never
 # ends with opening punctuation; such a character takes the character before (or after) it
 # onto the next line with it.
-NO_LINE_START = frozenset("，。、：；！？）》」』】〉〕”’…%,.;:!?)]}")
-NO_LINE_END = frozenset("（《「『【〈〔“‘([{")
+NO_LINE_START = frozenset("，。、：；！？）》」』】〉〕”’…％")
+NO_LINE_END = frozenset("（《「『【〈〔“‘")
 
 
 def wrap(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:

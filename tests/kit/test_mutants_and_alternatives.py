@@ -85,12 +85,12 @@ def test_enough_variants_per_module():
 KEPT_IN_ENGLISH = frozenset(
     "softmax dropout logits logit eval argmax one-hot top-k ln vmin vmax cmap f-string "
     "pre-norm post-norm Transformer Annotated Sparse Swish Python Hugging Face Meta Vaswani "
-    "Katharopoulos True False None raise try finally return".split()
+    "Katharopoulos True False None raise try finally return Returns phi meta".split()
 )
 _CODE_RUN = re.compile(r"=|_|\w\.\w|\w\(|\[|@|->")
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 # The student's own error text (PyTorch's English), shown as it is: "RuntimeError: ...".
-_RAISED = re.compile(r"\b[A-Z]\w*(Error|Exception)\b(: [^）。]*)?")
+_RAISED = re.compile(r"\b[A-Z]\w*(Error|Exception): [^）。]*")
 
 
 @functools.cache
@@ -104,7 +104,7 @@ def _code_words() -> frozenset[str]:
     import matplotlib.figure
     import torch
 
-    words = set(dir(builtins)) | {"Axes"} | set(all_misconceptions())
+    words = set(dir(builtins)) | {"Axes"} | set(all_misconceptions()) | set(syllabus.MODULES)
     for space in (torch, torch.Tensor, torch.nn, torch.nn.functional, torch.special, torch.optim):
         words |= set(dir(space))
     words |= set(dir(matplotlib.axes.Axes)) | set(dir(matplotlib.figure.Figure))
@@ -152,6 +152,13 @@ def test_english_words_finds_english_and_leaves_code():
     assert not english_words("你的代码抛出了 RuntimeError: Sizes of tensors must match。")
 
 
+def _raised_by_their_code(r):
+    """The error messages the student's code raised (PyTorch's English), shown as they are."""
+    details = {k: v for k, v in r.details.items() if isinstance(v, str)}
+    found = [details["error"]] if "error" in details else []
+    return found + [v.removeprefix("it raised: ") for v in details.values() if "it raised: " in v]
+
+
 def _results(module, kit_grades):
     kit_grades(module)  # the record is fresh (recorded now when missing or stale)
     found = model_replays.recorded_results(module, CACHE)
@@ -175,6 +182,8 @@ def test_every_mutant_reads_in_chinese(module, kit_grades):
             for r in results:
                 texts = [i18n.name(r.name), i18n.message(r), *i18n.hint_lines(r, ALL_LEVELS)]
                 for text in texts:
+                    for theirs in _raised_by_their_code(r):
+                        text = text.replace(theirs, " ")
                     words = english_words(text)
                     if words:
                         problems.append(f"{name} [{r.misconception}] {words}: {text[:160]}")
