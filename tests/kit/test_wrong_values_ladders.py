@@ -183,3 +183,23 @@ def test_the_feedback_shows_the_exercises_own_ladder():
     assert "LayerNorm 对每个向量单独" in chinese[0] and "注意力分数" not in "".join(chinese)
     # a check of no exercise keeps the kit's own ladder
     assert core.Result.of(_Check(), "failed", failure).hint == core.WRONG_VALUES.hints[2]
+
+
+@pytest.mark.fast
+def test_every_ladder_and_phrase_has_a_chinese_translation():
+    """The ladders (checks-<module>.po) and the detail phrases (phrases.py, kit.po) are
+    translated, with the same placeholders."""
+    from test_i18n import _problem, _zh_entries
+
+    from autograder.core.phrases import PHRASES
+
+    entries = _zh_entries()
+    texts = [
+        t for m in registry.modules() for h in misconception_data.ladders(m).values() for t in h
+    ]
+    problems = [
+        f"{problem}: {text[:70]!r}"
+        for text in [*texts, *PHRASES]
+        if (problem := _problem(text, entries.get(text)))
+    ]
+    assert not problems, f"{len(problems)} texts:\n" + "\n".join(problems[:20])
