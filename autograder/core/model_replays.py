@@ -460,8 +460,8 @@ with model_replays.recording() as rec:
 rec.write(out, sources)
 for module, found in graded.items():
     meta = {"sources_sha256": sources[module], "graded": found, "results": shown[module]}
-    text = json.dumps(meta, indent=1, default=str, ensure_ascii=False)
-    (out / f"{module}{model_replays.GRADED}").write_text(text + "\n", encoding="utf-8")
+    text = json.dumps(meta, indent=1, default=str)  # ASCII: read back under any locale
+    (out / f"{module}{model_replays.GRADED}").write_text(text + "\n")
 print("SKIPPED " + json.dumps(rec.skipped))
 """
 
@@ -552,7 +552,7 @@ def recorded_results(
     recorded_grades (what the kit's tests word again in another language), or None when that
     record is missing or stale."""
     try:
-        meta = json.loads((cache / f"{module}{GRADED}").read_text(encoding="utf-8"))
+        meta = json.loads((cache / f"{module}{GRADED}").read_text())
     except (OSError, ValueError):
         return None
     if meta.get("sources_sha256") != sources_sha256(module, root):
