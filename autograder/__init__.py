@@ -34,6 +34,8 @@ it.
                               copy names mistakes.
         paths.py              Where the kit's files are: one place, so no module computes the
                               root on its own.
+        phrases.py            The English phrases the judges put into a message's details
+                              ({what}, {got}, {detail}, ...).
         references.py         Expected outputs, per check: the one way every front end (make
                               grade, batch, Gradescope, nbgrader) gets them.
         registry.py           The checks of every exercise module (judge side: importing this

@@ -6,7 +6,8 @@ Two sources, one template per gettext domain:
   extractor, as `pybabel extract -k N_ autograder` would: domain `kit`;
 - the misconceptions: each `message` and each written hint level. Those of the exercise
   modules are data, autograder/checks/<module>/misconceptions.toml (misconception_data.py),
-  read here in the order written, into domain `checks-<module>`; the kit's own (core, worker,
+  read here in the order written, into domain `checks-<module>`, followed by the module's
+  wrong-values ladders (checks/<module>/wrong_values.toml); the kit's own (core, worker,
   sandbox, verdicts) come from the registry, with the names of the hint levels, into `kit`.
 
 Merging keeps every translation written, adds the new texts with an empty msgstr (shown in
@@ -84,6 +85,10 @@ def misconception_texts() -> dict[str, list[tuple[str, str]]]:
         path = misconception_data.data_file(module)
         for mid, (message, hints) in misconception_data.read(path).items():
             texts = [(text, mid) for text in (message, *hints) if text]
+            found.setdefault(f"checks-{module}", []).extend(texts)
+        ladders = misconception_data.read_ladders(misconception_data.ladder_file(module))
+        for exercise, hints in ladders.items():  # wrong-values, in each exercise's words
+            texts = [(text, f"{core.WRONG_VALUES.id} ({exercise})") for text in hints]
             found.setdefault(f"checks-{module}", []).extend(texts)
     return found
 

@@ -104,6 +104,14 @@ idea = "Doubling a number scales it; adding a constant shifts it."
 operation = "Use multiplication, elementwise over the tensor."
 code = "Multiply x by 2 (not x + 2)."
 """,
+        f"autograder/checks/{name}/wrong_values.toml": f"""# The hint ladder of "wrong-values" for each exercise of {name}.py (the values differ and
+# no misconception names why): one table per exercise, each level about its own computation.
+
+[double]
+idea = "Doubling multiplies every entry of x by 2, and changes nothing else."
+operation = "One elementwise multiplication of the tensor x by the number 2."
+code = "return x * 2 (or torch.mul(x, 2))"
+""",
         f"autograder/trusted/{name}.py": f'''"""Trusted {name}, used when another module that imports it is graded.
 
 Built from PyTorch built-ins where one exists; a kit test proves it equal to the solution.
@@ -171,6 +179,15 @@ msgstr "对张量逐元素做乘法。"
 
 msgid "Multiply x by 2 (not x + 2)."
 msgstr "把 x 乘以 2（不是 x + 2）。"
+
+msgid "Doubling multiplies every entry of x by 2, and changes nothing else."
+msgstr "加倍就是把 x 的每个元素乘以 2，别的什么都不变。"
+
+msgid "One elementwise multiplication of the tensor x by the number 2."
+msgstr "对张量 x 逐元素乘以数 2，一次乘法即可。"
+
+msgid "return x * 2 (or torch.mul(x, 2))"
+msgstr "return x * 2（或 torch.mul(x, 2)）"
 """
 
 

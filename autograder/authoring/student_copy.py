@@ -101,6 +101,7 @@ SHIPS = (
     "autograder/core/errors.py",
     "autograder/core/fixtures.py",
     "autograder/core/i18n.py",
+    "autograder/core/phrases.py",  # i18n words the judges' detail phrases again
     "autograder/feedback/ladder.py",
     "autograder/run/limits.py",
     "autograder/core/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml
@@ -151,6 +152,7 @@ SHIPS = (
     "autograder/checks/__init__.py",
     "autograder/checks/{module}/*.py",
     "autograder/checks/{module}/misconceptions.toml",
+    "autograder/checks/{module}/wrong_values.toml",
     "autograder/checks/{module}/checks.toml",
     "autograder/fixtures/*",
     "autograder/locale/*/LC_MESSAGES/kit.po",

@@ -166,7 +166,9 @@ CRASH = _declare(
         "shapes do not fit the operation.",
         "Read the error and the line it names; print the .shape of each tensor on that "
         "line and compare with the shapes in the docstring.",
-        "Read the error and the line it names; check the shapes against the docstring.",
+        "Just before the line the error names, add print(t.shape) for each tensor t on it and "
+        "compare with the docstring's shapes; then fix the transpose(...), reshape(...) or "
+        "dim= argument that makes them disagree.",
     ),
 )
 TIMEOUT = _declare(
@@ -190,7 +192,8 @@ WRONG_TYPE = _declare(
         "tuple instead of a tensor, None, a list, ...).",
         "Read the docstring's Returns line: how many values, in which order, and whether "
         "each is a torch.Tensor.",
-        "Check the `return` statement against the docstring.",
+        "Make the last line match the docstring's Returns: return out, weights for a pair, "
+        "return out for one tensor; not a list, not None, not print(...).",
     ),
 )
 WRONG_SHAPE = _declare(
@@ -201,7 +204,9 @@ WRONG_SHAPE = _declare(
         "extra or in the wrong place.",
         "Compare each step with the docstring's shapes (B, H, L, S, d_k): look at "
         "transpose / view / reshape and at the axis of each reduction.",
-        "Follow the shape comments in the docstring; print .shape after each step.",
+        "After each step add print(t.shape) and compare with the docstring's shape comments; "
+        "fix the first step that differs: its transpose(...), reshape(...) or the dim= of its "
+        "reduction (keepdim=True keeps the axis).",
     ),
 )
 WRONG_DTYPE = _declare(
@@ -212,7 +217,9 @@ WRONG_DTYPE = _declare(
         "outputs); a new tensor created along the way changed it.",
         "Find where you create a tensor (torch.zeros, torch.tensor, torch.full, torch.arange) "
         "and give it the inputs' dtype.",
-        "Do not hard-code a dtype: create new tensors with dtype=x.dtype (or use *_like).",
+        "Create new tensors as torch.zeros(..., dtype=x.dtype, device=x.device), or "
+        "torch.zeros_like(x) and torch.full_like(x, value); do not call .float() or .double() "
+        "on the result.",
     ),
 )
 WRONG_DEVICE = _declare(
@@ -234,7 +241,9 @@ NOT_FINITE = _declare(
         "position is masked, a log of 0 or a division by 0.",
         "Print torch.isfinite(...).all() after each step to find the first one that "
         "produces NaN or inf; look at masked_fill values and denominators.",
-        "Look for a softmax over a row that is all -inf, or a division by zero.",
+        "Add print(torch.isfinite(t).all()) after each step; at the first False look for "
+        "torch.log(0), a division x / 0 (eps belongs under torch.sqrt), torch.exp of a large "
+        "number, or torch.softmax over a row that is all float('-inf').",
     ),
 )
 NO_EVIDENCE = _declare(
@@ -256,13 +265,16 @@ WRONG_VALUES = _declare(
     "wrong-values",
     "The values of {what} differ from the reference: largest error {err:.3g} at index {index} "
     "(yours {got:.6g}, expected {want:.6g}).",
+    # The ladder of a check outside any exercise: each exercise's own replaces it
+    # (checks/<module>/wrong_values.toml, misconception_data.own_ladder).
     (
         "The shapes are right but the numbers are not: one step of the computation differs "
         "from the equation in the docstring.",
-        "Take each step of the equation in turn (scores, scaling, mask, softmax, weighted "
-        "sum) and check which axis and which operation each uses.",
-        "Compare your steps with the numbered hints in the TODO, on a tiny input you can check "
-        "by hand.",
+        "Take each step of the docstring's equation in turn and check which operation and "
+        "which axis each one uses.",
+        "Work the docstring's equation by hand on an input of two or three numbers, then "
+        "print each intermediate tensor of your code on that input and find the first one "
+        "that differs.",
     ),
 )
 GRADER_ERROR = _declare(
@@ -283,7 +295,9 @@ UNNAMED = _declare(
     (
         "The check compares your result with the reference and found a difference.",
         "Reread the docstring's formula and compare it, step by step, with your code.",
-        "Test your function on a tiny input you can work out by hand.",
+        "Run your function on a tiny input you can work out by hand, such as "
+        "torch.tensor([[1.0, 2.0], [3.0, 4.0]]), print(...) each intermediate tensor and "
+        "compare it with your hand computation.",
     ),
 )
 
@@ -662,6 +676,15 @@ class Result:
             status=status,
             misconception=failure.misconception.id if failure else "",
             message=failure.message if failure else "",
-            hint=failure.hint if failure else "",
+            hint=_own_hint(check, failure) if failure else "",
             details=plain_details(failure.details) if failure else {},
         )
+
+
+def _own_hint(check: Check | ProbeSpec, failure: Failure) -> str:
+    """The failure's English hint, from its exercise's own ladder where it has one
+    (misconception_data.own_ladder: wrong-values)."""
+    from .misconception_data import own_ladder
+
+    m = own_ladder(failure.misconception, check.module, getattr(check, "exercise", ""))
+    return _fill(m.hint, failure.details)

@@ -29,13 +29,14 @@ import gettext
 import hashlib
 import io
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .check import HINT_LEVELS, Misconception, Result, declared
+from .check import HINT_LEVELS, WRONG_VALUES, Misconception, Result, declared
 from .paths import BUILD, PACKAGE
 
 LOCALES = PACKAGE / "locale"
@@ -236,22 +237,90 @@ def fill(template: str, details: Mapping[str, Any], lang: str | None = None) -> 
     if not template:
         return ""
     catalog = translations(lang or current())
-    # a phrase among the values ("the attention weights") is translated too when a catalog
-    # holds it; single words are left alone (a value "error" is not the status word)
-    values = {
-        k: catalog.gettext(v) if isinstance(v, str) and " " in v else v for k, v in details.items()
-    }
+    # the English phrases among the values ("the attention weights", "causal_mask(5)'s
+    # mask") are worded again too (phrases.py); any other phrase a catalog holds as well, but
+    # no other single word (a value "error" is not the status word)
+    values = {k: phrase(v, catalog) if isinstance(v, str) else v for k, v in details.items()}
     values = _shown(values, catalog.gettext)
     details = _shown(details, lambda text: text)
     for text, given in ((catalog.gettext(template), values), (template, details)):
         try:
-            return text.format(**given)
+            return _close_up(text.format(**given))
         except (KeyError, IndexError, ValueError, TypeError, AttributeError):
             continue
     return None
 
 
+_CJK_SPACE = re.compile(
+    r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]) +(?=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef])"
+)
+
+
+def _close_up(text: str) -> str:
+    """No space between two Chinese characters (a template's "{what} 的" filled with a
+    Chinese phrase)."""
+    return _CJK_SPACE.sub("", text)
+
+
+_SHAPE = r"\([0-9, ]*\)"  # a {shape} placeholder: a tuple of sizes, (2, 3, 9)
+
+
+@cache
+def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """phrases.PHRASES with placeholders as (template, pattern), the most specific first
+    (the most literal text)."""
+    from .phrases import PHRASES
+
+    found = []
+    for template in PHRASES:
+        parts = re.split(r"\{(\w+)\}", template)
+        if len(parts) == 1:
+            continue
+        regex = "".join(
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>{_SHAPE if part == 'shape' else '.+?'})"
+            for i, part in enumerate(parts)
+        )
+        literal = sum(len(part) for part in parts[::2])
+        found.append((literal, template, re.compile(regex, re.DOTALL)))
+    found.sort(key=lambda item: -item[0])
+    return tuple((template, pattern) for _, template, pattern in found)
+
+
+@cache
+def _fixed() -> frozenset[str]:
+    from .phrases import PHRASES
+
+    return frozenset(p for p in PHRASES if "{" not in p)
+
+
+def phrase(value: str, catalog: gettext.NullTranslations, depth: int = 0) -> str:
+    """A detail value in the catalog's language: a phrase of phrases.PHRASES (or any phrase of
+    several words a catalog holds) translated; one that matches a phrase's pattern worded
+    with its translation, the parts it captured worded in turn; anything else as it is."""
+    if value in _fixed() or " " in value:
+        shown = catalog.gettext(value)
+        if shown != value or value in _fixed():
+            return shown
+    if depth > 4 or " " not in value:
+        return value
+    for template, pattern in _patterns():
+        found = pattern.fullmatch(value)
+        if found is None:
+            continue
+        translated = catalog.gettext(template)
+        if translated == template:
+            return value
+        parts = {k: phrase(v, catalog, depth + 1) for k, v in found.groupdict().items()}
+        try:
+            return _close_up(translated.format(**parts))
+        except (KeyError, IndexError, ValueError):
+            return value
+    return value
+
+
 def misconception_of(result: Result) -> Misconception | None:
+    """The misconception `result` names, with its exercise's own hint ladder where the
+    exercise has one (misconception_data.own_ladder: wrong-values)."""
     if not result.misconception:
         return None
     found = declared().get(result.misconception)
@@ -262,7 +331,21 @@ def misconception_of(result: Result) -> Misconception | None:
             found = all_misconceptions().get(result.misconception)
         except Exception:
             return None
-    return found
+    if found is None or found.id != WRONG_VALUES.id:
+        return found
+    from .misconception_data import own_ladder
+
+    return own_ladder(found, result.module, _exercise_of(result.check_id))
+
+
+def _exercise_of(check_id: str) -> str:
+    """The exercise a check grades ('' for a check no module declares)."""
+    from .registry import find
+
+    try:
+        return find(check_id).exercise
+    except Exception:
+        return ""
 
 
 def message(result: Result, lang: str | None = None) -> str:

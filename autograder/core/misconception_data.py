@@ -21,6 +21,19 @@ name, with no second one to keep in step. Another module's are imported as
 misconception of the file in core's registry, once, whichever judge file of the module asks
 first; tests/kit/test_misconception_data.py proves every id used is declared and every one
 declared is used.
+
+A difference that no misconception names is the kit's "wrong-values" (core.check). Its hint
+ladder is each exercise's own, in autograder/checks/<module>/wrong_values.toml, one table per
+exercise (the function, class or method a check grades, Check.exercise), with the three
+levels of that exercise's own computation:
+
+    [layer_norm]
+    idea = "..."       # what the computation is, in words
+    operation = "..."  # the operations and APIs, in order
+    code = "..."       # nearly the code, at least as specific as the operation
+
+`own_ladder` gives the misconception with that ladder in place of core's (which stays for a
+check outside any exercise); its texts are msgids of checks-<module>.po too.
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ from . import check as core
 from . import paths
 
 FILE_NAME = "misconceptions.toml"
+LADDER_FILE = "wrong_values.toml"
 LEVEL_KEYS = ("idea", "operation", "code")  # core.HINT_LEVELS, in the same order
 KEYS = ("message", *LEVEL_KEYS)
 assert len(LEVEL_KEYS) == len(core.HINT_LEVELS)
@@ -84,3 +98,45 @@ def _declared(module: str) -> Mapping[str, core.Misconception]:
 def misconceptions_of(name: str) -> Mapping[str, core.Misconception]:
     """{id: Misconception} of the module whose judge is `name` (its __name__), declared."""
     return _declared(module_of(name))
+
+
+def ladder_file(module: str) -> Path:
+    """autograder/checks/<module>/wrong_values.toml."""
+    return paths.CHECKS / module / LADDER_FILE
+
+
+def read_ladders(path: Path) -> dict[str, tuple[str, str, str]]:
+    """{exercise: (idea, operation, code)} in the file's order ({} when there is no file);
+    ValueError for a table with other keys or a level left out."""
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for exercise, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) != set(LEVEL_KEYS):
+            raise ValueError(f"{path}: [{exercise}] needs exactly the keys {LEVEL_KEYS}")
+        texts = tuple(entry[k] for k in LEVEL_KEYS)
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise ValueError(f"{path}: [{exercise}] needs three texts")
+        found[exercise] = (texts[0], texts[1], texts[2])
+    return found
+
+
+@cache
+def ladders(module: str) -> Mapping[str, tuple[str, str, str]]:
+    """{exercise: its wrong-values ladder} of an exercise module."""
+    return read_ladders(ladder_file(module))
+
+
+def own_ladder(m: core.Misconception, module: str, exercise: str) -> core.Misconception:
+    """`m` as the student of `exercise` (of `module`) reads it: core's "wrong-values" with
+    that exercise's own hint ladder when its module writes one; else `m` itself."""
+    if m.id != core.WRONG_VALUES.id or not exercise or not module.isidentifier():
+        return m
+    try:
+        hints = ladders(module).get(exercise)
+    except (OSError, ValueError):
+        return m
+    return m if hints is None else core.Misconception(m.id, m.message, hints)

@@ -432,7 +432,7 @@ def sources_sha256(module: str, root: Path = paths.ROOT) -> str:
 
 
 _RECORD = r"""
-import json, shutil, sys, tempfile, warnings
+import dataclasses, json, shutil, sys, tempfile, warnings
 from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.core import model_replays
@@ -440,10 +440,11 @@ from autograder.run.engine import grade
 from autograder.run.submission import Submission
 modules, out, sources = json.loads(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
 solutions = Path("solutions").resolve()
-graded = {}
+graded, shown = {}, {}
 with model_replays.recording() as rec:
     for module in modules:
         found = graded.setdefault(module, {})
+        kept = shown.setdefault(module, {})
         for name, path in model_replays.variants(module).items():
             with tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp) / "submission"
@@ -455,10 +456,12 @@ with model_replays.recording() as rec:
                 [r.check_id.split(".", 1)[1], r.misconception or ""]
                 for r in results if not r.passed
             )
+            kept[name] = [dataclasses.asdict(r) for r in results if not r.passed]
 rec.write(out, sources)
 for module, found in graded.items():
-    meta = {"sources_sha256": sources[module], "graded": found}
-    (out / f"{module}{model_replays.GRADED}").write_text(json.dumps(meta, indent=1) + "\n")
+    meta = {"sources_sha256": sources[module], "graded": found, "results": shown[module]}
+    text = json.dumps(meta, indent=1, default=str)  # ASCII: read back under any locale
+    (out / f"{module}{model_replays.GRADED}").write_text(text + "\n")
 print("SKIPPED " + json.dumps(rec.skipped))
 """
 
@@ -540,3 +543,19 @@ def recorded_grades(module: str, cache: Path, root: Path = paths.ROOT) -> dict[s
     if meta.get("sources_sha256") != sources_sha256(module, root):
         return None
     return meta.get("graded")
+
+
+def recorded_results(
+    module: str, cache: Path, root: Path = paths.ROOT
+) -> dict[str, list[dict[str, Any]]] | None:
+    """{variant: [each Result it did not pass, as a dict]} from the same record as
+    recorded_grades (what the kit's tests word again in another language), or None when that
+    record is missing or stale."""
+    try:
+        meta = json.loads((cache / f"{module}{GRADED}").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("sources_sha256") != sources_sha256(module, root):
+        return None
+    found = meta.get("results")
+    return found if isinstance(found, dict) else None

@@ -9,6 +9,8 @@ Each exercise module's checks are a package, autograder/checks/<module>/:
                 (core.declared_checks); the titles are msgids of the module's catalog
     misconceptions.toml  the misconceptions (id, message, hint ladder) the judges load by id
                 (misconception_data.py); the msgids of the module's gettext catalog
+    wrong_values.toml  each exercise's own hint ladder for a difference no misconception names
+                (misconception_data.own_ladder), msgids of the same catalog
 Course order comes from syllabus.MODULES; nothing else lists the modules.
 """
 

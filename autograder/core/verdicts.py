@@ -77,8 +77,8 @@ WRONG_KIND = misconception(
         "result expected: the computation was turned into a test or a count somewhere.",
         "Look at the last operations before the return: a comparison (==, <, >), .bool(), "
         ".long() or .int() changes the kind of the tensor.",
-        "Return the tensor your computation produces; do not convert it with .bool(), .long() "
-        "or comparisons.",
+        "Return the tensor your computation produces: drop the .bool(), .long() or .int() at the "
+        "end and any comparison (==, <, >), e.g. return out, not return out > 0.",
     ),
 )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..core.check import Result, Status
 from ..core.i18n import N_, _, hint_lines, message, ngettext, status_word
+from ..core.i18n import name as check_name
 from ..core.i18n import title as check_title
 from ..core.syllabus import MODULES
 from ..run import waiting
@@ -60,9 +61,17 @@ def _is_wide(token: str) -> bool:
     return unicodedata.east_asian_width(token[-1]) in "WF"
 
 
+# Line breaking in Chinese (kinsoku): a line never starts with closing punctuation and never
+# ends with opening punctuation; such a character takes the character before (or after) it
+# onto the next line with it.
+NO_LINE_START = frozenset("，。、：；！？）》」』】〉〕”’…％")
+NO_LINE_END = frozenset("（《「『【〈〔“‘")
+
+
 def wrap(text: str, width: int, initial: str = "", subsequent: str = "") -> list[str]:
     """textwrap.wrap by terminal columns: English as textwrap wraps it; text with CJK
-    characters (which have no spaces between words) may break between any two of them."""
+    characters (which have no spaces between words) may break between any two of them, but
+    never before closing punctuation (，。：；）、 ...) or after opening punctuation (（《 ...)."""
     if width_of(text) == len(text):
         return textwrap.wrap(text, width, initial_indent=initial, subsequent_indent=subsequent)
     tokens: list[str] = []  # words, spaces, and single wide characters
@@ -72,16 +81,27 @@ def wrap(text: str, width: int, initial: str = "", subsequent: str = "") -> list
             tokens.append(c)
         else:
             tokens[-1] += c
-    lines, line = [], initial
+    lines: list[str] = []
+    line: list[str] = [initial]
     for token in tokens:
-        if width_of(line) + width_of(token) > width and line.strip():
-            lines.append(line.rstrip())
-            line = subsequent
-            if token == " ":
+        if width_of("".join(line) + token) > width and "".join(line[1:]).strip():
+            carry: list[str] = []
+            if token[0] in NO_LINE_START:  # take the character before along
+                while len(line) > 2:
+                    carry.insert(0, line.pop())
+                    if carry[0] != " " and carry[0][0] not in NO_LINE_START:
+                        break
+            while len(line) > 2 and line[-1][-1] in NO_LINE_END:
+                carry.insert(0, line.pop())
+            lines.append("".join(line).rstrip())
+            while carry and carry[0] == " ":
+                carry.pop(0)
+            line = [subsequent, *carry]
+            if token == " " and len(line) == 1:
                 continue
-        line += token
-    if line.strip():
-        lines.append(line.rstrip())
+        line.append(token)
+    if "".join(line).strip():
+        lines.append("".join(line).rstrip())
     return lines
 
 
@@ -193,7 +213,7 @@ def table(
     )
     for name, worth in left_out or []:
         text = _("Left out: {name} ({points} points, a training run): not graded here.").format(
-            name=name, points=_points(worth)
+            name=check_name(name), points=_points(worth)
         )
         lines += wrap(text, width, "", "  ")
         lines.append("  " + _("Run `make grade-train` to grade it."))

@@ -146,14 +146,14 @@ def test_a_message_is_translated_then_filled_at_display_time(chinese):
     r = _failure(core.WRONG_SHAPE, what="the output", got=(2, 3), expected=(2, 4))
     assert r.message == "the output has shape (2, 3), expected (2, 4)."  # English kept
     assert r.details == {"what": "the output", "got": "(2, 3)", "expected": "(2, 4)"}
-    assert i18n.message(r) == "the output 的形状是 (2, 3)，应为 (2, 4)。"
+    assert i18n.message(r) == "输出的形状是 (2, 3)，应为 (2, 4)。"  # "the output" too (phrases.py)
     (line,) = i18n.hint_lines(r, (2,))
     assert line.startswith("提示 2/3（操作或 API）：") and "B, H, L, S, d_k" in line
     values = _failure(
         core.WRONG_VALUES, what="the weights", err=0.25, index=(0, 1), got=1.0, want=0.75
     )
     assert i18n.message(values) == (
-        "the weights 的数值与参考结果不同：最大误差 0.25，位于下标 (0, 1)（你的 1，应为 0.75）。"
+        "权重的数值与参考结果不同：最大误差 0.25，位于下标 (0, 1)（你的 1，应为 0.75）。"
     )
 
 
@@ -262,3 +262,30 @@ def test_every_check_title_shows_in_chinese():
             assert any("\u4e00" <= c <= "\u9fff" for c in shown), shown
     finally:
         i18n_titles.use(None)
+
+
+@pytest.mark.fast
+def test_chinese_lines_never_start_with_closing_punctuation():
+    """Line breaking in Chinese (kinsoku): at every width, no line starts with ，。：；）、 and
+    none ends with （; the text is kept whole and no line is wider than asked."""
+    text = (
+        "你的掩码用反了：你屏蔽了标为 False（允许）的键，却让查询去关注标为 True（屏蔽）的键。"
+        "形状对了，数值却不对：计算中有一步与文档字符串中的公式不一致。（同上：bias-scaled）。"
+    ) * 2
+    for width in range(36, 93):
+        lines = report.wrap(text, width, " " * 14, " " * 16)
+        assert "".join(line.strip() for line in lines).replace(" ", "") == text.replace(" ", "")
+        for line in lines:
+            assert report.width_of(line) <= width, (width, line)
+            assert line.strip()[0] not in report.NO_LINE_START, (width, line)
+            assert line.strip()[-1] not in report.NO_LINE_END, (width, line)
+    # breaking between any two characters, as the table did, starts some line with one
+    starts = set()
+    for width in range(36, 93):
+        line = " " * 16
+        for c in text:
+            if report.width_of(line + c) > width:
+                starts.add(c)
+                line = " " * 16
+            line += c
+    assert starts & report.NO_LINE_START

@@ -101,6 +101,8 @@ def test_extraction_reads_the_data_files():
             misconception_data.data_file(module)
         ).items():
             want += [(t, mid) for t in (message, *hints) if t]
+        ladders = misconception_data.ladders(module)  # then each exercise's wrong-values ladder
+        want += [(t, f"wrong-values ({ex})") for ex, hints in ladders.items() for t in hints]
         assert texts[f"checks-{module}"] == want
 
 

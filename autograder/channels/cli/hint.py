@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         held = waiting.held(results)
         if found is None and held:
             files = waiting.files(held)
-            print(f"{held[0].name}\n  {waiting.text(held[0])}")
+            print(f"{i18n.name(held[0].name)}\n  {waiting.text(held[0])}")
             text = _(
                 "No hint for {module}.py now: its checks that do not pass wait on {files}. "
                 "`make hint EX={first}` gives the next hint there."
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         level = ladder.climb(folder, found[0], state)
     check_id, recorded = found
     result = ladder.as_result(check_id, module, recorded)
-    print(f"{result.name}\n  [{result.misconception}] {i18n.message(result)}")
+    print(f"{i18n.name(result.name)}\n  [{result.misconception}] {i18n.message(result)}")
     for line in i18n.hint_lines(result, (level,)):
         print(f"  {line}")
     if level >= ladder.TOP:
