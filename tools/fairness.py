@@ -1,0 +1,100 @@
+"""How much does one mistake cost? (`python tools/fairness.py [--modules a,b] [--top N]`)
+
+Grades every mutant of tests/kit/mutants (one classic mistake each; the slow training
+mutants of tests/kit/slow_mutants are left out: each trains a model) as the kit's tests
+grade them (public tier, the engine of `make grade`), and prints, per mutant, the share of
+its module's points it loses: the points of the checks it fails over the module's total.
+A mistake should cost the checks that test what it breaks, not a cascade through every
+check that happens to run the broken code (DESIGN.md, principles 6 and 10). The budget
+(docs/fairness.md, kept by tests/kit/test_mutants_and_alternatives.py): the largest share
+at most MAX_SHARE, the median at most MEDIAN_SHARE.
+
+The grades come from the record the kit's tests and `make dist` keep (build/model-replays/,
+autograder/core/model_replays.py): recorded now where missing or stale (minutes), read back
+otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from autograder.core import model_replays, paths, registry, syllabus  # noqa: E402
+
+CACHE = paths.BUILD / "model-replays"
+MAX_SHARE = 0.60
+MEDIAN_SHARE = 0.15
+
+
+def share_lost(module: str, lost: list) -> float:
+    """The share of `module`'s points held by the checks in `lost` ([slug, mistake id]...)."""
+    points = {c.slug: c.points for c in registry.checks_of(module)}
+    total = sum(points.values())
+    return sum(points[slug] for slug in {s for s, _ in lost}) / total if total else 0.0
+
+
+def mutant_shares(grades: dict[str, dict[str, list]]) -> dict[str, float]:
+    """{"module/mutant": share of its module's points lost} from recorded grades
+    ({module: {variant name: [[slug, mistake id], ...]}}, as model_replays records them)."""
+    found = {}
+    for module, graded in grades.items():
+        for name, lost in graded.items():
+            if name.startswith("mutant "):
+                found[f"{module}/{name.removeprefix('mutant ')}"] = share_lost(module, lost)
+    return found
+
+
+def summary(shares: dict[str, float]) -> dict[str, float]:
+    values = sorted(shares.values())
+    return {
+        "mutants": len(values),
+        "median": statistics.median(values) if values else 0.0,
+        "largest": values[-1] if values else 0.0,
+    }
+
+
+def recorded(modules: list[str]) -> dict[str, dict[str, list]]:
+    grades = {}
+    for module in modules:
+        found = model_replays.recorded_grades(module, CACHE)
+        if found is None:  # missing or stale: record every stale module at once
+            model_replays.compute(list(syllabus.MODULES), CACHE)
+            found = model_replays.recorded_grades(module, CACHE)
+        assert found is not None, f"{module}: grading its variants left no record"
+        grades[module] = found
+    return grades
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modules", default=",".join(syllabus.MODULES))
+    parser.add_argument("--top", type=int, default=15, help="list the N costliest mutants")
+    args = parser.parse_args(argv)
+    shares = mutant_shares(recorded(args.modules.split(",")))
+    stats = summary(shares)
+    for name, share in sorted(shares.items(), key=lambda kv: -kv[1])[: args.top]:
+        print(f"{share:6.1%}  {name}")
+    print(
+        f"{stats['mutants']} mutants: median {stats['median']:.1%} (budget "
+        f"{MEDIAN_SHARE:.0%}), largest {stats['largest']:.1%} (budget {MAX_SHARE:.0%})"
+    )
+    by_module: dict[str, list[float]] = {}
+    for name, share in shares.items():
+        by_module.setdefault(name.split("/")[0], []).append(share)
+    for module, values in by_module.items():
+        print(
+            f"  {module:14s} {len(values):3d} mutants  median {statistics.median(values):6.1%}"
+            f"  largest {max(values):6.1%}"
+        )
+    within = stats["largest"] <= MAX_SHARE and stats["median"] <= MEDIAN_SHARE
+    return 0 if within else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
