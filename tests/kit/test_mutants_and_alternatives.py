@@ -10,8 +10,10 @@ are recorded now, as `make dist` records them; make test's student copy and
 tools/student_copy_check.py use the same record.
 """
 
+import importlib.util
+
 import pytest
-from conftest import declared_losses, expected_misconception, variants
+from conftest import ROOT, declared_losses, expected_misconception, variants
 
 from autograder.core import model_replays, paths, syllabus
 from autograder.core.registry import all_misconceptions
@@ -67,3 +69,28 @@ def test_enough_variants_per_module():
     mutants, alternatives = variants("mutants"), variants("alternatives")
     assert len([m for m in mutants if m.values[0] in ("attention", "masks")]) >= 12
     assert len([a for a in alternatives if a.values[0] in ("attention", "masks")]) >= 5
+
+
+def test_one_mistake_costs_a_bounded_share_of_its_module(kit_grades):
+    """Issue 28.1: a mistake costs the checks that test what it breaks, not every check that
+    runs the broken code. Over the kit's mutants (tools/fairness.py, docs/fairness.md, from
+    the grades above, graded once): the share of its module's points one mutant loses is at
+    most MAX_SHARE outside the modules listed in OVER_MAX, and the median at most
+    MEDIAN_KEPT."""
+    spec = importlib.util.spec_from_file_location("fairness", ROOT / "tools" / "fairness.py")
+    assert spec and spec.loader
+    fairness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fairness)
+    grades: dict[str, dict[str, list]] = {}
+    for param in variants("mutants"):
+        module, path = param.values
+        grades.setdefault(module, {})[f"mutant {path.stem}"] = kit_grades(module, path)
+    shares = fairness.mutant_shares(grades)
+    over = {
+        name: f"{share:.0%}"
+        for name, share in shares.items()
+        if share > fairness.MAX_SHARE and name.split("/")[0] not in fairness.OVER_MAX
+    }
+    assert not over, f"one mistake costs more than {fairness.MAX_SHARE:.0%} of its module: {over}"
+    median = fairness.summary(shares)["median"]
+    assert median <= fairness.MEDIAN_KEPT, f"the median mutant loses {median:.1%}"
