@@ -291,12 +291,21 @@ def _forward_failure(got, key, what):
 
 def _own_table(got, x, what):
     """(max_len, D): the table the student's module adds (its output on zeros, the probe's
-    _own_table: the random table loaded into pe, or the module's own where it keeps it
-    elsewhere, as d2l's self.P). It must be evidence: finite, not one constant."""
+    _own_table): the random table loaded into pe, or, for a module that keeps its table
+    elsewhere (d2l's self.P), the student's own sinusoidal_encoding. Anything else is not
+    the table: forward computes something of its own."""
     max_len, D = x["max_len"], x["d_model"]
     _forward_failure(got, "table", what)
     table = tensor(got, "table", what, shape=(max_len, max_len, D), dtype=torch.float32)[0]
     verdicts.assert_evidence(table, f"The table that {what} adds")
+    loaded = x["pe"][0]
+    own = got.get("encoding")
+    if close_enough(table, loaded.double()):
+        return table
+    if type(own) is torch.Tensor and own.shape == table.shape and own.is_floating_point():
+        if close_enough(table, own.double()):
+            return table
+    assert_close(table, loaded, f"the table that {what} adds (the buffer pe, as loaded)")
     return table
 
 
