@@ -12,10 +12,11 @@ results, which the Chinese test words again (LANG=zh_CN) without grading anythin
 """
 
 import functools
+import importlib.util
 import re
 
 import pytest
-from conftest import declared_losses, expected_misconception, variants
+from conftest import ROOT, declared_losses, expected_misconception, variants
 
 from autograder.core import i18n, model_replays, paths, syllabus
 from autograder.core.check import Result, Status
@@ -194,3 +195,28 @@ def test_every_mutant_reads_in_chinese(module, kit_grades):
     finally:
         i18n.use(None)
     assert not problems, f"{len(problems)} texts:\n" + "\n".join(dict.fromkeys(problems))
+
+
+def test_one_mistake_costs_a_bounded_share_of_its_module(kit_grades):
+    """Issue 28.1: a mistake costs the checks that test what it breaks, not every check that
+    runs the broken code. Over the kit's mutants (tools/fairness.py, docs/fairness.md, from
+    the grades above, graded once): the share of its module's points one mutant loses is at
+    most MAX_SHARE outside the modules listed in OVER_MAX, and the median at most
+    MEDIAN_KEPT."""
+    spec = importlib.util.spec_from_file_location("fairness", ROOT / "tools" / "fairness.py")
+    assert spec and spec.loader
+    fairness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fairness)
+    grades: dict[str, dict[str, list]] = {}
+    for param in variants("mutants"):
+        module, path = param.values
+        grades.setdefault(module, {})[f"mutant {path.stem}"] = kit_grades(module, path)
+    shares = fairness.mutant_shares(grades)
+    over = {
+        name: f"{share:.0%}"
+        for name, share in shares.items()
+        if share > fairness.MAX_SHARE and name.split("/")[0] not in fairness.OVER_MAX
+    }
+    assert not over, f"one mistake costs more than {fairness.MAX_SHARE:.0%} of its module: {over}"
+    median = fairness.summary(shares)["median"]
+    assert median <= fairness.MEDIAN_KEPT, f"the median mutant loses {median:.1%}"

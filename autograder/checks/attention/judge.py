@@ -11,6 +11,7 @@ from ...core.diagnosis import infer_scale, name_scale
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
 from ...core.verdicts import Candidate, assert_close, close, model, tensor
+from ...trusted.attention import attention_with_bias as trusted_attention
 from ...trusted.attention import broadcast_shape
 from . import probe
 
@@ -91,8 +92,52 @@ def _scale_failure(x, weights) -> Failure | None:
     )
 
 
-def _compare(got, want, x, *, prefix=""):
-    """Weights first (they say more about a mistake), then the output."""
+def _own_conventions(x, out, weights) -> bool:
+    """Whether the run is this check's attention computed with the student's own divisor c
+    (the one their weights show, core.diagnosis.infer_scale) or with the softmax over the
+    queries: mistakes that the reference, scale and rows-sum-to-one checks charge, and that a
+    check varying something else (batch dims, the dtype, a mask's shape) lets pass, so that
+    they cost points once (principle 10). Computed with the trusted attention (both kits have
+    it), in float64, within the tolerance of the student's dtype."""
+    q, k, v, mask = x["q"], x["k"], x["v"], x.get("mask")
+    if not (torch.isfinite(out).all() and torch.isfinite(weights).all()):
+        return False
+    d_k = q.size(-1)
+    for over_queries in (False, True):
+        a, b, w, m = q, k, weights, mask
+        if over_queries:  # softmax over the queries: the keys' softmax over them, transposed
+            a, b, w = k, q, weights.transpose(-2, -1)
+            m = None if mask is None else mask.transpose(-2, -1)
+        c = infer_scale(a, b, w, m)
+        if c is None or not c > 0:
+            continue
+        scaled = a.double() * (math.sqrt(d_k) / c)
+        own = trusted_attention(scaled, b.double(), b.double(), None, m)[1]
+        own = own.transpose(-2, -1) if over_queries else own
+        if close(weights, own.to(weights.dtype)) and close(out, (own @ v.double()).to(out.dtype)):
+            return True
+    return False
+
+
+def _returned_scores(x, out, weights, want_out) -> bool:
+    """Whether the run has the reference's output and returns the scaled scores (on the keys
+    the mask allows) as its weights: a mistake that the reference check names."""
+    scores = x["q"].double() @ x["k"].double().transpose(-2, -1) / math.sqrt(x["q"].size(-1))
+    mask = x.get("mask")
+    try:
+        allowed = torch.ones(weights.shape, dtype=torch.bool)
+        if mask is not None:
+            allowed = ~mask.expand(weights.shape)
+        scores = scores.expand(weights.shape)
+    except RuntimeError:
+        return False
+    return close(out, want_out) and close(weights[allowed], scores[allowed].to(weights.dtype))
+
+
+def _compare(got, want, x, *, prefix="", exempt=False):
+    """Weights first (they say more about a mistake), then the output. With `exempt`, a run
+    that only has the scale or the softmax axis wrong (_own_conventions), or that returns
+    the scores as its weights (_returned_scores), passes: the reference check names those."""
     out = tensor(got, prefix + "out", "the output", floating=True, shape=want[prefix + "out"].shape)
     weights = tensor(
         got, prefix + "weights", "the weights", floating=True, shape=want[prefix + "weights"].shape
@@ -103,6 +148,12 @@ def _compare(got, want, x, *, prefix=""):
             raise Failure(
                 MISTAKES["dtype-not-kept"], what=f"the {name}", got=value.dtype, expected=expected
             )
+    right = close(weights, want[prefix + "weights"]) and close(out, want[prefix + "out"])
+    if exempt and not right:
+        if _own_conventions(x, out, weights):
+            return
+        if _returned_scores(x, out, weights, want[prefix + "out"]):
+            return
     if not close(weights, want[prefix + "weights"]):
         failure = _scale_failure(x, weights)
         if failure:
@@ -157,16 +208,22 @@ def verdict_reference(got, want, x):
     _compare(got, want, x)
 
 
+def verdict_elsewhere(got, want, x):
+    """The reference's values, but a wrong scale or softmax axis is charged elsewhere (the
+    reference, scale and rows-sum-to-one checks): this check varies something else."""
+    _compare(got, want, x, exempt=True)
+
+
 @SCALED_DOT_PRODUCT_ATTENTION.check(
     "batch-dims", inputs=probe.inputs_batch_dims, probe=probe.probe_batch_dims
 )
 def verdict_batch_dims(got, want, x):
     for shape, xs in x.items():
-        _compare(got, want, xs, prefix=f"{shape}/")
+        _compare(got, want, xs, prefix=f"{shape}/", exempt=True)
 
 
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "float64", inputs=probe.inputs_float64, verdict=verdict_reference
+    "float64", inputs=probe.inputs_float64, verdict=verdict_elsewhere
 )
 
 
@@ -191,10 +248,10 @@ def verdict_scale(got, want, x):
 
 
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-2d", inputs=probe.inputs_mask_2d, verdict=verdict_reference
+    "mask-2d", inputs=probe.inputs_mask_2d, verdict=verdict_elsewhere
 )
 SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-4d", inputs=probe.inputs_mask_4d, verdict=verdict_reference
+    "mask-4d", inputs=probe.inputs_mask_4d, verdict=verdict_elsewhere
 )
 
 

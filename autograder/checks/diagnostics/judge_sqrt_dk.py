@@ -167,12 +167,33 @@ def _curves(got, x):
 SQRT_DK_EXPERIMENT = CHECKS.exercise("sqrt_dk_experiment", probe=probe.probe_experiment)
 
 
+def _own_curves(got, x):
+    """The run asked for measured with the student's own softmax_saturation (the probe's
+    "own/" curves), when they are evidence: finite curves of the right length, none one
+    constant. None otherwise."""
+    n = len(x["d_ks"])
+    own = {}
+    for key in QUANTITIES:
+        value = got.get(f"own/{key}")
+        if type(value) is not torch.Tensor or tuple(value.shape) != (n,):
+            return None
+        if not value.is_floating_point() or not torch.isfinite(value).all():
+            return None
+        if bool((value == value[0]).all()):
+            return None
+        own[key] = value.float()
+    return own
+
+
 @SQRT_DK_EXPERIMENT.check("sqrtdk-experiment", inputs=probe.inputs_experiment)
 def verdict_experiment(got, want, x):
     curves = _curves(got, x)
     reference = {key: want[key].float() for key in QUANTITIES}
     if _within(curves, reference, RUN_TOL) or _within(curves, _k_first(want, x), RUN_TOL):
         return
+    own = _own_curves(got, x)
+    if own is not None and not _within(own, reference, RUN_TOL) and _within(curves, own, RUN_TOL):
+        return  # the run asked for, on their own softmax_saturation: its checks charge it
     swapped = {key: curves[_other(key)] for key in QUANTITIES}
     if _within(swapped, reference):
         raise Failure(MISTAKES["sqrtdk-scaled-swapped"], what="sqrt_dk_experiment")

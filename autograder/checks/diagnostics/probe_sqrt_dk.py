@@ -55,21 +55,24 @@ def probe_saturation(mod, x):
     return got
 
 
-def k_first(mod, x):
+def k_first(mod, x, *, order="kq", prefix="k_first/"):
     """The experiment's curves with k drawn before q (the other draw order the judge accepts),
     measured with the submission's softmax_saturation: the reference's are what a run in that
-    order gives, for the student copy, which cannot replay it. Empty if it fails."""
+    order gives, for the student copy, which cannot replay it. Empty if it fails. With
+    order="qk" (prefix "own/"): the run asked for, on the student's own softmax_saturation,
+    so that the experiment is judged apart from a mistake there (charged in its own checks)."""
     curves = {key: [] for key in QUANTITIES}
     try:
         for d_k in x["d_ks"]:
             gen = torch.Generator().manual_seed(x["seed"])
-            k = torch.randn(BATCH, LENGTH, d_k, generator=gen)
-            q = torch.randn(BATCH, LENGTH, d_k, generator=gen)
+            first = torch.randn(BATCH, LENGTH, d_k, generator=gen)
+            second = torch.randn(BATCH, LENGTH, d_k, generator=gen)
+            k, q = (first, second) if order == "kq" else (second, first)
             for scaled, tag in ((True, "scaled"), (False, "unscaled")):
                 entropy, largest = mod.softmax_saturation(q, k, scaled=scaled)
                 curves[f"entropy_{tag}"].append(entropy)
                 curves[f"max_weight_{tag}"].append(largest)
-        return {f"k_first/{key}": torch.stack(v).detach().float() for key, v in curves.items()}
+        return {f"{prefix}{key}": torch.stack(v).detach().float() for key, v in curves.items()}
     except Exception:  # noqa: BLE001 (only the reference's are read: the judge's fallback)
         return {}
 
@@ -85,4 +88,5 @@ def probe_experiment(mod, x):
             if k in ("d_k", *QUANTITIES)
         },
         **k_first(mod, x),
+        **k_first(mod, x, order="qk", prefix="own/"),
     }

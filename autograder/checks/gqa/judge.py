@@ -246,9 +246,33 @@ def verdict_sizes_error(got, want, x):
 # --------------------------------------------------------------------------- the layer
 
 
-def _compare(got, want, x):
-    """Weights first (they say more about a mistake), then the output."""
+def _right_but_for_scale_or_pairing(x, out, weights):
+    """Whether the run is grouped-query attention that is right but for its divisor (the one
+    its weights show) or for which key head each query head meets (tiled, or only the
+    first): mistakes the grouped, scale and groups checks charge, which a check varying
+    something else (one or H key heads, a mask, biases) lets pass (principle 10). In the
+    student copy, only where the kit recorded that model."""
+    for pairing in ("ok", "tiled", "first"):
+        q, k = _qk(x, pairing)
+        c = infer_scale(q, k, weights, x.get("mask"))
+        if c is None or not c > 0:
+            continue
+        try:
+            o_model, w_model = _gqa(x, pairing=pairing, scale=c)
+        except ModelUnavailable:
+            return False
+        if close(weights, w_model.to(weights.dtype)) and close(out, o_model.to(out.dtype)):
+            return True
+    return False
+
+
+def _compare(got, want, x, *, exempt=False):
+    """Weights first (they say more about a mistake), then the output. With `exempt`, a run
+    right but for its scale or its pairing of heads passes (_right_but_for_scale_or_pairing)."""
     out, weights = result(got, x)
+    right = close(weights, want["weights"]) and close(out, want["out"])
+    if exempt and not right and _right_but_for_scale_or_pairing(x, out, weights):
+        return
     if not close(weights, want["weights"]):
         failure = _scale_failure(x, weights)
         if failure:
@@ -262,10 +286,15 @@ def verdict_grouped(got, want, x):
     _compare(got, want, x)
 
 
-GROUPED_QUERY_ATTENTION.check("mqa", inputs=probe.inputs_mqa, verdict=verdict_grouped)
-GROUPED_QUERY_ATTENTION.check("mha", inputs=probe.inputs_mha, verdict=verdict_grouped)
-GROUPED_QUERY_ATTENTION.check("mask", inputs=probe.inputs_mask, verdict=verdict_grouped)
-GROUPED_QUERY_ATTENTION.check("bias", inputs=probe.inputs_bias, verdict=verdict_grouped)
+def verdict_elsewhere(got, want, x):
+    """The reference's values, but a wrong scale or pairing of heads is charged elsewhere."""
+    _compare(got, want, x, exempt=True)
+
+
+GROUPED_QUERY_ATTENTION.check("mqa", inputs=probe.inputs_mqa, verdict=verdict_elsewhere)
+GROUPED_QUERY_ATTENTION.check("mha", inputs=probe.inputs_mha, verdict=verdict_elsewhere)
+GROUPED_QUERY_ATTENTION.check("mask", inputs=probe.inputs_mask, verdict=verdict_elsewhere)
+GROUPED_QUERY_ATTENTION.check("bias", inputs=probe.inputs_bias, verdict=verdict_elsewhere)
 
 
 @GROUPED_QUERY_ATTENTION.check("scale", inputs=probe.inputs_scale)

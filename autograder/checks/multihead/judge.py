@@ -127,6 +127,82 @@ def _mha(x, *, split="ok", merge="ok", scale=None, wo="ok", mask_mode="ok"):
     return _project_out(merged, state, wo, d_k), weights
 
 
+@model
+def _mha_own_parts(x, split_l, split_s, merge):
+    """Multi-head attention in float64 with the student's own split_heads and merge_heads,
+    given as where each feature goes (flat indices, from _own_parts): (out, weights)."""
+    state, H = x["state"], x["H"]
+    query = x["query"]
+    key = x.get("key", query)
+    value = x.get("value", key)
+
+    def split(t, index):
+        B, T, D = t.shape
+        return t.reshape(B, T * D)[:, index].reshape(B, H, T, D // H)
+
+    q = split(linear64(query, state, "w_q"), split_l)
+    k = split(linear64(key, state, "w_k"), split_s)
+    v = split(linear64(value, state, "w_v"), split_s)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    mask = x.get("mask")
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    heads = weights @ v
+    B, _, L, d_k = heads.shape
+    merged = heads.reshape(B, H * L * d_k)[:, merge].reshape(B, L, H * d_k)
+    return linear64(merged, state, "w_o"), weights
+
+
+def _own_parts(got, x):
+    """(split at L, split at S, merge): where the student's own split_heads and merge_heads
+    send each feature (the probe's own_split_merge), when each is a permutation of the right
+    shape and one of them is not the trusted one's; else None."""
+    query = x["query"]
+    H, (L, D), S = x["H"], query.shape[1:], x.get("key", query).size(-2)
+    found = []
+    for key, shape in (
+        ("own_split/L", (1, H, L, D // H)),
+        ("own_split/S", (1, H, S, D // H)),
+        ("own_merge", (1, L, D)),
+    ):
+        value = got.get(key)
+        if type(value) is not torch.Tensor or tuple(value.shape) != shape:
+            return None
+        if not value.is_floating_point() or not torch.isfinite(value).all():
+            return None
+        flat = value.double().flatten()
+        if not torch.equal(flat.sort().values, torch.arange(flat.numel(), dtype=torch.float64)):
+            return None
+        found.append(flat.long())
+    trusted_parts = [
+        trusted.split_heads(torch.arange(L * D).reshape(1, L, D), H).flatten(),
+        trusted.split_heads(torch.arange(S * D).reshape(1, S, D), H).flatten(),
+        trusted.merge_heads(torch.arange(L * D).reshape(1, H, L, D // H)).flatten(),
+    ]
+    if all(torch.equal(a, b) for a, b in zip(found, trusted_parts, strict=True)):
+        return None
+    return tuple(found)
+
+
+def _right_with_own_parts(got, x, out, weights, out_too):
+    """Whether the run is multi-head attention done right with the student's own (wrong)
+    split_heads or merge_heads: their own checks charge that mistake (isolation within the
+    module, principle 6). In the student copy, only where the kit recorded that model."""
+    parts = _own_parts(got, x)
+    if parts is None:
+        return False
+    try:
+        o_model, w_model = _mha_own_parts(x, *parts)
+    except ModelUnavailable:
+        return False
+    if not close(weights, w_model.to(weights.dtype)):
+        return False
+    return not out_too or close(out, o_model.to(out.dtype))
+
+
 def _scale_names(x):
     D, H = x["query"].size(-1), x["H"]
     key = x.get("key", x["query"])
@@ -216,6 +292,9 @@ def _compare(got, want, x, prefix="", *, out_too=True):
     passes (docs/principles.md, principle 10)."""
     out, weights = _result(got, x, prefix)
     w_want, o_want = want[prefix + "weights"], want[prefix + "out"]
+    right = close(weights, w_want) and (not out_too or close(out, o_want))
+    if not right and not prefix and _right_with_own_parts(got, x, out, weights, out_too):
+        return
     if not close(weights, w_want):
         failure = _scale_failure(x, weights)
         if failure and _right_but_for_the_divisor(x, out, weights, out_too):

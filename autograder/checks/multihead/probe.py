@@ -177,9 +177,30 @@ def call(model, *args, grad=False, **kwargs):
     return {"out": out, "weights": weights}
 
 
+def own_split_merge(mod, x, got):
+    """Where the student's own split_heads and merge_heads send each feature, at this check's
+    sizes (B = 1, on index tensors): the judge grades MultiHeadAttention with these, so a
+    mistake in split_heads or merge_heads is charged in their own checks only. Nothing when
+    either fails (the forward's own call fails the same way)."""
+    query = x["query"]
+    H, (L, D), S = x["H"], query.shape[1:], x.get("key", query).size(1)
+    found = {}
+    try:
+        for tag, T in (("L", L), ("S", S)):
+            index = torch.arange(T * D, dtype=torch.float64, device=query.device)
+            found[f"own_split/{tag}"] = mod.split_heads(index.reshape(1, T, D), H)
+        heads = torch.arange(L * D, dtype=torch.float64, device=query.device)
+        found["own_merge"] = mod.merge_heads(heads.reshape(1, H, L, D // H))
+    except Exception:  # noqa: BLE001 (no evidence: judged without it)
+        return
+    got.update(found)
+
+
 def probe_mha(mod, x):
     model = model_of(mod, x)
-    return call(model, x["query"], x.get("key"), x.get("value"), mask=x.get("mask"))
+    got = call(model, x["query"], x.get("key"), x.get("value"), mask=x.get("mask"))
+    own_split_merge(mod, x, got)
+    return got
 
 
 def probe_split(mod, x):

@@ -292,13 +292,33 @@ def _forward_failure(got, key, what):
         )
 
 
+def _own_table(got, x, what):
+    """(max_len, D): the table the student's module adds (its output on zeros, the probe's
+    _own_table): the random table loaded into pe, or, for a module that keeps its table
+    elsewhere (d2l's self.P), the student's own sinusoidal_encoding. Anything else is not
+    the table: forward computes something of its own."""
+    max_len, D = x["max_len"], x["d_model"]
+    _forward_failure(got, "table", what)
+    table = tensor(got, "table", what, shape=(max_len, max_len, D), dtype=torch.float32)[0]
+    verdicts.assert_evidence(table, f"The table that {what} adds")
+    loaded = x["pe"][0]
+    own = got.get("encoding")
+    if close_enough(table, loaded.double()):
+        return table
+    if type(own) is torch.Tensor and own.shape == table.shape and own.is_floating_point():
+        if close_enough(table, own.double()):
+            return table
+    assert_close(table, loaded, f"the table that {what} adds (the buffer pe, as loaded)")
+    return table
+
+
 def _check_forward(got, key, x, pe, what):
-    """out = x + pe[:, :T], pe being the random table the probe loaded into the buffer."""
+    """out = x + pe[:, :T], pe (max_len, D) being the module's own table (_own_table)."""
     B, T, D = x.shape
     out = tensor(got, key, what, shape=(B, T, D), dtype=torch.float32)
-    expected = x.double() + pe[0, :T].double()
+    expected = x.double() + pe[:T].double()
     if B == 1:  # pe[:, :x.size(0)] adds PE(0) everywhere instead of PE(0..T-1)
-        if close_enough(out, x.double() + pe[0, :1].double()):
+        if close_enough(out, x.double() + pe[:1].double()):
             raise Failure(
                 MISTAKES["pe-slice-wrong-axis"],
                 what=what,
@@ -314,11 +334,12 @@ def close_enough(a, b):
 @POSITIONAL_ENCODING.check("forward", inputs=probe.inputs_forward, probe=probe.probe_forward)
 @no_reference
 def verdict_forward(got, want, x):
+    table = _own_table(got, x, f"PositionalEncoding({x['d_model']}, max_len={x['max_len']})")
     for name, value in x["x"].items():
         B, T, D = value.shape
         what = f"PositionalEncoding({D}, max_len={x['max_len']}) on x of shape ({B}, {T}, {D})"
         _forward_failure(got, name, what)
-        _check_forward(got, name, value, x["pe"], what)
+        _check_forward(got, name, value, table, what)
 
 
 @POSITIONAL_ENCODING.check(
@@ -348,7 +369,8 @@ def verdict_dropout_train(got, want, x):
     what = f"PositionalEncoding({x['d_model']}, max_len={x['max_len']}, dropout={probe.P_DROP})"
     _forward_failure(got, "out", what + " in training mode")
     out = tensor(got, "out", what + " in training mode", shape=value.shape, dtype=torch.float32)
-    full = value.double() + x["pe"][0, : value.size(1)].double()
+    table = _own_table(got, x, f"PositionalEncoding({x['d_model']}, max_len={x['max_len']})")
+    full = value.double() + table[: value.size(1)].double()
     finding = dropout_finding(out, full, probe.P_DROP)
     if finding is None:
         return

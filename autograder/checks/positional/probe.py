@@ -118,8 +118,9 @@ def probe_buffer(mod, x):
 
 
 def _table_and_x(gen, max_len, d_model, cases):
-    """A random stand-in for the table (loaded into the student's pe, so forward is graded
-    on its own: x + pe[:, :T] whatever the table holds) and one x per (B, T) case."""
+    """A random stand-in for the table (loaded into the student's pe when it has one, so
+    forward is graded on its own whatever its table holds; the verdicts compare with the
+    module's own table, _own_table) and one x per (B, T) case."""
     x = {"max_len": max_len, "d_model": d_model, "pe": randn(gen, 1, max_len, d_model)}
     x["x"] = {name: randn(gen, B, T, d_model) for name, (B, T) in cases.items()}
     return x
@@ -164,11 +165,25 @@ def _call(module, value, got, key):
         got[key + "/error"] = str(e).splitlines()[0]
 
 
+def _own_table(mod, x, got):
+    """got["table"]: what the student's module (dropout 0, eval mode) adds to zeros of shape
+    (max_len, max_len, D), B = T = max_len, where every way of slicing the table agrees: its
+    own table, wherever it keeps it (pe, or d2l's P), so forward and dropout are graded on
+    what forward does with it, whatever the attribute's name."""
+    zeros = torch.zeros(x["max_len"], x["max_len"], x["d_model"])
+    _call(_module(mod, x).eval(), zeros, got, "table")
+    try:  # the student's own table, for a module that keeps it elsewhere than in pe
+        got["encoding"] = mod.sinusoidal_encoding(x["max_len"], x["d_model"])
+    except Exception:  # noqa: BLE001 (then the table must be the one loaded into pe)
+        pass
+
+
 def probe_forward(mod, x):
     module = _module(mod, x).eval()
     got = {}
     for name, value in x["x"].items():
         _call(module, value, got, name)
+    _own_table(mod, x, got)
     return got
 
 
@@ -190,6 +205,7 @@ def probe_dropout_train(mod, x):
     with torch.random.fork_rng():
         torch.manual_seed(0)  # reproducible; the verdict does not depend on which values drop
         _call(module, x["x"]["x"], got, "out")
+    _own_table(mod, x, got)
     return got
 
 

@@ -6,6 +6,7 @@ import re
 
 import torch
 
+from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
@@ -249,7 +250,42 @@ def _uses_what_is_passed(slug, inputs, ignored):
 
 
 _uses_what_is_passed("positions", probe.inputs_positions, MISTAKES["rope-positions-ignored"])
-_uses_what_is_passed("base", probe.inputs_base, MISTAKES["rope-base-ignored"])
+
+
+def _a_rotation(out, case, what):
+    """Whether the student's run rotates each row: finite, not one constant, not x handed
+    back, every row's length kept (float32 allowance). The evidence a check needs when it
+    judges the student's own runs rather than the values (a random result fails)."""
+    x = case["x"]
+    verdicts.assert_evidence(out, what, [x])
+    before, after = x.double().norm(dim=-1), out.double().norm(dim=-1)
+    slack = SLOPE * (float(case["positions"].abs().max()) + 1)
+    return bool(((after - before).abs() <= 1e-5 + before * (slack + 1e-5)).all())
+
+
+@APPLY_ROTARY.check(
+    "base",
+    inputs=probe.inputs_base,
+    probe=probe.probe_base,
+    replays=_exempt_replays((MISTAKES["rope-base-ignored"],), _EVERYWHERE),
+)
+def verdict_base(got, want, x):
+    """Judged on the student's own runs: the output with the base passed differs from their
+    output with the default base (else the base is ignored), and each row is rotated (its
+    length kept). Values as the reference's pass at once; other values are the reference
+    check's to charge (a sin/cos swap or a position off by one still uses the base)."""
+    base_ignored = MISTAKES["rope-base-ignored"]
+    for name, case in x.items():
+        what = _what(case)
+        out = tensor(got, name, what, floating=True, shape=case["x"].shape)
+        default = tensor(got, f"{name}/default", what, floating=True, shape=case["x"].shape)
+        if torch.equal(out, default) or close(out, default):
+            raise Failure(base_ignored, what=what, base=case["base"])
+        try:
+            _rotation(got, name, case, what, want, named=(base_ignored,), charged=_EVERYWHERE)
+        except Failure as failure:
+            if failure.misconception is base_ignored or not _a_rotation(out, case, what):
+                raise
 
 
 @APPLY_ROTARY.check(
@@ -274,14 +310,28 @@ def verdict_far(got, want, x):
 
 
 @APPLY_ROTARY.check(
-    "float64", inputs=probe.inputs_float64, replays=_exempt_replays((), _EVERYWHERE)
+    "float64",
+    inputs=probe.inputs_float64,
+    probe=probe.probe_float64,
+    replays=_exempt_replays((), _EVERYWHERE),
 )
 def verdict_float64(got, want, x):
     """The dtype is what this check grades; the values are held to the float32 allowance,
     since computing the angles in float32 (as LLaMA's code does) is a precision choice, not a
-    mistake. Value mistakes are charged by the reference check."""
+    mistake. Values other than the reference's pass when they are the student's own float32
+    run's (their own values, in float64): the reference check charges value mistakes."""
     case = x["float64"]
-    _rotation(got, "float64", case, _what(case), want, named=(), charged=_EVERYWHERE)
+    what = _what(case)
+    try:
+        _rotation(got, "float64", case, what, want, named=(), charged=_EVERYWHERE)
+    except Failure as failure:
+        out = tensor(got, "float64", what, floating=True, shape=case["x"].shape)
+        if out.dtype != case["x"].dtype:
+            raise
+        own = tensor(got, "float64/float32", what, floating=True, shape=case["x"].shape)
+        verdicts.assert_evidence(out, what, [case["x"]])
+        if not _fits(out, own.double(), case["x"], case["positions"]):
+            raise failure from None
 
 
 def _rows(got, key, shape, what):

@@ -83,6 +83,24 @@ def probe_rotate(mod, x):
     return {name: _rotate(mod, case) for name, case in x.items()}
 
 
+def probe_base(mod, x):
+    """probe_rotate, and each case again without the base (the default, 10000): whether the
+    base passed is used is judged on the student's own two runs."""
+    got = probe_rotate(mod, x)
+    for name, case in x.items():
+        got[f"{name}/default"] = mod.apply_rotary(case["x"], case["positions"])
+    return got
+
+
+def probe_float64(mod, x):
+    """probe_rotate, and each case again in float32: whether float64 is kept (with the values
+    the student's own float32 run gives) is judged on the student's own two runs."""
+    got = probe_rotate(mod, x)
+    for name, case in x.items():
+        got[f"{name}/float32"] = mod.apply_rotary(case["x"].float(), case["positions"])
+    return got
+
+
 def inputs_relative(gen):
     """q, k at positions P and at P + shift: every offset P_i - P_j is the same in both runs."""
     T, d = _int(gen, 5, 9), _even(gen, 8, 16)

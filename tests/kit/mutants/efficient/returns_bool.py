@@ -2,6 +2,7 @@
 nothing (it used to win 6/18: the comparison cast the reference to bool)."""
 
 # expects: wrong-dtype
+# breaks: every exercise
 import torch
 
 

@@ -1,7 +1,7 @@
 """Mutant: forward shares the key/value heads with Tensor.repeat instead of repeat_interleave."""
 
 # expects: gqa-repeat-tiled
-# loses: grouped, mask, bias, groups
+# loses: grouped, groups
 from solutions.gqa import *  # noqa: F403
 from solutions.gqa import GroupedQueryAttention as _Base
 

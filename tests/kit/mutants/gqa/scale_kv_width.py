@@ -1,7 +1,7 @@
 """Mutant: scores divided by √(H_kv·d_k), the width of all key heads, not √d_k."""
 
 # expects: gqa-wrong-scale
-# loses: grouped, mha, mask, bias, scale
+# loses: grouped, scale
 import math
 
 from solutions.gqa import *  # noqa: F403

@@ -1,6 +1,7 @@
 """Mutant: bool tensors instead of numbers (computes nothing; issue 12 won 17/21 with it)."""
 
 # expects: wrong-dtype
+# breaks: every exercise
 import torch
 from torch import nn
 
