@@ -21,6 +21,7 @@ MODULES: tuple[str, ...] = (
     "gqa",
     "kvcache",
     "llama",
+    "induction",
 )
 
 
