@@ -125,6 +125,8 @@ def heads64(previous, induction, mistake=""):
         rows = previous[: layer + 1]
     else:
         rows = previous[:layer]  # the layers before the induction head's
+    if rows.numel() == 0:  # any-layer found layer 0: no layer before it (the pair is judged)
+        rows = previous
     p_layer, p_head = divmod(int(rows.argmax()), H)
     if mistake == "swapped":
         return torch.tensor([head, layer, p_head, p_layer])
@@ -250,11 +252,13 @@ def verdict_head_scores(got, want, x):
 # --------------------------------------------------------------------------- find_heads
 
 FIND_HEADS = CHECKS.exercise("find_heads", probe=probe.probe_find_heads)
+# (misconception, flag, which of the four ints [l_ind, h_ind, l_prev, h_prev] it explains:
+# the rest must be right, or equal what the same mistake gives)
 HEAD_MISTAKES = (
-    ("induction-find-any-layer", "any-layer"),
-    ("induction-find-previous-not-before", "previous-own-layer"),
-    ("induction-find-previous-not-before", "previous-any-layer"),
-    ("induction-find-pair-swapped", "swapped"),
+    ("induction-find-pair-swapped", "swapped", slice(0, 4)),
+    ("induction-find-any-layer", "any-layer", slice(0, 2)),
+    ("induction-find-previous-not-before", "previous-own-layer", slice(2, 4)),
+    ("induction-find-previous-not-before", "previous-any-layer", slice(2, 4)),
 )
 
 
@@ -267,9 +271,12 @@ def verdict_find_heads(got, want, x):
     if torch.equal(answer, expected):
         return
     shown = {"got": tuple(answer.tolist())}
-    for mistake, flag in HEAD_MISTAKES:
+    for mistake, flag, part in HEAD_MISTAKES:
         try:
-            if torch.equal(answer, heads64(x["previous"], x["induction"], flag)):
+            wrong = heads64(x["previous"], x["induction"], flag)
+            if torch.equal(answer[part], wrong[part]) and not torch.equal(
+                answer[part], expected[part]
+            ):
                 raise Failure(MISTAKES[mistake], **shown)
         except ModelUnavailable:  # the student copy: the mistake is not named there
             continue
@@ -314,8 +321,13 @@ def _drops(x, loss_mistake="", ablate_mistake=""):
 
 
 def _drop_replays(x):
-    """The drops with each mistake the losses check charges (by name)."""
-    return {m: _drops(x, loss_mistake=m) for m in LOSS_MISTAKES}
+    """For each mistake the losses check charges (by name): the drops it gives, and the pair
+    (first, repeated) it gives on the intact model's logits."""
+    logits, _ = forward64(x["state"], x["config"], x["tokens"])
+    out = {m: _drops(x, loss_mistake=m) for m in LOSS_MISTAKES}
+    for m in LOSS_MISTAKES:
+        out[f"pair/{m}"] = losses64(logits, x["tokens"], x["period"], m).float()
+    return out
 
 
 LOSS_DROP = CHECKS.exercise("loss_drop", probe=probe.probe_ablation)
@@ -328,8 +340,14 @@ def verdict_ablation(got, want, x):
     drops = tensor(got, "drops", "the loss drops", shape=(n,), floating=True)
     if close(drops, want["drops"]):
         return
-    if any(close(drops, want[f"replay/{m}"]) for m in LOSS_MISTAKES):
-        return  # a loss mistake, charged by the losses check
+    own = got.get("own_losses")
+    for m in LOSS_MISTAKES:  # a loss mistake the student's own in_context_losses makes:
+        if (  # charged by the losses check, not here
+            isinstance(own, torch.Tensor)
+            and close(own, want[f"replay/pair/{m}"])
+            and close(drops, want[f"replay/{m}"])
+        ):
+            return
     candidates = [
         (MISTAKES[f"induction-ablate-{m}"], functools.partial(_drops, x, "", m), {})
         for m in ABLATE_MISTAKES

@@ -188,12 +188,23 @@ def _drop(value) -> torch.Tensor:
 
 
 def probe_ablation(mod, x):
+    """The student's loss_drop for each head set, and the student's own in_context_losses
+    on the intact model's logits (so that the judge exempts a loss mistake only where the
+    student's loss function makes it; left out when that raises)."""
     model = _model(mod, x)
     drops = [
         _drop(mod.loss_drop(model, x["tokens"], x["period"], [tuple(h) for h in heads]))
         for heads in x["ablations"]
     ]
-    return {"drops": torch.stack(drops)}
+    got = {"drops": torch.stack(drops)}
+    try:
+        with torch.no_grad():
+            logits, _ = model(x["tokens"])
+        first, repeated = mod.in_context_losses(logits, x["tokens"], x["period"])
+        got["own_losses"] = torch.stack([_drop(first), _drop(repeated)]).float()
+    except Exception:  # noqa: BLE001  (no exemption then: the drops are judged as they are)
+        pass
+    return got
 
 
 # --------------------------------------------------------------------------- train (slow)
@@ -212,7 +223,7 @@ def initial_state(gen) -> dict[str, torch.Tensor]:
     uniform in ±1/√fan_in."""
     state = {}
     for name, shape in grader_model.SHAPES.items():
-        if name.endswith("embed.weight"):
+        if name in ("token_embed.weight", "pos_embed.weight"):
             state[name] = randn(gen, *shape)
         else:
             bound = 1.0 / math.sqrt(shape[1])
