@@ -269,7 +269,7 @@ def train_induction(
     training mode throughout.
     """
     # TODO (train_induction): about 10 lines.
-    #   1) model.train(); torch.optim.AdamW(model.parameters(), lr=lr).
+    #   1) training mode for the model, and one AdamW optimiser over its parameters (lr).
     #   2) each step: the period (int(...)), the batch, logits = model(tokens)[0], the loss
     #      F.cross_entropy(logits[:, :-1] flattened to (N, V), tokens[:, 1:] flattened),
     #      zero_grad, backward, step; keep loss.item().
