@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import KIT, ROOT, expected_misconception, submission_with, variants
 
-from autograder.checks.induction import grader_model, judge, probe
+from autograder.checks.induction import probe_weights, judge, probe
 from autograder.core import registry
 from autograder.core.references import References
 from autograder.run.engine import run_check
@@ -20,9 +20,9 @@ def test_enough_variants():
     assert len(mutants) >= 8 and len(alternatives) >= 3
 
 
-def _grader_model(state=None):
-    model = solution.AttentionOnlyTransformer(**grader_model.CONFIG)
-    model.load_state_dict(state or grader_model.state())
+def _probe_weights(state=None):
+    model = solution.AttentionOnlyTransformer(**probe_weights.CONFIG)
+    model.load_state_dict(state or probe_weights.state())
     return model.eval()
 
 
@@ -31,7 +31,7 @@ def test_judge_models_equal_the_solution():
     must compute what the solution computes (float32 tolerance)."""
     gen = torch.Generator().manual_seed(0)
     x = probe.inputs_ablation(gen)
-    model = _grader_model(x["state"])
+    model = _probe_weights(x["state"])
     tokens, P = x["tokens"], x["period"]
     for ablate in ([], [(1, 0)], [(0, 1), (1, 1)]):
         with torch.no_grad():
@@ -52,16 +52,16 @@ def test_judge_models_equal_the_solution():
     assert judge.heads64(tables["previous"], tables["induction"]).tolist() == [*ind, *prev]
 
 
-def test_the_grader_model_holds_an_induction_circuit():
+def test_the_probe_weights_holds_an_induction_circuit():
     """The stored weights (tools/make_induction_weights.py): a previous-token head in layer
     0, an induction head in layer 1, a large in-context loss drop that ablating layer 1's
     heads removes. Renumbering the heads (the probe side's permutation) renumbers the heads
     found and changes nothing else."""
     P = 12
     tokens = solution.repeated_tokens(
-        64, P, grader_model.CONFIG["vocab_size"], torch.Generator().manual_seed(5)
+        64, P, probe_weights.CONFIG["vocab_size"], torch.Generator().manual_seed(5)
     )
-    model = _grader_model()
+    model = _probe_weights()
     previous, induction = solution.head_scores(model, tokens, P)
     (li, hi), (lp, hp) = solution.find_heads(previous, induction)
     assert (li, lp) == (1, 0)
@@ -71,7 +71,7 @@ def test_the_grader_model_holds_an_induction_circuit():
     found = set()
     for seed in range(8):
         state = probe.permuted_state(torch.Generator().manual_seed(seed))
-        renumbered = _grader_model(state)
+        renumbered = _probe_weights(state)
         prev2, ind2 = solution.head_scores(renumbered, tokens, P)
         assert torch.allclose(prev2.sort(dim=1).values, previous.sort(dim=1).values, atol=1e-5)
         found.add(solution.find_heads(prev2, ind2))

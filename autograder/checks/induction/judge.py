@@ -84,8 +84,17 @@ def induction64(weights, period, mistake=""):
     return w[..., queries, queries - period + 1].mean(dim=(0, 2))
 
 
-PREVIOUS_MISTAKES = ("includes-first", "diagonal", "transposed", "summed")
-INDUCTION_MISTAKES = ("duplicate", "includes-first-half")
+# Each mistake's flag (the models' argument) and its misconception.
+PREVIOUS_MISTAKES = {
+    "includes-first": MISTAKES["induction-prev-includes-first"],
+    "diagonal": MISTAKES["induction-prev-diagonal"],
+    "transposed": MISTAKES["induction-prev-transposed"],
+    "summed": MISTAKES["induction-prev-summed"],
+}
+INDUCTION_MISTAKES = {
+    "duplicate": MISTAKES["induction-ind-duplicate"],
+    "includes-first-half": MISTAKES["induction-ind-includes-first-half"],
+}
 
 
 @model
@@ -107,7 +116,12 @@ def losses64(logits, tokens, period, mistake=""):
     return torch.stack([first, repeated])
 
 
-LOSS_MISTAKES = ("logits", "not-shifted", "boundary", "swapped")
+LOSS_MISTAKES = {
+    "logits": MISTAKES["induction-loss-logits"],
+    "not-shifted": MISTAKES["induction-loss-not-shifted"],
+    "boundary": MISTAKES["induction-loss-boundary"],
+    "swapped": MISTAKES["induction-loss-swapped"],
+}
 
 
 @model
@@ -176,11 +190,11 @@ def verdict_previous(got, want, x):
     scores = tensor(got, "scores", "the previous-token scores", shape=(H,), floating=True)
     candidates = [
         (
-            MISTAKES[f"induction-prev-{m}"],
+            mistake,
             functools.partial(lambda m: previous64(x["weights"], m).float(), m),
             {"T": x["weights"].size(-1)},
         )
-        for m in PREVIOUS_MISTAKES
+        for m, mistake in PREVIOUS_MISTAKES.items()
     ]
     assert_close(scores, want["scores"], "the previous-token scores", candidates)
 
@@ -194,11 +208,11 @@ def verdict_induction(got, want, x):
     scores = tensor(got, "scores", "the induction scores", shape=(H,), floating=True)
     candidates = [
         (
-            MISTAKES[f"induction-ind-{m}"],
+            mistake,
             functools.partial(lambda m: induction64(x["weights"], P, m).float(), m),
             {"P": P},
         )
-        for m in INDUCTION_MISTAKES
+        for m, mistake in INDUCTION_MISTAKES.items()
     ]
     assert_close(scores, want["scores"], "the induction scores", candidates)
 
@@ -255,10 +269,10 @@ FIND_HEADS = CHECKS.exercise("find_heads", probe=probe.probe_find_heads)
 # (misconception, flag, which of the four ints [l_ind, h_ind, l_prev, h_prev] it explains:
 # the rest must be right, or equal what the same mistake gives)
 HEAD_MISTAKES = (
-    ("induction-find-pair-swapped", "swapped", slice(0, 4)),
-    ("induction-find-any-layer", "any-layer", slice(0, 2)),
-    ("induction-find-previous-not-before", "previous-own-layer", slice(2, 4)),
-    ("induction-find-previous-not-before", "previous-any-layer", slice(2, 4)),
+    (MISTAKES["induction-find-pair-swapped"], "swapped", slice(0, 4)),
+    (MISTAKES["induction-find-any-layer"], "any-layer", slice(0, 2)),
+    (MISTAKES["induction-find-previous-not-before"], "previous-own-layer", slice(2, 4)),
+    (MISTAKES["induction-find-previous-not-before"], "previous-any-layer", slice(2, 4)),
 )
 
 
@@ -277,7 +291,7 @@ def verdict_find_heads(got, want, x):
             if torch.equal(answer[part], wrong[part]) and not torch.equal(
                 answer[part], expected[part]
             ):
-                raise Failure(MISTAKES[mistake], **shown)
+                raise Failure(mistake, **shown)
         except ModelUnavailable:  # the student copy: the mistake is not named there
             continue
     raise Failure(MISTAKES["induction-find-wrong"], **shown)
@@ -301,13 +315,13 @@ def verdict_losses(got, want, x):
     expected = torch.stack([want["first"], want["repeated"]]).float()
     candidates = [
         (
-            MISTAKES[f"induction-loss-{m}"],
+            mistake,
             functools.partial(
                 lambda m: losses64(x["logits"], x["tokens"], x["period"], m).float(), m
             ),
             {"P": x["period"]},
         )
-        for m in LOSS_MISTAKES
+        for m, mistake in LOSS_MISTAKES.items()
     ]
     assert_close(pair, expected, "(first, repeated)", candidates)
 
@@ -331,7 +345,11 @@ def _drop_replays(x):
 
 
 LOSS_DROP = CHECKS.exercise("loss_drop", probe=probe.probe_ablation)
-ABLATE_MISTAKES = ("ignored", "sign", "swapped")
+ABLATE_MISTAKES = {
+    "ignored": MISTAKES["induction-ablate-ignored"],
+    "sign": MISTAKES["induction-ablate-sign"],
+    "swapped": MISTAKES["induction-ablate-swapped"],
+}
 
 
 @LOSS_DROP.check("ablation", inputs=probe.inputs_ablation, replays=_drop_replays)
@@ -349,8 +367,7 @@ def verdict_ablation(got, want, x):
         ):
             return
     candidates = [
-        (MISTAKES[f"induction-ablate-{m}"], functools.partial(_drops, x, "", m), {})
-        for m in ABLATE_MISTAKES
+        (mistake, functools.partial(_drops, x, "", m), {}) for m, mistake in ABLATE_MISTAKES.items()
     ]
     assert_close(drops, want["drops"], "the loss drops", candidates)
 

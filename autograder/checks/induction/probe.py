@@ -4,7 +4,7 @@ Imported by the process that runs student code: nothing here judges or computes 
 The model (AttentionOnlyTransformer) is given code, the same in the stub and the solution:
 the checks build it from the student's module and load the grader's weights into it.
 
-The grader's weights: a trained two-layer model (grader_model.py, fixed data), with the
+The grader's weights: a trained two-layer model (probe_weights.py, fixed data), with the
 heads of each layer permuted by the check's seed (so no head index can be hard-coded), and
 models of random weights for the score tables. Score functions are judged on random causal
 attention patterns; find_heads on random score tables built so that each classic slip
@@ -20,7 +20,7 @@ import torch
 
 from ...core.check import WRONG_TYPE, Failure
 from ...run.probing import pair, randn
-from . import grader_model
+from . import probe_weights
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -53,8 +53,8 @@ def permuted_state(gen) -> dict[str, torch.Tensor]:
     """The grader's trained weights with the heads of each layer in an order drawn from gen:
     head h's rows of w_q, w_k, w_v and columns of w_o move together, so the model computes
     the same function with its heads renumbered."""
-    state = grader_model.state()
-    c = grader_model.CONFIG
+    state = probe_weights.state()
+    c = probe_weights.CONFIG
     H, d_k = c["num_heads"], c["d_model"] // c["num_heads"]
     for layer in range(c["num_layers"]):
         order = torch.randperm(H, generator=gen)
@@ -76,9 +76,9 @@ def inputs_trained(gen):
     """The grader's trained model (heads permuted), a batch of repeated tokens and P."""
     B, P = _draw(gen, 16, 32), _draw(gen, 6, 14)
     return {
-        "config": dict(grader_model.CONFIG),
+        "config": dict(probe_weights.CONFIG),
         "state": permuted_state(gen),
-        "tokens": _repeated(gen, B, P, grader_model.CONFIG["vocab_size"]),
+        "tokens": _repeated(gen, B, P, probe_weights.CONFIG["vocab_size"]),
         "period": P,
     }
 
@@ -212,17 +212,28 @@ def probe_ablation(mod, x):
 # The training run: the given model with V = 16, D = 32, H = 2, L = 2, max_len = 32,
 # train_induction's defaults (batch 32, periods 6 .. 16, AdamW lr 1e-2), 400 steps: about
 # 2.5 CPU-s (docs/induction.md). The judge measures the trained weights on held-out
-# sequences the grader draws (period 12), which training never sees.
-TRAIN_CONFIG = dict(grader_model.CONFIG)
+# sequences the grader draws (period 12), which training never sees. D is not the stored
+# model's (probe_weights.py, D = 24): its trained weights do not fit this model.
+TRAIN_CONFIG = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "num_layers": 2, "max_len": 32}
 TRAIN_STEPS = 400
 HELD_OUT_PERIOD = 12
+
+
+def train_shapes(c: dict) -> dict[str, tuple[int, int]]:
+    """The given model's parameter names and shapes, in creation order."""
+    V, D = c["vocab_size"], c["d_model"]
+    shapes = {"token_embed.weight": (V, D), "pos_embed.weight": (c["max_len"], D)}
+    for layer in range(c["num_layers"]):
+        shapes.update({f"layers.{layer}.{w}.weight": (D, D) for w in ("w_q", "w_k", "w_v", "w_o")})
+    shapes["unembed.weight"] = (V, D)
+    return shapes
 
 
 def initial_state(gen) -> dict[str, torch.Tensor]:
     """PyTorch's own initialisation, drawn from gen: embeddings N(0, 1), the linear maps
     uniform in ±1/√fan_in."""
     state = {}
-    for name, shape in grader_model.SHAPES.items():
+    for name, shape in train_shapes(TRAIN_CONFIG).items():
         if name in ("token_embed.weight", "pos_embed.weight"):
             state[name] = randn(gen, *shape)
         else:
