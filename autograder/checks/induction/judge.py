@@ -424,6 +424,8 @@ def verdict_train(got, want, x):
             expected="the given model's own parameters",
             got="other names",
         )
+    for k, v in x["state"].items():  # the trained weights: the given model's shapes, floats
+        tensor(got, f"state/{k}", f"the trained {k}", shape=v.shape, floating=True)
     if all(close(state[k].float(), v) for k, v in x["state"].items()):
         raise Failure(
             MISTAKES["induction-not-trained"],

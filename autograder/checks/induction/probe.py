@@ -15,6 +15,7 @@ picks another head.
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 
@@ -146,21 +147,20 @@ def probe_head_scores(mod, x):
 
 
 def _head(value, what: str) -> torch.Tensor:
-    """A head (layer, head) as an int64 tensor of 2, or a Failure saying what was returned."""
+    """A head (layer, head) as an int64 tensor of 2, or a Failure saying what was returned.
+    Any integers do (Python, NumPy or 0-dim integer tensors: whatever has __index__)."""
     if isinstance(value, torch.Tensor) and value.numel() == 2 and not value.is_floating_point():
         value = tuple(int(v) for v in value.flatten().tolist())
-    if (
-        not isinstance(value, (tuple, list))
-        or len(value) != 2
-        or not all(isinstance(v, int) or _int_scalar(v) for v in value)
-    ):
+    try:
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise TypeError
+        pair = [operator.index(v) for v in value]
+    except TypeError:
         got = f"a {type(value).__name__}"
-        raise Failure(WRONG_TYPE, what=what, expected="a pair (layer, head) of ints", got=got)
-    return torch.tensor([int(v) for v in value], dtype=torch.int64)
-
-
-def _int_scalar(v) -> bool:
-    return isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_floating_point()
+        raise Failure(
+            WRONG_TYPE, what=what, expected="a pair (layer, head) of ints", got=got
+        ) from None
+    return torch.tensor(pair, dtype=torch.int64)
 
 
 def probe_find_heads(mod, x):
