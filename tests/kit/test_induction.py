@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import KIT, ROOT, expected_misconception, submission_with, variants
 
-from autograder.checks.induction import probe_weights, judge, probe
+from autograder.checks.induction import judge, probe, probe_weights
 from autograder.core import registry
 from autograder.core.references import References
 from autograder.run.engine import run_check
