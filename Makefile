@@ -78,8 +78,8 @@ watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch o
 	$(PY) -m autograder $(LANG_ARG) watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
-grade-train: $(STAMP) ## grade gpt.py and llama.py with their slow training runs on data/corpus.txt (a few CPU-s), merged into build/results.json
-	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama --include-slow --device $(DEVICE) --results $(RESULTS)
+grade-train: $(STAMP) ## grade gpt.py, llama.py and induction.py with their slow training runs (a few CPU-s each), merged into build/results.json
+	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama,induction --include-slow --device $(DEVICE) --results $(RESULTS)
 
 test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
 	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder

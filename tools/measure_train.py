@@ -1,11 +1,12 @@
 """Measure a training check on a submission: held-out loss and CPU seconds per seed.
 
     PYTHONPATH=. python tools/measure_train.py [--submission solutions] [--seeds 20]
-        [--check gpt.train | llama.train]
+        [--check gpt.train | llama.train | induction.train]
 
 Single-threaded (torch.set_num_threads(1)), as on a loaded grading machine. The figures
 behind each judge's TRAIN_SOLUTION_LOSS and TRAIN_THRESHOLD (docs/gpt.md, docs/llama.md) come
-from this script.
+from this script; for induction.train it prints the trained model's best previous-token and
+induction scores and its in-context loss drop (docs/induction.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 import torch
 
 from autograder.checks.gpt import judge, probe
+from autograder.checks.induction import judge as induction_judge
 from autograder.checks.llama import judge as llama_judge
 from autograder.core import registry
 from autograder.run.engine import judge as judge_result
@@ -27,7 +29,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submission", default="solutions")
     parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--check", default="gpt.train", choices=("gpt.train", "llama.train"))
+    parser.add_argument(
+        "--check", default="gpt.train", choices=("gpt.train", "llama.train", "induction.train")
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     check = registry.find(args.check)
@@ -40,7 +44,10 @@ def main() -> None:
         result = got if not isinstance(got, dict) else judge_result(check, got, None, inputs)
         cpu = time.process_time() - start
         loss = float("nan")
-        if isinstance(got, dict) and "losses" in got and args.check == "llama.train":
+        if isinstance(got, dict) and "losses" in got and args.check == "induction.train":
+            prev, ind, loss = induction_judge.trained_measures(got, inputs)
+            print(f"seed {seed:2d}: previous {prev:.2f}  induction {ind:.2f}  drop {loss:.2f}")
+        elif isinstance(got, dict) and "losses" in got and args.check == "llama.train":
             loss = llama_judge.held_out_loss(got, inputs, llama_judge.trained_flags(got, inputs))
         elif isinstance(got, dict) and "losses" in got:
             alphabet, data = probe.corpus()

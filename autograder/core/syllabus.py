@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "kvcache",
     "mla",
     "llama",
+    "induction",
 )
 
 

@@ -142,11 +142,12 @@ def test_ex_runs_and_grade_train_merge_a_regrade_replaces_its_module_a_full_run_
     assert "causal-blocks-diagonal" in (results.parent / "report.html").read_text()
     assert _drawn(results, "attention") == drawn
 
-    # make grade-train: gpt and llama with their training runs, merged beside the others
+    # make grade-train: gpt, llama and induction with their training runs, merged beside
+    # the others
     _make("grade-train", results, folder)
     fourth = json.loads(results.read_text())
     modules = _valid(fourth)
-    assert set(modules) == {"attention", "masks", "gpt", "llama"}
+    assert set(modules) == {"attention", "masks", "gpt", "llama", "induction"}
     assert list(modules) == [m for m in registry.modules() if m in modules]
     assert modules["masks"] == _by_module(third)["masks"]
     assert any(t["name"].startswith("gpt: train") for t in modules["gpt"])
