@@ -41,7 +41,7 @@ def main() -> None:
         cpu = time.process_time() - start
         loss = float("nan")
         if isinstance(got, dict) and "losses" in got and args.check == "llama.train":
-            loss = llama_judge.held_out_loss(got, inputs, llama_judge.trained_flags(got, inputs))
+            loss = llama_judge.held_out_loss(got, inputs)
         elif isinstance(got, dict) and "losses" in got:
             alphabet, data = probe.corpus()
             T = probe.TRAIN_ARGS["seq_len"]
