@@ -63,8 +63,18 @@ NO_ROTARY = (
             {"attention": "llama-rotates-v"},
         ),
         (*POST_NORM, {"block": "llama-post-norm"}),  # the model built on it passes
+        (  # multihead's mistake, made again in RotaryAttention: named there, once
+            "out = heads.transpose(1, 2).reshape(B, T, self.num_heads * self.d_k)",
+            "out = heads.reshape(B, T, self.num_heads * self.d_k)",
+            {"attention": "merge-view-no-transpose"},
+        ),
+        (  # masks' mistake, made again in MiniLlama's own mask
+            "mask = causal_mask(T, device=idx.device)",
+            "mask = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu()",
+            {"logits": "causal-blocks-diagonal"},
+        ),
     ],
-    ids=["attention", "block"],
+    ids=["attention", "block", "merge", "mask"],
 )
 def test_a_mistake_is_charged_where_it_is_made(tmp_path, old, new, lost):
     """The whole solution with one place changed, so the mistake reaches every later check

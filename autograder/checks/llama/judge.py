@@ -27,8 +27,11 @@ from ...core.check import NO_EVIDENCE, WRONG_TYPE, CheckList, Failure, no_refere
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
+from ..blocks.judge import MISTAKES as BLOCKS_MISTAKES
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..gqa.judge import kv_map
+from ..masks.judge import MISTAKES as MASKS_MISTAKES
+from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import probe
 
@@ -64,14 +67,30 @@ def _turn(t, positions, base, rope="half"):
 
 @model
 def _attend(
-    sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=False, pairing="ok", rope="half"
+    sd,
+    p,
+    h,
+    positions,
+    mask,
+    c,
+    *,
+    rotary="qk",
+    base=None,
+    arange=False,
+    pairing="ok",
+    rope="half",
+    heads_as="transpose",
 ):
-    """RotaryAttention's (out, weights); state entries under the prefix p."""
+    """RotaryAttention's (out, weights); state entries under the prefix p. heads_as="view":
+    the heads split and merged by reshape alone, with no transpose (multihead's mistakes);
+    "split-view", "merge-view": only the split, only the merge."""
     H, H_kv = c["num_heads"], c["num_kv_heads"]
     B, T, D = h.shape
     d_k = D // H
 
     def heads(name, n):
+        if heads_as in ("view", "split-view"):
+            return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, n, T, d_k)
         return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, T, n, d_k).transpose(1, 2)
 
     q, k, v = heads("w_q", H), heads("w_k", H_kv), heads("w_v", H_kv)
@@ -85,7 +104,12 @@ def _attend(
     if mask is not None:
         scores = scores.masked_fill(mask.cpu(), float("-inf"))
     weights = scores.softmax(dim=-1)
-    out = (weights @ turned["v"][:, group]).transpose(1, 2).reshape(B, T, D)
+    if mask is not None:  # a fully blocked row: zero weights (attention.py's promise)
+        weights = weights.masked_fill(mask.cpu().all(dim=-1, keepdim=True), 0.0)
+    out = weights @ turned["v"][:, group]
+    if heads_as in ("transpose", "split-view"):
+        out = out.transpose(1, 2)
+    out = out.reshape(B, T, D)
     return _lin(out, sd[f"{p}w_o.weight"]), weights
 
 
@@ -94,6 +118,8 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
     if norm == "swapped":
         n1, n2 = n2, n1
+    if norm == "one-norm":
+        n2 = n1
 
     def attn(h):
         return _attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
@@ -106,6 +132,17 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     if norm == "post":
         x = _rms(x + attn(x), n1, eps)
         return _rms(x + ffn(x), n2, eps)
+    if norm == "from-normed":  # x = norm(x); x = x + sublayer(x)
+        x = _rms(x, n1, eps)
+        x = x + attn(x)
+        x = _rms(x, n2, eps)
+        return x + ffn(x)
+    if norm == "no-residual-attn":
+        x = attn(_rms(x, n1, eps))
+        return x + ffn(_rms(x, n2, eps))
+    if norm == "no-residual-ffn":
+        x = x + attn(_rms(x, n1, eps))
+        return ffn(_rms(x, n2, eps))
     x = x + attn(_rms(x, n1, eps))
     return x + ffn(_rms(x, n2, eps))
 
@@ -122,7 +159,8 @@ def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head=
     x = E.double()[idx.cpu()]
     if scale:
         x = x * math.sqrt(c["d_model"])
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
+    # causal="diagonal": a mask that blocks the diagonal too (masks' mistake)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(int(causal is True)) if causal else None
     for i in range(c["num_layers"]):
         x = _block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
     if final_norm:
@@ -145,6 +183,10 @@ def _attention_mistakes(x):
         # a convention difference (rotary.py's docstring pairs i with i + d/2): named here
         # once, and the block and the model built on it pass
         (ROTARY_MISTAKES["rope-interleaved-pairs"], {"rope": "interleaved"}, {}),
+        # multihead's mistakes, where RotaryAttention splits and merges its own heads
+        (MULTIHEAD_MISTAKES["merge-view-no-transpose"], {"heads_as": "merge-view"}, {}),
+        (MULTIHEAD_MISTAKES["split-view-no-transpose"], {"heads_as": "split-view"}, {}),
+        (MULTIHEAD_MISTAKES["split-view-no-transpose"], {"heads_as": "view"}, {}),
     ]
 
 
@@ -152,6 +194,19 @@ def _block_mistakes():
     return [
         (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
         (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
+        # blocks' mistakes, where LlamaBlock makes them again
+        (BLOCKS_MISTAKES["block-residual-from-normed"], {"norm": "from-normed"}, {}),
+        (
+            BLOCKS_MISTAKES["block-missing-residual"],
+            {"norm": "no-residual-attn"},
+            {"sublayer": "attention"},
+        ),
+        (
+            BLOCKS_MISTAKES["block-missing-residual"],
+            {"norm": "no-residual-ffn"},
+            {"sublayer": "feed-forward"},
+        ),
+        (BLOCKS_MISTAKES["block-one-norm-for-both"], {"norm": "one-norm"}, {"norm": "attn_norm"}),
     ]
 
 
@@ -160,6 +215,7 @@ def _model_mistakes():
         (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
         (MISTAKES["llama-embed-scale"], {"scale": True}, {}),
         (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
+        (MASKS_MISTAKES["causal-blocks-diagonal"], {"causal": "diagonal"}, {}),
         # a convention difference (the docstring asks for an untied head): named here once
         (MISTAKES["llama-tied-head"], {"head": "tied-W"}, {}),
         (MISTAKES["llama-tied-head"], {"head": "tied-E"}, {}),
@@ -339,18 +395,41 @@ def verdict_logits(got, want, x):
     _judge(logits, want, "logits", "the logits", compute, _model_mistakes(), _elsewhere(x))
 
 
-@MINI_LLAMA_FORWARD.check("causal", inputs=probe.inputs_causal)
+# Heads split or merged without a transpose mix positions: the model leaks the future through
+# a mistake the attention check names (multihead's), not through its mask.
+LEAKS = ({"heads_as": "merge-view"}, {"heads_as": "split-view"}, {"heads_as": "view"})
+
+
+def _causal_replays(x):
+    """The right model with each leaking attention mistake, on both inputs."""
+    found = {}
+    for flags in LEAKS:
+        found[_key(flags)] = _model_logits(x, **flags)
+        found[f"{_key(flags)}/2"] = llama_logits(
+            x["state"], x["config"], x["idx2"], **flags
+        ).float()
+    return found
+
+
+@MINI_LLAMA_FORWARD.check("causal", inputs=probe.inputs_causal, replays=_causal_replays)
 def verdict_causal(got, want, x):
-    """The student's own two runs: equal up to t, different after t."""
+    """The student's own two runs: equal up to t, different after t. Runs that are those of
+    a model whose heads mix positions (named by the attention check) are not charged here."""
     logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
-    assert_causal(
-        logits,
-        logits2,
-        want["logits"],
-        x["t"],
-        MISTAKES["llama-no-causal-mask"],
-        MISTAKES["llama-ignores-input"],
-    )
+    try:
+        assert_causal(
+            logits,
+            logits2,
+            want["logits"],
+            x["t"],
+            MISTAKES["llama-no-causal-mask"],
+            MISTAKES["llama-ignores-input"],
+        )
+    except Failure:
+        for name in map(_key, LEAKS):
+            if close(logits, want[f"replay/{name}"]) and close(logits2, want[f"replay/{name}/2"]):
+                return
+        raise
 
 
 @MINI_LLAMA_FORWARD.check("shapes", inputs=probe.inputs_shapes, probe=probe.probe_shapes)
