@@ -48,7 +48,7 @@ def main() -> None:
             prev, ind, loss = induction_judge.trained_measures(got, inputs)
             print(f"seed {seed:2d}: previous {prev:.2f}  induction {ind:.2f}  drop {loss:.2f}")
         elif isinstance(got, dict) and "losses" in got and args.check == "llama.train":
-            loss = llama_judge.held_out_loss(got, inputs, llama_judge.trained_flags(got, inputs))
+            loss = llama_judge.held_out_loss(got, inputs)
         elif isinstance(got, dict) and "losses" in got:
             alphabet, data = probe.corpus()
             T = probe.TRAIN_ARGS["seq_len"]

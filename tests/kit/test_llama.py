@@ -63,8 +63,18 @@ NO_ROTARY = (
             {"attention": "llama-rotates-v"},
         ),
         (*POST_NORM, {"block": "llama-post-norm"}),  # the model built on it passes
+        (  # multihead's mistake, made again in RotaryAttention: named there, once
+            "out = heads.transpose(1, 2).reshape(B, T, self.num_heads * self.d_k)",
+            "out = heads.reshape(B, T, self.num_heads * self.d_k)",
+            {"attention": "merge-view-no-transpose"},
+        ),
+        (  # masks' mistake, made again in MiniLlama's own mask
+            "mask = causal_mask(T, device=idx.device)",
+            "mask = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu()",
+            {"logits": "causal-blocks-diagonal"},
+        ),
     ],
-    ids=["attention", "block"],
+    ids=["attention", "block", "merge", "mask"],
 )
 def test_a_mistake_is_charged_where_it_is_made(tmp_path, old, new, lost):
     """The whole solution with one place changed, so the mistake reaches every later check
@@ -93,8 +103,12 @@ SLOW_MUTANTS = sorted((KIT / "slow_mutants" / "llama").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", [None, *SLOW_MUTANTS], ids=lambda p: p.stem if p else "solution")
-def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_path):
+def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_path, monkeypatch):
     if path is None:
+        # the judge's models name what the trained model computes, never score it: with a
+        # judge's model that computes nonsense, the solution's own logits still pass
+        nonsense = lambda *a, **k: torch.zeros(4, 32, 58).double()  # noqa: E731
+        monkeypatch.setattr(judge, "llama_logits", nonsense)
         result = _train(ROOT / "solutions")
         assert result.passed, result.message
         return
@@ -102,17 +116,43 @@ def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_pat
     assert (result.passed, result.misconception) == (False, expected_misconception(path))
 
 
+# Two convention differences, whole models: Meta's interleaved rotary pairs (written inline),
+# and a head that reads the embedding's weight (a tie, where the docstring asks for none).
+INTERLEAVED = (
+    "q = apply_rotary(q, positions, self.base)  # (B, H, T, d_k)\n"
+    "        k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)",
+    "d, at = self.d_k, positions.float()[:, None]\n"
+    "        angle = at * self.base ** (-torch.arange(0, d, 2, device=x.device) / d)\n"
+    "        cos, sin = angle.cos(), angle.sin()\n"
+    "        q, k = (\n"
+    "            torch.stack([t[..., ::2] * cos - t[..., 1::2] * sin,\n"
+    "                         t[..., ::2] * sin + t[..., 1::2] * cos], dim=-1).flatten(-2)\n"
+    "            for t in (q, k)\n"
+    "        )",
+)
+TIED_IN_FORWARD = (
+    "return self.lm_head(self.final_norm(x))",
+    "return self.final_norm(x) @ self.token_embed.weight.T",
+)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "named"),
-    [(*POST_NORM, "llama-post-norm"), (*NO_ROTARY, "llama-no-rotary")],
-    ids=["post-norm", "no-rotary"],
+    [
+        (*POST_NORM, "llama-post-norm"),
+        (*NO_ROTARY, "llama-no-rotary"),
+        (*INTERLEAVED, "rope-interleaved-pairs"),
+        (*TIED_IN_FORWARD, "llama-tied-head"),
+    ],
+    ids=["post-norm", "no-rotary", "interleaved", "tied-head"],
 )
 def test_a_mistake_charged_elsewhere_costs_no_training_points(
     tmp_path, monkeypatch, old, new, named
 ):
-    """The whole model built with the mistake still learns; the judge measures its weights as
-    that model, against the looser bar for a named mistake (docs/llama.md): with the bar for
-    the correct model out of reach, it still passes."""
+    """The whole model built with the mistake still learns: it is charged once, where it is
+    named, and its training is scored on its own logits, against the looser bar for a named
+    mistake (docs/llama.md): with the bar for the correct model out of reach, it still
+    passes."""
     folder = _mutated(tmp_path, old, new)
     lost = {r.misconception for r in grade_folder(folder, ["llama"]) if not r.passed}
     assert lost == {named}, lost

@@ -2,7 +2,8 @@
 
 Property checks (causality, return_attn, weight tying, too long, greedy, cropping, modes)
 judge the student's own runs; only the checks titled after the reference compare with it.
-The training check measures the trained weights here, in the grading process.
+The training check measures the trained weights here, in the grading process, with the
+grader's own ConvLM (the model train is given), on windows of the corpus train never saw.
 """
 
 from __future__ import annotations
@@ -373,11 +374,13 @@ def verdict_modes(got, want, x):
 # --------------------------------------------------------------------------- train (slow)
 
 # Measured by running solutions/gpt.py's train through this check (tools/measure_train.py,
-# see docs/gpt.md): the held-out loss after the run, over 20 seeds, was at most
-# TRAIN_SOLUTION_LOSS; we ask for below TRAIN_THRESHOLD, a margin for other correct ways of
-# drawing the batches. Before training the loss is about log V = 4.06.
-TRAIN_SOLUTION_LOSS = 1.58
-TRAIN_THRESHOLD = 1.90
+# see docs/gpt.md): the held-out loss after the run (train is given the first 90 % of the
+# corpus, the windows are in the last 10 %), over 20 seeds, was at most TRAIN_SOLUTION_LOSS;
+# we ask for below TRAIN_THRESHOLD, a margin for other correct ways of drawing the batches.
+# Before training the loss is about log V = 4.06. The loss is computed here by ConvLM, the
+# grader's own model, with the trained weights: the student's model is the grader's code.
+TRAIN_SOLUTION_LOSS = 2.04
+TRAIN_THRESHOLD = 2.30
 
 
 def _eval_losses(model, data, starts, T):

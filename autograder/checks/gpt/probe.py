@@ -348,6 +348,12 @@ class ConvLM(nn.Module):
 
 
 TRAIN_ARGS = {"steps": 200, "batch_size": 16, "seq_len": 32, "lr": 1e-2}
+HELD_OUT = 0.1  # the last tenth of the corpus: train never sees it
+
+
+def split(data: torch.Tensor) -> int:
+    """The first position of the held-out part of the corpus."""
+    return int(len(data) * (1 - HELD_OUT))
 
 
 def train_model(alphabet: str, model_seed: int) -> ConvLM:
@@ -357,16 +363,21 @@ def train_model(alphabet: str, model_seed: int) -> ConvLM:
 
 
 def inputs_train(gen):
+    """The seeds of the model and of train's batches, and 64 window starts in the held-out
+    tail of the corpus (the grader's choice; train is given only the rest)."""
+    _, data = corpus()
+    T, first = TRAIN_ARGS["seq_len"], split(data)
     return {
         "model_seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
         "train_seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
-        "eval_starts": torch.randint(10_000, (64,), generator=gen),
+        "eval_starts": first + torch.randint(len(data) - first - T - 1, (64,), generator=gen),
     }
 
 
 def probe_train(mod, x):
-    """Run the student's train on a fresh ConvLM; send back its losses and trained weights
-    (the judge measures the model itself, in the grading process)."""
+    """Run the student's train on a fresh ConvLM and the first 90 % of the corpus; send back
+    its losses and trained weights (the judge runs the trained ConvLM, the grader's own code,
+    on held-out windows of the last 10 %, in the grading process)."""
     alphabet, data = corpus()
     model = train_model(alphabet, x["model_seed"])
     gen = torch.Generator().manual_seed(x["train_seed"])
@@ -375,7 +386,7 @@ def probe_train(mod, x):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        losses = mod.train(model, data, generator=gen, **TRAIN_ARGS)
+        losses = mod.train(model, data[: split(data)], generator=gen, **TRAIN_ARGS)
     finally:
         torch.set_num_threads(threads)
     got = {}

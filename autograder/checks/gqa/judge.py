@@ -17,6 +17,7 @@ from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_close, close, linear64, model, tensor
 from ...trusted.multihead import split_heads
 from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
+from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from . import probe
 
 CHECKS = CheckList("gqa")
@@ -39,11 +40,20 @@ def kv_map(H, H_kv, how="ok"):
     return h // (H // H_kv)
 
 
-def _qk(x, pairing="ok"):
+def _split(t, n, heads_as="transpose"):
+    """(B, T, n·d) -> (B, n, T, d); heads_as="view" or "split-view": by reshape alone, with no
+    transpose (multihead's mistake)."""
+    if heads_as in ("view", "split-view"):
+        B, T, F = t.shape
+        return t.reshape(B, n, T, F // n)
+    return split_heads(t, n)
+
+
+def _qk(x, pairing="ok", heads_as="transpose"):
     """The per-head queries and the keys they meet, float64: (B, H, T, d_k) each."""
     state, H, H_kv = x["state"], x["H"], x["H_kv"]
-    q = split_heads(linear64(x["x"], state, "w_q"), H)
-    k = split_heads(linear64(x["x"], state, "w_k"), H_kv)[:, kv_map(H, H_kv, pairing)]
+    q = _split(linear64(x["x"], state, "w_q"), H, heads_as)
+    k = _split(linear64(x["x"], state, "w_k"), H_kv, heads_as)[:, kv_map(H, H_kv, pairing)]
     return q, k
 
 
@@ -67,11 +77,13 @@ def _kv_bytes(case, mistake=None):
 
 
 @model
-def _gqa(x, *, pairing="ok", scale=None, wo=True):
-    """Grouped-query attention in float64, with one named mistake: (out, weights)."""
+def _gqa(x, *, pairing="ok", scale=None, wo=True, heads_as="transpose"):
+    """Grouped-query attention in float64, with one named mistake: (out, weights).
+    heads_as: "split-view", "merge-view" or "view" (both): heads split or merged by reshape
+    alone (multihead's mistakes, made again where this layer splits and merges its heads)."""
     state, H, H_kv = x["state"], x["H"], x["H_kv"]
-    q, k = _qk(x, pairing)
-    v = split_heads(linear64(x["x"], state, "w_v"), H_kv)[:, kv_map(H, H_kv, pairing)]
+    q, k = _qk(x, pairing, heads_as)
+    v = _split(linear64(x["x"], state, "w_v"), H_kv, heads_as)[:, kv_map(H, H_kv, pairing)]
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale)
     mask = x.get("mask")
     if mask is not None:
@@ -80,7 +92,10 @@ def _gqa(x, *, pairing="ok", scale=None, wo=True):
     if mask is not None:
         weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
     B, _, T, _ = q.shape
-    merged = (weights @ v).transpose(1, 2).reshape(B, T, -1)
+    heads = weights @ v
+    if heads_as in ("transpose", "split-view"):
+        heads = heads.transpose(1, 2)
+    merged = heads.reshape(B, T, -1)
     if not wo:
         return merged, weights
     return linear64(merged, state, "w_o"), weights
@@ -110,8 +125,12 @@ def _candidates(x, which, like):
         if not math.isclose(c, math.sqrt(D // H)):
             found.append((MISTAKES["gqa-wrong-scale"], lazy(scale=c), _scale_details(x, c)))
     found.append((ATTENTION_MISTAKES["no-scaling"], lazy(scale=1.0), {}))
+    found.append((MULTIHEAD_MISTAKES["split-view-no-transpose"], lazy(heads_as="split-view"), {}))
+    found.append((MULTIHEAD_MISTAKES["split-view-no-transpose"], lazy(heads_as="view"), {}))
     if which == "out":
         found.append((MISTAKES["gqa-no-output-projection"], lazy(wo=False), {}))
+        merge = MULTIHEAD_MISTAKES["merge-view-no-transpose"]
+        found.append((merge, lazy(heads_as="merge-view"), {}))
     return found
 
 

@@ -201,6 +201,7 @@ def verdict_contents(got, want, x):
             [
                 (MISTAKES["kv-cache-unrotated-keys"], stored("keys", ("unrotated",)), {}),
                 (MISTAKES["kv-positions-restart"], stored("keys", ("restart",)), p0),
+                (ROTARY_MISTAKES["rope-interleaved-pairs"], stored("keys", ("interleaved",)), {}),
             ],
         ),
         (

@@ -11,6 +11,8 @@ import torch
 
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import model
+from ..masks.judge import MISTAKES as MASKS_MISTAKES
+from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -28,12 +30,18 @@ OWN_TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
 @model
-def _rope(x, positions, base=10000.0):
+def _rope(x, positions, base=10000.0, interleaved=False):
     """The rotary model (halves convention), float64 in, float64 out: judge-side, because the
-    student copy of the kit leaves out rotary's stand-in (it is an exercise)."""
+    student copy of the kit leaves out rotary's stand-in (it is an exercise). interleaved:
+    Meta's convention, pairs (2i, 2i + 1) (rotary's named convention difference)."""
     half = x.size(-1) // 2
     theta = float(base) ** (-torch.arange(half, dtype=torch.float64) * (2.0 / x.size(-1)))
     angles = torch.outer(positions.to(torch.float64), theta)
+    if interleaved:
+        z = torch.complex(x[..., ::2].double(), x[..., 1::2].double()) * torch.polar(
+            torch.ones_like(angles), angles
+        )
+        return torch.stack([z.real, z.imag], dim=-1).flatten(-2).to(x.dtype)
     z = torch.complex(x[..., :half].double(), x[..., half:].double()) * torch.polar(
         torch.ones_like(angles), angles
     )
@@ -63,6 +71,8 @@ def _mask(how, T, S, positions, key_positions):
         return torch.ones(T, S, dtype=torch.bool).triu(1)
     if "restart-mask" in how:
         return key_positions[None, :] > torch.arange(T)[:, None]
+    if "blocks-diagonal" in how:  # >= for >: masks' mistake, made again in this layer's mask
+        return key_positions[None, :] >= positions[:, None]
     return key_positions[None, :] > positions[:, None]
 
 
@@ -76,11 +86,12 @@ def _layer64(x, cfg, state, prefix, cache, layer, how=()):
     p0 = 0 if old is None else old.size(2)
     positions = torch.arange(p0, p0 + T)
     turn = torch.arange(T) if ("restart" in how or "restart-mask" in how) else positions
-    q = _rope(_split(_linear(x, state, prefix + "w_q.weight"), H), turn, base)
+    pairs = "interleaved" in how
+    q = _rope(_split(_linear(x, state, prefix + "w_q.weight"), H), turn, base, pairs)
     k = _split(_linear(x, state, prefix + "w_k.weight"), H_kv)
     v = _split(_linear(x, state, prefix + "w_v.weight"), H_kv)
     if "unrotated" not in how:
-        k = _rope(k, turn, base)
+        k = _rope(k, turn, base, pairs)
     if "values-rotated" in how:
         v = _rope(v, turn, base)
     keys, values = k, v
@@ -97,8 +108,13 @@ def _layer64(x, cfg, state, prefix, cache, layer, how=()):
     n_rep = H // H_kv
     keys, values = keys.repeat_interleave(n_rep, 1), values.repeat_interleave(n_rep, 1)
     scores = (q @ keys.transpose(-2, -1) / math.sqrt(D // H)).masked_fill(mask, float("-inf"))
-    heads = scores.softmax(dim=-1) @ values
-    return _linear(heads.transpose(1, 2).reshape(B, T, D), state, prefix + "w_o.weight")
+    # a fully blocked row (the first token, under a mask that blocks the diagonal): zero
+    # weights, attention.py's promise
+    weights = scores.softmax(dim=-1).masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    heads = weights @ values
+    if "merge-view" not in how:  # merge-view: multihead's merge without a transpose
+        heads = heads.transpose(1, 2)
+    return _linear(heads.reshape(B, T, D), state, prefix + "w_o.weight")
 
 
 @model
@@ -131,6 +147,10 @@ LAYER_MISTAKES = (
     (MISTAKES["kv-prefill-no-mask"], ("no-mask",)),
     (MISTAKES["kv-append-new-only"], ("new-only",)),
     (ROTARY_MISTAKES["rope-rotates-v"], ("values-rotated",)),
+    # the earlier modules' mistakes, made again where this layer does their work itself
+    (MASKS_MISTAKES["causal-blocks-diagonal"], ("blocks-diagonal",)),
+    (MULTIHEAD_MISTAKES["merge-view-no-transpose"], ("merge-view",)),
+    (ROTARY_MISTAKES["rope-interleaved-pairs"], ("interleaved",)),
 )
 
 

@@ -8,8 +8,10 @@ the attention check) passes the block and model checks, and so on: those outputs
 replayed with the reference (core.Check.replays), so the student copy, which has no models,
 exempts exactly the same ones (it names no mistake). The property checks
 (causality, shapes, n_kv_heads) judge the student's own runs. The training check trains the
-student's model on the probe side and measures the held-out loss of the trained weights here
-(the student copy: the loss of the student's own trained model, from its held-out logits).
+student's model on the probe side, where the trained model also computes its logits on
+held-out windows the grader chose; the loss is computed from those here. The judge's models
+name what the trained model computes (a mistake charged elsewhere is held to a looser bar),
+never score it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ from ...core.check import NO_EVIDENCE, WRONG_TYPE, CheckList, Failure, no_refere
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
+from ..blocks.judge import MISTAKES as BLOCKS_MISTAKES
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..gqa.judge import kv_map
+from ..masks.judge import MISTAKES as MASKS_MISTAKES
+from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
+from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import probe
 
 CHECKS = CheckList("llama")
@@ -46,29 +52,51 @@ def _rms(h, weight, eps):
 
 
 @model
-def _turn(t, positions, base):
-    """Rotary embeddings as "rotate half": t·cos(a) + (-t₂, t₁)·sin(a), pairs (i, i + d/2)."""
+def _turn(t, positions, base, rope="half"):
+    """Rotary embeddings as "rotate half": t·cos(a) + (-t₂, t₁)·sin(a), pairs (i, i + d/2);
+    rope="interleaved": Meta's convention, pairs (2i, 2i + 1) turned by the same angles."""
     half = t.size(-1) // 2
     freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / t.size(-1))
-    angles = positions.double()[:, None] * freq
+    angles = positions.double()[:, None] * freq  # (T, d/2)
+    if rope == "interleaved":
+        cos, sin = angles.cos().repeat_interleave(2, -1), angles.sin().repeat_interleave(2, -1)
+        return t * cos + torch.stack([-t[..., 1::2], t[..., ::2]], dim=-1).flatten(-2) * sin
     cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)  # (T, d)
     return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
 
 
 @model
-def _attend(sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=False, pairing="ok"):
-    """RotaryAttention's (out, weights); state entries under the prefix p."""
+def _attend(
+    sd,
+    p,
+    h,
+    positions,
+    mask,
+    c,
+    *,
+    rotary="qk",
+    base=None,
+    arange=False,
+    pairing="ok",
+    rope="half",
+    heads_as="transpose",
+):
+    """RotaryAttention's (out, weights); state entries under the prefix p. heads_as="view":
+    the heads split and merged by reshape alone, with no transpose (multihead's mistakes);
+    "split-view", "merge-view": only the split, only the merge."""
     H, H_kv = c["num_heads"], c["num_kv_heads"]
     B, T, D = h.shape
     d_k = D // H
 
     def heads(name, n):
+        if heads_as in ("view", "split-view"):
+            return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, n, T, d_k)
         return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, T, n, d_k).transpose(1, 2)
 
     q, k, v = heads("w_q", H), heads("w_k", H_kv), heads("w_v", H_kv)
     at = torch.arange(T) if arange else positions.cpu()
     turned = {
-        name: _turn(t, at, c["base"] if base is None else base) if name in rotary else t
+        name: _turn(t, at, c["base"] if base is None else base, rope) if name in rotary else t
         for name, t in (("q", q), ("k", k), ("v", v))
     }
     group = kv_map(H, H_kv, pairing)
@@ -76,7 +104,12 @@ def _attend(sd, p, h, positions, mask, c, *, rotary="qk", base=None, arange=Fals
     if mask is not None:
         scores = scores.masked_fill(mask.cpu(), float("-inf"))
     weights = scores.softmax(dim=-1)
-    out = (weights @ turned["v"][:, group]).transpose(1, 2).reshape(B, T, D)
+    if mask is not None:  # a fully blocked row: zero weights (attention.py's promise)
+        weights = weights.masked_fill(mask.cpu().all(dim=-1, keepdim=True), 0.0)
+    out = weights @ turned["v"][:, group]
+    if heads_as in ("transpose", "split-view"):
+        out = out.transpose(1, 2)
+    out = out.reshape(B, T, D)
     return _lin(out, sd[f"{p}w_o.weight"]), weights
 
 
@@ -85,6 +118,8 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
     if norm == "swapped":
         n1, n2 = n2, n1
+    if norm == "one-norm":
+        n2 = n1
 
     def attn(h):
         return _attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
@@ -97,23 +132,40 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     if norm == "post":
         x = _rms(x + attn(x), n1, eps)
         return _rms(x + ffn(x), n2, eps)
+    if norm == "from-normed":  # x = norm(x); x = x + sublayer(x)
+        x = _rms(x, n1, eps)
+        x = x + attn(x)
+        x = _rms(x, n2, eps)
+        return x + ffn(x)
+    if norm == "no-residual-attn":
+        x = attn(_rms(x, n1, eps))
+        return x + ffn(_rms(x, n2, eps))
+    if norm == "no-residual-ffn":
+        x = x + attn(_rms(x, n1, eps))
+        return ffn(_rms(x, n2, eps))
     x = x + attn(_rms(x, n1, eps))
     return x + ffn(_rms(x, n2, eps))
 
 
 @model
-def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, **block):
-    """MiniLlama's logits (B, T, V) in float64 for the state sd and config c."""
+def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head="", **block):
+    """MiniLlama's logits (B, T, V) in float64 for the state sd and config c. head="tied-W":
+    one matrix for the embedding and the head, holding lm_head.weight (a tie made in
+    __init__, loaded last); "tied-E": token_embed.weight in both places (a head that reads
+    the embedding's weight in forward)."""
     T = idx.size(1)
-    x = sd["token_embed.weight"].double()[idx.cpu()]
+    E, W = sd["token_embed.weight"], sd["lm_head.weight"]
+    E, W = {"tied-W": (W, W), "tied-E": (E, E)}.get(head, (E, W))
+    x = E.double()[idx.cpu()]
     if scale:
         x = x * math.sqrt(c["d_model"])
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None
+    # causal="diagonal": a mask that blocks the diagonal too (masks' mistake)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(int(causal is True)) if causal else None
     for i in range(c["num_layers"]):
         x = _block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
     if final_norm:
         x = _rms(x, sd["final_norm.weight"], c["eps"])
-    return _lin(x, sd["lm_head.weight"])
+    return _lin(x, W)
 
 
 def _attention_mistakes(x):
@@ -128,6 +180,13 @@ def _attention_mistakes(x):
         (MISTAKES["llama-base-ignored"], {"base": 10000.0}, {"base": c["base"]}),
         (MISTAKES["llama-positions-ignored"], {"arange": True}, {"positions": shown}),
         (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
+        # a convention difference (rotary.py's docstring pairs i with i + d/2): named here
+        # once, and the block and the model built on it pass
+        (ROTARY_MISTAKES["rope-interleaved-pairs"], {"rope": "interleaved"}, {}),
+        # multihead's mistakes, where RotaryAttention splits and merges its own heads
+        (MULTIHEAD_MISTAKES["merge-view-no-transpose"], {"heads_as": "merge-view"}, {}),
+        (MULTIHEAD_MISTAKES["split-view-no-transpose"], {"heads_as": "split-view"}, {}),
+        (MULTIHEAD_MISTAKES["split-view-no-transpose"], {"heads_as": "view"}, {}),
     ]
 
 
@@ -135,6 +194,19 @@ def _block_mistakes():
     return [
         (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
         (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
+        # blocks' mistakes, where LlamaBlock makes them again
+        (BLOCKS_MISTAKES["block-residual-from-normed"], {"norm": "from-normed"}, {}),
+        (
+            BLOCKS_MISTAKES["block-missing-residual"],
+            {"norm": "no-residual-attn"},
+            {"sublayer": "attention"},
+        ),
+        (
+            BLOCKS_MISTAKES["block-missing-residual"],
+            {"norm": "no-residual-ffn"},
+            {"sublayer": "feed-forward"},
+        ),
+        (BLOCKS_MISTAKES["block-one-norm-for-both"], {"norm": "one-norm"}, {"norm": "attn_norm"}),
     ]
 
 
@@ -143,6 +215,10 @@ def _model_mistakes():
         (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
         (MISTAKES["llama-embed-scale"], {"scale": True}, {}),
         (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
+        (MASKS_MISTAKES["causal-blocks-diagonal"], {"causal": "diagonal"}, {}),
+        # a convention difference (the docstring asks for an untied head): named here once
+        (MISTAKES["llama-tied-head"], {"head": "tied-W"}, {}),
+        (MISTAKES["llama-tied-head"], {"head": "tied-E"}, {}),
     ]
 
 
@@ -182,9 +258,10 @@ def _judge(out, want, reference, what, compute, own, elsewhere):
     assert_close(out, want[reference], what)
 
 
-def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
+def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "", order=True) -> None:
     """The student's parameters (names in order, shapes) are the expected ones, or a Failure:
-    a key or value projection of the wrong width is the n_kv_heads mistake."""
+    a key or value projection of the wrong width is the n_kv_heads mistake. order=False: only
+    the shapes of the expected names that are there."""
     names = [k.removeprefix(f"{prefix}param/") for k in got if k.startswith(f"{prefix}param/")]
     for name, shape in expected.items():
         if name not in names:
@@ -206,7 +283,7 @@ def _fits(got, expected: dict, what: str, H_kv: int, prefix: str = "") -> None:
                 what=what,
                 detail=f"{name} has shape {own}, not {shape}",
             )
-    if names != list(expected):
+    if order and names != list(expected):
         missing = [n for n in expected if n not in names]
         extra = [n for n in names if n not in expected]
         detail = (
@@ -318,18 +395,41 @@ def verdict_logits(got, want, x):
     _judge(logits, want, "logits", "the logits", compute, _model_mistakes(), _elsewhere(x))
 
 
-@MINI_LLAMA_FORWARD.check("causal", inputs=probe.inputs_causal)
+# Heads split or merged without a transpose mix positions: the model leaks the future through
+# a mistake the attention check names (multihead's), not through its mask.
+LEAKS = ({"heads_as": "merge-view"}, {"heads_as": "split-view"}, {"heads_as": "view"})
+
+
+def _causal_replays(x):
+    """The right model with each leaking attention mistake, on both inputs."""
+    found = {}
+    for flags in LEAKS:
+        found[_key(flags)] = _model_logits(x, **flags)
+        found[f"{_key(flags)}/2"] = llama_logits(
+            x["state"], x["config"], x["idx2"], **flags
+        ).float()
+    return found
+
+
+@MINI_LLAMA_FORWARD.check("causal", inputs=probe.inputs_causal, replays=_causal_replays)
 def verdict_causal(got, want, x):
-    """The student's own two runs: equal up to t, different after t."""
+    """The student's own two runs: equal up to t, different after t. Runs that are those of
+    a model whose heads mix positions (named by the attention check) are not charged here."""
     logits, logits2 = _logits(got, x), _logits(got, x, "logits2", "idx2")
-    assert_causal(
-        logits,
-        logits2,
-        want["logits"],
-        x["t"],
-        MISTAKES["llama-no-causal-mask"],
-        MISTAKES["llama-ignores-input"],
-    )
+    try:
+        assert_causal(
+            logits,
+            logits2,
+            want["logits"],
+            x["t"],
+            MISTAKES["llama-no-causal-mask"],
+            MISTAKES["llama-ignores-input"],
+        )
+    except Failure:
+        for name in map(_key, LEAKS):
+            if close(logits, want[f"replay/{name}"]) and close(logits2, want[f"replay/{name}/2"]):
+                return
+        raise
 
 
 @MINI_LLAMA_FORWARD.check("shapes", inputs=probe.inputs_shapes, probe=probe.probe_shapes)
@@ -352,9 +452,17 @@ def verdict_shapes(got, want, x):
 @MINI_LLAMA_FORWARD.check("kv-heads", inputs=probe.inputs_kv_heads, probe=probe.probe_kv_heads)
 @no_reference
 def verdict_kv_heads(got, want, x):
+    """The key and value projections of every layer, and a forward that runs: nothing else of
+    the parameter list (a head tied to the embedding, which parameters() counts once, is the
+    logits check's business)."""
     for i, c in enumerate(x["configs"]):
         expected = probe.model_shapes(c, x["vocab_size"])
-        _fits(got, expected, "MiniLlama", c["num_kv_heads"], prefix=f"{i}/")
+        kv = {k: v for k, v in expected.items() if k.endswith(("w_k.weight", "w_v.weight"))}
+        names = {k.removeprefix(f"{i}/param/") for k in got if k.startswith(f"{i}/param/")}
+        if f"{i}/logits" not in got or not set(kv) <= names:
+            # the grader's weights did not load: say why, from the whole parameter list
+            _fits(got, expected, "MiniLlama", c["num_kv_heads"], prefix=f"{i}/")
+        _fits(got, kv, "MiniLlama", c["num_kv_heads"], prefix=f"{i}/", order=False)
         what = f"the logits with num_kv_heads = {c['num_kv_heads']}"
         tensor(got, f"{i}/logits", what, shape=(*x["idx"].shape, x["vocab_size"]), floating=True)
 
@@ -364,30 +472,22 @@ def verdict_kv_heads(got, want, x):
 # Measured with tools/measure_train.py --check llama.train (docs/llama.md): over 20 seeds the
 # solution's held-out loss after the run was at most TRAIN_SOLUTION_LOSS; we ask for below
 # TRAIN_THRESHOLD, a margin for other correct ways of writing the forward (float rounding
-# changes the run). Before training the loss is about log V = 4.06. A model whose trained
-# logits are those of a mistake another check charges (no rotary: 2.24 to 2.31; post-norm) is
-# measured as that model and held to TRAIN_THRESHOLD_NAMED instead: it learns, if less well,
-# and its cause costs points once, where it is named.
+# changes the run). Before training the loss is about log V = 4.06. The loss is always the
+# student's own model's (its logits on the held-out windows, computed in its process); the
+# judge's models only name what it computes: a model whose trained logits are those of a
+# mistake another check charges (no rotary: 2.24 to 2.31; post-norm) or of a convention
+# difference named there (interleaved rotary pairs, a tied head) is held to
+# TRAIN_THRESHOLD_NAMED instead: it learns, if less well, and its cause costs points once,
+# where it is named.
 TRAIN_SOLUTION_LOSS = 2.09
 TRAIN_THRESHOLD = 2.3
 TRAIN_THRESHOLD_NAMED = 2.6
 
 
-def held_out_loss(got, x, flags=None) -> float:
-    """The mean next-token loss (nats per character) of the trained weights in `got` on the
-    check's held-out windows, computed here with the model the flags describe."""
-    _, data = probe.corpus()
-    state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
-    xb, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
-    config = probe.TRAIN_CONFIG
-    with torch.no_grad():
-        logits = llama_logits(state, config, xb, **(flags or {}))
-    return F.cross_entropy(logits.flatten(0, 1), yb.flatten()).item()
-
-
-def own_held_out_loss(got, x) -> float:
-    """The mean next-token loss of the student's trained model as it ran (its own logits on
-    the check's held-out windows): what the student copy measures, having no model."""
+def held_out_loss(got, x) -> float:
+    """The mean next-token loss (nats per character) of the student's trained model as it
+    ran: its own logits, computed in its process, on the held-out windows the grader chose
+    (x["eval_starts"]), against the next characters, computed here."""
     alphabet, data = probe.corpus()
     _, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
     logits = tensor(
@@ -401,10 +501,10 @@ def own_held_out_loss(got, x) -> float:
 
 
 def trained_flags(got, x) -> dict:
-    """The flags of the computation the student's model performs: the correct one, or the
-    first mistake charged by another check (or combination) whose logits on four held-out
-    windows match the student's own; the correct one when none does. So a mistake named by
-    another check costs no training points if the model still learns."""
+    """The flags of the computation the student's model performs, to name it (never to score
+    it): the first mistake charged by another check (or combination) whose logits on four
+    held-out windows, with the trained weights, match the student's own; {} when none does
+    (the correct computation, or one the judge has no model of)."""
     logits = tensor(got, "logits", "the trained model's logits", floating=True)
     _, data = probe.corpus()
     state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
@@ -443,14 +543,12 @@ def verdict_train(got, want, x):
             MISTAKES["llama-not-trainable"],
             detail="its weights did not change in 200 optimiser steps",
         )
-    flags: dict = {}
-    try:
-        flags = trained_flags(got, x)
-        loss = held_out_loss(got, x, flags)
-    except ModelUnavailable:  # the student copy: the loss of the student's own model
-        loss = own_held_out_loss(got, x)
-    # A mistake charged by another check is held to the looser bar (see above).
-    threshold = TRAIN_THRESHOLD_NAMED if flags else TRAIN_THRESHOLD
+    loss = held_out_loss(got, x)  # the student's own model: what it learned, whatever it is
+    try:  # a mistake named elsewhere is held to the looser bar (see above)
+        named = bool(trained_flags(got, x))
+    except ModelUnavailable:  # the student copy: no model names it
+        named = False
+    threshold = TRAIN_THRESHOLD_NAMED if named else TRAIN_THRESHOLD
     if not math.isfinite(loss) or not torch.isfinite(losses).all() or loss >= threshold:
         raise Failure(
             MISTAKES["llama-train-loss-too-high"],
