@@ -14,11 +14,13 @@ sleep) is stopped after STALL_SECONDS of wall time without CPU use.
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
+import struct
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -145,6 +147,68 @@ class Stopwatch:
         elif now - self.last_progress > self.stall:
             return "stall", self.stall
         return None
+
+
+class Board:
+    """Which function of the student's module was running when a check was stopped: a few
+    bytes of memory shared by the process that runs student code and its trusted parent (the
+    worker's parent, the sandbox's monitor), made by the parent before it forks that process.
+
+    The process marks the start of each check (`mark`) and the outermost entry and exit of
+    each function it tracks (`enter`, `leave`: probing.track wraps the exercises of its
+    checks, one slot each, `slots_of`); after stopping a check, the parent reads `values`, and
+    policy.charged decides from them which function did not finish: the innermost tracked one
+    entered during that check and not left, or none when the stop came elsewhere (the probe's
+    own code, the kit's). The student's process writes it: whatever it says only decides
+    whether later checks are timed out "same as above" (0 points) or run to their own limit,
+    never a point.
+
+    A slot holds 0 (nothing tracked there), -1 (tracked, not running) or the stamp of the
+    entry into a call still running; the last slot holds the stamp of the current check's
+    start."""
+
+    SLOTS = 64
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, 8 * (self.SLOTS + 1))  # anonymous, shared, zeroed
+        self.depth = [0] * self.SLOTS  # the process's own count of calls in progress
+        self.stamp = 0
+
+    def _set(self, slot: int, value: int) -> None:
+        struct.pack_into("q", self.memory, 8 * slot, value)
+
+    def track(self, slot: int) -> None:
+        self._set(slot, -1)
+
+    def mark(self) -> None:
+        """A check starts: a call entered before it no longer counts as running in it."""
+        self.stamp += 1
+        self._set(self.SLOTS, self.stamp)
+
+    def enter(self, slot: int) -> None:
+        if self.depth[slot] == 0:
+            self.stamp += 1
+            self._set(slot, self.stamp)
+        self.depth[slot] += 1
+
+    def leave(self, slot: int) -> None:
+        self.depth[slot] = max(0, self.depth[slot] - 1)
+        if self.depth[slot] == 0:
+            self._set(slot, -1)
+
+    def values(self) -> list[int]:
+        """What the board says now (the parent reads it once the process was stopped)."""
+        return list(struct.unpack_from(f"{self.SLOTS + 1}q", self.memory))
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+def slots_of(checks: Sequence[Check | ProbeSpec]) -> dict[tuple[str, str], int]:
+    """{(module, exercise): its Board slot} for the exercises of `checks`, in order: the
+    process that runs them and its parent compute it alike from the same list of checks."""
+    found = dict.fromkeys((c.module, c.exercise) for c in checks if c.exercise)
+    return {key: slot for slot, key in enumerate(list(found)[: Board.SLOTS])}
 
 
 def warm_up(*extra: str) -> None:
