@@ -246,24 +246,106 @@ def test_an_endless_loop_at_the_top_level_costs_one_limit(tmp_path):
         assert results[check_id].details["file"] == "masks.py"
 
 
-@pytest.mark.fast
-def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
-    """The policy alone: nothing is "same as above" before a check timed out, every result it
-    gives is a timeout worth 0, and a guard's word counts only for a function that timed out."""
-    from autograder.run.policy import Stuck
+# causal_mask loops only when sliding_window_mask has called it, and on the meta device it
+# returns a tensor that loops as soon as the grader reads it (after causal_mask returned).
+_CAUSAL_TWO_WAYS = (
+    "    return torch.ones(L, L, dtype=torch.bool, device=device).triu(diagonal=1)",
+    "    while _FROM_WINDOW:\n        pass\n"
+    "    mask = torch.ones(L, L, dtype=torch.bool, device=device).triu(diagonal=1)\n"
+    "    return mask.as_subclass(_Slow) if str(device) == 'meta' else mask",
+)
+_WINDOW_CALLS_CAUSAL = (
+    "    i = torch.arange(L, device=device)[:, None]",
+    "    global _FROM_WINDOW\n    _FROM_WINDOW = True\n"
+    "    i = torch.arange(L, device=device)[:, None]\n    future = causal_mask(L, device)",
+)
+_SLOW_TO_READ = """
+_FROM_WINDOW = False
 
-    checks = [c for c in registry.checks_of("masks") if not c.slow]
-    stuck = Stuck()
-    assert all(stuck.same(c) is None for c in checks) and stuck.guards("masks") == []
-    causal = next(c for c in checks if c.exercise == "causal_mask")
-    padding = next(c for c in checks if c.exercise == "padding_mask")
-    stuck.timed_out(causal)
-    assert stuck.guards("masks") == ["causal_mask"]
-    assert stuck.same(padding) is None
-    assert stuck.called(padding, "padding_mask") is None  # not a function that timed out
-    assert stuck.called(padding, ["causal_mask"]) is None  # not even a name
-    for result in (stuck.same(causal), stuck.called(padding, "causal_mask")):
-        assert result is not None and result.status == Status.TIMED_OUT and result.score == 0
+
+class _Slow(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        while True:
+            pass
+"""
+
+
+def masks_stopped_in_and_out() -> str:
+    """masks.py with causal_mask stopped once after it returned, once inside it (the test
+    below; test_sandbox_time.py grades it in the sandbox)."""
+    return _masks_with(_CAUSAL_TWO_WAYS, _WINDOW_CALLS_CAUSAL) + _SLOW_TO_READ
+
+
+def test_a_timeout_is_charged_to_the_function_that_was_running(tmp_path):
+    """policy.charged in the worker: the function the process was in when it was stopped.
+
+    causal-device is stopped after causal_mask returned (the grader reads what it returned):
+    no function is charged, so causal_mask's next check runs and passes (charging it would
+    have cost a correct call its points). The window's first check is stopped inside
+    causal_mask, which the window calls: causal_mask is charged, not the window's declared
+    exercise, so the window's later check is "same as above" for causal_mask."""
+    results = _grade_masks(tmp_path, masks_stopped_in_and_out())
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    ran_to_the_limit = [i for i, r in results.items() if r.misconception == "timeout"]
+    assert ran_to_the_limit == ["masks.causal-device", "masks.window"], statuses
+    later = results["masks.window-device"]
+    assert later.status == Status.TIMED_OUT and later.score == 0, statuses
+    assert later.misconception == "timeout-same-as-above", statuses
+    assert later.details["function"] == "causal_mask", later.details
+    passed = ["masks.causal", "masks.causal-invariance", "masks.padding", "masks.window-errors"]
+    assert all(results[i].passed for i in passed), statuses
+
+
+@pytest.mark.fast
+def test_the_board_says_which_tracked_function_runs_and_charged_reads_it():
+    """probing.track: the functions behave as before (result, exception, signature, name);
+    limits.Board: the innermost tracked call running since the check's start; policy.charged:
+    that function, none when the check's exercise was tracked and nothing ran, the declared
+    exercise when the board cannot tell (no board, malformed, an exercise not tracked)."""
+    import inspect
+    import types
+
+    from autograder.run.limits import Board
+    from autograder.run.policy import charged
+    from autograder.run.probing import track
+
+    module = types.ModuleType("student")
+    exec(
+        "def f(x, y=2):\n    'doc'\n    return probe(x) + y\n"
+        "def g(x):\n    return f(x) * 10\n"
+        "def bad():\n    raise KeyError('k')\n"
+        "class A:\n    def forward(self, x):\n        return g(x)\n",
+        vars(module),
+    )
+    board = Board()
+    seen: list[list[int]] = []
+    module.probe = lambda x: seen.append(board.values()) or x
+    slots = {("student", "f"): 0, ("student", "g"): 1, ("student", "A"): 2, ("student", "h"): 3}
+    track(module, {name: slot for (_, name), slot in slots.items()}, board)
+    board.mark()
+    assert module.A().forward(1) == 30 and module.f(1, y=5) == 6
+    assert module.f.__name__ == "f" and module.f.__doc__ == "doc"
+    assert str(inspect.signature(module.f)) == "(x, y=2)"
+    with pytest.raises(KeyError):
+        module.bad()
+    inside = seen[0]  # A.forward -> g -> f -> probe: all three running, f innermost
+    assert inside[0] > inside[1] > inside[2] > inside[Board.SLOTS] > 0
+    assert board.values()[:4] == [-1, -1, -1, 0]  # tracked and idle; h is not in the module
+
+    checks = {c.exercise: c for c in registry.checks_of("masks")}
+    causal, window = checks["causal_mask"], checks["sliding_window_mask"]
+    at = {("masks", "causal_mask"): 0, ("masks", "sliding_window_mask"): 1}
+    start, idle = 5, [-1, -1] + [0] * (Board.SLOTS - 2) + [5]
+    running = [7, 6] + idle[2:]  # the window (6) called causal_mask (7)
+    assert charged(window, running, at) == "causal_mask"
+    assert charged(window, [4, *running[1:]], at) == "sliding_window_mask"  # 4: a past check
+    assert start == idle[-1] and charged(window, idle, at) == ""  # stopped elsewhere
+    assert charged(window, None, at) == "sliding_window_mask"  # no board: as declared
+    assert charged(window, [0, 0, *idle[2:]], at) == "sliding_window_mask"  # not tracked
+    assert charged(causal, ["7", *idle[1:]], at) == "causal_mask"  # malformed
+    assert charged(causal, running[:-1], at) == "causal_mask"  # malformed
+    board.close()
 
 
 @pytest.mark.fast
