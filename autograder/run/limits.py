@@ -150,55 +150,62 @@ class Stopwatch:
 
 
 class Board:
-    """Which function of the student's module was running when a check was stopped: a few
+    """Which function of the student's module did not finish when a check was stopped: a few
     bytes of memory shared by the process that runs student code and its trusted parent (the
     worker's parent, the sandbox's monitor), made by the parent before it forks that process.
 
     The process marks the start of each check (`mark`) and the outermost entry and exit of
     each function it tracks (`enter`, `leave`: probing.track wraps the exercises of its
-    checks, one slot each, `slots_of`); after stopping a check, the parent reads `values`, and
-    policy.charged decides from them which function did not finish: the innermost tracked one
-    entered during that check and not left, or none when the stop came elsewhere (the probe's
-    own code, the kit's). The student's process writes it: whatever it says only decides
-    whether later checks are timed out "same as above" (0 points) or run to their own limit,
-    never a point.
+    checks, one slot each, `slots_of`), each with its own CPU time then; after stopping a
+    check, the parent reads `values`, and policy.charged decides from them which function did
+    not finish: the innermost tracked call entered during that check that had run for most of
+    its CPU seconds without returning, or none (a function called again and again, each call
+    returning; the stop came in the probe's own code or the kit's). The student's process
+    writes it: whatever it says only decides whether later checks are timed out "same as
+    above" (0 points) or run to their own limit, never a point.
 
-    A slot holds 0 (nothing tracked there), -1 (tracked, not running) or the stamp of the
-    entry into a call still running; the last slot holds the stamp of the current check's
-    start."""
+    `values()`: per slot, the stamp of the entry into a call still running (0: nothing
+    tracked there; -1: tracked, not running), then per slot that entry's CPU time (ns), then
+    the stamp and the CPU time (ns) of the current check's start."""
 
     SLOTS = 64
+    SIZE = 2 * SLOTS + 2  # the length of values()
 
     def __init__(self) -> None:
-        self.memory = mmap.mmap(-1, 8 * (self.SLOTS + 1))  # anonymous, shared, zeroed
+        self.memory = mmap.mmap(-1, 8 * self.SIZE)  # anonymous, shared, zeroed
         self.depth = [0] * self.SLOTS  # the process's own count of calls in progress
         self.stamp = 0
 
-    def _set(self, slot: int, value: int) -> None:
-        struct.pack_into("q", self.memory, 8 * slot, value)
+    def _set(self, index: int, stamp: int, cpu: int) -> None:
+        struct.pack_into("q", self.memory, 8 * index, stamp)
+        if index < self.SLOTS:
+            index += self.SLOTS
+        else:
+            index += 1
+        struct.pack_into("q", self.memory, 8 * index, cpu)
 
     def track(self, slot: int) -> None:
-        self._set(slot, -1)
+        self._set(slot, -1, 0)
 
     def mark(self) -> None:
-        """A check starts: a call entered before it no longer counts as running in it."""
+        """A check starts: a call entered before it does not count as running in it."""
         self.stamp += 1
-        self._set(self.SLOTS, self.stamp)
+        self._set(2 * self.SLOTS, self.stamp, time.process_time_ns())
 
     def enter(self, slot: int) -> None:
         if self.depth[slot] == 0:
             self.stamp += 1
-            self._set(slot, self.stamp)
+            self._set(slot, self.stamp, time.process_time_ns())
         self.depth[slot] += 1
 
     def leave(self, slot: int) -> None:
         self.depth[slot] = max(0, self.depth[slot] - 1)
         if self.depth[slot] == 0:
-            self._set(slot, -1)
+            self._set(slot, -1, 0)
 
     def values(self) -> list[int]:
         """What the board says now (the parent reads it once the process was stopped)."""
-        return list(struct.unpack_from(f"{self.SLOTS + 1}q", self.memory))
+        return list(struct.unpack_from(f"{self.SIZE}q", self.memory))
 
     def close(self) -> None:
         self.memory.close()

@@ -7,8 +7,8 @@ this side, channel.Reading on the parent's). The parent decides everything else 
 crash and timeout policy (policy.py): CPU seconds per check read from /proc and enforced from
 outside (the worker is killed; the remaining checks run in a fresh one), a wall-clock grace
 for a worker that makes no progress, one CPU limit per function for an endless loop
-(policy.Stuck: the function the worker was in when stopped, read from a limits.Board the
-parent shares with it), a crash of the whole process costing the running check only. What the
+(policy.Stuck: the function whose call did not return, read from a limits.Board the parent
+shares with the worker), a crash of the whole process costing the running check only. What the
 student's code printed is kept per check (an excerpt) for the feedback. The verdicts run in
 the parent (engine.grade_module, engine.verdict).
 
@@ -371,6 +371,7 @@ class _Job:
                     imported=check_id in run.reading.loaded,
                     board=run.where,
                     slots=run.slots,
+                    limit=run.watch.limit(check_id),
                 )
             if result.misconception == STALLED.id:  # a blocked worker blocks again: stop here
                 for check in todo:

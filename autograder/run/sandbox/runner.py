@@ -422,12 +422,13 @@ class Sandbox:
             reading = _read(channel, todo)
             finished = {stop.get("check")} | reading.finished()
             stopped = next((c for c in todo if c.id == stop.get("check")), None)
-            if stopped is not None:  # charged to what it ran when stopped (policy.charged)
+            if stopped is not None:  # charged to the call that did not return (policy.charged)
                 stuck.timed_out(
                     stopped,
                     imported=stopped.id in reading.loaded,
                     board=stop.get("board"),
                     slots=slots_of(todo),
+                    limit=self.cpu_limit(stopped),
                 )
             for check in todo:
                 same = None if check.id in finished else stuck.same(check)
