@@ -258,12 +258,11 @@ def track(module: Any, slots: dict[str, int], board: Board) -> None:
     """Tell `board` when each function `slots` names ({name: slot}, names as `guard` takes
     them) of the student's `module` is running: a wrapper that calls the original, marking
     its outermost call's entry and exit (limits.Board). The function itself is unchanged: same
-    arguments, result, exceptions, signature (functools.wraps); only where a check was stopped
-    is learnt from it (policy.charged)."""
+    arguments, result, exceptions, signature, name (functools.update_wrapper) and __globals__
+    (the module's); only where a check was stopped is learnt from it (policy.charged)."""
 
     def tracker(slot: int) -> Wrap:
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(original)
             def tracked(*args: Any, **kwargs: Any) -> Any:
                 board.enter(slot)
                 try:
@@ -271,7 +270,13 @@ def track(module: Any, slots: dict[str, int], board: Board) -> None:
                 finally:
                     board.leave(slot)
 
-            return tracked
+            # The student's globals, as the original has them: code that looks names up in
+            # a function's __globals__ (a probe recording calls) finds the module's; the
+            # wrapper itself reads only its closure.
+            names = getattr(original, "__globals__", tracked.__globals__)
+            code, closure = tracked.__code__, tracked.__closure__
+            same = types.FunctionType(code, names, tracked.__name__, None, closure)
+            return functools.update_wrapper(same, original)
 
         return make
 

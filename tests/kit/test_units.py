@@ -320,6 +320,7 @@ def test_the_board_says_which_tracked_function_runs_and_charged_reads_it():
     assert module.A().forward(1) == 30 and module.f(1, y=5) == 6
     assert module.f.__name__ == "f" and module.f.__doc__ == "doc"
     assert str(inspect.signature(module.f)) == "(x, y=2)"
+    assert module.f.__globals__ is vars(module)  # a probe may look names up there
     with pytest.raises(KeyError):
         module.bad()
     n = Board.SLOTS
