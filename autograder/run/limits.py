@@ -168,7 +168,7 @@ class Board:
     tracked there; -1: tracked, not running), then per slot that entry's CPU time (ns), then
     the stamp and the CPU time (ns) of the current check's start."""
 
-    SLOTS = 64
+    SLOTS = 32  # exercises per process (a module has at most a dozen)
     SIZE = 2 * SLOTS + 2  # the length of values()
 
     def __init__(self) -> None:
@@ -204,8 +204,10 @@ class Board:
             self._set(slot, -1, 0)
 
     def values(self) -> list[int]:
-        """What the board says now (the parent reads it once the process was stopped)."""
-        return list(struct.unpack_from(f"{self.SIZE}q", self.memory))
+        """What the board says now (the parent reads it once the process was stopped), each
+        value within [-1, 10**15] (a CPU time of 11 days): the sandbox's monitor reports it
+        in a status message of bounded size, whatever the student's process wrote."""
+        return [min(max(v, -1), 10**15) for v in struct.unpack_from(f"{self.SIZE}q", self.memory)]
 
     def close(self) -> None:
         self.memory.close()

@@ -254,6 +254,21 @@ def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
         _replace(module, name, stand_in(name))
 
 
+# The wrapper of probing.track, compiled once and made in each student module's globals.
+_TRACKER = compile(
+    "def tracker(board, slot, original):\n"
+    "    def tracked(*args, **kwargs):\n"
+    "        board.enter(slot)\n"
+    "        try:\n"
+    "            return original(*args, **kwargs)\n"
+    "        finally:\n"
+    "            board.leave(slot)\n"
+    "    return tracked\n",
+    "<attention-lab: probing.track>",
+    "exec",
+)
+
+
 def track(module: Any, slots: dict[str, int], board: Board) -> None:
     """Tell `board` when each function `slots` names ({name: slot}, names as `guard` takes
     them) of the student's `module` is running: a wrapper that calls the original, marking
@@ -263,20 +278,14 @@ def track(module: Any, slots: dict[str, int], board: Board) -> None:
 
     def tracker(slot: int) -> Wrap:
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
-            def tracked(*args: Any, **kwargs: Any) -> Any:
-                board.enter(slot)
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    board.leave(slot)
-
-            # The student's globals, as the original has them: code that looks names up in
-            # a function's __globals__ (a probe recording calls) finds the module's; the
-            # wrapper itself reads only its closure.
-            names = getattr(original, "__globals__", tracked.__globals__)
-            code, closure = tracked.__code__, tracked.__closure__
-            same = types.FunctionType(code, names, tracked.__name__, None, closure)
-            return functools.update_wrapper(same, original)
+            # Made in the student's globals, as the original has them: code that looks names
+            # up in a function's __globals__ (a probe recording calls) finds the module's;
+            # the wrapper itself reads only its arguments (_TRACKER).
+            names = getattr(original, "__globals__", None)
+            scratch: dict[str, Any] = {}
+            exec(_TRACKER, names if isinstance(names, dict) else {}, scratch)
+            tracked = scratch["tracker"](board, slot, original)
+            return functools.update_wrapper(tracked, original)
 
         return make
 
