@@ -217,14 +217,19 @@ def table(
         )
         lines += wrap(text, width, "", "  ")
         lines.append("  " + _("Run `make grade-train` to grade it."))
-    if len(modules) > 1:
-        lines += _tip(modules)
+    lines += tip(results)
     return "\n".join(lines)
 
 
-def _tip(modules: dict[str, list[Result]]) -> list[str]:
-    """Where to go next, in course order: the first module with a check to fix; when every
-    module begun passes, the first one with a check not attempted."""
+def tip(results: list[Result]) -> list[str]:
+    """The line under the table (and on report.html) that says where to go next, when more
+    than one module was graded, in course order: the first module with a check to fix; when
+    every module begun passes, the first one with a check not attempted."""
+    modules: dict[str, list[Result]] = {}
+    for r in results:
+        modules.setdefault(r.module, []).append(r)
+    if len(modules) < 2:
+        return []
     order = sorted(modules, key=lambda m: MODULES.index(m) if m in MODULES else len(MODULES))
     failing = [m for m in order if any(_to_fix(r) for r in modules[m])]
     if failing:

@@ -35,7 +35,7 @@ from ..core.check import Result, Status
 from ..core.i18n import N_, _, html_lang, message, ngettext
 from ..core.i18n import title as i18n_title
 from ..run import waiting
-from .report import TAGS, Hints, hints_of, printed_lines, shown_status
+from .report import TAGS, Hints, hints_of, printed_lines, shown_status, tip
 
 if TYPE_CHECKING:  # torch is imported where a picture is drawn (report.html may have none)
     import torch
@@ -554,6 +554,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;
 margin-top:32px}h4{margin:16px 0 6px;font-size:14px}
 .score{float:right;font-weight:normal}
 .when{font-size:12px;font-weight:normal;color:#666;margin-left:8px}
+.tip{margin:8px 0;font-weight:bold}
 table.checks{border-collapse:collapse;width:100%}
 table.checks td{padding:4px 8px;border-top:1px solid #eee;vertical-align:top}
 td.tag{font-weight:bold;width:44px}
@@ -629,6 +630,8 @@ def page(
         intro += " " + _("{note}: not judged yet, counted neither as won nor as lost.").format(
             note=note
         )
+    # the table's closing tip (report.tip): the first module with a check to fix
+    next_step = "".join(f'<p class="tip">{html.escape(line)}</p>' for line in tip(results))
     count = (
         "<script>addEventListener('load',()=>{const i=[...document.images];"
         "document.body.dataset.rendered=i.filter(x=>x.complete&&x.naturalWidth>0).length;"
@@ -640,7 +643,7 @@ def page(
         "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
-        f'<table class="summary">{summary}</table>{body}{count}</body></html>'
+        f'<table class="summary">{summary}</table>{next_step}{body}{count}</body></html>'
     )
 
 

@@ -14,11 +14,13 @@ sleep) is stopped after STALL_SECONDS of wall time without CPU use.
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
+import struct
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -145,6 +147,77 @@ class Stopwatch:
         elif now - self.last_progress > self.stall:
             return "stall", self.stall
         return None
+
+
+class Board:
+    """Which function of the student's module did not finish when a check was stopped: a few
+    bytes of memory shared by the process that runs student code and its trusted parent (the
+    worker's parent, the sandbox's monitor), made by the parent before it forks that process.
+
+    The process marks the start of each check (`mark`) and the outermost entry and exit of
+    each function it tracks (`enter`, `leave`: probing.track wraps the exercises of its
+    checks, one slot each, `slots_of`), each with its own CPU time then; after stopping a
+    check, the parent reads `values`, and policy.charged decides from them which function did
+    not finish: the innermost tracked call entered during that check that had run for most of
+    its CPU seconds without returning, or none (a function called again and again, each call
+    returning; the stop came in the probe's own code or the kit's). The student's process
+    writes it: whatever it says only decides whether later checks are timed out "same as
+    above" (0 points) or run to their own limit, never a point.
+
+    `values()`: per slot, the stamp of the entry into a call still running (0: nothing
+    tracked there; -1: tracked, not running), then per slot that entry's CPU time (ns), then
+    the stamp and the CPU time (ns) of the current check's start."""
+
+    SLOTS = 32  # exercises per process (a module has at most a dozen)
+    SIZE = 2 * SLOTS + 2  # the length of values()
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, 8 * self.SIZE)  # anonymous, shared, zeroed
+        self.depth = [0] * self.SLOTS  # the process's own count of calls in progress
+        self.stamp = 0
+
+    def _set(self, index: int, stamp: int, cpu: int) -> None:
+        struct.pack_into("q", self.memory, 8 * index, stamp)
+        if index < self.SLOTS:
+            index += self.SLOTS
+        else:
+            index += 1
+        struct.pack_into("q", self.memory, 8 * index, cpu)
+
+    def track(self, slot: int) -> None:
+        self._set(slot, -1, 0)
+
+    def mark(self) -> None:
+        """A check starts: a call entered before it does not count as running in it."""
+        self.stamp += 1
+        self._set(2 * self.SLOTS, self.stamp, time.process_time_ns())
+
+    def enter(self, slot: int) -> None:
+        if self.depth[slot] == 0:
+            self.stamp += 1
+            self._set(slot, self.stamp, time.process_time_ns())
+        self.depth[slot] += 1
+
+    def leave(self, slot: int) -> None:
+        self.depth[slot] = max(0, self.depth[slot] - 1)
+        if self.depth[slot] == 0:
+            self._set(slot, -1, 0)
+
+    def values(self) -> list[int]:
+        """What the board says now (the parent reads it once the process was stopped), each
+        value within [-1, 10**15] (a CPU time of 11 days): the sandbox's monitor reports it
+        in a status message of bounded size, whatever the student's process wrote."""
+        return [min(max(v, -1), 10**15) for v in struct.unpack_from(f"{self.SIZE}q", self.memory)]
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+def slots_of(checks: Sequence[Check | ProbeSpec]) -> dict[tuple[str, str], int]:
+    """{(module, exercise): its Board slot} for the exercises of `checks`, in order: the
+    process that runs them and its parent compute it alike from the same list of checks."""
+    found = dict.fromkeys((c.module, c.exercise) for c in checks if c.exercise)
+    return {key: slot for slot, key in enumerate(list(found)[: Board.SLOTS])}
 
 
 def warm_up(*extra: str) -> None:

@@ -11,7 +11,9 @@ did not give a result ends, here:
   signal inside torch, and the remaining checks run in a fresh one. A process that makes no
   progress (blocked, not computing) is stopped after TimeLimits.stall seconds of wall time:
   `overran`.
-- an endless loop costs one CPU limit per function, not one per check (`Stuck`).
+- an endless loop costs one CPU limit per function, not one per check (`Stuck`): the
+  function charged is the one whose call did not return (`charged`, read from limits.Board),
+  none when no single call ran for most of the limit (slow, not endless).
 - a crash of the whole process (segfault, os._exit) costs the running check only
   (`EXITED`, `exited`); a channel the student's code wrote into costs the check it
   damaged (`CHANNEL`).
@@ -23,11 +25,12 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.check import TIMEOUT, Check, Failure, Misconceptions, Result, Status, declared
 from .channel import Reading
-from .limits import TimeLimits
+from .limits import Board, TimeLimits
 from .sandbox import wire
 
 misconception = Misconceptions(__name__)
@@ -93,29 +96,87 @@ def cpu_limit(check: Check, limits: TimeLimits) -> float:
     return limits.cpu_limit(check)
 
 
+def charged(
+    check: Check,
+    board: object = None,
+    slots: Mapping[tuple[str, str], int] | None = None,
+    limit: float = 0.0,
+) -> str:
+    """The function of `check`'s module that did not finish when `check` was stopped after
+    `limit` CPU seconds, from what limits.Board says (`board`: its values, read by the
+    trusted parent once the process was stopped; `slots`: limits.slots_of the process's
+    checks):
+
+    - the innermost tracked function whose call, entered during the check, had run for at
+      least half of `limit` without returning: the check's exercise, or another exercise of
+      the module that it called (a loop in causal_mask reached through sliding_window_mask is
+      causal_mask's; a loop in generate that calls a sound forward again and again is
+      generate's, not the model's);
+    - "" when the check's exercise was tracked and no call had run that long: a function
+      called again and again, each call returning (slow, not endless), or a stop in the
+      probe's own code or the kit's. Nothing is charged: the later checks run to their own
+      limits, as if this rule did not exist;
+    - the check's declared exercise when the board cannot tell (no board; an exercise the
+      tracker cannot wrap, such as a bare method name).
+
+    The board is written by the student's process: a wrong answer only moves a timeout (0
+    points) between checks, or costs time; nothing here gives a point."""
+    values = board if isinstance(board, list) else None
+    if values is None or len(values) != Board.SIZE or any(type(v) is not int for v in values):
+        return check.exercise
+    n = Board.SLOTS
+    own = {name: slot for (module, name), slot in (slots or {}).items() if module == check.module}
+    own = {name: slot for name, slot in own.items() if 0 <= slot < n}
+    started, started_cpu = values[2 * n], values[2 * n + 1]
+    latest = started_cpu + limit / 2 * 1e9  # a call entered after this ran less than half
+    running = [
+        (values[slot], name)
+        for name, slot in own.items()
+        if values[slot] > started and values[n + slot] <= latest
+    ]
+    if running:
+        return max(running)[1]
+    if check.exercise in own and values[own[check.exercise]] != 0:
+        return ""
+    return check.exercise
+
+
 class Stuck:
     """What did not finish in one submission's checks, so that an endless loop costs one CPU
     limit per function instead of one per check that calls it.
 
     Kept by the trusted parent (the worker's parent, the sandbox's runner) from what it knows
-    itself: a check that ran out of its CPU seconds was running its exercise (the function or
-    class it grades), or, when the module's import had not returned yet, the file's top-level
-    code. `same(check)` gives a later check of that exercise (of that file) its result at once:
-    timed out, "same as above", 0 points, never run. The later processes guard these functions
-    (`guards`, probing.guard): a check of another exercise that calls one ends at once, and
-    `called` gives its result. Nothing here can raise a score: every result it gives is a
-    timeout, and a correct function that finishes within its limit never lands here."""
+    itself: a check that ran out of its CPU seconds was running a function of its module
+    (`charged`: the one whose call did not return), or, when the module's import
+    had not returned yet, the file's top-level code. `same(check)` gives a later check of that
+    exercise (of that file) its result at once: timed out, "same as above", 0 points, never
+    run. The later processes guard these functions (`guards`, probing.guard): a check of
+    another exercise that calls one ends at once, and `called` gives its result. Nothing here
+    can raise a score: every result it gives is a timeout, and a correct function that
+    finishes within its limit never lands here; a check stopped while no single call of the
+    student's had run for most of its limit charges none (the later checks run to their own
+    limits)."""
 
     def __init__(self) -> None:
         self.functions: dict[tuple[str, str], str] = {}  # (module, function) -> check title
         self.top_level: dict[str, str] = {}  # module -> the title of the check that hung
 
-    def timed_out(self, check: Check, imported: bool = True) -> None:
-        """`check` ran out of its CPU seconds (`imported`: after its module's import returned)."""
+    def timed_out(
+        self,
+        check: Check,
+        imported: bool = True,
+        board: object = None,
+        slots: Mapping[tuple[str, str], int] | None = None,
+        limit: float = 0.0,
+    ) -> None:
+        """`check` ran out of its `limit` CPU seconds (`imported`: after its module's import
+        returned; `board`, `slots`: where it was, for `charged`)."""
         if not imported:
             self.top_level.setdefault(check.module, check.title)
-        elif check.exercise:
-            self.functions.setdefault((check.module, check.exercise), check.title)
+            return
+        function = charged(check, board, slots, limit)
+        if function:
+            self.functions.setdefault((check.module, function), check.title)
 
     def guards(self, module: str) -> list[str]:
         """The functions of `module` that did not finish, for probing.guard."""

@@ -8,6 +8,7 @@ verdict was possible (import error, not attempted, crash).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import traceback
 import types
@@ -31,6 +32,7 @@ from ..core.check import (
     Result,
 )
 from ..core.syllabus import MODULES
+from .limits import Board
 from .submission import ImportProblem, Loadable, Submission
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.txt"
@@ -197,6 +199,38 @@ class StuckCall(BaseException):
     earlier check. A BaseException, so `except Exception` in student code lets it through."""
 
 
+Wrap = Callable[[Callable[..., Any]], Callable[..., Any]]  # original -> what replaces it
+
+
+def _replace(module: Any, name: str, make: Wrap) -> bool:
+    """Put make(original) in place of the function `name` of the student's `module`: a
+    function of the module, a class (each method it defines), or "Class.method". Anything
+    else (a name the module lacks, a bare method name, a callable object) is left as it is.
+    True when something was replaced."""
+    owner, _, method = name.partition(".")
+    if method:
+        cls = getattr(module, owner, None)
+        value = vars(cls).get(method) if isinstance(cls, type) else None
+        if isinstance(value, types.FunctionType):
+            setattr(cls, method, make(value))
+            return True
+        return False
+    found = getattr(module, name, None)
+    if isinstance(found, types.FunctionType):
+        setattr(module, name, make(found))
+        return True
+    replaced = False
+    if isinstance(found, type):
+        for attr, value in list(vars(found).items()):
+            if isinstance(value, types.FunctionType):
+                setattr(found, attr, make(value))
+                replaced = True
+            elif isinstance(value, (staticmethod, classmethod)):
+                setattr(found, attr, type(value)(make(value.__func__)))
+                replaced = True
+    return replaced
+
+
 def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
     """Make each function `names` of the student's `module` end at once when called: it
     calls fire(name) (the process tells the grader: this check is timed out "same as above",
@@ -204,32 +238,60 @@ def guard(module: Any, names: list[str], fire: Callable[[str], None]) -> None:
     class (each method it defines), or "Class.method". Anything else (a name the module
     lacks, a bare method name, a callable object) is left as it is: the check runs for real."""
 
-    def stand_in(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            fire(name)
-            raise StuckCall(name)
+    def stand_in(name: str) -> Wrap:
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                fire(name)
+                raise StuckCall(name)
 
-        guarded.__name__ = getattr(original, "__name__", name)
-        guarded.__qualname__ = getattr(original, "__qualname__", name)
-        return guarded
+            guarded.__name__ = getattr(original, "__name__", name)
+            guarded.__qualname__ = getattr(original, "__qualname__", name)
+            return guarded
+
+        return make
 
     for name in names:
-        owner, _, method = name.partition(".")
-        if method:
-            cls = getattr(module, owner, None)
-            value = vars(cls).get(method) if isinstance(cls, type) else None
-            if isinstance(value, types.FunctionType):
-                setattr(cls, method, stand_in(name, value))
-            continue
-        found = getattr(module, name, None)
-        if isinstance(found, types.FunctionType):
-            setattr(module, name, stand_in(name, found))
-        elif isinstance(found, type):
-            for attr, value in list(vars(found).items()):
-                if isinstance(value, types.FunctionType):
-                    setattr(found, attr, stand_in(name, value))
-                elif isinstance(value, (staticmethod, classmethod)):
-                    setattr(found, attr, type(value)(stand_in(name, value.__func__)))
+        _replace(module, name, stand_in(name))
+
+
+# The wrapper of probing.track, compiled once and made in each student module's globals.
+_TRACKER = compile(
+    "def tracker(board, slot, original):\n"
+    "    def tracked(*args, **kwargs):\n"
+    "        board.enter(slot)\n"
+    "        try:\n"
+    "            return original(*args, **kwargs)\n"
+    "        finally:\n"
+    "            board.leave(slot)\n"
+    "    return tracked\n",
+    "<attention-lab: probing.track>",
+    "exec",
+)
+
+
+def track(module: Any, slots: dict[str, int], board: Board) -> None:
+    """Tell `board` when each function `slots` names ({name: slot}, names as `guard` takes
+    them) of the student's `module` is running: a wrapper that calls the original, marking
+    its outermost call's entry and exit (limits.Board). The function itself is unchanged: same
+    arguments, result, exceptions, signature, name (functools.update_wrapper) and __globals__
+    (the module's); only where a check was stopped is learnt from it (policy.charged)."""
+
+    def tracker(slot: int) -> Wrap:
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            # Made in the student's globals, as the original has them: code that looks names
+            # up in a function's __globals__ (a probe recording calls) finds the module's;
+            # the wrapper itself reads only its arguments (_TRACKER).
+            names = getattr(original, "__globals__", None)
+            scratch: dict[str, Any] = {}
+            exec(_TRACKER, names if isinstance(names, dict) else {}, scratch)
+            tracked = scratch["tracker"](board, slot, original)
+            return functools.update_wrapper(tracked, original)
+
+        return make
+
+    for name, slot in slots.items():
+        if _replace(module, name, tracker(slot)):
+            board.track(slot)
 
 
 class Attempts:
@@ -237,34 +299,50 @@ class Attempts:
     child), telling the grader through `send` (one message, a dict) what only this process
     sees: that the import of the check's module returned ("loaded": a check stopped before
     was stopped in the file's top-level code), and that the check called a function guarded
-    because it did not finish in an earlier process ("stuck"). `guards`: {module: names}."""
+    because it did not finish in an earlier process ("stuck"). `guards`: {module: names}.
+    `board` (limits.Board, shared with the parent) and `slots` (limits.slots_of the checks):
+    which exercise runs, so that a check stopped for its time is charged to the function
+    that did not finish (policy.charged)."""
 
     def __init__(
         self,
         submission: Submission,
         send: Callable[[dict[str, Any]], None],
         guards: dict[str, list[str]] | None = None,
+        board: Board | None = None,
+        slots: dict[tuple[str, str], int] | None = None,
     ) -> None:
         self.submission, self.send, self.guards = submission, send, guards or {}
+        self.board, self.slots = board, slots or {}
         self.current = ""
-        self.guarded: set[str] = set()
+        self.prepared: set[str] = set()
 
     def _fire(self, name: str) -> None:
         self.send({"type": "stuck", "check": self.current, "function": name})
 
+    def _prepare(self, name: str, module: Any) -> None:
+        """Once per module: track its exercises, then guard what did not finish before."""
+        self.prepared.add(name)
+        if self.board is not None:
+            own = {f: slot for (m, f), slot in self.slots.items() if m == name}
+            track(module, own, self.board)
+        names = self.guards.get(name)
+        if names:
+            guard(module, names, self._fire)
+
     def __call__(self, check: Probed, inputs: Inputs, device: str = "cpu") -> Outputs | Result:
         """attempt(check, ...); never raises for anything the student's code does."""
         self.current = check.id
+        if self.board is not None:
+            self.board.mark()
         try:
             module = self.submission.load(check.module)
         except BaseException:  # attempt reports it
             module = None
         if module is not None:
             self.send({"type": "loaded", "check": check.id})
-            names = self.guards.get(check.module)
-            if names and check.module not in self.guarded:
-                self.guarded.add(check.module)
-                guard(module, names, self._fire)
+            if check.module not in self.prepared:
+                self._prepare(check.module, module)
         try:
             return attempt(check, self.submission, inputs, device)
         except BaseException as e:  # StuckCall (the grader knows), SystemExit, ...

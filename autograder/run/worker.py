@@ -7,7 +7,8 @@ this side, channel.Reading on the parent's). The parent decides everything else 
 crash and timeout policy (policy.py): CPU seconds per check read from /proc and enforced from
 outside (the worker is killed; the remaining checks run in a fresh one), a wall-clock grace
 for a worker that makes no progress, one CPU limit per function for an endless loop
-(policy.Stuck), a crash of the whole process costing the running check only. What the
+(policy.Stuck: the function whose call did not return, read from a limits.Board the parent
+shares with the worker), a crash of the whole process costing the running check only. What the
 student's code printed is kept per check (an excerpt) for the feedback. The verdicts run in
 the parent (engine.grade_module, engine.verdict).
 
@@ -31,7 +32,7 @@ import torch
 from ..core import model_replays
 from ..core.check import Check, Result, Status
 from . import channel, limits, policy
-from .limits import Stopwatch, TimeLimits, warm_up, warm_ups_of
+from .limits import Board, Stopwatch, TimeLimits, slots_of, warm_up, warm_ups_of
 from .policy import STALLED, Stuck
 from .probing import Attempts, make_inputs
 from .sandbox import wire
@@ -66,9 +67,11 @@ def _work(
     device: str,
     channel_fd: int,
     guards: tuple[str, ...] = (),
+    board: Board | None = None,
 ) -> None:
     """The forked worker (it inherits the parent's memory, checks included): never returns.
-    `guards`: the functions of the module that did not finish in an earlier worker."""
+    `guards`: the functions of the module that did not finish in an earlier worker; `board`:
+    where the worker says which exercise runs (limits.Board, shared with the parent)."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
         # Before any student code and outside every check's CPU seconds; the parent (Pool)
@@ -78,7 +81,11 @@ def _work(
         model_replays.seal()  # student code here: the copy's models answer verdicts only
         sub = Submission(submission)
         run = Attempts(
-            sub, lambda message: wire.send(channel_fd, message), {probes[0].module: list(guards)}
+            sub,
+            lambda message: wire.send(channel_fd, message),
+            {probes[0].module: list(guards)},
+            board,
+            limits.slots_of(probes),
         )
 
         def end_of_check() -> None:  # the check's prints, then CHECK_END, then its message
@@ -109,7 +116,12 @@ def _work(
 
 
 def _fork(
-    checks: list[Check], submission: str, seed: int, device: str, guards: Iterable[str] = ()
+    checks: list[Check],
+    submission: str,
+    seed: int,
+    device: str,
+    guards: Iterable[str] = (),
+    board: Board | None = None,
 ) -> tuple[int, int, int]:
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
@@ -130,7 +142,7 @@ def _fork(
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         except BaseException:
             os._exit(1)
-        _work(checks, submission, seed, device, channel_w, tuple(guards))
+        _work(checks, submission, seed, device, channel_w, tuple(guards), board)
     os.close(channel_w)
     os.close(output_w)
     return pid, channel_r, output_r
@@ -154,8 +166,11 @@ class _Run:
         self.checks = {c.id: c for c in checks}
         self.stuck = stuck or Stuck()
         guards = self.stuck.guards(checks[0].module)
+        self.board = Board()  # shared with the worker: which exercise runs (policy.charged)
+        self.slots = slots_of(checks)
+        self.where: list[int] | None = None  # the board, read once the worker was stopped
         self.pid, self.channel, self.output = _fork(
-            checks, str(submission.path), seed, device, guards
+            checks, str(submission.path), seed, device, guards, self.board
         )
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
@@ -246,6 +261,9 @@ class _Run:
         self.open = set()
         limits.stop(self.pid)
         _, status = os.waitpid(self.pid, 0)
+        if not self.board.memory.closed:
+            self.where = self.board.values()
+            self.board.close()
         if self.current is not None and self.current not in self.probed:
             self.printed[self.current] = self.stream.rest()
         if not self.done and self.current is not None and self.stopped is None:
@@ -348,7 +366,13 @@ class _Job:
                 result=result, printed=_excerpt(bytes(run.printed.get(check_id, b"")))
             )
             if result.status == Status.TIMED_OUT:
-                self.stuck.timed_out(run.checks[check_id], imported=check_id in run.reading.loaded)
+                self.stuck.timed_out(
+                    run.checks[check_id],
+                    imported=check_id in run.reading.loaded,
+                    board=run.where,
+                    slots=run.slots,
+                    limit=run.watch.limit(check_id),
+                )
             if result.misconception == STALLED.id:  # a blocked worker blocks again: stop here
                 for check in todo:
                     if check.id not in found:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import SOLUTIONS, submission_with
 from test_batch import sandbox_processes
+from test_units import masks_slow_then_endless
 
 from autograder.core import registry
 from autograder.run.limits import TimeLimits
@@ -85,4 +86,26 @@ def test_an_endless_loop_in_the_sandbox_costs_one_limit_per_function(tmp_path):
         assert result.misconception == "timeout-same-as-above", statuses
         assert result.details["function"] == "causal_mask", result.details
     assert results["masks.padding"].passed and results["masks.window-errors"].passed, statuses
+    assert not sandbox_processes()
+
+
+def test_in_the_sandbox_a_timeout_is_charged_to_the_call_that_did_not_return(tmp_path):
+    """As in the worker (test_units.py), the monitor reading the board once the process was
+    stopped (1 CPU-s a check): causal_mask, slow but returning, overruns the causal check
+    and is not charged (its later checks run and pass); stopped inside one call of
+    causal_mask through the window, it is charged: the window's later check is "same as
+    above"."""
+    folder = submission_with(tmp_path, {"masks": masks_slow_then_endless()})
+    limits, time = Limits(timeout=120), TimeLimits(cap=1)  # 1 CPU-s a check
+    with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
+        graded = sandbox.grade(folder, "charged")
+    results = {r.check_id: r for r in graded.results}
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    ran_to_the_limit = [i for i, r in results.items() if r.misconception == "timeout"]
+    assert ran_to_the_limit == ["masks.causal", "masks.window"], statuses
+    later = results["masks.window-device"]
+    assert later.status == "timed out" and later.misconception == "timeout-same-as-above"
+    assert later.details["function"] == "causal_mask", later.details
+    passed = ["masks.causal-device", "masks.causal-invariance", "masks.padding"]
+    assert all(results[i].passed for i in [*passed, "masks.window-errors"]), statuses
     assert not sandbox_processes()

@@ -95,6 +95,35 @@ def test_the_class_report_keeps_a_notes_misconception_and_calls_it_a_note(looped
     assert class_report.failed_checks(data) == []  # it lost no points
 
 
+def test_every_sink_shows_the_note_alike_in_both_languages(looped):
+    """feedback.txt (batch, Gradescope's stdout) and PrairieLearn, in English and in
+    Chinese, and report.html in Chinese: the advice check is a NOTE worth 0 of 0, never a
+    FAIL, and its advice is still shown."""
+    submission, results, probed = looped
+    (note,) = [r for r in results if r.note]
+    result_set = sinks.ResultSet("alice", results, title="T")
+    text = sinks.feedback_text(result_set)
+    row = next(line for line in text.splitlines() if "no Python loop over heads" in line)
+    assert row.split()[:2] == ["NOTE", "0/0"] and "FAIL" not in text, row
+    assert "[mha-loop-over-heads]" in text and "1 advice note" in text
+
+    data = sinks.prairielearn_data(result_set, "multihead")
+    (test,) = [t for t in data["tests"] if t["name"] == note.name]
+    assert test["points"] == test["max_points"] == 0 and data["score"] == 1.0
+    assert test["message"].startswith("[mha-loop-over-heads] ")
+
+    i18n.use("zh_CN")
+    try:
+        text = sinks.feedback_text(result_set)
+        section = report_html.sections(results, submission, probed=probed)["multihead"]
+    finally:
+        i18n.use(None)
+    row = next(line for line in text.splitlines() if "mha-loop" not in line and "0/0" in line)
+    assert row.split()[:2] == ["建议", "0/0"] and "失败" not in text, row
+    html_row = next(r for r in section.split("<tr ") if 'class="note"' in r)
+    assert '<td class="tag">建议</td>' in html_row and "失败" not in section
+
+
 def test_a_note_in_a_notebook_prints_the_advice_and_does_not_fail_the_cell(monkeypatch, capsys):
     note = _result("multihead", "vectorised", "failed", 0.0, "mha-loop-over-heads", "a loop")
     monkeypatch.setattr(notebook, "run", lambda *a, **k: note)
@@ -180,6 +209,38 @@ def test_every_channel_counts_a_missing_file_as_not_handed_in(without_masks, tmp
     assert all(r.status == "not attempted" for r in rows if r.module == "masks")
 
 
+def test_every_sink_says_which_file_to_create_in_both_languages(without_masks):
+    """feedback.txt, PrairieLearn and report.html, in English and in Chinese: the missing
+    module's checks are TODO, with the file to create, and the tip sends the student there."""
+    submission, results, probed = without_masks
+    masks = [r for r in results if r.module == "masks"]
+    everything = sinks.ResultSet("bob", results, title="T")
+    text = sinks.feedback_text(everything)
+    assert sum(line.startswith("  TODO  ") for line in text.splitlines()) == len(masks)
+    assert "FAIL" not in text and "import-error" not in text
+    assert "Create masks.py in submission/" in text
+    tip = "Tip: work one module at a time, in this order: make grade EX=masks"
+    assert text.rstrip().endswith(tip)
+
+    data = sinks.prairielearn_data(sinks.ResultSet("bob", masks, title="T"), "masks")
+    assert data["score"] == 0 and all(
+        t["message"].startswith("[missing-file] ") and "Create masks.py in" in t["message"]
+        for t in data["tests"]
+    )
+
+    assert tip in report_html.page(results, {}, "T")
+
+    i18n.use("zh_CN")
+    try:
+        text = sinks.feedback_text(everything)
+        section = report_html.sections(results, submission, probed=probed)["masks"]
+    finally:
+        i18n.use(None)
+    assert sum(line.startswith("  待做  ") for line in text.splitlines()) == len(masks)
+    assert "创建 masks.py" in text and "失败" not in text
+    assert 'class="todo"' in section and "创建 masks.py" in section
+
+
 def test_a_broken_file_is_still_an_import_error(tmp_path):
     folder = submission_with(tmp_path, {"masks": "def causal_mask(:\n"})
     checks = [c for c in registry.checks_of("masks") if not c.slow][:2]
@@ -219,6 +280,10 @@ def test_the_tip_sends_the_student_to_the_first_failing_module_in_course_order()
     assert text.splitlines()[-1].endswith("make grade EX=masks")
     elsewhere = _result("multihead", "vectorised", "failed", 0.0, "mha-loop-over-heads")
     assert "Tip:" not in report.table([ok, elsewhere], "T")
+    # report.html closes its summary with the same tip
+    page = report_html.page([ok, fail, todo], {}, "T")
+    assert '<p class="tip">Tip: fix attention.py first, one module at a time: ' in page
+    assert "Tip:" not in report_html.page([ok, elsewhere], {}, "T")
 
 
 def test_solutions_draw_no_notes(tmp_path):

@@ -246,24 +246,120 @@ def test_an_endless_loop_at_the_top_level_costs_one_limit(tmp_path):
         assert results[check_id].details["file"] == "masks.py"
 
 
-@pytest.mark.fast
-def test_stuck_gives_only_timeouts_and_only_after_a_timeout():
-    """The policy alone: nothing is "same as above" before a check timed out, every result it
-    gives is a timeout worth 0, and a guard's word counts only for a function that timed out."""
-    from autograder.run.policy import Stuck
+# causal_mask is slow but correct (0.3 CPU-s a call: the causal check's four calls overrun a
+# 1 CPU-s limit, the later checks' one or two calls do not), and loops for good once
+# sliding_window_mask has called it.
+_CAUSAL_SLOW_THEN_ENDLESS = (
+    "    return torch.ones(L, L, dtype=torch.bool, device=device).triu(diagonal=1)",
+    "    start = time.process_time()\n"
+    "    while time.process_time() - start < 0.3 or _FROM_WINDOW:\n        pass\n"
+    "    return torch.ones(L, L, dtype=torch.bool, device=device).triu(diagonal=1)",
+)
+_WINDOW_CALLS_CAUSAL = (
+    "    i = torch.arange(L, device=device)[:, None]",
+    "    global _FROM_WINDOW\n    _FROM_WINDOW = True\n"
+    "    i = torch.arange(L, device=device)[:, None]\n    future = causal_mask(L, device)",
+)
 
-    checks = [c for c in registry.checks_of("masks") if not c.slow]
-    stuck = Stuck()
-    assert all(stuck.same(c) is None for c in checks) and stuck.guards("masks") == []
-    causal = next(c for c in checks if c.exercise == "causal_mask")
-    padding = next(c for c in checks if c.exercise == "padding_mask")
-    stuck.timed_out(causal)
-    assert stuck.guards("masks") == ["causal_mask"]
-    assert stuck.same(padding) is None
-    assert stuck.called(padding, "padding_mask") is None  # not a function that timed out
-    assert stuck.called(padding, ["causal_mask"]) is None  # not even a name
-    for result in (stuck.same(causal), stuck.called(padding, "causal_mask")):
-        assert result is not None and result.status == Status.TIMED_OUT and result.score == 0
+
+def masks_slow_then_endless() -> str:
+    """masks.py whose causal_mask is first slow, then endless (the test below;
+    test_sandbox_time.py grades it in the sandbox)."""
+    source = _masks_with(_CAUSAL_SLOW_THEN_ENDLESS, _WINDOW_CALLS_CAUSAL)
+    return "import time\n\n_FROM_WINDOW = False\n" + source
+
+
+def test_a_timeout_is_charged_to_the_call_that_did_not_return(tmp_path):
+    """policy.charged in the worker (1 CPU-s a check).
+
+    The causal check overruns with four calls of causal_mask that each return: slow, not
+    endless, so nothing is charged and causal_mask's later checks run and pass, as they would
+    without the rule. The window's first check is stopped inside one call of causal_mask,
+    which the window made at its start: causal_mask is charged, not the window's declared
+    exercise, so the window's later check is "same as above" for causal_mask, at once."""
+    results = _grade_masks(tmp_path, masks_slow_then_endless())
+    statuses = {i: (str(r.status), r.misconception) for i, r in results.items()}
+    ran_to_the_limit = [i for i, r in results.items() if r.misconception == "timeout"]
+    assert ran_to_the_limit == ["masks.causal", "masks.window"], statuses
+    later = results["masks.window-device"]
+    assert later.status == Status.TIMED_OUT and later.score == 0, statuses
+    assert later.misconception == "timeout-same-as-above", statuses
+    assert later.details["function"] == "causal_mask", later.details
+    passed = ["masks.causal-device", "masks.causal-invariance", "masks.padding"]
+    assert all(results[i].passed for i in [*passed, "masks.window-errors"]), statuses
+
+
+@pytest.mark.fast
+def test_the_board_says_which_tracked_function_runs_and_charged_reads_it():
+    """probing.track: the functions behave as before (result, exception, signature, name);
+    limits.Board: each tracked call running, with its entry's CPU time; policy.charged: the
+    innermost call that ran for half the limit without returning, none when no call did
+    (slow, not endless; stopped elsewhere), the declared exercise when the board cannot tell
+    (no board, malformed, an exercise not tracked)."""
+    import inspect
+    import types
+
+    from autograder.run.limits import Board
+    from autograder.run.policy import charged
+    from autograder.run.probing import track
+
+    module = types.ModuleType("student")
+    exec(
+        "def f(x, y=2):\n    'doc'\n    return probe(x) + y\n"
+        "def g(x):\n    return f(x) * 10\n"
+        "def bad():\n    raise KeyError('k')\n"
+        "class A:\n    def forward(self, x):\n        return g(x)\n",
+        vars(module),
+    )
+    board = Board()
+    seen: list[list[int]] = []
+    module.probe = lambda x: seen.append(board.values()) or x
+    slots = {("student", "f"): 0, ("student", "g"): 1, ("student", "A"): 2, ("student", "h"): 3}
+    track(module, {name: slot for (_, name), slot in slots.items()}, board)
+    board.mark()
+    assert module.A().forward(1) == 30 and module.f(1, y=5) == 6
+    assert module.f.__name__ == "f" and module.f.__doc__ == "doc"
+    assert str(inspect.signature(module.f)) == "(x, y=2)"
+    assert module.f.__globals__ is vars(module)  # a probe may look names up there
+    with pytest.raises(KeyError):
+        module.bad()
+    n = Board.SLOTS
+    inside = seen[0]  # A.forward -> g -> f -> probe: all three running, f innermost
+    assert inside[0] > inside[1] > inside[2] > inside[2 * n] > 0
+    assert inside[n] >= inside[n + 1] >= inside[n + 2] >= inside[2 * n + 1] > 0  # CPU ns
+    assert board.values()[:4] == [-1, -1, -1, 0]  # tracked and idle; h is not in the module
+
+    checks = {c.exercise: c for c in registry.checks_of("masks")}
+    causal, window = checks["causal_mask"], checks["sliding_window_mask"]
+    at = {("masks", "causal_mask"): 0, ("masks", "sliding_window_mask"): 1}
+    second = 10**9
+
+    def said(window_call=None, causal_call=None, tracked=True):
+        """The board's values: the check started (stamp 5) at 1 s of CPU; each call (stamp,
+        CPU ns at its entry) or None (tracked, not running)."""
+        values = [0] * Board.SIZE
+        for slot, call in ((1, window_call), (0, causal_call)):
+            values[slot], values[n + slot] = call or (-1 if tracked else 0, 0)
+        values[2 * n], values[2 * n + 1] = 5, 1 * second
+        return values
+
+    limit = 2.0  # CPU seconds: a call entered after 1 s of the check ran less than half
+    # a loop inside causal_mask, which the window called at the check's start
+    assert charged(window, said((6, second), (7, second)), at, limit) == "causal_mask"
+    # a loop in the window that calls a sound causal_mask again and again: the window's
+    assert charged(window, said((6, second), (9, 2 * second + 1)), at, limit) == (
+        "sliding_window_mask"
+    )
+    # the window called again and again, each call returning (slow, not endless): none
+    assert charged(window, said((9, 2 * second + 1)), at, limit) == ""
+    assert charged(window, said(), at, limit) == ""  # stopped outside every call
+    assert charged(window, said((4, second)), at, limit) == ""  # a call from a past check
+    # the board cannot tell: as declared
+    assert charged(window, None, at, limit) == "sliding_window_mask"
+    assert charged(window, said(tracked=False), at, limit) == "sliding_window_mask"
+    assert charged(causal, ["7", *said()[1:]], at, limit) == "causal_mask"  # malformed
+    assert charged(causal, said()[:-1], at, limit) == "causal_mask"  # malformed
+    board.close()
 
 
 @pytest.mark.fast

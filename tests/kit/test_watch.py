@@ -120,19 +120,23 @@ def test_watch_regrades_on_save_survives_bad_code_and_stops_on_ctrl_c(tmp_path):
         _save(masks, solution + "\ndef broken(:\n")
         watch.until("masks.py changed", "[import-error]", "SyntaxError", "Watching")
 
+        # an endless loop in causal_mask: one limit, its later checks "same as above" at once
         loop = solution.replace(
-            "    lengths = torch.as_tensor(lengths)\n",
-            "    lengths = torch.as_tensor(lengths)\n    while True:\n        pass\n",
+            "    return torch.ones(L, L",
+            "    while True:\n        pass\n    return torch.ones(L, L",
         )
         assert loop != solution
         _save(masks, loop)
+        causal = [c for c in registry.checks_of("masks") if c.exercise == "causal_mask"]
+        assert len(causal) > 1
         text = watch.until(
             "masks.py changed",
             "TIME",
-            f"Total: {MASKS_POINTS - 2:g} / {MASKS_POINTS:g}",
+            f"Total: {MASKS_POINTS - sum(c.points for c in causal):g} / {MASKS_POINTS:g}",
             "Watching",
         )
-        assert "[timeout]" in text
+        assert text.count("[timeout]") == 1 and "[timeout-same-as-above]" in text
+        assert text.count("TIME  ") == len(causal)
 
         _save(masks, "import os\nos._exit(3)\n")
         watch.until("masks.py changed", "[exited-early]", "exit status 3", "Watching")

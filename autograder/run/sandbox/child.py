@@ -19,10 +19,13 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import wire
 from .jail import Isolation, Limits, clean_environment, enter
+
+if TYPE_CHECKING:
+    from ..limits import Board
 
 
 def _close_fds(keep: set[int]) -> None:
@@ -34,11 +37,14 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def main(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
+def main(
+    request: dict[str, Any], channel: int, output: int, setup: int, board: Board | None = None
+) -> None:
     """Never returns: ends the process with os._exit. Writes b"ok" to `setup` (and closes
-    it) once confined, before any student code runs; on failure, why, and exits."""
+    it) once confined, before any student code runs; on failure, why, and exits. `board`:
+    where this process says which exercise runs (limits.Board, shared with the monitor)."""
     try:
-        _run(request, channel, output, setup)
+        _run(request, channel, output, setup, board)
     except BaseException:
         try:
             os.write(2, f"[grader] sandbox error:\n{traceback.format_exc()}".encode())
@@ -69,7 +75,9 @@ def _confine(request: dict[str, Any], setup: int) -> None:
     os.close(setup)
 
 
-def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
+def _run(
+    request: dict[str, Any], channel: int, output: int, setup: int, board: Board | None
+) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output, 1)
@@ -84,6 +92,7 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
 
     from ...core.check import ProbeSpec
     from ..channel import probe_all
+    from ..limits import slots_of
     from ..probing import Attempts, draw_inputs
     from ..submission import Submission
 
@@ -98,7 +107,8 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
     submission = Submission(request["submission"])
     # The functions that did not finish in an earlier process (runner.py: policy.Stuck).
     guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}
-    run = Attempts(submission, lambda message: wire.send(channel, message), guards)
+    send = lambda message: wire.send(channel, message)  # noqa: E731
+    run = Attempts(submission, send, guards, board, slots_of(todo))
     probe_all(
         todo,
         inputs,

@@ -38,7 +38,7 @@ from ...core.references import References
 from .. import policy
 from ..channel import Reading, stray_note
 from ..engine import verdict
-from ..limits import TimeLimits
+from ..limits import TimeLimits, slots_of
 from ..policy import EXITED as EXITED_EARLY
 from ..policy import Stuck, channel_broken, overran, stalled
 from ..probing import make_inputs
@@ -422,8 +422,14 @@ class Sandbox:
             reading = _read(channel, todo)
             finished = {stop.get("check")} | reading.finished()
             stopped = next((c for c in todo if c.id == stop.get("check")), None)
-            if stopped is not None:
-                stuck.timed_out(stopped, imported=stopped.id in reading.loaded)
+            if stopped is not None:  # charged to the call that did not return (policy.charged)
+                stuck.timed_out(
+                    stopped,
+                    imported=stopped.id in reading.loaded,
+                    board=stop.get("board"),
+                    slots=slots_of(todo),
+                    limit=self.cpu_limit(stopped),
+                )
             for check in todo:
                 same = None if check.id in finished else stuck.same(check)
                 if same is not None:

@@ -343,6 +343,9 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
     go_read, go_write = os.pipe()
     setup_read, setup_write = os.pipe()
     watched, relayed = os.pipe()  # the sandboxed process's channel, read and relayed here
+    from ..limits import Board
+
+    board = Board()  # which exercise runs: read here once a check was stopped (relay.py)
     pid = os.fork()
     if pid == 0:
         os.close(status)
@@ -354,7 +357,7 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
         os.close(go_read)
         from . import child
 
-        child.main(request, relayed, output, setup_write)  # never returns
+        child.main(request, relayed, output, setup_write, board)  # never returns
     for fd in (relayed, output, go_read, setup_write):
         os.close(fd)
     try:
@@ -372,6 +375,9 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
     report.update(relay.follow(pid, watched, channel, cpu_limits, request["stall"], limits.timeout))
     timed_out = bool(report.pop("timed_out", False))
     _, wstatus, usage = os.wait4(pid, 0)
+    if isinstance(report.get("stopped"), dict):  # where it was, for policy.charged
+        report["stopped"]["board"] = board.values()
+    board.close()
     setup = os.read(setup_read, 1000)  # "ok", written before any student code ran
     os.close(setup_read)
     if setup != b"ok" and "setup_error" not in report:
