@@ -36,6 +36,8 @@ DISTINCTIVE = {
     "gqa": ("repeat_kv", "n_rep", "num_kv_heads", "h_kv"),
     "kvcache": ("p0", "prefill", "kvcache", "cache.length"),
     "llama": ("rotaryattention", "attn_norm", "ffn_norm"),
+    "mla": ("latent", "c_kv", "absorbed", "d_rope", "w_uk"),
+    "induction": ("induction", "previous-token", "repeated half", "period"),
 }
 # A module may speak of what its stub imports (it builds on it), and of these, with a reason.
 ALSO = {
