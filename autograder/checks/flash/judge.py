@@ -39,7 +39,9 @@ def _forward_case(got, want, x, n, which):
             skipped = models._forward(x, causal, bq, bk, mistake="skips diagonal")[which]
         except models.ModelUnavailable:
             skipped = None
-        if skipped is not None and close(value.narrow(2, bq, T - bq), skipped.narrow(2, bq, T - bq)):
+        if skipped is not None and close(
+            value.narrow(2, bq, T - bq), skipped.narrow(2, bq, T - bq)
+        ):
             raise Failure(MISTAKES["flash-causal-skips-diagonal"], block=bq)
     candidates = models._forward_candidates(x, causal, bq, bk, which)
     assert_close(value, exact, what, candidates)

@@ -29,7 +29,7 @@ def _scores(q, k, scale, causal, qs, qe, ks, ke, *, local=False):
     """A tile's scaled scores in float64, masked when causal (local: the mask compares the
     positions inside the tile, 0.., instead of the absolute ones)."""
     s = q[..., qs:qe, :] @ k[..., ks:ke, :].transpose(-2, -1) * scale
-    if causal:
+    if causal and ke - 1 > qs:  # the tile crosses the diagonal
         rows = torch.arange(qe - qs)[:, None] + (0 if local else qs)
         cols = torch.arange(ke - ks)[None, :] + (0 if local else ks)
         s = s.masked_fill(cols > rows, float("-inf"))
@@ -141,8 +141,9 @@ def _forward_candidates(x, causal, bq, bk, which):
     found = []
 
     def add(mistake, name, **details):
-        found.append((MISTAKES[mistake], lambda: _forward(x, causal, bq, bk, mistake=name)[which],
-                      details))
+        found.append(
+            (MISTAKES[mistake], lambda: _forward(x, causal, bq, bk, mistake=name)[which], details)
+        )
 
     if causal:
         add("flash-causal-ignored", "causal ignored")

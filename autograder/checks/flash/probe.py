@@ -338,8 +338,13 @@ def probe_saves(mod, x):
     got["node"] = type(node).__name__
     got["custom_function"] = isinstance(node, torch.autograd.function.BackwardCFunction)
     held = [v for v in vars(node).values() if isinstance(v, torch.Tensor)] if node else []
-    held += [t for v in (vars(node).values() if node else ()) if isinstance(v, (list, tuple))
-             for t in v if isinstance(t, torch.Tensor)]
+    held += [
+        t
+        for v in (vars(node).values() if node else ())
+        if isinstance(v, (list, tuple))
+        for t in v
+        if isinstance(t, torch.Tensor)
+    ]
     storages, total, largest, shape = set(), 0, 0, ()
     for t in packed + held:
         s = t.untyped_storage()
