@@ -31,7 +31,9 @@ import torch
 
 def _check_blocks(block_q, block_k):
     if block_q < 1 or block_k < 1:
-        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+        raise ValueError(
+            f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}"
+        )
 
 
 def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):

@@ -141,22 +141,20 @@ def _forward_candidates(x, causal, bq, bk, which):
     found = []
 
     def add(mistake, name, **details):
-        found.append(
-            (MISTAKES[mistake], lambda: _forward(x, causal, bq, bk, mistake=name)[which], details)
-        )
+        found.append((mistake, lambda: _forward(x, causal, bq, bk, mistake=name)[which], details))
 
     if causal:
-        add("flash-causal-ignored", "causal ignored")
+        add(MISTAKES["flash-causal-ignored"], "causal ignored")
         if bq < T or bk < T:
-            add("flash-causal-mask-local-positions", "local mask")
-    add("flash-scale-wrong", "scale 1", used="1 (no scaling)", d=d)
-    add("flash-scale-wrong", "scale d", used=f"d = {d}", d=d)
+            add(MISTAKES["flash-causal-mask-local-positions"], "local mask")
+    add(MISTAKES["flash-scale-wrong"], "scale 1", used="1 (no scaling)", d=d)
+    add(MISTAKES["flash-scale-wrong"], "scale d", used=f"d = {d}", d=d)
     if bk < T:
         for name in ("no rescale", "no rescale l", "no rescale acc"):
-            add("flash-no-rescale", name)
+            add(MISTAKES["flash-no-rescale"], name)
     if which == 1:
-        add("flash-lse-missing-max", "lse is log l")
-        add("flash-lse-is-max", "lse is max")
+        add(MISTAKES["flash-lse-missing-max"], "lse is log l")
+        add(MISTAKES["flash-lse-is-max"], "lse is max")
     return found
 
 
@@ -166,22 +164,20 @@ def _backward_candidates(x, prefix, causal, bq, bk):
     T = x[prefix + "q"].size(-2)
 
     def add(mistake, name, **details):
-        found.append(
-            (MISTAKES[mistake], lambda: _backward(x, prefix, causal, bq, bk, mistake=name), details)
-        )
+        found.append((mistake, lambda: _backward(x, prefix, causal, bq, bk, mistake=name), details))
 
-    add("flash-dS-missing-D", "no D")
+    add(MISTAKES["flash-dS-missing-D"], "no D")
     if bk < T:
-        add("flash-D-per-tile", "D per tile")
-    add("flash-D-wrong", "D rowsum dO")
+        add(MISTAKES["flash-D-per-tile"], "D per tile")
+    add(MISTAKES["flash-D-wrong"], "D rowsum dO")
     if bq == bk and T % bq == 0:  # P @ dO fits square tiles only
-        add("flash-dV-not-transposed", "dV not transposed")
-    add("flash-backward-scale", "scale twice", how="twice (1/d instead of 1/√d)")
-    add("flash-backward-scale", "scale missing", how="not at all")
-    add("flash-backward-softmax-per-tile", "softmax per tile")
+        add(MISTAKES["flash-dV-not-transposed"], "dV not transposed")
+    add(MISTAKES["flash-backward-scale"], "scale twice", how="twice (1/d instead of 1/√d)")
+    add(MISTAKES["flash-backward-scale"], "scale missing", how="not at all")
+    add(MISTAKES["flash-backward-softmax-per-tile"], "softmax per tile")
     if causal:
-        add("flash-causal-ignored", "causal ignored")
-        add("flash-causal-skips-diagonal", "skips diagonal", block=bq)
+        add(MISTAKES["flash-causal-ignored"], "causal ignored")
+        add(MISTAKES["flash-causal-skips-diagonal"], "skips diagonal", block=bq)
     return found
 
 
