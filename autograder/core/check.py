@@ -6,10 +6,11 @@ import importlib
 import re
 import tomllib
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from . import paths
@@ -681,10 +682,56 @@ class Result:
         )
 
 
+# ------------------------------------------------------------ each exercise's wrong-values ladder
+
+LADDER_FILE = "wrong_values.toml"
+LEVEL_KEYS = ("idea", "operation", "code")  # HINT_LEVELS, in the same order
+
+
+def ladder_file(module: str) -> Path:
+    """autograder/checks/<module>/wrong_values.toml."""
+    return paths.CHECKS / module / LADDER_FILE
+
+
+def read_ladders(path: Path) -> dict[str, tuple[str, str, str]]:
+    """{exercise: (idea, operation, code)} in the file's order ({} when there is no file);
+    ValueError for a table with other keys or a level left out."""
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for exercise, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) != set(LEVEL_KEYS):
+            raise ValueError(f"{path}: [{exercise}] needs exactly the keys {LEVEL_KEYS}")
+        texts = tuple(entry[k] for k in LEVEL_KEYS)
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise ValueError(f"{path}: [{exercise}] needs three texts")
+        found[exercise] = (texts[0], texts[1], texts[2])
+    return found
+
+
+@cache
+def ladders(module: str) -> Mapping[str, tuple[str, str, str]]:
+    """{exercise: its wrong-values ladder} of an exercise module."""
+    return read_ladders(ladder_file(module))
+
+
+def own_ladder(m: Misconception, module: str, exercise: str) -> Misconception:
+    """`m` as the student of `exercise` (of `module`) reads it: core's "wrong-values" with
+    that exercise's own hint ladder when its module writes one; else `m` itself."""
+    if m.id != WRONG_VALUES.id or not exercise or not module.isidentifier():
+        return m
+    try:
+        hints = ladders(module).get(exercise)
+    except (OSError, ValueError):
+        return m
+    return m if hints is None else Misconception(m.id, m.message, hints)
+
+
 def _own_hint(check: Check | ProbeSpec, failure: Failure) -> str:
     """The failure's English hint, from its exercise's own ladder where it has one
-    (misconception_data.own_ladder: wrong-values)."""
-    from .misconception_data import own_ladder
-
+    (own_ladder: wrong-values)."""
     m = own_ladder(failure.misconception, check.module, getattr(check, "exercise", ""))
     return _fill(m.hint, failure.details)
