@@ -34,11 +34,19 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def main(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
+def main(
+    request: dict[str, Any],
+    channel: int,
+    output: int,
+    setup: int,
+    handshake: tuple[int, int] | None = None,
+) -> None:
     """Never returns: ends the process with os._exit. Writes b"ok" to `setup` (and closes
-    it) once confined, before any student code runs; on failure, why, and exits."""
+    it) once confined, before any student code runs; on failure, why, and exits.
+    `handshake`: (ready, go) of a measured part's run (run/measure.py): the monitor reads
+    this process's baseline once its inputs are drawn, before any student code runs."""
     try:
-        _run(request, channel, output, setup)
+        _run(request, channel, output, setup, handshake)
     except BaseException:
         try:
             os.write(2, f"[grader] sandbox error:\n{traceback.format_exc()}".encode())
@@ -69,12 +77,18 @@ def _confine(request: dict[str, Any], setup: int) -> None:
     os.close(setup)
 
 
-def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None:
+def _run(
+    request: dict[str, Any],
+    channel: int,
+    output: int,
+    setup: int,
+    handshake: tuple[int, int] | None,
+) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
-    _close_fds({channel, setup})
+    _close_fds({channel, setup, *(handshake or ())})
     os.setsid()
     for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGPROF", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
@@ -83,6 +97,7 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
     import torch
 
     from ...core.check import ProbeSpec
+    from .. import measure
     from ..channel import probe_all
     from ..probing import Attempts, draw_inputs
     from ..submission import Submission
@@ -99,6 +114,8 @@ def _run(request: dict[str, Any], channel: int, output: int, setup: int) -> None
     # The functions that did not finish in an earlier process (runner.py: policy.Stuck).
     guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}
     run = Attempts(submission, lambda message: wire.send(channel, message), guards)
+    if handshake is not None:  # the monitor reads this process's baseline now
+        measure.child_handshake(*handshake)
     probe_all(
         todo,
         inputs,
