@@ -245,9 +245,9 @@ def _measured_results(got, want, x, what):
 
 
 def _memory_verdict(got, x, what, mistake):
-    (p1, _), (p2, _) = _measures(got, x, what)
-    T1, T2 = x["lengths"]
-    B, H = x["parts"][1]["q"].shape[:2]
+    (p1, _), (p2, _) = _measures(got, x, what)[-2:]
+    T1, T2 = x["lengths"][-2:]
+    B, H = x["parts"][-1]["q"].shape[:2]
     full = B * H * T2 * T2 * 4  # one (T, T) float32 per batch and head, at 2T
     exponent = _exponent(p1, p2, MEMORY_FLOOR)
     if p2 > full / 2 or (exponent > EXPONENT and p2 - p1 > full / 4):
@@ -266,22 +266,26 @@ def _memory_verdict(got, x, what, mistake):
     "linear-cost",
     inputs=probe.inputs_linear_measured,
     probe=probe.probe_linear_measured,
-    measured=2,
+    measured=3,
 )
 def verdict_linear_measured(got, want, x):
     _measured_results(got, want, x, "linear_attention")
     _memory_verdict(got, x, "linear_attention", "linear-peak-memory-quadratic")
-    (_, c1), (_, c2) = _measures(got, x, "linear_attention")
-    exponent = _exponent(c1, c2, 0.01)
+    # The process's fixed costs (its start, the import) cancel in the increments: from 2T to
+    # 4T the time grows by twice as much as from T to 2T when linear, four times when quadratic.
+    (_, c0), (_, c1), (_, c2) = _measures(got, x, "linear_attention")
+    exponent = _exponent(c1 - c0, c2 - c1, 0.005)
     if c2 - c1 > CPU_FLOOR and exponent > CPU_EXPONENT:
-        T1, T2 = x["lengths"]
+        T0, T1, T2 = x["lengths"]
         raise Failure(
             MISTAKES["linear-time-quadratic"],
+            T0=T0,
             T1=T1,
             T2=T2,
+            c0=f"{c0:.3f}",
             c1=f"{c1:.3f}",
             c2=f"{c2:.3f}",
-            ratio=f"{c2 / max(c1, 1e-3):.1f}",
+            ratio=f"{(c2 - c1) / max(c1 - c0, 1e-3):.1f}",
             exponent=f"{exponent:.2f}",
         )
 

@@ -256,31 +256,34 @@ def inputs_chunked_memory(gen):
     return {"small": small, "big": big}
 
 
-def _measured_parts(gen, T, d, chunk=None):
-    # Two parts, T and 2T, each run in a fresh process measured from outside (run/measure.py);
-    # B·H = 2. The rows handed back are a sample (each part its own), late rows included.
-    x = _qkv(gen, (1, 2, 2 * T), d, d)
+def _measured_parts(gen, lengths, d, chunk=None):
+    # One part per length, each run in a fresh process measured from outside
+    # (run/measure.py); B·H = 2. The rows handed back are a sample (each part its own).
+    x = _qkv(gen, (1, 2, lengths[-1]), d, d)
     parts = []
-    for L in (T, 2 * T):
+    for L in lengths:
         part = {n: x[n][..., :L, :].clone() for n in ("q", "k", "v")}
         part["rows"] = torch.randperm(L, generator=gen)[:16].sort().values
         if chunk is not None:
             part["chunk"] = chunk
         parts.append(part)
-    return {"parts": parts, "lengths": [T, 2 * T]}
+    return {"parts": parts, "lengths": list(lengths)}
 
 
 def inputs_linear_measured(gen):
-    # At 2T ≈ 4096, one (T, T) float32 per batch and head is 64 MB (128 MB for both heads),
-    # far above what linear attention holds (T × d × d_v per head for the causal prefix
-    # sums), and a quadratic computation takes tenths of a second, far above its fixed costs.
-    return _measured_parts(gen, 128 * draw(gen, 15, 17), 8)
+    # T, 2T and 4T: the growth of the CPU time from 2T to 4T against that from T to 2T cancels
+    # the process's fixed costs (2 for linear, 4 for quadratic work). At 4T ≈ 4096, one (T, T)
+    # float32 per batch and head is 64 MB (128 MB for both heads), far above what linear
+    # attention holds (T × d × d_v per head for the causal prefix sums).
+    T = 64 * draw(gen, 15, 17)
+    return _measured_parts(gen, [T, 2 * T, 4 * T], 12)
 
 
 def inputs_chunked_measured(gen):
     # At 2T ≈ 3200, the (T, T) float32 scores of both heads are 80 MB, chunked attention's
     # tensors a few MB. T / chunk <= chunk: even (T / chunk, T) row statistics are no (T, T).
-    return _measured_parts(gen, 128 * draw(gen, 12, 13), 8, chunk=draw(gen, 48, 63))
+    T = 128 * draw(gen, 12, 13)
+    return _measured_parts(gen, [T, 2 * T], 8, chunk=draw(gen, 48, 63))
 
 
 # --------------------------------------------------------------------------- probes
