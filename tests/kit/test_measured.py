@@ -101,10 +101,12 @@ def test_correct_code_keeps_its_points_under_load_and_forging_gains_nothing(tmp_
 def test_the_sandbox_monitor_measures_and_the_kernel_forks(tmp_path):
     """Official grading (the sandbox: its monitor measures each part's confined process) and
     the notebook kernel's own feedback (engine.run_check: a fork of the kernel)."""
+    from autograder.run.limits import TimeLimits
     from autograder.run.sandbox.jail import Limits
     from autograder.run.sandbox.runner import Sandbox
 
-    with Sandbox(["efficient"], public=True, limits=Limits(timeout=300), slots=1) as sandbox:
+    limits, time = Limits(timeout=300), TimeLimits()
+    with Sandbox(["efficient"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
         sandbox.checks = list(MEASURED)
         solution = sandbox.grade(_with_efficient(tmp_path / "s", None), "solution")
         attack = sandbox.grade(_with_efficient(tmp_path / "a", ATTACK), "attack")
