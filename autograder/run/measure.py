@@ -30,11 +30,15 @@ import ctypes
 import os
 import resource
 import select
+import signal
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.check import Check, Outputs, Result
+import torch
+
+from ..core.check import CRASH, Check, Failure, Outputs, Result, Status
+from .sandbox import wire
 
 PREFIX = "measured/"
 # glibc's malloc keeps freed blocks of up to 32 MB in its heap once it has seen one that size
@@ -215,13 +219,6 @@ def in_fork(run: Any, timeout: float = 120.0) -> tuple[Result | Outputs, dict[st
     """run() (a part's probe: outputs, or the Result of a check that ended there) in a fork of
     this process, measured from here: (its outcome, what it added). For the notebook kernel's
     own feedback (engine.run_check), whose student code lives in the kernel itself."""
-    import signal
-
-    import torch
-
-    from ..core.check import CRASH, Failure
-    from .sandbox import wire
-
     ready_r, ready_w, go_r, go_w = pipes()
     out_r, out_w = os.pipe()
     pid = os.fork()
@@ -275,8 +272,6 @@ def in_fork(run: Any, timeout: float = 120.0) -> tuple[Result | Outputs, dict[st
 
 
 def _result_of(header: dict[str, Any]) -> Result:
-    from ..core.check import Status
-
     return Result(
         check_id="",
         name="",
@@ -291,9 +286,7 @@ def _result_of(header: dict[str, Any]) -> Result:
     )
 
 
-def _crashed(failure: Any) -> tuple[Result, None]:
-    from ..core.check import Status
-
+def _crashed(failure: Failure) -> tuple[Result, None]:
     result = Result("", "", "", 0.0, 0.0, Status.FAILED, failure.misconception.id)
     result.message, result.hint = failure.message, failure.hint
     return result, None

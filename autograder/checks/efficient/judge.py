@@ -204,11 +204,10 @@ def verdict_linear_causal(got, want, x):
 
 MB = 1 << 20
 MEMORY_FLOOR = 8 * MB  # below this, growth is noise (the process's own code pages, imports)
-CPU_FLOOR = 0.03  # CPU seconds of growth below which a ratio is noise
 EXPONENT = 1.5  # between linear growth (1) and quadratic (2)
-# CPU time: a correct loop over positions in Python grows a little faster than T (Python's
-# garbage collector walks the objects each position adds: 1.4 measured), so the line is higher.
-CPU_EXPONENT = 1.6
+# CPU time is measured too (part<k>/measured/cpu_seconds) but decides nothing: on a loaded
+# 2-core machine a run's CPU seconds vary by a few hundredths, as much as the quadratic part
+# of a (T, T)-free but quadratic-time loop at lengths a check can afford (docs/efficient.md).
 
 
 def _measures(got, x, what):
@@ -245,14 +244,14 @@ def _measured_results(got, want, x, what):
 
 
 def _memory_verdict(got, x, what, mistake):
-    (p1, _), (p2, _) = _measures(got, x, what)[-2:]
-    T1, T2 = x["lengths"][-2:]
-    B, H = x["parts"][-1]["q"].shape[:2]
+    (p1, _), (p2, _) = _measures(got, x, what)
+    T1, T2 = x["lengths"]
+    B, H = x["parts"][1]["q"].shape[:2]
     full = B * H * T2 * T2 * 4  # one (T, T) float32 per batch and head, at 2T
     exponent = _exponent(p1, p2, MEMORY_FLOOR)
     if p2 > full / 2 or (exponent > EXPONENT and p2 - p1 > full / 4):
         raise Failure(
-            MISTAKES[mistake],
+            mistake,
             T1=T1,
             T2=T2,
             p1=f"{p1 / MB:.1f}",
@@ -266,28 +265,11 @@ def _memory_verdict(got, x, what, mistake):
     "linear-cost",
     inputs=probe.inputs_linear_measured,
     probe=probe.probe_linear_measured,
-    measured=3,
+    measured=2,
 )
 def verdict_linear_measured(got, want, x):
     _measured_results(got, want, x, "linear_attention")
-    _memory_verdict(got, x, "linear_attention", "linear-peak-memory-quadratic")
-    # The process's fixed costs (its start, the import) cancel in the increments: from 2T to
-    # 4T the time grows by twice as much as from T to 2T when linear, four times when quadratic.
-    (_, c0), (_, c1), (_, c2) = _measures(got, x, "linear_attention")
-    exponent = _exponent(c1 - c0, c2 - c1, 0.005)
-    if c2 - c1 > CPU_FLOOR and exponent > CPU_EXPONENT:
-        T0, T1, T2 = x["lengths"]
-        raise Failure(
-            MISTAKES["linear-time-quadratic"],
-            T0=T0,
-            T1=T1,
-            T2=T2,
-            c0=f"{c0:.3f}",
-            c1=f"{c1:.3f}",
-            c2=f"{c2:.3f}",
-            ratio=f"{(c2 - c1) / max(c1 - c0, 1e-3):.1f}",
-            exponent=f"{exponent:.2f}",
-        )
+    _memory_verdict(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
 
 
 @LINEAR_ATTENTION.check(
@@ -422,7 +404,7 @@ def verdict_chunked_shift(got, want, x):
 )
 def verdict_chunked_measured(got, want, x):
     _measured_results(got, want, x, "chunked_attention")
-    _memory_verdict(got, x, "chunked_attention", "chunked-peak-memory-quadratic")
+    _memory_verdict(got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"])
 
 
 @CHUNKED_ATTENTION.check(

@@ -271,12 +271,10 @@ def _measured_parts(gen, lengths, d, chunk=None):
 
 
 def inputs_linear_measured(gen):
-    # T, 2T and 4T: the growth of the CPU time from 2T to 4T against that from T to 2T cancels
-    # the process's fixed costs (2 for linear, 4 for quadratic work). At 4T ≈ 4096, one (T, T)
-    # float32 per batch and head is 64 MB (128 MB for both heads), far above what linear
-    # attention holds (T × d × d_v per head for the causal prefix sums).
-    T = 64 * draw(gen, 15, 17)
-    return _measured_parts(gen, [T, 2 * T, 4 * T], 12)
+    # At 2T ≈ 4096, one (T, T) float32 per batch and head is 64 MB (128 MB for both heads),
+    # far above what linear attention holds (T × d × d_v per head for the causal prefix sums).
+    T = 128 * draw(gen, 15, 17)
+    return _measured_parts(gen, [T, 2 * T], 12)
 
 
 def inputs_chunked_measured(gen):
