@@ -3,7 +3,7 @@ softmax chunk by chunk: right values, and torch's recorders see only (T, c) piec
 tensor that came from numpy; the memory measured from outside the process sees the (T, T)."""
 
 # expects: chunked-peak-memory-quadratic
-# loses: chunked-memory, chunked-memory-inside
+# loses: chunked-memory
 import math
 
 import torch

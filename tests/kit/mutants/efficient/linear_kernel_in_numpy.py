@@ -3,7 +3,7 @@ once: right values, and torch's recorders see only the result; the memory measur
 outside the process sees the (T, T)."""
 
 # expects: linear-peak-memory-quadratic
-# loses: linear-cost, linear-cost-inside
+# loses: linear-cost
 import numpy as np
 import torch
 import torch.nn.functional as F
