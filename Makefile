@@ -28,7 +28,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # and each of them stops at once, before installing anything, saying why. A new verb with a
 # `## ` help text is a student's verb unless it is listed here (tests/kit/test_dist.py).
 INSTRUCTOR_VERBS := test test-fast lint format stubs fixtures new-module dist translations \
-  venv-instructor bench bench-kv bench-grade bench-batch batch gradescope prairielearn \
+  venv-instructor bench bench-flash bench-kv bench-grade bench-batch batch gradescope prairielearn \
   class-report sandbox-deps ci-deps course release collect autograde regrade feedback export
 STUDENT_COPY := $(if $(wildcard $(CURDIR)/solutions/__init__.py),,yes)
 ifeq ($(STUDENT_COPY),yes)
@@ -124,6 +124,11 @@ dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no
 .PHONY: bench
 bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
 	$(PY) bench/attention_memory.py --device $(DEVICE) --json build/bench-$(DEVICE).json
+
+T ?= 1024,2048,4096,8192,16384
+.PHONY: bench-flash
+bench-flash: $(STAMP) ## forward + backward: FlashAttention vs quadratic autograd vs fused SDPA, time and peak memory (T=1024,... THREADS=n)
+	$(PY) bench/flash.py --device $(DEVICE) --lengths $(T) $(if $(THREADS),--threads $(THREADS)) --json build/bench-flash-$(DEVICE).json
 
 .PHONY: bench-kv
 bench-kv: $(STAMP) ## generate T = 512 tokens with and without the KV cache: tokens per second, ratio

@@ -1,6 +1,6 @@
 # Generated from solutions/induction.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=induction`).
-"""Exercise group 16: induction heads, found inside a two-layer attention-only transformer.
+"""Exercise group 17: induction heads, found inside a two-layer attention-only transformer.
 
 Show a language model a random sequence of tokens twice, and from the second copy on it
 predicts every next token almost perfectly: it looks back to where the current token occurred

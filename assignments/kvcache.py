@@ -1,6 +1,6 @@
 # Generated from solutions/kvcache.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=kvcache`).
-"""Exercise group 13: a key/value cache for incremental decoding, with rotary positions.
+"""Exercise group 14: a key/value cache for incremental decoding, with rotary positions.
 
 A decoder generates one token at a time. Without a cache, step t runs the model on the whole
 prefix again: the keys and values of tokens 0 .. t-1 are recomputed although they never

@@ -1,6 +1,6 @@
 # Generated from solutions/llama.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=llama`).
-"""Exercise group 15: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
+"""Exercise group 16: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
 
 MiniGPT (gpt.py) is the 2017 recipe: learned token embeddings plus sinusoidal positions,
 LayerNorm, GELU, one key/value head per query head. Today's open language models (LLaMA,

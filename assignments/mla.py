@@ -1,6 +1,6 @@
 # Generated from solutions/mla.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=mla`).
-"""Exercise group 14: multi-head latent attention (MLA), as in DeepSeek-V2.
+"""Exercise group 15: multi-head latent attention (MLA), as in DeepSeek-V2.
 
 A decoder's KV cache holds, per token and layer, a key and a value for every key/value head:
 2 · H · d_head numbers for multi-head attention (GQA and MQA shrink H to H_kv or 1). MLA

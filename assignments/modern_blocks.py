@@ -1,6 +1,6 @@
 # Generated from solutions/modern_blocks.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=modern_blocks`).
-"""Exercise group 11: modern blocks: RMSNorm and the SwiGLU feed-forward.
+"""Exercise group 12: modern blocks: RMSNorm and the SwiGLU feed-forward.
 
 Today's decoder-only language models (LLaMA, Mistral, Qwen, ...) replace the 2017 block's
 LayerNorm by RMSNorm (no centring, no bias) and its ReLU/GELU feed-forward by a gated one,

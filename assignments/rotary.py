@@ -1,6 +1,6 @@
 # Generated from solutions/rotary.py by `make stubs`. Fill in the TODO regions, then run
 # `make grade` (or `make grade EX=rotary`).
-"""Exercise group 10: rotary position embeddings (RoPE), as in LLaMA and GPT-NeoX.
+"""Exercise group 11: rotary position embeddings (RoPE), as in LLaMA and GPT-NeoX.
 
 Instead of adding a position vector to the token, rotary embeddings turn each query and key:
 the features are grouped into pairs, and the pair i of the vector at position p is rotated by

@@ -58,6 +58,8 @@ it.
                               kit's warm-up once, then forks a child per request.
         limits.py             Time limits: CPU seconds, never wall-clock, so a loaded machine
                               costs no one a point.
+        measure.py            Efficiency measured from outside the student's process: its peak
+                              memory and CPU seconds.
         policy.py             The crash and timeout policy: one for every placement of a check
                               (engine.py).
         probing.py            The student side of a check: draw its inputs, import the module,

@@ -1,4 +1,4 @@
-"""Exercise group 12: grouped-query attention (GQA) and the key/value memory it saves.
+"""Exercise group 13: grouped-query attention (GQA) and the key/value memory it saves.
 
 Multi-head attention keeps one key head and one value head per query head. Grouped-query
 attention (Ainslie et al., 2023) keeps only H_kv key/value heads and lets each group of

@@ -1,4 +1,4 @@
-"""Exercise group 16: induction heads, found inside a two-layer attention-only transformer.
+"""Exercise group 17: induction heads, found inside a two-layer attention-only transformer.
 
 Show a language model a random sequence of tokens twice, and from the second copy on it
 predicts every next token almost perfectly: it looks back to where the current token occurred

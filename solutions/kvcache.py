@@ -1,4 +1,4 @@
-"""Exercise group 13: a key/value cache for incremental decoding, with rotary positions.
+"""Exercise group 14: a key/value cache for incremental decoding, with rotary positions.
 
 A decoder generates one token at a time. Without a cache, step t runs the model on the whole
 prefix again: the keys and values of tokens 0 .. t-1 are recomputed although they never

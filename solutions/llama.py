@@ -1,4 +1,4 @@
-"""Exercise group 15: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
+"""Exercise group 16: MiniLlama, a small LLaMA-style decoder built from the modern pieces.
 
 MiniGPT (gpt.py) is the 2017 recipe: learned token embeddings plus sinusoidal positions,
 LayerNorm, GELU, one key/value head per query head. Today's open language models (LLaMA,

@@ -104,6 +104,7 @@ SHIPS = (
     "autograder/core/phrases.py",  # i18n words the judges' detail phrases again
     "autograder/feedback/ladder.py",
     "autograder/run/limits.py",
+    "autograder/run/measure.py",  # the measured checks' parts (worker.py, engine.run_check)
     "autograder/core/misconception_data.py",  # the judges read checks/<module>/misconceptions.toml
     "autograder/core/model_replays.py",  # the left-out models answer what make dist recorded
     "autograder/notebook.py",

@@ -6,10 +6,11 @@ import importlib
 import re
 import tomllib
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from . import paths
@@ -423,10 +424,22 @@ class Check:
     # "replay/<name>", so that the verdict compares with them and calls no model itself:
     # the student copy, which has no model code, then judges exactly as the instructor's.
     replays: Callable[[Inputs], dict[str, Any]] | None = None
+    # Measured from outside (run/measure.py): the inputs hold `measured` parts
+    # (inputs["parts"], e.g. T and 2T); each part's probe runs in a fresh process of its own,
+    # whose peak memory and CPU seconds the trusted parent reads from the kernel and adds to
+    # the outputs as "part<k>/measured/<name>" (nothing the student's process says counts).
+    measured: int = 0
+    # One part of a measured check (Check.parts): its probe gets inputs["parts"][part].
+    part: int | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.module}.{self.slug}"
+        base = f"{self.module}.{self.slug}"
+        return base if self.part is None else f"{base}#{self.part}"
+
+    def parts(self) -> list[Check]:
+        """The parts of a measured check, each run in a fresh process ([] if not measured)."""
+        return [replace(self, part=k) for k in range(self.measured)]
 
     @property
     def name(self) -> str:
@@ -441,8 +454,9 @@ class Check:
         return self.replays is not None or getattr(self.verdict, "reads_reference", True)
 
     def seed(self, base_seed: int) -> int:
-        """Each check draws its inputs from its own seed, so adding a check moves no other."""
-        return zlib.crc32(f"{base_seed}:{self.id}".encode())
+        """Each check draws its inputs from its own seed, so adding a check moves no other
+        (the parts of a measured check draw the check's own)."""
+        return zlib.crc32(f"{base_seed}:{self.module}.{self.slug}".encode())
 
     def spec(self) -> dict[str, Any]:
         """What the probe side needs to run this check, as plain data (no judge-side code)."""
@@ -454,6 +468,7 @@ class Check:
             "inputs": ref_of(self.inputs),
             "probe": ref_of(self.probe),
             "timeout": float(self.timeout),
+            "part": self.part,
         }
 
 
@@ -469,9 +484,11 @@ class ProbeSpec:
     inputs: InputsFn
     probe: ProbeFn
     timeout: float = 20.0
+    part: int | None = None  # Check.part
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> ProbeSpec:
+        part = spec.get("part")
         return cls(
             id=str(spec["id"]),
             module=str(spec["module"]),
@@ -480,10 +497,11 @@ class ProbeSpec:
             inputs=resolve(spec["inputs"]),
             probe=resolve(spec["probe"]),
             timeout=float(spec.get("timeout", 20.0)),
+            part=None if part is None else int(part),
         )
 
     def seed(self, base_seed: int) -> int:
-        return zlib.crc32(f"{base_seed}:{self.id}".encode())
+        return zlib.crc32(f"{base_seed}:{self.module}.{self.slug}".encode())
 
 
 DATA_FILE = "checks.toml"
@@ -545,6 +563,7 @@ class CheckList(list[Check]):
         forgeable: bool = False,
         verdict: VerdictFn | None = None,
         replays: Callable[[Inputs], dict[str, Any]] | None = None,
+        measured: int = 0,
     ) -> Callable[..., Any]:  # the verdict, or (verdict=None) a decorator that registers one
         if title is None or points is None:
             data = declared_checks(self.module)
@@ -579,6 +598,7 @@ class CheckList(list[Check]):
                     slow,
                     forgeable,
                     replays,
+                    measured,
                 )
             )
             return fn
@@ -681,10 +701,56 @@ class Result:
         )
 
 
+# ------------------------------------------------------------ each exercise's wrong-values ladder
+
+LADDER_FILE = "wrong_values.toml"
+LEVEL_KEYS = ("idea", "operation", "code")  # HINT_LEVELS, in the same order
+
+
+def ladder_file(module: str) -> Path:
+    """autograder/checks/<module>/wrong_values.toml."""
+    return paths.CHECKS / module / LADDER_FILE
+
+
+def read_ladders(path: Path) -> dict[str, tuple[str, str, str]]:
+    """{exercise: (idea, operation, code)} in the file's order ({} when there is no file);
+    ValueError for a table with other keys or a level left out."""
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for exercise, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) != set(LEVEL_KEYS):
+            raise ValueError(f"{path}: [{exercise}] needs exactly the keys {LEVEL_KEYS}")
+        texts = tuple(entry[k] for k in LEVEL_KEYS)
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise ValueError(f"{path}: [{exercise}] needs three texts")
+        found[exercise] = (texts[0], texts[1], texts[2])
+    return found
+
+
+@cache
+def ladders(module: str) -> Mapping[str, tuple[str, str, str]]:
+    """{exercise: its wrong-values ladder} of an exercise module."""
+    return read_ladders(ladder_file(module))
+
+
+def own_ladder(m: Misconception, module: str, exercise: str) -> Misconception:
+    """`m` as the student of `exercise` (of `module`) reads it: core's "wrong-values" with
+    that exercise's own hint ladder when its module writes one; else `m` itself."""
+    if m.id != WRONG_VALUES.id or not exercise or not module.isidentifier():
+        return m
+    try:
+        hints = ladders(module).get(exercise)
+    except (OSError, ValueError):
+        return m
+    return m if hints is None else Misconception(m.id, m.message, hints)
+
+
 def _own_hint(check: Check | ProbeSpec, failure: Failure) -> str:
     """The failure's English hint, from its exercise's own ladder where it has one
-    (misconception_data.own_ladder: wrong-values)."""
-    from .misconception_data import own_ladder
-
+    (own_ladder: wrong-values)."""
     m = own_ladder(failure.misconception, check.module, getattr(check, "exercise", ""))
     return _fill(m.hint, failure.details)

@@ -36,8 +36,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .check import HINT_LEVELS, WRONG_VALUES, Misconception, Result, declared
+from .check import HINT_LEVELS, WRONG_VALUES, Misconception, Result, declared, own_ladder
 from .paths import BUILD, PACKAGE
+from .phrases import PHRASES
 
 LOCALES = PACKAGE / "locale"
 COMPILED = BUILD / "locale"
@@ -269,8 +270,6 @@ _SHAPE = r"\([0-9, ]*\)"  # a {shape} placeholder: a tuple of sizes, (2, 3, 9)
 def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """phrases.PHRASES with placeholders as (template, pattern), the most specific first
     (the most literal text)."""
-    from .phrases import PHRASES
-
     found = []
     for template in PHRASES:
         parts = re.split(r"\{(\w+)\}", template)
@@ -288,8 +287,6 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 @cache
 def _fixed() -> frozenset[str]:
-    from .phrases import PHRASES
-
     return frozenset(p for p in PHRASES if "{" not in p)
 
 
@@ -333,8 +330,6 @@ def misconception_of(result: Result) -> Misconception | None:
             return None
     if found is None or found.id != WRONG_VALUES.id:
         return found
-    from .misconception_data import own_ladder
-
     return own_ladder(found, result.module, _exercise_of(result.check_id))
 
 

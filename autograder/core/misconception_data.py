@@ -46,9 +46,16 @@ from pathlib import Path
 from . import check as core
 from . import paths
 
+# Each exercise's wrong-values ladder: read where core builds a result (core.check), the one
+# place; named here too, beside the misconceptions' data
+from .check import LADDER_FILE as LADDER_FILE
+from .check import LEVEL_KEYS
+from .check import ladder_file as ladder_file
+from .check import ladders as ladders
+from .check import own_ladder as own_ladder
+from .check import read_ladders as read_ladders
+
 FILE_NAME = "misconceptions.toml"
-LADDER_FILE = "wrong_values.toml"
-LEVEL_KEYS = ("idea", "operation", "code")  # core.HINT_LEVELS, in the same order
 KEYS = ("message", *LEVEL_KEYS)
 assert len(LEVEL_KEYS) == len(core.HINT_LEVELS)
 
@@ -98,45 +105,3 @@ def _declared(module: str) -> Mapping[str, core.Misconception]:
 def misconceptions_of(name: str) -> Mapping[str, core.Misconception]:
     """{id: Misconception} of the module whose judge is `name` (its __name__), declared."""
     return _declared(module_of(name))
-
-
-def ladder_file(module: str) -> Path:
-    """autograder/checks/<module>/wrong_values.toml."""
-    return paths.CHECKS / module / LADDER_FILE
-
-
-def read_ladders(path: Path) -> dict[str, tuple[str, str, str]]:
-    """{exercise: (idea, operation, code)} in the file's order ({} when there is no file);
-    ValueError for a table with other keys or a level left out."""
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    found: dict[str, tuple[str, str, str]] = {}
-    for exercise, entry in data.items():
-        if not isinstance(entry, dict) or set(entry) != set(LEVEL_KEYS):
-            raise ValueError(f"{path}: [{exercise}] needs exactly the keys {LEVEL_KEYS}")
-        texts = tuple(entry[k] for k in LEVEL_KEYS)
-        if not all(isinstance(t, str) and t.strip() for t in texts):
-            raise ValueError(f"{path}: [{exercise}] needs three texts")
-        found[exercise] = (texts[0], texts[1], texts[2])
-    return found
-
-
-@cache
-def ladders(module: str) -> Mapping[str, tuple[str, str, str]]:
-    """{exercise: its wrong-values ladder} of an exercise module."""
-    return read_ladders(ladder_file(module))
-
-
-def own_ladder(m: core.Misconception, module: str, exercise: str) -> core.Misconception:
-    """`m` as the student of `exercise` (of `module`) reads it: core's "wrong-values" with
-    that exercise's own hint ladder when its module writes one; else `m` itself."""
-    if m.id != core.WRONG_VALUES.id or not exercise or not module.isidentifier():
-        return m
-    try:
-        hints = ladders(module).get(exercise)
-    except (OSError, ValueError):
-        return m
-    return m if hints is None else core.Misconception(m.id, m.message, hints)

@@ -16,6 +16,7 @@ MODULES: tuple[str, ...] = (
     "gpt",
     "plots",
     "efficient",
+    "flash",
     "rotary",
     "modern_blocks",
     "gqa",

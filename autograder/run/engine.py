@@ -16,7 +16,7 @@ from ..core.check import GRADER_ERROR, UNNAMED, Check, Failure, Inputs, Outputs,
 from ..core.references import References
 from ..core.settings import Settings
 from ..core.verdicts import ModelUnavailable
-from . import worker
+from . import measure, worker
 from .limits import SLOWER_NOTE, TimeLimits
 from .probing import attempt, make_inputs
 from .submission import Loadable, Submission
@@ -30,8 +30,15 @@ def run_check(
     seed: int,
     device: str = "cpu",
 ) -> Result:
-    """Grade one check in this process. Never raises for anything the student's code does."""
+    """Grade one check in this process. Never raises for anything the student's code does.
+    A measured check's parts run in forks of this process, measured from here (measure.py)."""
     inputs = make_inputs(check, seed)
+    if check.measured:
+        parts = [
+            measure.in_fork(lambda p=part: attempt(p, submission, make_inputs(p, seed), device))
+            for part in check.parts()
+        ]
+        return verdict(check, measure.merge(check, parts), reference, inputs)
     return verdict(check, attempt(check, submission, inputs, device), reference, inputs)
 
 

@@ -78,7 +78,11 @@ def make_inputs(check: Probed, seed: int) -> Inputs:
 def draw_inputs(check: Probed, check_seed: int) -> Inputs:
     """The check's inputs drawn from the check's own seed: what the sandboxed process is given
     (never the submission's seed, from which every check's inputs could be drawn)."""
-    return check.inputs(torch.Generator().manual_seed(check_seed))
+    inputs = check.inputs(torch.Generator().manual_seed(check_seed))
+    if check.part is not None:  # one part of a measured check (core.Check.parts)
+        part: Inputs = inputs["parts"][check.part]
+        return part
+    return inputs
 
 
 def to_device(value: Any, device: str) -> Any:
@@ -92,8 +96,21 @@ def to_device(value: Any, device: str) -> Any:
 
 
 def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
-    """Run the probe on `device`; bring every tensor it returns back to the CPU, detached."""
+    """Run the probe on `device`; bring every tensor it returns back to the CPU, detached.
+    A measured check as a whole (the reference's run: fixtures, reference servers) runs every
+    part here, unmeasured, its outputs under "part<k>/" as measure.merge gives them."""
+    if getattr(check, "measured", 0) and check.part is None:
+        got = {}
+        for k, part in enumerate(inputs["parts"]):
+            outputs = check.probe(module, to_device(part, device)) or {}
+            got.update({f"part{k}/{key}": v for key, v in outputs.items()})
+        return _detached(got)
     got = check.probe(module, to_device(inputs, device))
+    return _detached(got)
+
+
+def _detached(got: Any) -> Outputs:
+    """A probe's outputs with every plain tensor brought back to the CPU, detached."""
     # nn.Parameter and plain tensors come back as plain, detached CPU tensors; anything else
     # (including odd Tensor subclasses) is left for the verdict to reject by name.
     plain = (torch.Tensor, torch.nn.Parameter)

@@ -31,7 +31,7 @@ import torch
 
 from ..core import model_replays
 from ..core.check import Check, Result, Status
-from . import channel, limits, policy
+from . import channel, limits, measure, policy
 from .limits import Board, Stopwatch, TimeLimits, slots_of, warm_up, warm_ups_of
 from .policy import STALLED, Stuck
 from .probing import Attempts, make_inputs
@@ -55,6 +55,8 @@ class Probed:
     cpu_seconds: float = 0.0
     printed: str = ""
     notes: list[str] = field(default_factory=list)
+    # What the parent measured of the process that ran a part of a measured check (measure.py).
+    measured: dict[str, float] | None = None
 
 
 # --------------------------------------------------------------------------- worker side
@@ -68,10 +70,12 @@ def _work(
     channel_fd: int,
     guards: tuple[str, ...] = (),
     board: Board | None = None,
+    handshake: tuple[int, int] | None = None,
 ) -> None:
     """The forked worker (it inherits the parent's memory, checks included): never returns.
     `guards`: the functions of the module that did not finish in an earlier worker; `board`:
-    where the worker says which exercise runs (limits.Board, shared with the parent)."""
+    where the worker says which exercise runs (limits.Board, shared with the parent).
+    `handshake`: (ready, go) of a measured part's run (measure.py), before any student code."""
     try:
         torch.set_num_threads(1)  # OpenMP is not fork-safe beyond one thread
         # Before any student code and outside every check's CPU seconds; the parent (Pool)
@@ -80,6 +84,8 @@ def _work(
         inputs = {p.id: make_inputs(p, seed) for p in probes}  # before any student import
         model_replays.seal()  # student code here: the copy's models answer verdicts only
         sub = Submission(submission)
+        if handshake is not None:  # the parent reads this process's baseline now
+            measure.child_handshake(*handshake)
         run = Attempts(
             sub,
             lambda message: wire.send(channel_fd, message),
@@ -122,6 +128,7 @@ def _fork(
     device: str,
     guards: Iterable[str] = (),
     board: Board | None = None,
+    handshake: tuple[int, int, int, int] | None = None,
 ) -> tuple[int, int, int]:
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
@@ -131,6 +138,9 @@ def _fork(
             os.setsid()
             os.close(channel_r)
             os.close(output_r)
+            if handshake is not None:
+                os.close(handshake[0])
+                os.close(handshake[3])
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(output_w, 1)
@@ -142,9 +152,13 @@ def _fork(
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         except BaseException:
             os._exit(1)
-        _work(checks, submission, seed, device, channel_w, tuple(guards), board)
+        ends = (handshake[1], handshake[2]) if handshake is not None else None
+        _work(checks, submission, seed, device, channel_w, tuple(guards), board, ends)
     os.close(channel_w)
     os.close(output_w)
+    if handshake is not None:
+        os.close(handshake[1])
+        os.close(handshake[2])
     return pid, channel_r, output_r
 
 
@@ -152,7 +166,8 @@ def _fork(
 
 
 class _Run:
-    """One worker process over a list of checks, read until it ends or is stopped."""
+    """One worker process over a list of checks, read until it ends or is stopped. A part of
+    a measured check runs alone in its run, measured from here (measure.py)."""
 
     def __init__(
         self,
@@ -169,9 +184,16 @@ class _Run:
         self.board = Board()  # shared with the worker: which exercise runs (policy.charged)
         self.slots = slots_of(checks)
         self.where: list[int] | None = None  # the board, read once the worker was stopped
+        measured = checks[0].part is not None
+        handshake = measure.pipes() if measured else None
         self.pid, self.channel, self.output = _fork(
-            checks, str(submission.path), seed, device, guards, self.board
+            checks, str(submission.path), seed, device, guards, self.board, handshake
         )
+        self.baseline: measure.Baseline | None = None
+        self.measured: dict[str, float] | None = None
+        if handshake is not None:  # the worker waits until its baseline is read
+            ready_r, go_w = handshake[0], handshake[3]
+            self.baseline = measure.Baseline.take(self.pid, ready_r, go_w, limits.stall)
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
         self.watch = Stopwatch(
@@ -260,10 +282,12 @@ class _Run:
             os.close(fd)
         self.open = set()
         limits.stop(self.pid)
-        _, status = os.waitpid(self.pid, 0)
+        _, status, usage = os.wait4(self.pid, 0)
         if not self.board.memory.closed:
             self.where = self.board.values()
             self.board.close()
+        if self.baseline is not None:
+            self.measured = self.baseline.measured(usage)
         if self.current is not None and self.current not in self.probed:
             self.printed[self.current] = self.stream.rest()
         if not self.done and self.current is not None and self.stopped is None:
@@ -335,7 +359,8 @@ def _excerpt(data: bytes) -> str:
 
 
 class _Job:
-    """One module's checks: workers one after another until every check has a result."""
+    """One module's checks: workers one after another until every check has a result; each
+    part of a measured check in a worker of its own, after the others (measure.py)."""
 
     def __init__(
         self,
@@ -348,10 +373,18 @@ class _Job:
         self.module = checks[0].module
         self.args = (submission, seed, device, limits)
         self.stall = limits.stall
-        self.todo = list(checks)
+        self.checks = list(checks)
+        self.todo = [c for c in checks if not c.measured]
+        self.todo += [part for c in checks for part in c.parts()]
         self.found: dict[str, Probed] = {}
         self.stuck = Stuck()
-        self.run = _Run(self.todo, *self.args, self.stuck)
+        self.run = _Run(self._next(), *self.args, self.stuck)
+
+    def _next(self) -> list[Check]:
+        """The checks of the next run: the plain ones together, a measured part alone."""
+        if self.todo[0].part is not None:
+            return self.todo[:1]
+        return [c for c in self.todo if c.part is None]
 
     def settle(self) -> bool:
         """After the current run finished: record it; start the next run if checks remain.
@@ -381,15 +414,31 @@ class _Job:
             same = None if check.id in found else self.stuck.same(check)
             if same is not None:  # it would run what did not finish: timed out, not run
                 found[check.id] = Probed(result=same)
-        remaining = [c for c in todo if c.id not in found]
-        if len(remaining) == len(todo):  # no progress at all: never loop forever
-            for check in remaining:
+        ran = list(run.checks.values())
+        if all(c.id not in found for c in ran):  # no progress at all: never loop forever
+            for check in ran:
                 found[check.id] = Probed(result=policy.exited(check, "before it started"))
-            remaining = []
-        self.todo = remaining
-        if remaining:
-            self.run = _Run(remaining, *self.args, self.stuck)
-        return not remaining
+        for check in ran:
+            if check.part is not None and check.id in found:
+                found[check.id].measured = run.measured
+        self.todo = [c for c in todo if c.id not in found]
+        if self.todo:
+            self.run = _Run(self._next(), *self.args, self.stuck)
+            return False
+        for check in self.checks:  # each measured check, from its parts
+            if check.measured:
+                parts = [found.pop(part.id) for part in check.parts()]
+                outcome = measure.merge(
+                    check, [(p.result or p.outputs or {}, p.measured) for p in parts]
+                )
+                merged = Probed(cpu_seconds=sum(p.cpu_seconds for p in parts))
+                merged.printed = "".join(p.printed for p in parts)
+                if isinstance(outcome, Result):
+                    merged.result = outcome
+                else:
+                    merged.outputs = outcome
+                found[check.id] = merged
+        return True
 
 
 def default_jobs() -> int:

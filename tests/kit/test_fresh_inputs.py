@@ -115,3 +115,28 @@ def test_prairielearn_draws_inputs_per_attempt_and_shows_no_reference(course, tm
     assert seeds[0] != seeds[1]
     for text in texts:
         assert not REFERENCE_NUMBER.search(text)
+
+
+def test_every_named_byte_count_is_withheld_on_the_hidden_tier():
+    """gqa's kv_cache_bytes messages printed the reference's byte count ({expected}) in every
+    channel's hidden feedback (Sandbox._verdict: withhold_reference withholds `want` and `err`
+    only); now they name it `want`, withheld in English and in Chinese alike. (kvcache's
+    greedy message shows the argmax of the student's own logits: a value of theirs.)"""
+    from autograder.core import registry
+    from autograder.core.references import References
+    from autograder.run.engine import judge
+    from autograder.run.probing import make_inputs
+
+    check = next(c for c in registry.checks_of("gqa") if c.slug == "kv-bytes")
+    refs = References.public()
+    want, x = refs.get(check), make_inputs(check, refs.seed)
+    n = len(x["cases"])
+    halves = {f"bytes{i}": want[f"bytes{i}"] // 2 for i in range(n)}  # the keys only
+    plus = {f"bytes{i}": want[f"bytes{i}"] + 1 for i in range(n)}  # a plain wrong number
+    for got in (halves, plus):
+        shown = judge(check, got, want, x)
+        assert not shown.passed and str(want["bytes0"]) in shown.message  # the public tier
+        hidden = i18n.withhold_reference(shown)
+        assert i18n.WITHHELD in hidden.message
+        for lang in ("en", "zh_CN"):
+            assert str(want["bytes0"]) not in i18n.message(hidden, lang)

@@ -424,12 +424,12 @@ def test_skipped_checks_cpu_is_the_fixtures_figure_scaled_to_this_machine_never_
     ran = {"chunked": stored["chunked"], "linear": stored["linear"]}
     slower = {slug: 3 * seconds for slug, seconds in ran.items()}
     faster = {slug: seconds / 3 for slug, seconds in ran.items()}
-    skipped = {"chunked-memory", "no-such-check"}
-    want = stored["chunked-memory"]
+    skipped = {"chunked-memory-inside", "no-such-check"}
+    want = stored["chunked-memory-inside"]
     assert fixtures.estimated_cpu("efficient", slower, skipped) == {
-        "chunked-memory": round(3 * want, 4)
+        "chunked-memory-inside": round(3 * want, 4)
     }
-    assert fixtures.estimated_cpu("efficient", faster, skipped) == {"chunked-memory": want}
+    assert fixtures.estimated_cpu("efficient", faster, skipped) == {"chunked-memory-inside": want}
     assert fixtures.estimated_cpu("no-such-module", slower, skipped) == {}
 
 

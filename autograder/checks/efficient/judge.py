@@ -9,6 +9,8 @@ cannot pass, so a mistake elsewhere is charged where it is named, once.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -195,8 +197,86 @@ def verdict_linear_causal(got, want, x):
     _linear_verdict(got, want, x, causal=True)
 
 
+# --------------------------------------------------------------------------- measured
+# What the parent measured of each part's process (run/measure.py): nothing the student's
+# process said. The decision stands on the run at 2T against one (2T, 2T) float32 per batch and
+# head, which no padding of the run at T can move; the growth from T to 2T is the second test.
+
+MB = 1 << 20
+MEMORY_FLOOR = 8 * MB  # below this, growth is noise (the process's own code pages, imports)
+EXPONENT = 1.5  # between linear growth (1) and quadratic (2)
+# CPU time is measured too (part<k>/measured/cpu_seconds) but decides nothing: on a loaded
+# 2-core machine a run's CPU seconds vary by a few hundredths, as much as the quadratic part
+# of a (T, T)-free but quadratic-time loop at lengths a check can afford (docs/efficient.md).
+
+
+def _measures(got, x, what):
+    """[(peak bytes, CPU seconds)] of each part, as the parent measured them. A part it could
+    not measure is the grader's failure (an error, no points), never the student's."""
+    found = []
+    for k in range(len(x["parts"])):
+        p = f"part{k}/measured/"
+        peak, cpu = got.get(p + "peak_bytes"), got.get(p + "cpu_seconds")
+        if type(peak) is not float or type(cpu) is not float:
+            raise RuntimeError(f"{what} was not measured from outside its process (part {k})")
+        found.append((peak, cpu))
+    return found
+
+
+def _exponent(v1, v2, floor):
+    """log2(v2 / v1): how the measure grew when T doubled (1 linear, 2 quadratic)."""
+    return math.log2(max(v2, floor) / max(v1, floor))
+
+
+def _measured_results(got, want, x, what):
+    """The measured runs' results are attention's (a sample of rows): a run that computes
+    nothing, or something cheap, earns nothing, however little it costs."""
+    tol = {"atol": 1e-4, "rtol": 1e-3}  # loosened: float32 sums over thousands of keys
+    for k, part in enumerate(x["parts"]):
+        T = part["q"].size(-2)
+        for causal in (0, 1):
+            key = f"part{k}/c{causal}"
+            call = f"{what}(causal={bool(causal)}) at T = {T}"
+            shape = (*part["v"].shape[:-2], part["rows"].numel(), part["v"].size(-1))
+            out = models._floating(got, key, call, shape)
+            if not close(out, want[key], tol):
+                raise Failure(MISTAKES["measured-result-wrong"], what=call)
+
+
+def _memory_verdict(got, x, what, mistake):
+    (p1, _), (p2, _) = _measures(got, x, what)
+    T1, T2 = x["lengths"]
+    B, H = x["parts"][1]["q"].shape[:2]
+    full = B * H * T2 * T2 * 4  # one (T, T) float32 per batch and head, at 2T
+    exponent = _exponent(p1, p2, MEMORY_FLOOR)
+    if p2 > full / 2 or (exponent > EXPONENT and p2 - p1 > full / 4):
+        raise Failure(
+            mistake,
+            T1=T1,
+            T2=T2,
+            p1=f"{p1 / MB:.1f}",
+            p2=f"{p2 / MB:.1f}",
+            half=f"{full / 2 / MB:.0f}",
+            exponent=f"{exponent:.2f}",
+        )
+
+
 @LINEAR_ATTENTION.check(
-    "linear-cost", inputs=probe.inputs_linear_cost, probe=probe.probe_linear_cost, forgeable=True
+    "linear-cost",
+    inputs=probe.inputs_linear_measured,
+    probe=probe.probe_linear_measured,
+    measured=2,
+)
+def verdict_linear_measured(got, want, x):
+    _measured_results(got, want, x, "linear_attention")
+    _memory_verdict(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
+
+
+@LINEAR_ATTENTION.check(
+    "linear-cost-inside",
+    inputs=probe.inputs_linear_cost,
+    probe=probe.probe_linear_cost,
+    forgeable=True,
 )
 @no_reference
 def verdict_linear_cost(got, want, x):
@@ -318,6 +398,17 @@ def verdict_chunked_shift(got, want, x):
 
 @CHUNKED_ATTENTION.check(
     "chunked-memory",
+    inputs=probe.inputs_chunked_measured,
+    probe=probe.probe_chunked_measured,
+    measured=2,
+)
+def verdict_chunked_measured(got, want, x):
+    _measured_results(got, want, x, "chunked_attention")
+    _memory_verdict(got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"])
+
+
+@CHUNKED_ATTENTION.check(
+    "chunked-memory-inside",
     inputs=probe.inputs_chunked_memory,
     probe=probe.probe_chunked_memory,
     forgeable=True,

@@ -11,8 +11,12 @@ Evidence of memory and cost comes from two independent recorders, read by the ju
   AllocationPeak  torch's own profiler (below Python dispatch, so switching the dispatch
                   modes off does not hide from it): the CPU allocator's peak bytes in the
                   block, and the matrix products and fused attention kernels it ran.
-Both run in the student's process, so determined code can still fool them (official grading
-measures the sandbox's peak memory from outside, autograder/run/sandbox).
+Both run in the student's process, so determined code can still fool them: their checks are
+advice. The checks that carry points are measured from outside (core.Check.measured,
+autograder/run/measure.py): the same call at T and 2T, each in a fresh process whose peak
+memory and CPU seconds the trusted parent reads from the kernel; the probes below only make
+the calls and hand back a sample of the rows (their values are checked, so a run that
+computes nothing cheaply earns nothing).
 """
 
 from __future__ import annotations
@@ -252,7 +256,42 @@ def inputs_chunked_memory(gen):
     return {"small": small, "big": big}
 
 
+def _measured_parts(gen, lengths, d, chunk=None):
+    # One part per length, each run in a fresh process measured from outside
+    # (run/measure.py); B·H = 2. The rows handed back are a sample (each part its own).
+    x = _qkv(gen, (1, 2, lengths[-1]), d, d)
+    parts = []
+    for L in lengths:
+        part = {n: x[n][..., :L, :].clone() for n in ("q", "k", "v")}
+        part["rows"] = torch.randperm(L, generator=gen)[:16].sort().values
+        if chunk is not None:
+            part["chunk"] = chunk
+        parts.append(part)
+    return {"parts": parts, "lengths": list(lengths)}
+
+
+def inputs_linear_measured(gen):
+    # At 2T ≈ 4096, one (T, T) float32 per batch and head is 64 MB (128 MB for both heads),
+    # far above what linear attention holds (T × d × d_v per head for the causal prefix sums).
+    T = 128 * draw(gen, 15, 17)
+    return _measured_parts(gen, [T, 2 * T], 12)
+
+
+def inputs_chunked_measured(gen):
+    # At 2T ≈ 3200, the (T, T) float32 scores of both heads are 80 MB, chunked attention's
+    # tensors a few MB. T / chunk <= chunk: even (T / chunk, T) row statistics are no (T, T).
+    T = 128 * draw(gen, 12, 13)
+    return _measured_parts(gen, [T, 2 * T], 8, chunk=draw(gen, 48, 63))
+
+
 # --------------------------------------------------------------------------- probes
+
+
+def _rows(value, x):
+    """A sample of a result's rows (a result of another shape is judged by its shape)."""
+    if isinstance(value, torch.Tensor) and value.shape == x["v"].shape:
+        return value[..., x["rows"], :]
+    return value
 
 
 def _pattern_runs(fn, name, x, sizes, tag):
@@ -353,4 +392,19 @@ def probe_chunked_memory(mod, x):
                 if whole and "rows" in xs:
                     value = value[..., xs["rows"], :]  # a sample of the rows is enough
                 got[p + name] = value  # (a tensor of the wrong shape is judged by its shape)
+    return got
+
+
+def probe_linear_measured(mod, x):
+    return {
+        f"c{int(causal)}": _rows(mod.linear_attention(x["q"], x["k"], x["v"], causal=causal), x)
+        for causal in (False, True)
+    }
+
+
+def probe_chunked_measured(mod, x):
+    got = {}
+    for causal in (False, True):
+        out = mod.chunked_attention(x["q"], x["k"], x["v"], causal=causal, chunk_size=x["chunk"])
+        got[f"c{int(causal)}"] = _rows(out, x)
     return got

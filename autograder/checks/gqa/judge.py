@@ -390,7 +390,7 @@ def verdict_kv_bytes(got, want, x):
     details = {
         "args": f"{D}, {H}, {H_kv}, {T}, torch.{dtype}",
         "got": values[i],
-        "expected": want[f"bytes{i}"],
+        "want": want[f"bytes{i}"],  # a reference value: withheld on the hidden tier
         "size": getattr(torch, dtype).itemsize,
         "dtype": dtype,
     }

@@ -38,13 +38,20 @@ def _close_fds(keep: set[int]) -> None:
 
 
 def main(
-    request: dict[str, Any], channel: int, output: int, setup: int, board: Board | None = None
+    request: dict[str, Any],
+    channel: int,
+    output: int,
+    setup: int,
+    board: Board | None = None,
+    handshake: tuple[int, int] | None = None,
 ) -> None:
     """Never returns: ends the process with os._exit. Writes b"ok" to `setup` (and closes
     it) once confined, before any student code runs; on failure, why, and exits. `board`:
-    where this process says which exercise runs (limits.Board, shared with the monitor)."""
+    where this process says which exercise runs (limits.Board, shared with the monitor).
+    `handshake`: (ready, go) of a measured part's run (run/measure.py): the monitor reads
+    this process's baseline once its inputs are drawn, before any student code runs."""
     try:
-        _run(request, channel, output, setup, board)
+        _run(request, channel, output, setup, board, handshake)
     except BaseException:
         try:
             os.write(2, f"[grader] sandbox error:\n{traceback.format_exc()}".encode())
@@ -76,13 +83,18 @@ def _confine(request: dict[str, Any], setup: int) -> None:
 
 
 def _run(
-    request: dict[str, Any], channel: int, output: int, setup: int, board: Board | None
+    request: dict[str, Any],
+    channel: int,
+    output: int,
+    setup: int,
+    board: Board | None,
+    handshake: tuple[int, int] | None,
 ) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
-    _close_fds({channel, setup})
+    _close_fds({channel, setup, *(handshake or ())})
     os.setsid()
     for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGPROF", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
@@ -91,6 +103,7 @@ def _run(
     import torch
 
     from ...core.check import ProbeSpec
+    from .. import measure
     from ..channel import probe_all
     from ..limits import slots_of
     from ..probing import Attempts, draw_inputs
@@ -109,6 +122,8 @@ def _run(
     guards = {str(m): [str(n) for n in names] for m, names in request.get("guards", {}).items()}
     send = lambda message: wire.send(channel, message)  # noqa: E731
     run = Attempts(submission, send, guards, board, slots_of(todo))
+    if handshake is not None:  # the monitor reads this process's baseline now
+        measure.child_handshake(*handshake)
     probe_all(
         todo,
         inputs,

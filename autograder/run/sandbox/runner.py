@@ -35,7 +35,7 @@ from ...core.check import GRADER_ERROR, TIMEOUT, Check, Failure, Misconceptions,
 from ...core.i18n import withhold_reference
 from ...core.paths import ROOT
 from ...core.references import References
-from .. import policy
+from .. import measure, policy
 from ..channel import Reading, stray_note
 from ..engine import verdict
 from ..limits import TimeLimits, slots_of
@@ -362,7 +362,16 @@ class Sandbox:
             }
             stuck = Stuck()
             skipped: dict[str, Result] = {}
-            runs, output = self._runs(request, slot, checks, left, stuck, skipped)
+            plain = [c for c in checks if not c.measured]
+            started = time.monotonic()
+            runs, output = self._runs(request, slot, plain, left, stuck, skipped)
+            # Each part of a measured check in a fresh process of its own, measured by the
+            # monitor (run/measure.py), within what is left of the budget.
+            left -= time.monotonic() - started
+            measured = {}
+            for check in checks:
+                if check.measured:
+                    measured[check.id], left = self._measure(request, slot, check, left, output)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         for _, status in runs:
@@ -377,7 +386,11 @@ class Sandbox:
                 reason = f"grader error (the sandbox monitor failed: {last})"
                 failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
                 return failed, set()
-        graded, reached = self._judge(name, runs, checks, stuck, skipped)
+        graded, reached = self._judge(name, runs, plain, stuck, skipped)
+        for check in checks:
+            if check.measured:
+                graded.results.append(self._verdict(check, measured[check.id]))
+                reached.add(check.module)
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
@@ -440,6 +453,60 @@ class Sandbox:
                 runs.append((b"", {"timed_out": True, "exit_code": None, "signal": None}))
                 break
         return runs, output
+
+    def _measure(
+        self, request: dict[str, Any], slot: int, check: Check, left: float, output: dict[str, Any]
+    ) -> tuple[Result | dict[str, Any], float]:
+        """The parts of a measured check, each in a fresh sandboxed process whose monitor
+        measures it: (the check's outcome, measure.merge; the wall-clock budget left)."""
+        parts: list[tuple[Result | dict[str, Any], dict[str, float] | None]] = []
+        for part in check.parts():
+            if left < 0.5:
+                spent = f"the submission used up its {self.limits.timeout:g} s before"
+                parts.append((Result.of(part, "failed", Failure(NOT_RUN, reason=spent)), None))
+                break
+            request.update(
+                name=f"sandbox-{slot}-{next(self.count)}",
+                checks=[part.id],
+                specs=[part.spec()],
+                seeds={part.id: part.seed(self._state()[0])},
+                cpu_limits={part.id: self.cpu_limit(part)},
+                limits=asdict(replace(self.limits, timeout=left)),
+                guards={},
+                measure=True,
+            )
+            started = time.monotonic()
+            channel, status = self._collect(*self.zygote.start(request), output, left)
+            left -= time.monotonic() - started
+            parts.append((self._part_outcome(part, channel, status), _measures(status)))
+        request.pop("measure", None)
+        return measure.merge(check, parts), left
+
+    def _part_outcome(
+        self, part: Check, channel: bytes, status: dict[str, Any]
+    ) -> Result | dict[str, Any]:
+        """One part's outcome, by the one policy: outputs, or the Result of how it ended."""
+        if status.get("setup_error") or "exit_code" not in status:
+            why = wire.text(status.get("setup_error") or status.get("monitor_error"), 300)
+            error = f"the sandbox could not run this check ({why or 'no report'})"
+            return Result.of(part, "error", Failure(GRADER_ERROR, error=error))
+        stop = status.get("stopped")
+        if isinstance(stop, dict) and stop.get("check") == part.id:
+            why = "cpu" if stop.get("why") == "cpu" else "stall"
+            return overran(part, why, self.cpu_limit(part) if why == "cpu" else self.stall)
+        messages, broken = wire.parse(channel)
+        reading = Reading({part.id})
+        for header, blob in messages:
+            reading.take(header, blob)
+        found = self._outcome(part, reading, Stuck())
+        if found is not None:
+            return found
+        if broken:
+            return channel_broken(part, broken)
+        ended = _how_it_ended(status, self.limits, reading.done)
+        if ended:
+            return Result.of(part, ended[0], ended[1])
+        return Result.of(part, "failed", Failure(NOT_RUN, reason="the process stopped early"))
 
     def _collect(
         self,
@@ -537,7 +604,7 @@ class Sandbox:
                 why = "cpu" if stop.get("why") == "cpu" else "stall"
                 seconds = self.cpu_limit(check) if why == "cpu" else self.stall
                 stopped[check.id] = overran(check, why, seconds)
-        process = runs[-1][1]
+        process = runs[-1][1] if runs else {}
         graded = Graded(name, [], process=process)
         stall = next((r for r in stopped.values() if r.misconception != TIMEOUT.id), None)
         module_of = {c.id: c.module for c in checks}
@@ -600,6 +667,17 @@ class Sandbox:
         except Exception as e:
             error = f"{type(e).__name__}: {str(e)[:200]}"
             return Result.of(check, "error", Failure(GRADER_ERROR, error=error))
+
+
+def _measures(status: dict[str, Any]) -> dict[str, float] | None:
+    """What the monitor measured of a part's process (its report: trusted), as floats."""
+    found = status.get("measured")
+    if not isinstance(found, dict):
+        return None
+    try:
+        return {str(k): float(found[k]) for k in ("peak_bytes", "cpu_seconds")}
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _read(data: bytes, checks: list[Check]) -> Reading:

@@ -346,6 +346,10 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
     from ..limits import Board
 
     board = Board()  # which exercise runs: read here once a check was stopped (relay.py)
+    from .. import measure
+
+    # A part of a measured check: its baseline is read here before any student code runs.
+    handshake = measure.pipes() if request.get("measure") else None
     pid = os.fork()
     if pid == 0:
         os.close(status)
@@ -353,13 +357,20 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
         os.close(setup_read)
         os.close(channel)
         os.close(watched)
+        if handshake is not None:
+            os.close(handshake[0])
+            os.close(handshake[3])
         os.read(go_read, 1)  # wait until the monitor has put this process in its cgroup
         os.close(go_read)
         from . import child
 
-        child.main(request, relayed, output, setup_write, board)  # never returns
+        ends = (handshake[1], handshake[2]) if handshake is not None else None
+        child.main(request, relayed, output, setup_write, board, ends)  # never returns
     for fd in (relayed, output, go_read, setup_write):
         os.close(fd)
+    if handshake is not None:
+        os.close(handshake[1])
+        os.close(handshake[2])
     try:
         if cgroup:
             join_cgroup(cgroup, pid)
@@ -368,6 +379,10 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
         report["setup_error"] = f"the sandbox could not be set up ({e})"
         os.kill(pid, signal.SIGKILL)
     os.close(go_write)
+    baseline = None
+    if handshake is not None:  # the child waits until its baseline is read (measure.py)
+        wait = min(float(request["stall"]), float(limits.timeout))
+        baseline = measure.Baseline.take(pid, handshake[0], handshake[3], wait, cgroup or None)
     # CPU seconds per check, stopped from outside (relay.py); the wall clock for the whole.
     cpu_limits = {str(k): float(v) for k, v in request["cpu_limits"].items()}
     from . import relay
@@ -378,6 +393,9 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
     if isinstance(report.get("stopped"), dict):  # where it was, for policy.charged
         report["stopped"]["board"] = board.values()
     board.close()
+    if baseline is not None:  # what the child added, from the kernel's accounts
+        charged = measure.cgroup_memory(cgroup or None)
+        report["measured"] = baseline.measured(usage, charged[1] if charged else None)
     setup = os.read(setup_read, 1000)  # "ok", written before any student code ran
     os.close(setup_read)
     if setup != b"ok" and "setup_error" not in report:

@@ -1,7 +1,7 @@
 """Mutant: l is rescaled, acc is not."""
 
 # expects: chunked-no-rescale
-# loses: chunked, chunked-rescale
+# loses: chunked, chunked-memory, chunked-rescale
 import math
 
 import torch

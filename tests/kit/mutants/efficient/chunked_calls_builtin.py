@@ -1,7 +1,7 @@
 """Mutant: PyTorch's fused kernel does the work."""
 
 # expects: chunked-calls-builtin
-# loses: chunked-memory
+# loses: chunked-memory-inside
 import torch.nn.functional as F
 
 from solutions.efficient import linear_attention, local_attention, strided_attention

@@ -1,7 +1,7 @@
 """Mutant: the causal mask in each chunk blocks j >= i, the diagonal too (query 0 sees no key)."""
 
 # expects: chunked-causal-blocks-diagonal
-# loses: chunked
+# loses: chunked, chunked-memory
 from types import FunctionType
 
 import torch

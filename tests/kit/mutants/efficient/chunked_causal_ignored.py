@@ -1,7 +1,7 @@
 """Mutant: causal=True changes nothing."""
 
 # expects: chunked-causal-ignored
-# loses: chunked
+# loses: chunked, chunked-memory
 import math
 
 import torch

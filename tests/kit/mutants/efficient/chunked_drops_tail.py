@@ -1,7 +1,7 @@
 """Mutant: only whole chunks: the last, shorter chunk of keys is skipped."""
 
 # expects: chunked-drops-tail
-# loses: chunked
+# loses: chunked, chunked-memory
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: a (T, T) causal mask built once and sliced per chunk."""
 
 # expects: chunked-quadratic-memory
-# loses: chunked-memory
+# loses: chunked-memory-inside
 import math
 
 import torch

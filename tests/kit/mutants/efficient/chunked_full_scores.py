@@ -1,7 +1,7 @@
 """Mutant: exact, but every (T, T) score at once: no memory saved."""
 
 # expects: chunked-quadratic-memory
-# loses: chunked-memory
+# loses: chunked-memory, chunked-memory-inside
 import torch
 
 from solutions.efficient import linear_attention, local_attention, strided_attention

@@ -2,7 +2,7 @@
 so that the op recorder sees nothing but the final copy."""
 
 # expects: computation-not-recorded
-# loses: chunked-memory
+# loses: chunked-memory, chunked-memory-inside
 from torch.utils._python_dispatch import _disable_current_modes
 
 from solutions.efficient import chunked_attention as _chunked

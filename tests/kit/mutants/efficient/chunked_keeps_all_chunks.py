@@ -2,7 +2,7 @@
 tensor is small, but a (T, T)'s worth of scores is alive at once."""
 
 # expects: chunked-memory-peak
-# loses: chunked-memory
+# loses: chunked-memory, chunked-memory-inside
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: the running sums are not rescaled when the maximum grows."""
 
 # expects: chunked-no-rescale
-# loses: chunked, chunked-rescale
+# loses: chunked, chunked-memory, chunked-rescale
 import math
 
 import torch

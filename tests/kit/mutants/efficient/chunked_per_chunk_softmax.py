@@ -1,7 +1,7 @@
 """Mutant: each chunk gets its own softmax; the chunk outputs are added up."""
 
 # expects: chunked-softmax-per-chunk
-# loses: chunked, chunked-rescale
+# loses: chunked, chunked-memory, chunked-rescale
 import torch
 
 from solutions.efficient import linear_attention, local_attention, strided_attention

@@ -1,7 +1,7 @@
 """Mutant: the scores are divided by d, not by √d."""
 
 # expects: chunked-wrong-scale
-# loses: chunked
+# loses: chunked, chunked-memory
 import math
 from types import FunctionType, SimpleNamespace
 

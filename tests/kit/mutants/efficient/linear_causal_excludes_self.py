@@ -1,7 +1,7 @@
 """Mutant: the prefix sums stop at j < i (an exclusive cumsum)."""
 
 # expects: linear-causal-excludes-self
-# loses: linear-causal
+# loses: linear-causal, linear-cost
 import torch.nn.functional as F
 
 from solutions.efficient import chunked_attention, local_attention, strided_attention

@@ -1,7 +1,7 @@
 """Mutant: phi(x) = exp(x), positive but not elu(x) + 1 (equal below 0, larger above)."""
 
 # expects: linear-feature-map
-# loses: linear, linear-feature-map, linear-causal
+# loses: linear, linear-causal, linear-cost, linear-feature-map
 from types import FunctionType, SimpleNamespace
 
 import torch

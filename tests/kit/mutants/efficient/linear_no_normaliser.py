@@ -1,7 +1,7 @@
 """Mutant: the numerator only; the per-query normaliser is forgotten."""
 
 # expects: linear-no-normaliser
-# loses: linear, linear-causal
+# loses: linear, linear-causal, linear-cost
 import torch.nn.functional as F
 
 from solutions.efficient import chunked_attention, local_attention, strided_attention

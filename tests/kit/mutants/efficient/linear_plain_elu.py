@@ -1,7 +1,7 @@
 """Mutant: phi(x) = elu(x), without the + 1: features can be negative."""
 
 # expects: linear-feature-map
-# loses: linear, linear-feature-map, linear-causal
+# loses: linear, linear-causal, linear-cost, linear-feature-map
 import torch.nn.functional as F
 
 from solutions.efficient import chunked_attention, local_attention, strided_attention

@@ -1,7 +1,7 @@
 """Mutant: q is scaled by 1/√d before the feature map, as softmax attention scales scores."""
 
 # expects: linear-scaled
-# loses: linear, linear-causal
+# loses: linear, linear-causal, linear-cost
 import math
 
 from solutions.efficient import chunked_attention, local_attention, strided_attention  # noqa: F401

@@ -1,0 +1,439 @@
+"""Probe side of flash.py's checks: the inputs they draw, the calls they make, and what those
+calls are seen to do (what the Function saves, the memory it keeps, the products it runs).
+
+Imported by the process that runs student code: nothing here judges or computes an answer.
+Every size, block size and causal flag is drawn from the check's generator, so the hidden
+tier varies them too. The inputs of flash_backward (out and the log-sum-exp) are built here
+with PyTorch's own operations, in float64, so that the backward pass is graded on exact
+inputs whatever the student's forward pass gives.
+
+Evidence of memory and work is gathered in the student's process (saved-tensor hooks, the
+autograd node's attributes, torch's profiler, a TorchDispatchMode that counts the products'
+multiply-adds): determined code could fool it, so the checks that judge it are advice.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch._C import _autograd, _profiler
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ...core.dispatch import tensors
+from ...run.probing import pair, randn
+
+# --------------------------------------------------------------------------- inputs
+
+
+def draw(gen, low, high):
+    """An int in [low, high], from the check's generator."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def _qkv(gen, shape, d, d_v, dtype=torch.float32, scale=1.0):
+    return {
+        "q": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "k": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "v": randn(gen, *shape, d_v, dtype=dtype),
+    }
+
+
+def _lse_and_out(q, k, v, causal):
+    """out and the log-sum-exp of each row's scaled scores, in float64 (PyTorch's own ops),
+    cast to q's dtype: what flash_backward is given."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    s = q64 @ k64.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if causal:
+        T = q.size(-2)
+        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    out = torch.exp(s - lse[..., None]) @ v64
+    return out.to(q.dtype), lse.to(q.dtype)
+
+
+def _cases(gen, T):
+    """(causal, block_q, block_k): square tiles that divide T first, then ragged ones."""
+    divisors = [t for t in (2, 3, 4) if T % t == 0]
+    b = divisors[draw(gen, 0, len(divisors) - 1)]
+    square = [(False, b, b), (True, b, b), (True, T // b, T // b)]
+    ragged = [(False, 3, 5), (True, 3, 5), (True, 5, 3), (False, 1, 1), (True, 1, 1)]
+    ragged += [(False, T, T), (True, T + draw(gen, 1, 5), 4)]
+    return square, ragged
+
+
+def inputs_forward(gen):
+    T = [12, 16, 18][draw(gen, 0, 2)]  # square tiles of 2, 3 or 4 divide it
+    x = _qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v and 1 all differ
+    square, ragged = _cases(gen, T)
+    x["cases"] = square + ragged + [(True, 4, 4 + draw(gen, 1, 3)), (False, 5, T - 1)]
+    return x
+
+
+def _same_keys(gen, x, shift=None):
+    # One tile of 4 equal keys: every score of a query is the same, so attention gives each
+    # query the mean of the values whatever the scale; a run that computes nothing cannot.
+    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
+    x["same_q"] = randn(gen, *batch, 4, d)
+    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
+    if shift is not None:
+        x["same_q"][..., -1] = x["q"][..., :4, -1]
+        x["same_k"] = x["same_k"] + shift
+    x["same_v"] = randn(gen, *batch, 4, d_v)
+    return x
+
+
+def inputs_large_logits(gen):
+    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
+    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
+    T, d = draw(gen, 10, 14), 8
+    x = _qkv(gen, (2, 2, T), d, 6)
+    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
+    u = torch.zeros(d)
+    u[-1] = 200.0 * d**0.5
+    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    x["blocks"] = (draw(gen, 3, 4), draw(gen, 3, 5))
+    return _same_keys(gen, x, shift=u)
+
+
+def inputs_backward(gen):
+    T = [12, 16][draw(gen, 0, 1)]
+    x = _qkv(gen, (2, 2, T), 8, 6)
+    x["grad_out"] = randn(gen, 2, 2, T, 6)
+    square, ragged = _cases(gen, T)
+    x["cases"] = square + ragged
+    small = draw(gen, 7, 9)  # float64, the precision torch.autograd.gradcheck works in
+    x64 = _qkv(gen, (1, 2, small), 5, 4, dtype=torch.float64)
+    x64["grad_out"] = randn(gen, 1, 2, small, 4, dtype=torch.float64)
+    for name, value in x64.items():
+        x[f"f64/{name}"] = value
+    x["f64/cases"] = [(False, 2, 2), (True, 2, 2), (True, 3, 2)]
+    for prefix, cases in (("", x["cases"]), ("f64/", x["f64/cases"])):
+        for causal in sorted({c for c, _, _ in cases}):
+            out, lse = _lse_and_out(x[prefix + "q"], x[prefix + "k"], x[prefix + "v"], causal)
+            x[f"{prefix}out{int(causal)}"], x[f"{prefix}lse{int(causal)}"] = out, lse
+    return x
+
+
+def inputs_saves(gen):
+    # T / max(d, d_v) >= 24: a (T, T) tensor per batch and head outgrows, many times over,
+    # the O(T) that q, k, v, out and the log-sum-exp hold.
+    T = 16 * draw(gen, 12, 16)
+    x = _qkv(gen, (1, 2, T), 8, 8)
+    x["grad_out"] = randn(gen, 1, 2, T, 8)
+    x["blocks"] = (16 * draw(gen, 1, 2), 16 * draw(gen, 1, 2))
+    return x
+
+
+def inputs_tiles(gen):
+    # 8 tiles of b along each axis: a causal pass over the 36 tiles on or below the diagonal
+    # does 36/64 of a full pass's products; one that masks every tile, 64/64.
+    b = draw(gen, 4, 6)
+    x = _qkv(gen, (1, 2, 8 * b), 8, 8)
+    x["grad_out"] = randn(gen, 1, 2, 8 * b, 8)
+    x["block"] = b
+    for causal in (False, True):
+        x[f"out{int(causal)}"], x[f"lse{int(causal)}"] = _lse_and_out(
+            x["q"], x["k"], x["v"], causal
+        )
+    return x
+
+
+# --------------------------------------------------------------------------- recording
+
+
+MATMULS = ("mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot")
+
+
+class WorkCounter(TorchDispatchMode):
+    """Counts, op by op, the multiply-adds of the matrix products (from their inputs' shapes)
+    and the elements every op produces: the work a run did, never its time."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # (core.dispatch.OpCounter says why)
+
+    def __init__(self):
+        super().__init__()
+        self.macs = 0
+        self.produced = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if name in MATMULS:
+            mats = [a for a in args if isinstance(a, torch.Tensor)][-2:]
+            if len(mats) == 2:
+                a, b = mats
+                self.macs += a.numel() * (b.size(-1) if b.dim() > 1 else 1)
+        self.produced += sum(t.numel() for t in tensors(out))
+        return out
+
+
+class Retained:
+    """Torch's profiler over a block: the bytes the CPU allocator handed out inside it and
+    had not taken back at its end (what the block keeps alive), and its peak. `ok` is False
+    when the profiler could not run, `busy` when one was running already (grading starts
+    none: student code did), `tampered` when it was stopped inside the block."""
+
+    def __init__(self):
+        self.ok = self.busy = self.tampered = False
+        self.kept = self.peak = 0
+
+    def __enter__(self):
+        try:
+            if _autograd._profiler_enabled():
+                self.busy = True
+                return self
+            P = _profiler
+            config = P.ProfilerConfig(
+                P.ProfilerState.CPU, False, True, False, False, False, P._ExperimentalConfig()
+            )
+            _autograd._enable_profiler_legacy(config)
+            self.ok = True
+        except (RuntimeError, AttributeError, TypeError):
+            self.ok = False
+        return self
+
+    def __exit__(self, *exc):
+        if not self.ok:
+            return False
+        try:
+            threads = _autograd._disable_profiler_legacy()
+        except RuntimeError:
+            self.tampered = True
+            return False
+        changes = [
+            (e.start_us(), e.cpu_memory_usage())
+            for th in threads
+            for e in th
+            if e.kind() == "memory_alloc"
+        ]
+        changes.sort(key=lambda c: c[0])
+        for _, change in changes:
+            self.kept += change
+            self.peak = max(self.peak, self.kept)
+        return False
+
+
+# --------------------------------------------------------------------------- probes
+
+
+def probe_forward(mod, x):
+    got = {}
+    for n, (causal, bq, bk) in enumerate(x["cases"]):
+        out, lse = pair(
+            mod.flash_forward(x["q"], x["k"], x["v"], causal=causal, block_q=bq, block_k=bk),
+            "flash_forward's result",
+            "(out, lse)",
+        )
+        got[f"case{n}/out"], got[f"case{n}/lse"] = out, lse
+    return got
+
+
+def probe_large_logits(mod, x):
+    got = {}
+    bq, bk = x["blocks"]
+    for causal in (False, True):
+        for name in ("k", "k_up", "k_down"):
+            out, lse = pair(
+                mod.flash_forward(x["q"], x[name], x["v"], causal, bq, bk),
+                "flash_forward's result",
+                "(out, lse)",
+            )
+            got[f"c{int(causal)}/{name}"], got[f"c{int(causal)}/{name}/lse"] = out, lse
+    same = mod.flash_forward(x["same_q"], x["same_k"], x["same_v"], False, 2, 2)
+    got["same"] = pair(same, "flash_forward's result", "(out, lse)")[0]
+    return got
+
+
+def _backward_runs(mod, x, prefix, got):
+    for n, (causal, bq, bk) in enumerate(x[prefix + "cases"]):
+        key = f"{prefix}case{n}"
+        args = [x[prefix + name] for name in ("q", "k", "v")]
+        args += [x[f"{prefix}out{int(causal)}"], x[f"{prefix}lse{int(causal)}"]]
+        try:
+            result = mod.flash_backward(*args, x[prefix + "grad_out"], causal, bq, bk)
+        except NotImplementedError:
+            raise
+        except Exception as e:  # noqa: BLE001 (a later case's error is evidence, once an
+            # earlier case has named the mistake: transposes that fit square tiles only)
+            got[f"{key}/error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            continue
+        if not isinstance(result, (tuple, list)) or len(result) != 3:
+            got[f"{key}/error"] = f"returned {type(result).__name__}, not (dq, dk, dv)"
+            continue
+        got[f"{key}/dq"], got[f"{key}/dk"], got[f"{key}/dv"] = result
+
+
+def probe_backward(mod, x):
+    got = {}
+    _backward_runs(mod, x, "", got)
+    _backward_runs(mod, x, "f64/", got)
+    return got
+
+
+def _quadratic_grads(q, k, v, grad_out, causal):
+    """dq, dk, dv of quadratic attention through autograd (float64), cast to q's dtype: the
+    answers the function check's stand-ins hand back (inputs, not a check's verdict)."""
+    leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    s = leaves[0] @ leaves[1].transpose(-2, -1) / math.sqrt(q.size(-1))
+    if causal:
+        T = q.size(-2)
+        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    out = s.softmax(dim=-1) @ leaves[2]
+    return [g.to(q.dtype) for g in torch.autograd.grad(out, leaves, grad_out.double())]
+
+
+def inputs_function(gen):
+    T = draw(gen, 9, 13)
+    x = _qkv(gen, (2, 2, T), 8, 6)
+    x["grad_out"] = randn(gen, 2, 2, T, 6)
+    x["blocks"] = (draw(gen, 2, 4), draw(gen, 3, 5))
+    # What flash_forward and flash_backward give on these inputs, for either flag: the probe's
+    # stand-ins hand these back, so the check grades FlashAttention's own code only.
+    for dtype in (torch.float32, torch.float64):
+        q, k, v, g = (x[n].to(dtype) for n in ("q", "k", "v", "grad_out"))
+        for causal in (False, True):
+            p = f"answer/{str(dtype)[6:]}/c{int(causal)}/"
+            x[p + "out"], x[p + "lse"] = _lse_and_out(q, k, v, causal)
+            x[p + "dq"], x[p + "dk"], x[p + "dv"] = _quadratic_grads(q, k, v, g, causal)
+    return x
+
+
+def _stand_ins(x, dtype):
+    """flash_forward and flash_backward for one run of the function check: the answers the
+    inputs hold, for the flag each call receives, when called with the run's own tensors;
+    NaN otherwise (they compute nothing: no working exercise ships with the probe)."""
+    d = str(dtype)[6:]
+    q, k, v, g = (x[n].to(dtype) for n in ("q", "k", "v", "grad_out"))
+
+    def same(a, b):
+        return (
+            isinstance(a, torch.Tensor)
+            and a.shape == b.shape
+            and bool(torch.equal(a.to(b.dtype), b))
+        )
+
+    def answers(causal, names, fine):
+        p = f"answer/{d}/c{int(bool(causal))}/"
+        got = [x[p + n].clone() for n in names]
+        return got if fine else [torch.full_like(t, float("nan")) for t in got]
+
+    def forward(q_, k_, v_, causal=False, block_q=64, block_k=64):
+        fine = same(q_, q) and same(k_, k) and same(v_, v)
+        return tuple(answers(causal, ("out", "lse"), fine))
+
+    def backward(q_, k_, v_, out, lse, grad_out, causal=False, block_q=64, block_k=64):
+        fine = same(q_, q) and same(k_, k) and same(v_, v) and same(grad_out, g)
+        # out and lse as a forward pass gave them (for either flag: the flag is judged apart)
+        fine = fine and any(
+            same(out, x[f"answer/{d}/c{c}/out"]) and same(lse, x[f"answer/{d}/c{c}/lse"])
+            for c in (0, 1)
+        )
+        return tuple(answers(causal, ("dq", "dk", "dv"), fine))
+
+    return forward, backward
+
+
+def probe_function(mod, x):
+    """FlashAttention.apply forward and backward, with flash_forward and flash_backward
+    replaced by stand-ins (each is graded by its own checks)."""
+    got = {}
+    saved = mod.flash_forward, mod.flash_backward
+    try:
+        for dtype in (torch.float32, torch.float64):
+            mod.flash_forward, mod.flash_backward = _stand_ins(x, dtype)
+            for causal in (False, True):
+                leaves = [x[n].to(dtype).clone().requires_grad_() for n in ("q", "k", "v")]
+                out = mod.FlashAttention.apply(*leaves, causal, *x["blocks"])
+                p = f"{str(dtype)[6:]}/c{int(causal)}/"
+                got[p + "out"] = out.detach() if isinstance(out, torch.Tensor) else out
+                if isinstance(out, torch.Tensor) and out.requires_grad:
+                    out.backward(x["grad_out"].to(dtype))
+                for name, leaf in zip(("dq", "dk", "dv"), leaves, strict=True):
+                    got[p + name] = leaf.grad
+    finally:
+        mod.flash_forward, mod.flash_backward = saved
+    return got
+
+
+def probe_saves(mod, x):
+    """One forward pass of FlashAttention.apply, watched three ways: the tensors packed for
+    backward (saved-tensor hooks), the tensors the autograd node holds as attributes, and the
+    bytes allocated inside the call that are still alive after it; then its backward."""
+    packed = []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    leaves = [x[n].clone().requires_grad_() for n in ("q", "k", "v")]
+    with Retained() as memory, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = mod.FlashAttention.apply(*leaves, True, *x["blocks"])
+    got = {"returned_tensor": isinstance(out, torch.Tensor)}
+    node = getattr(out, "grad_fn", None)
+    got["node"] = type(node).__name__
+    got["custom_function"] = isinstance(node, torch.autograd.function.BackwardCFunction)
+    held = [v for v in vars(node).values() if isinstance(v, torch.Tensor)] if node else []
+    held += [
+        t
+        for v in (vars(node).values() if node else ())
+        if isinstance(v, (list, tuple))
+        for t in v
+        if isinstance(t, torch.Tensor)
+    ]
+    storages, total, largest, shape = set(), 0, 0, ()
+    for t in packed + held:
+        s = t.untyped_storage()
+        n = s.nbytes() // max(t.element_size(), 1)
+        if n > largest:
+            largest, shape = n, tuple(t.shape)
+        if s.data_ptr() not in storages:
+            storages.add(s.data_ptr())
+            total += n
+    got.update(
+        saved=len(packed),
+        held=len(held),
+        saved_largest=int(largest),
+        saved_largest_shape=str(shape),
+        saved_total=int(total),
+        profiled=memory.ok,
+        profiler_busy=memory.busy,
+        profiler_tampered=memory.tampered,
+        kept_bytes=int(memory.kept),
+    )
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        out.backward(x["grad_out"])
+        got["out"] = out.detach()
+        got["dq"] = leaves[0].grad
+    return got
+
+
+def _work(fn, *args):
+    with WorkCounter() as work:
+        result = fn(*args)
+    return result, work
+
+
+def probe_forward_tiles(mod, x):
+    got = {}
+    b = x["block"]
+    for causal in (False, True):
+        result, work = _work(mod.flash_forward, x["q"], x["k"], x["v"], causal, b, b)
+        out = pair(result, "flash_forward's result", "(out, lse)")[0]
+        got.update({f"c{int(causal)}/macs": work.macs, f"c{int(causal)}/produced": work.produced})
+        got[f"c{int(causal)}/out"] = out
+    return got
+
+
+def probe_backward_tiles(mod, x):
+    got = {}
+    b = x["block"]
+    for causal in (False, True):
+        c = int(causal)
+        args = [x["q"], x["k"], x["v"], x[f"out{c}"], x[f"lse{c}"], x["grad_out"], causal, b, b]
+        result, work = _work(mod.flash_backward, *args)
+        got.update({f"c{c}/macs": work.macs, f"c{c}/produced": work.produced})
+        got[f"c{c}/dq"] = result[0] if isinstance(result, (tuple, list)) and result else result
+    return got
