@@ -38,6 +38,7 @@ DISTINCTIVE = {
     "llama": ("rotaryattention", "attn_norm", "ffn_norm"),
     "mla": ("latent", "c_kv", "absorbed", "d_rope", "w_uk"),
     "induction": ("induction", "previous-token", "repeated half", "period"),
+    "flash": ("log-sum-exp", "lse", "block_q", "save_for_backward"),
 }
 # A module may speak of what its stub imports (it builds on it), and of these, with a reason.
 ALSO = {
