@@ -65,7 +65,7 @@ def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
     _check_blocks(block_q, block_k)
     # TODO (flash_forward): about 22 lines: two loops, query tiles outside, key tiles inside.
     #   1. T and d from q's shape; the scale 1/√d.
-    #   2. For each query tile qs .. qe (qe = min(qs + block_q, T)):
+    #   2. For each query tile qs .. qe (block_q queries, the last one cut off at T):
     #      a. m = -inf, l = 0, acc = 0 in the shapes of the docstring, q's dtype and device.
     #         Use: Tensor.new_full, Tensor.new_zeros.
     #      b. The key tiles to visit: all of them, or when causal only those that start before
