@@ -131,15 +131,15 @@ def inputs_saves(gen):
 
 def inputs_measured(gen):
     # One part per length, T and 2T, each run in a fresh process measured from outside
-    # (run/measure.py); B·H = 4. At 2T ≈ 2200, one (T, T) float32 per batch and head is about
-    # 19 MB (77 MB for the four), half of it 38 MB: far above the O(T) that flash attention
-    # holds (q, k, v, out, lse and their gradients, 4 × 2200 × 16 floats each, 0.6 MB; one
-    # tile pair at a time) and the 12 to 15 MB a fresh process adds by running torch's first
+    # (run/measure.py); B·H = 6. At 2T ≈ 2200, one (T, T) float32 per batch and head is about
+    # 19 MB (115 MB for the six), half of it 58 MB: far above the O(T) that flash attention
+    # holds (q, k, v, out, lse and their gradients, 6 × 2200 × 16 floats each, 0.8 MB; one
+    # tile pair at a time) and the 10 to 15 MB a fresh process adds by running torch's first
     # products and autograd's first backward.
     T = 64 * draw(gen, 16, 18)
     blocks = (16 * draw(gen, 3, 4), 16 * draw(gen, 3, 4))
-    x = _qkv(gen, (1, 4, 2 * T), 16, 16)
-    x["grad_out"] = randn(gen, 1, 4, 2 * T, 16)
+    x = _qkv(gen, (2, 3, 2 * T), 16, 16)
+    x["grad_out"] = randn(gen, 2, 3, 2 * T, 16)
     parts = []
     for L in (T, 2 * T):
         part = {n: x[n][..., :L, :].clone() for n in ("q", "k", "v", "grad_out")}
