@@ -9,9 +9,9 @@ attacker together with an honest student (the source notebook), then feedback an
                     seed_hunt, terminal_escapes, read_solutions,    attack scores 0)
                     read_kit, read_secrets, stored_answers,
                     write_results
-    poison<name>    the solution, then a line of test_batch.POISONS  no more than full marks,
-                    that changes its process at import (nn.Linear,   and the honest student
-                    a kit class's method, a Tensor method, ...)      keeps full marks
+    poisoner        the solution, then three of test_batch.POISONS  no more than full marks,
+                    that change its process at import: nn.Linear,    and the honest student
+                    the kit's probe runner, a Tensor method          keeps full marks
 
 The patched in-kernel grade (eve) is test_nbgrader.py's. A notebook's kernel runs the attack
 too (nbgrader's kernel is the instructor's process): the kernel's outcome is no grade, and
@@ -48,6 +48,7 @@ ATTACKS = [
     "write_results",
 ]
 POISONED = ["linear", "kit_class", "patch"]  # nn.Linear, a kit class's method, a Tensor method
+POISONER = "poisoner"
 HONEST = "honest"
 
 
@@ -66,11 +67,11 @@ def attack_notebook(root: Path, attack: str):
     return nb
 
 
-def poisoned_notebook(root: Path, name: str):
+def poisoned_notebook(root: Path):
     """The source notebook (correct) whose first solution cell also poisons its process."""
     nb = read(root / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     first = cell(nb, "scaled_dot_product_attention")
-    first.source += f"\n\nimport torch\n{POISONS[name]}\n"
+    first.source += "\n\nimport torch\n" + "\n".join(POISONS[name] for name in POISONED) + "\n"
     return nb
 
 
@@ -88,8 +89,7 @@ def graded(tmp_path_factory):
     }
     for attack in ATTACKS:
         downloads[f"{student_of(attack)}_{ASSIGNMENT}.ipynb"] = attack_notebook(root, attack)
-    for name in POISONED:
-        downloads[f"poison{student_of(name)}_{ASSIGNMENT}.ipynb"] = poisoned_notebook(root, name)
+    downloads[f"{POISONER}_{ASSIGNMENT}.ipynb"] = poisoned_notebook(root)
     archive = root / "downloaded" / ASSIGNMENT / "archive"
     archive.mkdir(parents=True)
     for name, nb in downloads.items():
@@ -123,7 +123,7 @@ def gradebook_comments(root: Path, student: str) -> list[str]:
 def test_every_notebook_is_graded_and_the_honest_student_keeps_full_marks(graded):
     _, summary, rows, _ = graded
     everyone = {HONEST} | {student_of(a) for a in ATTACKS}
-    everyone |= {f"poison{student_of(n)}" for n in POISONED}
+    everyone.add(POISONER)
     assert set(rows) == everyone and not summary["failed"], summary
     assert score(rows, HONEST) == max_points(ASSIGNMENT)
 
@@ -155,14 +155,13 @@ def test_the_kernel_reaches_no_solution(graded):
     assert not re.search(r"KITLEAK opened \S*solutions/attention\.py", feedback)
 
 
-@pytest.mark.parametrize("name", POISONED)
-def test_a_notebook_that_poisons_its_process_harms_no_classmate(graded, name):
+def test_a_notebook_that_poisons_its_process_harms_no_classmate(graded):
     """nn.Linear.forward, the kit's probe runner, F.softmax's code, a Tensor method patched
     at import: the honest student graded in the same run keeps full marks (the test above)
     and the poisoner gains nothing over the correct notebook it started from."""
     _, _, rows, _ = graded
     assert score(rows, HONEST) == max_points(ASSIGNMENT)
-    assert score(rows, f"poison{student_of(name)}") <= max_points(ASSIGNMENT)
+    assert score(rows, POISONER) <= max_points(ASSIGNMENT)
 
 
 def test_write_results_lands_nowhere_grades_are_read(graded):
