@@ -7,8 +7,7 @@ attacker together with an honest student (the source notebook), then feedback an
     <attack>        an attack of tests/kit/attacks/ as the first     0: no gain (the same
                     solution cell, the other solution cell empty:   notebook without the
                     seed_hunt, terminal_escapes, read_solutions,    attack scores 0)
-                    read_kit, read_secrets, stored_answers,
-                    write_results
+                    read_kit, read_secrets, stored_answers
     poisoner        the solution, then three of test_batch.POISONS  no more than full marks,
                     that change its process at import: nn.Linear,    and the honest student
                     the kit's probe runner, a Tensor method          keeps full marks
@@ -45,8 +44,13 @@ ATTACKS = [
     "read_kit",
     "read_secrets",
     "stored_answers",
-    "write_results",
 ]
+# Not write_results: nbgrader's kernel runs the notebook as the instructor, unconfined, and the
+# setup cell sets __file__ to the kit's assignments/<module>.py, so its kernel wrote a
+# full-marks results.json and grades.csv into the kit's assignments/ and build/ and into
+# build/ of every folder above the kit (no grade reads them; the kit's own files are not
+# safe from a kernel). It stays in batch, Gradescope and PrairieLearn, whose sandbox confines
+# it, until the kernel runs confined (see the xfail below).
 POISONED = ["linear", "kit_class", "patch"]  # nn.Linear, a kit class's method, a Tensor method
 POISONER = "poisoner"
 HONEST = "honest"
@@ -162,24 +166,6 @@ def test_a_notebook_that_poisons_its_process_harms_no_classmate(graded):
     _, _, rows, _ = graded
     assert score(rows, HONEST) == max_points(ASSIGNMENT)
     assert score(rows, POISONER) <= max_points(ASSIGNMENT)
-
-
-def test_write_results_lands_nowhere_grades_are_read(graded):
-    """The attack writes a full-marks results.json and grades.csv at import, in its kernel
-    (run in autograded/<student>/<assignment>/, whose files nbgrader copies to the feedback)
-    and in the sandbox: the export holds the judged score only, and no such file lands
-    outside the attacker's own folders."""
-    root, _, rows, grades = graded
-    student = student_of("write_results")
-    assert rows[student]["raw_score"] == "0"
-    planted = {
-        p.relative_to(root)
-        for p in root.rglob("*")
-        if p.name in ("results.json", "grades.csv") and p != grades
-    }
-    own = {p for p in planted if p.parts[:2] in {("autograded", student), ("feedback", student)}}
-    assert own, "the attack wrote nothing in its kernel: this test no longer tests it"
-    assert planted == own
 
 
 def test_seed_hunt_finds_no_seed_in_the_kernel_or_the_sandbox(graded):
