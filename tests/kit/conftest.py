@@ -151,6 +151,7 @@ _MISTAKES = "tests/kit/test_dist_mistakes.py::test_student_copy_names_every_mist
 LONGEST_FIRST = (
     f"{_MISTAKES}[chunk0]",
     "tests/kit/test_nbgrader.py",
+    "tests/kit/test_nbgrader_attacks.py",  # one course, 8 notebooks
     "tests/kit/test_batch.py",
     "tests/kit/test_course_anywhere.py",
     "tests/kit/test_notebook_release.py",

@@ -533,6 +533,7 @@ def withheld_text(folder: Path, assignment: str, cells: set[str] | None, reason:
         text = f"{OFFICIAL}: 0 / {float(meta.get('points') or 0):g}  {reason}\n"
         c.outputs = [o for o in c.get("outputs", []) if OFFICIAL not in o.get("text", "")]
         c.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    scrub_kernel_outputs(nb)
     nbformat.write(nb, path)
 
 
@@ -548,8 +549,43 @@ def verdict_text(result: Result, points: float) -> str:
     return text
 
 
+# A terminal's control sequence (CSI: colours, clearing the screen, moving the cursor).
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def kernel_text(text: str) -> str:
+    """What the kernel printed, as a page shows it: terminal sequences taken out (IPython's
+    coloured tracebacks, or a student's green "PASS 20/20" that clears the screen), a carriage
+    return's overwrite applied as Jupyter applies it (a progress bar's last state), every
+    other control character escaped (sinks.safe)."""
+    lines = []
+    for line in _CSI.sub("", text).split("\n"):
+        line = line.rstrip("\r")
+        lines.append(line.rsplit("\r", 1)[-1])
+    return sinks.safe("\n".join(lines))
+
+
+def scrub_kernel_outputs(nb) -> None:
+    """Every text the student's kernel left in the autograded notebook made `kernel_text`:
+    nbgrader's feedback page and formgrader show them (the kernel's outcome is no grade, but
+    its outputs are student-derived text in an instructor's output, as in every channel)."""
+    for c in nb.cells:
+        for out in c.get("outputs", []):
+            if isinstance(out.get("text"), str):
+                out["text"] = kernel_text(out["text"])
+            for key in ("ename", "evalue"):
+                if isinstance(out.get(key), str):
+                    out[key] = kernel_text(out[key])
+            if isinstance(out.get("traceback"), list):
+                out["traceback"] = [kernel_text(str(t)) for t in out["traceback"]]
+            data = out.get("data") or {}
+            if isinstance(data.get("text/plain"), str):
+                data["text/plain"] = kernel_text(data["text/plain"])
+
+
 def annotate(folder: Path, assignment: str, results: list[Result], config: CourseConfig) -> None:
-    """Append the official verdict to each test cell of the autograded notebook."""
+    """Append the official verdict to each test cell of the autograded notebook; the kernel's
+    own outputs made safe (scrub_kernel_outputs)."""
     path = folder / f"{assignment}.ipynb"
     if not path.is_file():
         return
@@ -563,4 +599,5 @@ def annotate(folder: Path, assignment: str, results: list[Result], config: Cours
             text = verdict_text(result, config.points_of(registry.find(result.check_id)))
             c.outputs = [o for o in c.get("outputs", []) if OFFICIAL not in o.get("text", "")]
             c.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    scrub_kernel_outputs(nb)
     nbformat.write(nb, path)
