@@ -6,7 +6,6 @@ before it compares values, and each problem raises a Failure that names it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -285,55 +284,3 @@ def assert_causal(
         raise Failure(no_causal)
     if close(logits[:, t + 1 :], logits2[:, t + 1 :]):
         raise Failure(constant, t=t)
-
-
-# --------------------------------------------------------------------------- measured
-# What the parent measured of a measured check's parts (run/measure.py, core.Check.measured):
-# nothing the student's process said. The decision stands on the run at 2T against one (2T, 2T)
-# float32 per batch and head, which no padding of the run at T can move; the growth from T to
-# 2T is the second test. Shared by every module with a measured memory check.
-
-MB = 1 << 20
-MEMORY_FLOOR = 8 * MB  # below this, growth is noise (the process's own code pages, imports)
-EXPONENT = 1.5  # between linear growth (1) and quadratic (2)
-
-
-def measured_parts(got: dict[str, Any], x: dict[str, Any], what: str) -> list[tuple[float, float]]:
-    """[(peak bytes, CPU seconds)] of each part, as the parent measured them. A part it could
-    not measure is the grader's failure (an error, no points), never the student's."""
-    found = []
-    for k in range(len(x["parts"])):
-        p = f"part{k}/measured/"
-        peak, cpu = got.get(p + "peak_bytes"), got.get(p + "cpu_seconds")
-        if type(peak) is not float or type(cpu) is not float:
-            raise RuntimeError(f"{what} was not measured from outside its process (part {k})")
-        found.append((peak, cpu))
-    return found
-
-
-def growth_exponent(v1: float, v2: float, floor: float) -> float:
-    """log2(v2 / v1): how the measure grew when T doubled (1 linear, 2 quadratic)."""
-    return math.log2(max(v2, floor) / max(v1, floor))
-
-
-def assert_peak_memory_linear(
-    got: dict[str, Any], x: dict[str, Any], what: str, mistake: Misconception
-) -> None:
-    """The peak memory measured at T and 2T (x["lengths"]; the parts' q is (B, H, T, d)):
-    under half of one (2T, 2T) float32 per batch and head at 2T, and not growing
-    quadratically by more than a quarter of it; else `mistake`, with the measures."""
-    (p1, _), (p2, _) = measured_parts(got, x, what)
-    T1, T2 = x["lengths"]
-    B, H = x["parts"][1]["q"].shape[:2]
-    full = B * H * T2 * T2 * 4  # one (T, T) float32 per batch and head, at 2T
-    exponent = growth_exponent(p1, p2, MEMORY_FLOOR)
-    if p2 > full / 2 or (exponent > EXPONENT and p2 - p1 > full / 4):
-        raise Failure(
-            mistake,
-            T1=T1,
-            T2=T2,
-            p1=f"{p1 / MB:.1f}",
-            p2=f"{p2 / MB:.1f}",
-            half=f"{full / 2 / MB:.0f}",
-            exponent=f"{exponent:.2f}",
-        )

@@ -69,21 +69,6 @@ def test_measured_checks_carry_points_and_what_is_measured_inside_stays_advice()
 
 
 @pytest.mark.fast
-def test_flash_memory_is_measured_with_points_and_its_inside_evidence_stays_advice():
-    """flash.memory (issue 29, item 1) runs forward and backward at T and 2T, each part in its
-    own measured process (its verdict is efficient's rule, core.verdicts); the in-process
-    evidence (saved tensors, skipped tiles) stays 0-point advice."""
-    checks = {c.slug: c for c in registry.checks_of("flash")}
-    memory = checks["memory"]
-    assert memory.measured == 2 and memory.points > 0 and not memory.forgeable
-    for slug in ("saves", "forward-skips-tiles", "backward-skips-tiles"):
-        assert checks[slug].forgeable and checks[slug].points == 0 and not checks[slug].measured
-    x = engine.make_inputs(memory, 1)
-    T1, T2 = x["lengths"]
-    assert T2 == 2 * T1 and [p["q"].size(-2) for p in x["parts"]] == [T1, T2]
-
-
-@pytest.mark.fast
 def test_what_the_child_says_under_measured_is_dropped_and_the_parent_s_measure_kept():
     check = MEASURED[0]
     child = {"c0": 1.0, "measured/peak_bytes": 0.0, "part1/measured/cpu_seconds": 0.0}

@@ -9,12 +9,14 @@ cannot pass, so a mistake elsewhere is charged where it is named, once.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from ...core.check import NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, assert_peak_memory_linear, close
+from ...core.verdicts import ModelUnavailable, assert_close, close
 from ..masks.judge import window_with_mistake
 from . import judge_models as models
 from . import probe
@@ -197,12 +199,33 @@ def verdict_linear_causal(got, want, x):
 
 # --------------------------------------------------------------------------- measured
 # What the parent measured of each part's process (run/measure.py): nothing the student's
-# process said. The rule (core.verdicts.assert_peak_memory_linear, shared with flash) stands on
-# the run at 2T against one (2T, 2T) float32 per batch and head, which no padding of the run at
-# T can move; the growth from T to 2T is the second test.
+# process said. The decision stands on the run at 2T against one (2T, 2T) float32 per batch and
+# head, which no padding of the run at T can move; the growth from T to 2T is the second test.
+
+MB = 1 << 20
+MEMORY_FLOOR = 8 * MB  # below this, growth is noise (the process's own code pages, imports)
+EXPONENT = 1.5  # between linear growth (1) and quadratic (2)
 # CPU time is measured too (part<k>/measured/cpu_seconds) but decides nothing: on a loaded
 # 2-core machine a run's CPU seconds vary by a few hundredths, as much as the quadratic part
 # of a (T, T)-free but quadratic-time loop at lengths a check can afford (docs/efficient.md).
+
+
+def _measures(got, x, what):
+    """[(peak bytes, CPU seconds)] of each part, as the parent measured them. A part it could
+    not measure is the grader's failure (an error, no points), never the student's."""
+    found = []
+    for k in range(len(x["parts"])):
+        p = f"part{k}/measured/"
+        peak, cpu = got.get(p + "peak_bytes"), got.get(p + "cpu_seconds")
+        if type(peak) is not float or type(cpu) is not float:
+            raise RuntimeError(f"{what} was not measured from outside its process (part {k})")
+        found.append((peak, cpu))
+    return found
+
+
+def _exponent(v1, v2, floor):
+    """log2(v2 / v1): how the measure grew when T doubled (1 linear, 2 quadratic)."""
+    return math.log2(max(v2, floor) / max(v1, floor))
 
 
 def _measured_results(got, want, x, what):
@@ -220,6 +243,24 @@ def _measured_results(got, want, x, what):
                 raise Failure(MISTAKES["measured-result-wrong"], what=call)
 
 
+def _memory_verdict(got, x, what, mistake):
+    (p1, _), (p2, _) = _measures(got, x, what)
+    T1, T2 = x["lengths"]
+    B, H = x["parts"][1]["q"].shape[:2]
+    full = B * H * T2 * T2 * 4  # one (T, T) float32 per batch and head, at 2T
+    exponent = _exponent(p1, p2, MEMORY_FLOOR)
+    if p2 > full / 2 or (exponent > EXPONENT and p2 - p1 > full / 4):
+        raise Failure(
+            mistake,
+            T1=T1,
+            T2=T2,
+            p1=f"{p1 / MB:.1f}",
+            p2=f"{p2 / MB:.1f}",
+            half=f"{full / 2 / MB:.0f}",
+            exponent=f"{exponent:.2f}",
+        )
+
+
 @LINEAR_ATTENTION.check(
     "linear-cost",
     inputs=probe.inputs_linear_measured,
@@ -228,7 +269,7 @@ def _measured_results(got, want, x, what):
 )
 def verdict_linear_measured(got, want, x):
     _measured_results(got, want, x, "linear_attention")
-    assert_peak_memory_linear(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
+    _memory_verdict(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
 
 
 @LINEAR_ATTENTION.check(
@@ -363,9 +404,7 @@ def verdict_chunked_shift(got, want, x):
 )
 def verdict_chunked_measured(got, want, x):
     _measured_results(got, want, x, "chunked_attention")
-    assert_peak_memory_linear(
-        got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"]
-    )
+    _memory_verdict(got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"])
 
 
 @CHUNKED_ATTENTION.check(

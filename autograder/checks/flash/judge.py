@@ -5,8 +5,7 @@ float64, never in the process that runs student code: judge_models.py).
 gradients) computed here, then with the reference; the others test the property they name on
 the student's own runs (shift invariance, what the Function saves and keeps, the products a
 causal pass skips), each behind a gate that a run computing nothing cannot pass. Those that
-measure inside the student's process are advice (forgeable, 0 points); the peak memory of
-forward and backward is measured from outside it (run/measure.py) and carries points.
+measure inside the student's process are advice (forgeable, 0 points).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import torch
 
 from ...core.check import CRASH, NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, assert_evidence, assert_peak_memory_linear, close
+from ...core.verdicts import assert_close, assert_evidence, close
 from . import judge_models as models
 from . import probe
 
@@ -212,24 +211,6 @@ def verdict_function(got, want, x):
                     raise Failure(MISTAKES["flash-function-forgets-causal"], what=what)
             for g, n, e in zip(got_, names, exact, strict=True):
                 assert_close(g, e, f"{what}: {n}")
-
-
-@FUNCTION.check("memory", inputs=probe.inputs_measured, probe=probe.probe_measured, measured=2)
-def verdict_measured(got, want, x):
-    # Only a run with the right output and gradients counts (a sample of rows, against the
-    # reference): a run that computes nothing, or something cheap, earns nothing.
-    tol = {"atol": 1e-4, "rtol": 1e-3}  # loosened: float32 sums over thousands of keys
-    for k, part in enumerate(x["parts"]):
-        T = part["q"].size(-2)
-        shape = (*part["v"].shape[:-2], part["rows"].numel(), part["v"].size(-1))
-        for causal in (0, 1):
-            call = f"flash_attention(causal={bool(causal)}) at T = {T}"
-            for name in ("out", "dq", "dk", "dv"):
-                key = f"part{k}/c{causal}/{name}"
-                value = models._floating(got, key, f"{call}: {name}", shape)
-                if not close(value, want[key], tol):
-                    raise Failure(MISTAKES["flash-measured-result-wrong"], what=call, name=name)
-    assert_peak_memory_linear(got, x, "flash_attention", MISTAKES["flash-peak-memory-quadratic"])
 
 
 @FUNCTION.check("saves", inputs=probe.inputs_saves, probe=probe.probe_saves, forgeable=True)

@@ -9,11 +9,7 @@ inputs whatever the student's forward pass gives.
 
 Evidence of memory and work is gathered in the student's process (saved-tensor hooks, the
 autograd node's attributes, torch's profiler, a TorchDispatchMode that counts the products'
-multiply-adds): determined code could fool it, so the checks that judge it are advice. The
-check that carries points for memory is measured from outside (core.Check.measured,
-autograder/run/measure.py): forward and backward through flash_attention at T and 2T, each in
-a fresh process whose peak memory the trusted parent reads from the kernel; its probe only
-makes the calls and hands back a sample of the rows (their values are checked).
+multiply-adds): determined code could fool it, so the checks that judge it are advice.
 """
 
 from __future__ import annotations
@@ -127,26 +123,6 @@ def inputs_saves(gen):
     x["grad_out"] = randn(gen, 1, 2, T, 8)
     x["blocks"] = (16 * draw(gen, 1, 2), 16 * draw(gen, 1, 2))
     return x
-
-
-def inputs_measured(gen):
-    # One part per length, T and 2T, each run in a fresh process measured from outside
-    # (run/measure.py); B·H = 6. At 2T ≈ 2200, one (T, T) float32 per batch and head is about
-    # 19 MB (115 MB for the six), half of it 58 MB: far above the O(T) that flash attention
-    # holds (q, k, v, out, lse and their gradients, 6 × 2200 × 16 floats each, 0.8 MB; one
-    # tile pair at a time) and the 10 to 15 MB a fresh process adds by running torch's first
-    # products and autograd's first backward.
-    T = 64 * draw(gen, 16, 18)
-    blocks = (16 * draw(gen, 3, 4), 16 * draw(gen, 3, 4))
-    x = _qkv(gen, (2, 3, 2 * T), 16, 16)
-    x["grad_out"] = randn(gen, 2, 3, 2 * T, 16)
-    parts = []
-    for L in (T, 2 * T):
-        part = {n: x[n][..., :L, :].clone() for n in ("q", "k", "v", "grad_out")}
-        part["rows"] = torch.randperm(L, generator=gen)[:16].sort().values
-        part["blocks"] = blocks
-        parts.append(part)
-    return {"parts": parts, "lengths": [T, 2 * T]}
 
 
 def inputs_tiles(gen):
@@ -460,27 +436,4 @@ def probe_backward_tiles(mod, x):
         result, work = _work(mod.flash_backward, *args)
         got.update({f"c{c}/macs": work.macs, f"c{c}/produced": work.produced})
         got[f"c{c}/dq"] = result[0] if isinstance(result, (tuple, list)) and result else result
-    return got
-
-
-def probe_measured(mod, x):
-    """flash_attention forward and backward at one length (a part of the measured check, in
-    a fresh process): a sample of the rows of the output and of the three gradients."""
-    got = {}
-    for causal in (False, True):
-        leaves = [x[n].clone().requires_grad_() for n in ("q", "k", "v")]
-        out = mod.flash_attention(*leaves, causal, *x["blocks"])
-        p = f"c{int(causal)}/"
-        if not (isinstance(out, torch.Tensor) and out.shape == x["v"].shape):
-            got[p + "out"] = out  # judged by its type and shape
-            continue
-        got[p + "out"] = out.detach()[..., x["rows"], :].clone()
-        if out.requires_grad:
-            # grad_out through a sum: out.backward(grad_out) would have autograd import
-            # torch's symbolic shapes on its first call (35 MB, measured as the student's).
-            (out * x["grad_out"]).sum().backward()
-        for name, leaf in zip(("dq", "dk", "dv"), leaves, strict=True):
-            g = leaf.grad
-            got[p + name] = g[..., x["rows"], :].clone() if g is not None else None
-        del out, leaves
     return got

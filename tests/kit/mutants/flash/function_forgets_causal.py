@@ -1,7 +1,7 @@
 """Mutant: backward does not pass causal and the block sizes on."""
 
 # expects: flash-function-forgets-causal
-# loses: function, memory
+# loses: function
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: backward returns dk, dq, dv."""
 
 # expects: flash-function-gradient-order
-# loses: function, memory
+# loses: function
 import math
 
 import torch

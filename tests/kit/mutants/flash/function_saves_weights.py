@@ -1,7 +1,7 @@
 """Mutant: forward saves the (T, T) weights for backward as well."""
 
 # expects: flash-saves-TxT
-# loses: saves, memory
+# loses: saves
 import math
 
 import torch

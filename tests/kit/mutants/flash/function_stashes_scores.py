@@ -1,7 +1,7 @@
 """Mutant: forward keeps the (T, T) scores alive in a module-level list."""
 
 # expects: flash-keeps-TxT
-# loses: saves, memory
+# loses: saves
 import math
 
 import torch
