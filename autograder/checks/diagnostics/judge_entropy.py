@@ -9,7 +9,7 @@ import torch
 
 from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, model, tensor
+from ...core.verdicts import ModelUnavailable, assert_close, model, tensor
 from . import probe_entropy as probe
 
 CHECKS = CheckList("diagnostics")
@@ -44,13 +44,18 @@ def _candidates(w, like):
 
 
 @model
-def _labels(w, mask, *, relative_to_s=False, collapsed=0.1, uniform=0.9):
+def _labels(w, mask, *, relative_to_s=False, rows=None, collapsed=0.1, uniform=0.9):
+    """classify_heads' labels, joined by commas; with `rows` ((B·H·L,) row entropies), the
+    labels those entropies give (classify_heads right given the student's own entropy)."""
     B, H, L, S = w.shape
     allowed = torch.ones(B, H, L, S, dtype=torch.bool) if mask is None else ~mask.expand_as(w)
     n = allowed.sum(dim=-1)
     judged = (n >= 2) & (w != 0).any(dim=-1)
     w = w.double()
-    row = -torch.where(w > 0, w * w.clamp_min(1e-300).log(), 0.0).sum(dim=-1)
+    if rows is None:
+        row = -torch.where(w > 0, w * w.clamp_min(1e-300).log(), 0.0).sum(dim=-1)
+    else:
+        row = rows.double().reshape(B, H, L)
     norm = torch.full_like(row, math.log(S)) if relative_to_s else n.clamp_min(2).double().log()
     score = (row / norm * judged).sum(dim=(0, 2)) / judged.sum(dim=(0, 2)).clamp_min(1)
     labels = []
@@ -61,6 +66,16 @@ def _labels(w, mask, *, relative_to_s=False, collapsed=0.1, uniform=0.9):
             s = float(score[h])
             labels.append("collapsed" if s < collapsed else "uniform" if s > uniform else "fine")
     return ",".join(labels)
+
+
+@model
+def _mean_of_rows(w, rows):
+    """Per head, the mean of the row entropies `rows` ((B·H·L,)) over the rows that are not
+    all zero: what head_entropy gives when its rows are `rows`."""
+    B, H, L, _ = w.shape
+    kept = (w != 0).any(dim=-1)
+    total = (rows.double().reshape(B, H, L) * kept).sum(dim=(0, 2))
+    return total / kept.sum(dim=(0, 2)).clamp_min(1)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -102,6 +117,38 @@ def verdict_crafted(got, want, x):
     _check_entropy(got, closed, x["w"])
 
 
+def _own_rows(got, key, w):
+    """The row entropies the student's own head_entropy gives on w (probe_classify), when
+    they are evidence: finite, one per row, and what their head_entropy gives on w as a whole
+    averages them as the docstring says (the same function on the same maps). None
+    otherwise, and in the student copy where the kit recorded no such run."""
+    B, H, L, _ = w.shape
+    rows, heads = got.get(f"{key}/own-rows"), got.get(f"{key}/own-heads")
+    for value, n in ((rows, B * H * L), (heads, H)):
+        if type(value) is not torch.Tensor or tuple(value.shape) != (n,):
+            return None
+        if not value.is_floating_point() or not torch.isfinite(value).all():
+            return None
+    try:
+        mean = _mean_of_rows(w, rows)
+    except ModelUnavailable:
+        return None
+    return rows if torch.allclose(heads.double(), mean, rtol=1e-4, atol=1e-5) else None
+
+
+def _right_given_own_entropy(value, got, key, w, mask):
+    """Whether the labels are what classify_heads gives with the student's own row entropies
+    (a mistake in those is head_entropy's, charged in its checks; docs/fairness.md). The
+    labels are computed here, from the entropies recorded."""
+    rows = _own_rows(got, key, w)
+    if rows is None:
+        return False
+    try:
+        return value == _labels(w, mask, rows=rows)
+    except ModelUnavailable:
+        return False
+
+
 CLASSIFY_HEADS = CHECKS.exercise("classify_heads", probe=probe.probe_classify)
 
 
@@ -119,7 +166,7 @@ def verdict_classify(got, want, x):
         value = got.get(key)
         if type(value) is not str:
             raise Failure(WRONG_TYPE, what="classify_heads' result", expected="a list", got=value)
-        if value == want[key]:
+        if value == want[key] or _right_given_own_entropy(value, got, key, w, mask):
             continue
         if mask is not None and value == _labels(w, mask, relative_to_s=True):
             raise Failure(MISTAKES["classify-relative-to-log-s"])

@@ -86,8 +86,27 @@ def _joined(labels, what):
     return ",".join(labels)
 
 
+def _own_entropies(mod, w):
+    """What the student's own head_entropy gives on these maps: per head, and per row (each
+    row of w as a head of its own, (B, H, L, S) -> (1, B·H·L, 1, S)), so that classify_heads
+    is judged given the entropy the student's module computes (docs/fairness.md). Nothing
+    when their head_entropy fails: classify_heads is then judged on its own."""
+    B, H, L, S = w.shape
+    try:
+        found = {
+            "heads": mod.head_entropy(w.clone()),
+            "rows": mod.head_entropy(w.reshape(1, B * H * L, 1, S).clone()),
+        }
+    except Exception:  # noqa: BLE001 (not attempted or broken: head_entropy's checks say so)
+        return {}
+    return {k: v.detach() for k, v in found.items() if type(v) is torch.Tensor}
+
+
 def probe_classify(mod, x):
-    return {
+    got = {
         "causal": _joined(mod.classify_heads(x["w"], mask=x["mask"]), "classify_heads' result"),
         "random": _joined(mod.classify_heads(x["random"]), "classify_heads' result"),
     }
+    for key, w in (("causal", x["w"]), ("random", x["random"])):
+        got.update({f"{key}/own-{k}": v for k, v in _own_entropies(mod, w).items()})
+    return got
