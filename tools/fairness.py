@@ -43,9 +43,6 @@ OVER_MAX = {
     "kvcache": "CachedAttention and greedy_decode run the student's own KVCache: the graded "
     "module's trusted stand-in never enters the student's process, so a cache mistake "
     "is charged in every check that decodes",
-    "gqa/split_no_transpose": "open (issue 28.1): GroupedQueryAttention splits its heads inline, "
-    "so a split without a transpose changes every forward the layer's checks run; its checks "
-    "accept a run right but for the scale or the head pairing, not yet for this split (67%)",
 }
 MEDIAN_KEPT = 0.177
 

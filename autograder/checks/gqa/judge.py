@@ -7,6 +7,7 @@ it is named.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -134,11 +135,18 @@ def _candidates(x, which, like):
     return found
 
 
-def _scale_failure(x, weights, pairings=("ok",)):
+# How the heads may be split and paired in a run that is right but for that: the right
+# split, or the split by reshape alone (multihead's split-view-no-transpose, which the grouped
+# and groups checks charge); the right pairing, or the tiled one, or the first key head only.
+SPLITS = ("transpose", "split-view")
+
+
+def _scale_failure(x, weights, pairings=("ok",), splits=("transpose",)):
     """If the weights are softmax(q_h k_gᵀ / c) with c ≠ √d_k, for one of the pairings of
-    query and key heads: the Failure naming c. None when they are not such a softmax."""
-    for pairing in pairings:
-        q, k = _qk(x, pairing)
+    query and key heads and one of the ways to split them: the Failure naming c. None when
+    they are not such a softmax."""
+    for pairing, heads_as in itertools.product(pairings, splits):
+        q, k = _qk(x, pairing, heads_as)
         c = infer_scale(q, k, weights, x.get("mask"))
         if c is None:
             continue
@@ -267,27 +275,32 @@ def verdict_sizes_error(got, want, x):
 
 def _right_but_for_scale_or_pairing(x, out, weights):
     """Whether the run is grouped-query attention that is right but for its divisor (the one
-    its weights show) or for which key head each query head meets (tiled, or only the
-    first): mistakes the grouped, scale and groups checks charge, which a check varying
-    something else (one or H key heads, a mask, biases) lets pass (principle 10). In the
-    student copy, only where the kit recorded that model."""
-    for pairing in ("ok", "tiled", "first"):
-        q, k = _qk(x, pairing)
+    its weights show), for which key head each query head meets (tiled, or only the first),
+    or for how it splits or merges its heads (by reshape alone, no transpose): mistakes the
+    grouped, scale and groups checks charge, which a check varying something else (one or H
+    key heads, a mask, biases) lets pass (principle 10). The whole run must be that model's,
+    weights and output, computed here. In the student copy, only where the kit recorded
+    that model."""
+    for pairing, heads_as in itertools.product(("ok", "tiled", "first"), SPLITS):
+        q, k = _qk(x, pairing, heads_as)
         c = infer_scale(q, k, weights, x.get("mask"))
         if c is None or not c > 0:
             continue
-        try:
-            o_model, w_model = _gqa(x, pairing=pairing, scale=c)
-        except ModelUnavailable:
-            return False
-        if close(weights, w_model.to(weights.dtype)) and close(out, o_model.to(out.dtype)):
-            return True
+        merges = ("transpose", "merge-view") if heads_as == "transpose" else (heads_as,)
+        for how in merges:
+            try:
+                o_model, w_model = _gqa(x, pairing=pairing, scale=c, heads_as=how)
+            except ModelUnavailable:
+                return False
+            if close(weights, w_model.to(weights.dtype)) and close(out, o_model.to(out.dtype)):
+                return True
     return False
 
 
 def _compare(got, want, x, *, exempt=False):
     """Weights first (they say more about a mistake), then the output. With `exempt`, a run
-    right but for its scale or its pairing of heads passes (_right_but_for_scale_or_pairing)."""
+    right but for its scale, its pairing of heads or its split or merge of the heads passes
+    (_right_but_for_scale_or_pairing)."""
     out, weights = result(got, x)
     right = close(weights, want["weights"]) and close(out, want["out"])
     if exempt and not right and _right_but_for_scale_or_pairing(x, out, weights):
@@ -306,7 +319,8 @@ def verdict_grouped(got, want, x):
 
 
 def verdict_elsewhere(got, want, x):
-    """The reference's values, but a wrong scale or pairing of heads is charged elsewhere."""
+    """The reference's values, but a wrong scale, pairing, split or merge of the heads is
+    charged elsewhere (grouped, scale, groups)."""
     _compare(got, want, x, exempt=True)
 
 
@@ -319,19 +333,31 @@ GROUPED_QUERY_ATTENTION.check("bias", inputs=probe.inputs_bias, verdict=verdict_
 @GROUPED_QUERY_ATTENTION.check("scale", inputs=probe.inputs_scale)
 def verdict_scale(got, want, x):
     """Judged on the student's own weights: they are softmax(q_h k_gᵀ / c) for c = √d_k. The
-    pairing of query and key heads is the groups check's business: the scale is inferred
-    under the right pairing and under the named wrong ones."""
+    pairing of query and key heads is the groups check's business, and the split of the
+    heads the grouped and groups checks': the scale is inferred under the right pairing and
+    split and under the named wrong ones."""
     _, weights = result(got, x)
-    failure = _scale_failure(x, weights, ("ok", "tiled", "first"))
+    pairings = ("ok", "tiled", "first")
+    failure = _scale_failure(x, weights, pairings, SPLITS)
     if failure:
         raise failure
     _rows_sum_to_one(weights)
-    for pairing in ("ok", "tiled", "first"):
-        q, k = _qk(x, pairing)
+    for pairing, heads_as in itertools.product(pairings, SPLITS):
+        q, k = _qk(x, pairing, heads_as)
         if infer_scale(q, k, weights) is not None:
             return
     # Not a softmax of paired scores at any scale: named against the reference.
     assert_close(weights, want["weights"], "the weights", _candidates(x, "weights", weights))
+
+
+def _split_by_view(x, weights):
+    """Whether the weights are those of a run that splits its heads by reshape alone (no
+    transpose), at the right scale and pairing (the model's, computed here)."""
+    try:
+        w_model = _gqa(x, heads_as="split-view")[1]
+    except ModelUnavailable:  # the student copy: not named there
+        return False
+    return close(weights, w_model.to(weights.dtype))
 
 
 @GROUPED_QUERY_ATTENTION.check("groups", inputs=probe.inputs_groups, probe=probe.probe_groups)
@@ -356,6 +382,8 @@ def verdict_groups(got, want, x):
         raise Failure(MISTAKES["gqa-repeat-tiled"])
     if changed[0] == list(range(H)) and not any(changed[1:]):
         raise Failure(MISTAKES["gqa-one-kv-head"])
+    if _split_by_view(x, base):  # each "key head" holds some of every head's features
+        raise Failure(MULTIHEAD_MISTAKES["split-view-no-transpose"])
     g = next(g for g in range(H_kv) if changed[g] != expected[g])
     raise Failure(
         MISTAKES["gqa-wrong-groups"], g=g, changed=changed[g] or "none", expected=expected[g]

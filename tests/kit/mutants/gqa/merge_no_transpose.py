@@ -1,9 +1,10 @@
 """Mutant: GroupedQueryAttention merges its heads by reshape alone, (B, H, T, d_k) ->
 (B, T, D) with no transpose: multihead's mistake, made again where this layer merges its own
-heads. Its weights are right: the checks of the weights (scale, groups) pass."""
+heads. Its weights are right: the checks of the weights (scale, groups) pass, and the checks
+that vary something else (mqa, mha, mask, bias) accept a run right but for this merge."""
 
 # expects: merge-view-no-transpose
-# loses: grouped, mqa, mha, mask, bias
+# loses: grouped
 from solutions.gqa import *  # noqa: F403
 from solutions.gqa import GroupedQueryAttention as _Reference
 from solutions.gqa import repeat_kv, scaled_dot_product_attention

@@ -1,8 +1,10 @@
 """Mutant: GroupedQueryAttention splits its heads by reshape alone, (B, T, H·d_k) ->
 (B, H, T, d_k) with no transpose: multihead's mistake, made again where this layer splits its
-own heads."""
+own heads. Charged where the split is tested: grouped (the reference) and groups (each key
+head's features reach every query head); scale, mqa, mha, mask and bias accept it."""
 
 # expects: split-view-no-transpose
+# loses: grouped, groups
 from solutions.gqa import *  # noqa: F403
 from solutions.gqa import GroupedQueryAttention as _Reference
 from solutions.gqa import repeat_kv, scaled_dot_product_attention
