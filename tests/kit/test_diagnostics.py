@@ -124,3 +124,43 @@ def test_sqrt_dk_k_first_run_is_accepted_without_the_model(monkeypatch):
     got["entropy_scaled"] = got["entropy_scaled"] + 0.01
     with pytest.raises(Failure):
         check.verdict(got, want, x)
+
+
+def _module_from(path, name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_classify_heads_excuses_only_an_entropy_in_bits():
+    """classify_heads is judged given the student's own head_entropy when that entropy is in
+    bits (named and charged in head_entropy's checks), from what their head_entropy returned
+    on the very maps; a degenerate or forged entropy excuses no other classification."""
+    from autograder.checks.diagnostics import judge_entropy, probe_entropy
+    from solutions import diagnostics
+
+    shared = _module_from(KIT / "mutants" / "diagnostics" / "entropy_log2_shared.py", "shared")
+    x = probe_entropy.inputs_classify(torch.Generator().manual_seed(3))
+    want = probe_entropy.probe_classify(diagnostics, x)
+    got = probe_entropy.probe_classify(shared, x)
+    assert (got["causal"], got["random"]) != (want["causal"], want["random"])  # a cascade
+    judge_entropy.verdict_classify(got, want, x)  # excused: head_entropy's checks charge it
+    # The same labels with the right entropies recorded: classify_heads' own mistake.
+    own_nats = {k: v for k, v in want.items() if "/own-" in k}
+    with pytest.raises(Failure):
+        judge_entropy.verdict_classify({**got, **own_nats}, want, x)
+    # An entropy of zeros, or negated, with every head "collapsed": no excuse (principle 14).
+    for forged in (torch.zeros_like, torch.neg):
+        rows = {k: forged(v) for k, v in got.items() if "/own-" in k}
+        constant = {
+            k: ",".join(["collapsed"] * len(want[k].split(","))) for k in ("causal", "random")
+        }
+        with pytest.raises(Failure):
+            judge_entropy.verdict_classify({**got, **rows, **constant}, want, x)
+    # Bits recorded, but labels that bits do not give: charged.
+    wrong = {k: ",".join(["uniform"] * len(want[k].split(","))) for k in ("causal", "random")}
+    with pytest.raises(Failure):
+        judge_entropy.verdict_classify({**got, **wrong}, want, x)

@@ -9,7 +9,7 @@ import torch
 
 from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, model, tensor
+from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe_entropy as probe
 
 CHECKS = CheckList("diagnostics")
@@ -44,18 +44,14 @@ def _candidates(w, like):
 
 
 @model
-def _labels(w, mask, *, relative_to_s=False, rows=None, collapsed=0.1, uniform=0.9):
-    """classify_heads' labels, joined by commas; with `rows` ((B·H·L,) row entropies), the
-    labels those entropies give (classify_heads right given the student's own entropy)."""
+def _labels(w, mask, *, relative_to_s=False, bits=False, collapsed=0.1, uniform=0.9):
+    """classify_heads' labels, joined by commas; bits=True: with every row's entropy in bits
+    (log2), as a classify_heads right but for a head entropy in bits gives them."""
     B, H, L, S = w.shape
     allowed = torch.ones(B, H, L, S, dtype=torch.bool) if mask is None else ~mask.expand_as(w)
     n = allowed.sum(dim=-1)
     judged = (n >= 2) & (w != 0).any(dim=-1)
-    w = w.double()
-    if rows is None:
-        row = -torch.where(w > 0, w * w.clamp_min(1e-300).log(), 0.0).sum(dim=-1)
-    else:
-        row = rows.double().reshape(B, H, L)
+    row = _rows(w, bits=bits).reshape(B, H, L)
     norm = torch.full_like(row, math.log(S)) if relative_to_s else n.clamp_min(2).double().log()
     score = (row / norm * judged).sum(dim=(0, 2)) / judged.sum(dim=(0, 2)).clamp_min(1)
     labels = []
@@ -69,13 +65,13 @@ def _labels(w, mask, *, relative_to_s=False, rows=None, collapsed=0.1, uniform=0
 
 
 @model
-def _mean_of_rows(w, rows):
-    """Per head, the mean of the row entropies `rows` ((B·H·L,)) over the rows that are not
-    all zero: what head_entropy gives when its rows are `rows`."""
-    B, H, L, _ = w.shape
-    kept = (w != 0).any(dim=-1)
-    total = (rows.double().reshape(B, H, L) * kept).sum(dim=(0, 2))
-    return total / kept.sum(dim=(0, 2)).clamp_min(1)
+def _rows(w, *, bits=False):
+    """Every row's entropy, (B, H, L, S) -> (B·H·L,), float64: in nats, or in bits."""
+    w = w.double()
+    plogp = torch.where(
+        w > 0, w * (w.clamp_min(1e-300).log2() if bits else w.clamp_min(1e-300).log()), 0.0
+    )
+    return -plogp.sum(dim=-1).reshape(-1)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -117,34 +113,35 @@ def verdict_crafted(got, want, x):
     _check_entropy(got, closed, x["w"])
 
 
-def _own_rows(got, key, w):
-    """The row entropies the student's own head_entropy gives on w (probe_classify), when
-    they are evidence: finite, one per row, and what their head_entropy gives on w as a whole
-    averages them as the docstring says (the same function on the same maps). None
-    otherwise, and in the student copy where the kit recorded no such run."""
-    B, H, L, _ = w.shape
+def _entropy_in_bits(got, key, w):
+    """Whether the student's own head_entropy, run on these very maps (probe_classify), gives
+    every row's entropy in bits, and the heads' mean of them: a mistake head_entropy's checks
+    name (entropy-log2), after which classify_heads is judged with entropies in bits. Only
+    that named mistake: an entropy that is zero, negative or NaN everywhere would let a
+    constant classification pass (principle 14). False in the student copy where the kit
+    recorded no such run."""
     rows, heads = got.get(f"{key}/own-rows"), got.get(f"{key}/own-heads")
-    for value, n in ((rows, B * H * L), (heads, H)):
+    for value, n in ((rows, w[..., 0].numel()), (heads, w.size(1))):
         if type(value) is not torch.Tensor or tuple(value.shape) != (n,):
-            return None
+            return False
         if not value.is_floating_point() or not torch.isfinite(value).all():
-            return None
+            return False
     try:
-        mean = _mean_of_rows(w, rows)
+        return close(rows, _rows(w, bits=True).to(rows.dtype)) and close(
+            heads, _entropy(w, log=torch.log2).to(heads.dtype)
+        )
     except ModelUnavailable:
-        return None
-    return rows if torch.allclose(heads.double(), mean, rtol=1e-4, atol=1e-5) else None
+        return False
 
 
 def _right_given_own_entropy(value, got, key, w, mask):
-    """Whether the labels are what classify_heads gives with the student's own row entropies
-    (a mistake in those is head_entropy's, charged in its checks; docs/fairness.md). The
-    labels are computed here, from the entropies recorded."""
-    rows = _own_rows(got, key, w)
-    if rows is None:
+    """Whether the labels are those of a classify_heads right but for the entropy it is
+    given, the student's own, in bits (charged in head_entropy's checks; docs/fairness.md).
+    The labels are computed here."""
+    if not _entropy_in_bits(got, key, w):
         return False
     try:
-        return value == _labels(w, mask, rows=rows)
+        return value == _labels(w, mask, bits=True)
     except ModelUnavailable:
         return False
 
