@@ -122,3 +122,25 @@ def test_enough_mutants_and_alternatives():
     mutants = [m for m in variants("mutants") if m.values[0] == "gqa"]
     alternatives = [a for a in variants("alternatives") if a.values[0] == "gqa"]
     assert len(mutants) >= 8 and len(alternatives) >= 3
+
+
+@pytest.mark.parametrize("heads_as", ["split-view", "merge-view"])
+def test_a_split_or_merge_by_view_is_excused_only_where_the_whole_run_is_it(heads_as):
+    """mqa, mha, mask and bias accept a run right but for a split or merge of the heads
+    without a transpose (grouped charges it, named); the model is the judge's, computed from
+    the check's weights: the same weights with another output are not excused."""
+    from autograder.checks.gqa import judge, probe
+    from autograder.core.check import Failure
+
+    x = probe.inputs_mask(torch.Generator().manual_seed(5))
+    want = probe.probe_gqa(gqa, x)
+    out, weights = judge._gqa(x, heads_as=heads_as)
+    params = {k: v for k, v in want.items() if k.startswith("param/")}
+    got = {**params, "out": out.float(), "weights": weights.float()}
+    judge.verdict_elsewhere(got, want, x)
+    with pytest.raises(Failure) as caught:
+        judge.verdict_grouped(got, want, x)
+    named = {"split-view": "split-view-no-transpose", "merge-view": "merge-view-no-transpose"}
+    assert caught.value.misconception.id == named[heads_as]
+    with pytest.raises(Failure):
+        judge.verdict_elsewhere({**got, "out": got["out"] * 1.01}, want, x)
