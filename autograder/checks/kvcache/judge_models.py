@@ -162,6 +162,30 @@ def _layer_runs(x, how=()):
     return outs, cache
 
 
+@model
+def _layer_given(x, i, p0, keys, values):
+    """Call i of the layer checks in float64, right given what the student's own cache did:
+    the new tokens at positions p0, p0 + 1, ... (p0: what the cache's length() said), the
+    query attending to the keys and values the cache's append returned (S of them, a key at
+    index j taken to sit at position j). Returns (out, k, v), v and k (rotated) being what
+    the call should append."""
+    xi, state = x["xs"][i].double(), x["state"]
+    B, T, D = xi.shape
+    H, H_kv, base = x["H"], x["H_kv"], x["base"]
+    positions = torch.arange(p0, p0 + T)
+    q = _rope(_split(_linear(xi, state, "w_q.weight"), H), positions, base)
+    k = _rope(_split(_linear(xi, state, "w_k.weight"), H_kv), positions, base)
+    v = _split(_linear(xi, state, "w_v.weight"), H_kv)
+    n_rep = H // H_kv
+    keys = keys.double().repeat_interleave(n_rep, 1)
+    values = values.double().repeat_interleave(n_rep, 1)
+    mask = torch.arange(keys.size(2))[None, :] > positions[:, None]
+    scores = (q @ keys.transpose(-2, -1) / math.sqrt(D // H)).masked_fill(mask, float("-inf"))
+    weights = scores.softmax(dim=-1).masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    heads = (weights @ values).transpose(1, 2).reshape(B, T, D)
+    return _linear(heads, state, "w_o.weight"), k, v
+
+
 def _details(x, i, what):
     p0 = sum(xi.size(1) for xi in x["xs"][:i])
     T = x["xs"][i].size(1)

@@ -202,17 +202,58 @@ def _cached(cache, layer, name):
     return value if isinstance(value, torch.Tensor) else None
 
 
+def _recorded(cache, layer, got):
+    """Record, into got, what the student's own cache did for `layer` during each call of
+    the layer (got["call"] says which): the first length() it returned, the k and v appended,
+    and what append returned. The judge decides from these whether a difference is the
+    cache's (charged in the cache's checks) or the layer's. Nothing when the cache's methods
+    cannot be wrapped."""
+    append, length = getattr(cache, "append", None), getattr(cache, "length", None)
+    if not callable(append) or not callable(length):
+        return
+
+    def recording_length(*args, **kwargs):
+        value = length(*args, **kwargs)
+        which = args[0] if args else kwargs.get("layer", 0)
+        key = f"given/{got['call']}/len"
+        if which == layer and key not in got:
+            got[key] = value if type(value) is int else repr(value)[:50]
+        return value
+
+    def recording_append(*args, **kwargs):
+        result = append(*args, **kwargs)
+        which = args[0] if args else kwargs.get("layer")
+        prefix = f"given/{got['call']}/"
+        if which == layer and prefix + "k" not in got:
+            k, v = (list(args[1:3]) + [kwargs.get("k"), kwargs.get("v")])[:2]
+            if isinstance(result, tuple) and len(result) == 2:
+                pairs = (("k", k), ("v", v), ("keys", result[0]), ("values", result[1]))
+                for name, value in pairs:
+                    if type(value) is torch.Tensor:
+                        got[prefix + name] = value.detach().clone()
+        return result
+
+    try:
+        cache.append, cache.length = recording_append, recording_length
+    except (AttributeError, TypeError):  # __slots__ or a read-only attribute: no record
+        return
+
+
 def probe_layer(mod, x):
     """Each call's output with a cache, the cache's keys and values at the end, and the
-    output of one call on the whole sequence without a cache."""
+    output of one call on the whole sequence without a cache; what the cache was given and
+    returned during each call (_recorded)."""
     layer = _layer_of(mod, x)
-    cache, got = mod.KVCache(2), {}
+    cache, got = mod.KVCache(2), {"call": 0}
+    _recorded(cache, x["layer"], got)
     with torch.no_grad():
         for i, xi in enumerate(x["xs"]):
+            got["call"] = i
             out, error = _guarded(lambda: layer(xi, cache, x["layer"]))  # noqa: B023
             if error:
                 return {"error": error, "error-at": i}
             got[f"out{i}"] = out
+        del got["call"]
         for name in ("keys", "values"):
             value = _cached(cache, x["layer"], name)
             if value is not None:
