@@ -164,21 +164,19 @@ def verdict_append_errors(got, want, x):
 # --------------------------------------------------------------------------- the cache's own part
 
 
-def _given(got, x):
-    """What the student's own cache did during each call of the layer checks (probe_layer's
-    record): [(p0, k, v, keys, values)], each typed and shaped as the call needs; None when a
-    call has no such record."""
-    B, H_kv, d_k = x["xs"][0].size(0), x["H_kv"], x["D"] // x["H"]
+def _record(got, prefixes, lengths, B, H_kv, d_k):
+    """What the student's own cache was given and returned at each call (the probe's record
+    under each prefix): [(p0, k, v, keys, values)], each typed and shaped as the call of
+    lengths[i] new tokens needs; None when a call has no such record."""
     calls = []
-    for i, xi in enumerate(x["xs"]):
-        p0 = got.get(f"given/{i}/len")
+    for prefix, T in zip(prefixes, lengths, strict=True):
+        p0 = got.get(prefix + "len")
         if type(p0) is not int or not 0 <= p0 <= 10**6:
             return None
-        found = [got.get(f"given/{i}/{name}") for name in ("k", "v", "keys", "values")]
+        found = [got.get(prefix + name) for name in ("k", "v", "keys", "values")]
         if any(type(t) is not torch.Tensor or t.dtype != torch.float32 for t in found):
             return None
         k, v, keys, values = found
-        T = xi.size(1)
         if tuple(k.shape) != (B, H_kv, T, d_k) or tuple(v.shape) != (B, H_kv, T, d_k):
             return None
         S = keys.size(2) if keys.dim() == 4 else 0
@@ -186,6 +184,13 @@ def _given(got, x):
             return None
         calls.append((p0, k, v, keys, values))
     return calls
+
+
+def _given(got, x):
+    """The record of the layer checks' calls (probe_layer), or None."""
+    prefixes = [f"given/{i}/" for i in range(len(x["xs"]))]
+    lengths = [xi.size(1) for xi in x["xs"]]
+    return _record(got, prefixes, lengths, x["xs"][0].size(0), x["H_kv"], x["D"] // x["H"])
 
 
 def _cache_fault(calls):
@@ -447,6 +452,44 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
     return found
 
 
+def _decoding_given_own_cache(got, x, run, tokens, T0, logits):
+    """Whether a cached greedy_decode run is right given what the student's own cache did
+    (a named cache mistake, the same in every layer: _cache_fault), the cache's mistake
+    being charged in its own checks: at every call, every layer appended its own k and v at
+    the positions the cache's length() gave, and the logits are the model's over what each
+    append returned, all computed here (judge_models._decoder_given). In the student copy,
+    only where recorded."""
+    calls = _steps(tokens, T0)
+    lengths = [c.size(1) for c in calls]
+    B, H_kv, d_k = tokens.size(0), x["H_kv"], x["D"] // x["H"]
+    layers = []
+    for layer in range(x["L"]):
+        prefixes = [f"{run}/given/{layer}/{s}/" for s in range(len(calls))]
+        record = _record(got, prefixes, lengths, B, H_kv, d_k)
+        if record is None:
+            return False
+        layers.append(record)
+    faults = {_cache_fault(record) for record in layers}
+    if len(faults) != 1 or None in faults:
+        return False
+    given = [
+        [(p0, keys, values) for p0, _, _, keys, values in (record[s] for record in layers)]
+        for s in range(len(calls))
+    ]
+    try:
+        model_logits, appended = models._decoder_given(x, calls, given)
+    except ModelUnavailable:
+        return False
+    tol = models.MODEL_TOL
+    for s in range(len(calls)):
+        for i, record in enumerate(layers):
+            k, v = record[s][1:3]
+            k_model, v_model = appended[s][i]
+            if not (close(k, k_model.float(), tol) and close(v, v_model.float(), tol)):
+                return False
+    return close(logits, model_logits.float(), tol)
+
+
 GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
 
 
@@ -473,6 +516,8 @@ def verdict_incremental(got, want, x):
     expected = full[:, T0 - 1 :].float()
     if close(logits, expected, models.OWN_TOL):
         return
+    if _decoding_given_own_cache(got, x, "b", tokens, T0, logits):
+        return  # the cache's mistake, charged in its own checks
     _named(logits, _generate_candidates(got, x, tokens, T0, what))
     # The cached run is right but the full run is not: the mistake is in the no-cache path.
     try:
@@ -501,6 +546,9 @@ def _same_run(got, want, x, key):
     prompt = x["prompts"][0]
     tokens, logits = _generated(got, key, x, prompt)
     T0 = prompt.size(1)
+    right = close(logits, want[f"{key}/logits"]) and torch.equal(tokens, want[f"{key}/tokens"])
+    if key == "cache" and not right and _decoding_given_own_cache(got, x, key, tokens, T0, logits):
+        return  # the cache's mistake, charged in its own checks
     what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
     found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache")
     memo = {}

@@ -163,19 +163,19 @@ def _layer_runs(x, how=()):
 
 
 @model
-def _layer_given(x, i, p0, keys, values):
-    """Call i of the layer checks in float64, right given what the student's own cache did:
-    the new tokens at positions p0, p0 + 1, ... (p0: what the cache's length() said), the
-    query attending to the keys and values the cache's append returned (S of them, a key at
-    index j taken to sit at position j). Returns (out, k, v), v and k (rotated) being what
-    the call should append."""
-    xi, state = x["xs"][i].double(), x["state"]
-    B, T, D = xi.shape
-    H, H_kv, base = x["H"], x["H_kv"], x["base"]
+def _attend_given(x, cfg, state, prefix, p0, keys, values):
+    """One CachedAttention call in float64, right given what the student's own cache did: the
+    new tokens x at positions p0, p0 + 1, ... (p0: what the cache's length() said), the
+    queries attending to the keys and values the cache's append returned (S of them, key j
+    taken to sit at position j). Returns (out, k, v), k (rotated) and v being what the call
+    should append."""
+    x = x.double()
+    B, T, D = x.shape
+    H, H_kv, base = cfg["H"], cfg["H_kv"], cfg["base"]
     positions = torch.arange(p0, p0 + T)
-    q = _rope(_split(_linear(xi, state, "w_q.weight"), H), positions, base)
-    k = _rope(_split(_linear(xi, state, "w_k.weight"), H_kv), positions, base)
-    v = _split(_linear(xi, state, "w_v.weight"), H_kv)
+    q = _rope(_split(_linear(x, state, prefix + "w_q.weight"), H), positions, base)
+    k = _rope(_split(_linear(x, state, prefix + "w_k.weight"), H_kv), positions, base)
+    v = _split(_linear(x, state, prefix + "w_v.weight"), H_kv)
     n_rep = H // H_kv
     keys = keys.double().repeat_interleave(n_rep, 1)
     values = values.double().repeat_interleave(n_rep, 1)
@@ -183,7 +183,32 @@ def _layer_given(x, i, p0, keys, values):
     scores = (q @ keys.transpose(-2, -1) / math.sqrt(D // H)).masked_fill(mask, float("-inf"))
     weights = scores.softmax(dim=-1).masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
     heads = (weights @ values).transpose(1, 2).reshape(B, T, D)
-    return _linear(heads, state, "w_o.weight"), k, v
+    return _linear(heads, state, prefix + "w_o.weight"), k, v
+
+
+@model
+def _layer_given(x, i, p0, keys, values):
+    """Call i of the layer checks, right given the cache's p0, keys and values (_attend_given)."""
+    return _attend_given(x["xs"][i], x, x["state"], "", p0, keys, values)
+
+
+@model
+def _decoder_given(x, calls, given):
+    """TinyDecoder in float64 on each call's tokens in turn, each layer right given what the
+    student's own cache did at that call (given[call][layer] = (p0, keys, values)): the last
+    position's logits of every call (B, calls, V), and the (k, v) every layer should append,
+    [call][layer]."""
+    state, logits, appended = x["state"], [], []
+    for s, tokens in enumerate(calls):
+        h = state["token_embed.weight"].double()[tokens]
+        appended.append([])
+        for i in range(x["L"]):
+            normed = _rms(h, state[f"norms.{i}.weight"])
+            out, k, v = _attend_given(normed, x, state, f"layers.{i}.", *given[s][i])
+            h = h + out
+            appended[-1].append((k, v))
+        logits.append(_linear(_rms(h, state["norm.weight"]), state, "lm_head.weight")[:, -1])
+    return torch.stack(logits, dim=1), appended
 
 
 def _details(x, i, what):

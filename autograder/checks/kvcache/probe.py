@@ -271,6 +271,67 @@ def _model_of(mod, x):
     return model.eval()
 
 
+def _watch_caches(model, got, run):
+    """Wrap each layer's forward in the student's model so that every cache passed to a
+    layer has what it is given and returns recorded, per layer and per append, under
+    got[f"{run[0]}/given/<layer>/<n>/..."] (run[0]: the greedy_decode run going on). The
+    judge decides from these whether a difference is the cache's (charged in the cache's
+    checks) or the decoding's. Nothing when the model has no layers to wrap."""
+    seen = set()
+
+    def wrap(cache):
+        append, length = getattr(cache, "append", None), getattr(cache, "length", None)
+        if not callable(append) or not callable(length):
+            return
+        tag, counts = run[0], {}
+
+        def recording_length(*args, **kwargs):
+            value = length(*args, **kwargs)
+            layer = args[0] if args else kwargs.get("layer", 0)
+            if type(layer) is int:
+                key = f"{tag}/given/{layer}/{counts.get(layer, 0)}/len"
+                if key not in got:
+                    got[key] = value if type(value) is int else repr(value)[:50]
+            return value
+
+        def recording_append(*args, **kwargs):
+            result = append(*args, **kwargs)
+            layer = args[0] if args else kwargs.get("layer")
+            if type(layer) is not int or not 0 <= layer < 64:
+                return result
+            n = counts[layer] = counts.get(layer, 0) + 1
+            prefix = f"{tag}/given/{layer}/{n - 1}/"
+            k, v = (list(args[1:3]) + [kwargs.get("k"), kwargs.get("v")])[:2]
+            if n <= 64 and isinstance(result, tuple) and len(result) == 2:
+                for name, value in (("k", k), ("v", v), ("keys", result[0]), ("values", result[1])):
+                    if type(value) is torch.Tensor:
+                        got[prefix + name] = value.detach().clone()
+            return result
+
+        try:
+            cache.append, cache.length = recording_append, recording_length
+        except (AttributeError, TypeError):  # __slots__ or a read-only attribute: no record
+            return
+
+    def watch(layer):
+        forward = layer.forward
+
+        def watched(*args, **kwargs):
+            cache = args[1] if len(args) > 1 else kwargs.get("cache")
+            if cache is not None and id(cache) not in seen:
+                seen.add(id(cache))
+                wrap(cache)
+            return forward(*args, **kwargs)
+
+        layer.forward = watched
+
+    try:
+        for layer in model.layers:
+            watch(layer)
+    except (AttributeError, TypeError):
+        return
+
+
 def _generate(mod, model, prompt, n, use_cache, key):
     result, error = _guarded(lambda: mod.greedy_decode(model, prompt, n, use_cache=use_cache))
     if error:
@@ -284,7 +345,12 @@ def probe_incremental(mod, x):
     cache; and the logits of one call without a cache on B's tokens (the whole prefix)."""
     model = _model_of(mod, x)
     (a, b), n = x["prompts"], x["n"]
-    got = {**_generate(mod, model, a, n, True, "a"), **_generate(mod, model, b, n, True, "b")}
+    got, run = {}, ["a"]
+    _watch_caches(model, got, run)
+    got.update(_generate(mod, model, a, n, True, "a"))
+    run[0] = "b"
+    got.update(_generate(mod, model, b, n, True, "b"))
+    run[0] = "after"
     tokens = got.get("b/tokens")
     if type(tokens) is torch.Tensor and tokens.dim() == 2 and tokens.size(1) > b.size(1):
         with torch.no_grad():
@@ -296,7 +362,9 @@ def probe_incremental(mod, x):
 def probe_generate(mod, x):
     model = _model_of(mod, x)
     prompt, n = x["prompts"][0], x["n"]
-    return {
-        **_generate(mod, model, prompt, n, True, "cache"),
-        **_generate(mod, model, prompt, n, False, "nocache"),
-    }
+    got, run = {}, ["cache"]
+    _watch_caches(model, got, run)
+    got.update(_generate(mod, model, prompt, n, True, "cache"))
+    run[0] = "after"
+    got.update(_generate(mod, model, prompt, n, False, "nocache"))
+    return got

@@ -1,6 +1,7 @@
 """Mutant: append stores everything but returns only this call's keys and values."""
 
 # expects: kv-append-new-only
+# loses: cache-shapes
 from types import FunctionType
 
 import torch

@@ -1,6 +1,7 @@
 """Mutant: length() counts the calls to append, not the tokens."""
 
 # expects: kv-length-counts-calls
+# loses: cache-shapes, cache-contents
 from types import FunctionType
 
 import torch
