@@ -72,3 +72,49 @@ def test_append_rejects_shapes_that_do_not_fit(module):
     cache.append(0, torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 3, 4))
     with pytest.raises(ValueError):
         cache.append(0, torch.zeros(2, 3, 1, 4), torch.zeros(2, 3, 1, 4))
+
+
+def _mutant(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent / "mutants" / "kvcache" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"kvcache_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cache_mistake_excuses_the_layer_only_when_right_given_what_the_cache_did():
+    """CachedAttention and greedy_decode are judged given what the student's own cache did
+    when it made a named mistake (charged in the cache's checks); the judge computes the
+    layer over the recorded returns, so outputs not that computation, a k the layer did not
+    compute, or a cache that did its part are not excused."""
+    from autograder.checks.kvcache import judge, probe
+    from autograder.core.check import Failure
+
+    new_only = _mutant("append_new_only")
+    x = probe.inputs_layer(torch.Generator().manual_seed(4))
+    want = probe.probe_layer(kvcache, x)
+    got = probe.probe_layer(new_only, x)
+    judge.verdict_layer(got, want, x)  # excused: the cache returned the new tokens only
+    forged = [
+        {**got, "out1": got["out1"] * 1.01},  # another output
+        {
+            **got,
+            "given/1/k": torch.zeros_like(got["given/1/k"]),
+            "given/1/keys": torch.zeros_like(got["given/1/keys"]),
+        },
+        {**got, **{k: v for k, v in want.items() if k.startswith("given/")}},  # the cache was right
+    ]
+    for case in forged:
+        with pytest.raises(Failure):
+            judge.verdict_layer(case, want, x)
+    # greedy_decode: excused in incremental and generate, but not with other logits.
+    x = probe.inputs_generate(torch.Generator().manual_seed(4))
+    want = probe.probe_generate(kvcache, x)
+    got = probe.probe_incremental(new_only, x) | probe.probe_generate(new_only, x)
+    judge.verdict_incremental(got, want, x)
+    judge.verdict_generate(got, want, x)
+    with pytest.raises(Failure):
+        judge.verdict_generate({**got, "cache/logits": got["cache/logits"] + 0.01}, want, x)
