@@ -40,11 +40,13 @@ MEDIAN_SHARE = 0.15
 # Where the goal is not met yet, and why (docs/fairness.md). The kit test keeps every other
 # module within MAX_SHARE and the median at most MEDIAN_KEPT (what the kit reaches now).
 OVER_MAX = {
-    "kvcache": "CachedAttention and greedy_decode run the student's own KVCache: the graded "
-    "module's trusted stand-in never enters the student's process, so a cache mistake "
-    "is charged in every check that decodes",
+    "kvcache": "a named cache mistake (new-only, counts-calls) is charged in the cache's checks "
+    "only (CachedAttention and greedy_decode judged given what the cache did), but a cache whose "
+    "returns the layer cannot run on (append_wrong_axis: 100%) still fails every decoding check, "
+    "and the layer's own step-path mistakes (rotation, positions, masks, merge: 69-77%) are "
+    "charged in CachedAttention's checks and again in greedy_decode's, which decode with it",
 }
-MEDIAN_KEPT = 0.177
+MEDIAN_KEPT = 0.167
 
 
 def share_lost(module: str, lost: list) -> float:
