@@ -124,23 +124,30 @@ def test_enough_mutants_and_alternatives():
     assert len(mutants) >= 8 and len(alternatives) >= 3
 
 
-@pytest.mark.parametrize("heads_as", ["split-view", "merge-view"])
-def test_a_split_or_merge_by_view_is_excused_only_where_the_whole_run_is_it(heads_as):
+@pytest.mark.parametrize(
+    ("mistake", "named"),
+    [
+        ({"heads_as": "split-view"}, "split-view-no-transpose"),
+        ({"heads_as": "merge-view"}, "merge-view-no-transpose"),
+        ({"wo": False}, "gqa-no-output-projection"),
+    ],
+)
+def test_a_split_merge_or_missing_wo_is_excused_only_where_the_whole_run_is_it(mistake, named):
     """mqa, mha, mask and bias accept a run right but for a split or merge of the heads
-    without a transpose (grouped charges it, named); the model is the judge's, computed from
-    the check's weights: the same weights with another output are not excused."""
+    without a transpose, or without w_o (grouped charges it, named); the model is the
+    judge's, computed from the check's weights: the same weights with another output are not
+    excused."""
     from autograder.checks.gqa import judge, probe
     from autograder.core.check import Failure
 
     x = probe.inputs_mask(torch.Generator().manual_seed(5))
     want = probe.probe_gqa(gqa, x)
-    out, weights = judge._gqa(x, heads_as=heads_as)
+    out, weights = judge._gqa(x, **mistake)
     params = {k: v for k, v in want.items() if k.startswith("param/")}
     got = {**params, "out": out.float(), "weights": weights.float()}
     judge.verdict_elsewhere(got, want, x)
     with pytest.raises(Failure) as caught:
         judge.verdict_grouped(got, want, x)
-    named = {"split-view": "split-view-no-transpose", "merge-view": "merge-view-no-transpose"}
-    assert caught.value.misconception.id == named[heads_as]
+    assert caught.value.misconception.id == named
     with pytest.raises(Failure):
         judge.verdict_elsewhere({**got, "out": got["out"] * 1.01}, want, x)

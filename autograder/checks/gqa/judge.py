@@ -276,20 +276,20 @@ def verdict_sizes_error(got, want, x):
 def _right_but_for_scale_or_pairing(x, out, weights):
     """Whether the run is grouped-query attention that is right but for its divisor (the one
     its weights show), for which key head each query head meets (tiled, or only the first),
-    or for how it splits or merges its heads (by reshape alone, no transpose): mistakes the
-    grouped, scale and groups checks charge, which a check varying something else (one or H
-    key heads, a mask, biases) lets pass (principle 10). The whole run must be that model's,
-    weights and output, computed here. In the student copy, only where the kit recorded
-    that model."""
+    for how it splits or merges its heads (by reshape alone, no transpose), or for leaving
+    out w_o: mistakes the grouped, scale and groups checks charge, which a check varying
+    something else (one or H key heads, a mask, biases) lets pass (principle 10). The whole
+    run must be that model's, weights and output, computed here. In the student copy, only
+    where the kit recorded that model."""
     for pairing, heads_as in itertools.product(("ok", "tiled", "first"), SPLITS):
         q, k = _qk(x, pairing, heads_as)
         c = infer_scale(q, k, weights, x.get("mask"))
         if c is None or not c > 0:
             continue
         merges = ("transpose", "merge-view") if heads_as == "transpose" else (heads_as,)
-        for how in merges:
+        for how, wo in itertools.product(merges, (True, False)):
             try:
-                o_model, w_model = _gqa(x, pairing=pairing, scale=c, heads_as=how)
+                o_model, w_model = _gqa(x, pairing=pairing, scale=c, heads_as=how, wo=wo)
             except ModelUnavailable:
                 return False
             if close(weights, w_model.to(weights.dtype)) and close(out, o_model.to(out.dtype)):
@@ -299,8 +299,8 @@ def _right_but_for_scale_or_pairing(x, out, weights):
 
 def _compare(got, want, x, *, exempt=False):
     """Weights first (they say more about a mistake), then the output. With `exempt`, a run
-    right but for its scale, its pairing of heads or its split or merge of the heads passes
-    (_right_but_for_scale_or_pairing)."""
+    right but for its scale, its pairing of heads, its split or merge of the heads or a
+    missing w_o passes (_right_but_for_scale_or_pairing)."""
     out, weights = result(got, x)
     right = close(weights, want["weights"]) and close(out, want["out"])
     if exempt and not right and _right_but_for_scale_or_pairing(x, out, weights):
@@ -319,8 +319,8 @@ def verdict_grouped(got, want, x):
 
 
 def verdict_elsewhere(got, want, x):
-    """The reference's values, but a wrong scale, pairing, split or merge of the heads is
-    charged elsewhere (grouped, scale, groups)."""
+    """The reference's values, but a wrong scale, pairing, split or merge of the heads, or a
+    missing w_o, is charged elsewhere (grouped, scale, groups)."""
     _compare(got, want, x, exempt=True)
 
 

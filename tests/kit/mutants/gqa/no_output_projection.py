@@ -1,6 +1,7 @@
 """Mutant: forgets w_o; returns the merged heads."""
 
 # expects: gqa-no-output-projection
+# loses: grouped
 from solutions.gqa import *  # noqa: F403
 from solutions.gqa import GroupedQueryAttention as _Base
 from solutions.gqa import repeat_kv
