@@ -28,7 +28,7 @@ def test_the_kernels_view_of_the_kit_is_the_student_copy_and_the_stand_ins_it_im
     course/, the kit's tests, build/, .git, nor gpt's own stand-in."""
     files = course_kernel.kit_files("gpt")
     assert {"autograder/notebook.py", "data/corpus.txt", "assignments/gpt.py"} <= set(files)
-    secret = ("solutions/", "course/", "tests/kit/", "build/", ".git", "autograder/trusted/gpt.py")
+    secret = ("solutions/", "course/", "tests/kit/", "build/", ".git/", "autograder/trusted/gpt.py")
     assert not [f for f in files if f.startswith(secret)]
     stand_ins = {
         Path(f).stem

@@ -152,7 +152,7 @@ class ConfinedKernels:
             HIDDEN_VAR: "outside",
             CELL_CPU_VAR: env.get(CELL_CPU_VAR, ""),
         }
-        kernel_env |= {k: os.environ[k] for k in LANGUAGE_VARS if os.environ.get(k)}
+        kernel_env |= {k: v for k, v in os.environ.items() if k in LANGUAGE_VARS and v}
         spec = {
             "isolation": asdict(self.isolation),
             "limits": asdict(self.limits),
