@@ -47,6 +47,7 @@ from .jail import (
     kill_cgroup,
     libc,
     new_cgroup,
+    seccomp_module,
     sweep,
     sweep_files,
     unshare_pid,
@@ -151,7 +152,11 @@ def _kernel(spec: dict[str, Any], request: dict[str, Any], args: list[str], go: 
         os.write(2, f"attention-lab: the kernel could not be confined ({e})\n".encode())
         os._exit(SETUP_FAILED)
     python = sys.executable
-    os.execv(python, [python, "-m", "ipykernel_launcher", *args])
+    try:
+        os.execv(python, [python, "-m", "ipykernel_launcher", *args])
+    except OSError as e:  # the interpreter is out of its reach (uid mode: detect says so)
+        os.write(2, f"attention-lab: the kernel could not start ({e})\n".encode())
+    os._exit(SETUP_FAILED)
 
 
 def main(argv: list[str]) -> int:
@@ -163,6 +168,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the kernel's (jupyter signals the group)
     libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # nbgrader gone: so is this
+    seccomp_module()  # libseccomp loaded here, as the zygote does: the view has no ldconfig
     cgroup: dict[str, str] = {}
     code = SETUP_FAILED
     try:
