@@ -78,6 +78,8 @@ it.
         child.py              The sandboxed process: runs the probes of every check on one
                               submission.
         jail.py               Confine the process that runs student code.
+        kernel.py             nbgrader's notebook kernel, confined by the sandbox's jail: the
+                              launcher of `make autograde`.
         reference_fork.py     The hidden tier's reference outputs, computed in trusted forks of
                               the zygote.
         relay.py              The monitor's watch over the sandboxed process (trusted side).
@@ -194,6 +196,8 @@ it.
         export.py             `make export`: course/grades.csv from nbgrader's gradebook,
                               "missing" told from 0, and course/canvas.csv, Canvas's gradebook
                               import with the ids the roster holds.
+        kernel.py             `make autograde` runs nbgrader's notebook kernels confined, by the
+                              sandbox's jail.
         records.py            What each nbgrader grade was computed under:
                               course/records/<student>/<assignment>.json.
 

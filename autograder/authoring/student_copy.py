@@ -183,6 +183,7 @@ STAYS = (
     "autograder/channels/nbgrader/export.py",
     "autograder/channels/nbgrader/records.py",
     "autograder/channels/nbgrader/autograde.py",
+    "autograder/channels/nbgrader/kernel.py",  # make autograde's confined kernels
     "autograder/authoring/catalogs.py",  # make translations
     "autograder/channels/nbgrader/feedback_template/**",
     "autograder/channels/gradescope/*",

@@ -13,28 +13,33 @@ attacker together with an honest student (the source notebook), then feedback an
                     the kit's probe runner, a Tensor method          keeps full marks
 
 The patched in-kernel grade (eve) is test_nbgrader.py's. A notebook's kernel runs the attack
-too (nbgrader's kernel is the instructor's process): the kernel's outcome is no grade, and
-what it prints reaches the feedback page, so the feedback is checked for the seed and for
-control characters as well.
+too: the kernel's outcome is no grade, and what it prints reaches the feedback page, so the
+feedback is checked for the seed and for control characters as well. The kernel runs
+confined by the sandbox's jail (channels/nbgrader/kernel.py): read_kit, read_solutions and
+read_secrets reach nothing of the instructor's kit from it, write_results writes nothing into
+the kit's folders or the course.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
+import time
 import unicodedata
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import KIT
+from conftest import KIT, ROOT
 from test_batch import POISONS
 from test_nbgrader import ON_TIME, cell, max_points, read, text_of_html
 
 from autograder.channels.nbgrader import autograde as course_judge
 from autograder.channels.nbgrader import course
 from autograder.core import course_config
+from autograder.run.sandbox import jail
 
 ASSIGNMENT = "attention"
 ATTACKS = [
@@ -44,13 +49,8 @@ ATTACKS = [
     "read_kit",
     "read_secrets",
     "stored_answers",
+    "write_results",
 ]
-# Not write_results: nbgrader's kernel runs the notebook as the instructor, unconfined, and the
-# setup cell sets __file__ to the kit's assignments/<module>.py, so its kernel wrote a
-# full-marks results.json and grades.csv into the kit's assignments/ and build/ and into
-# build/ of every folder above the kit (no grade reads them; the kit's own files are not
-# safe from a kernel). It stays in batch, Gradescope and PrairieLearn, whose sandbox confines
-# it, until the kernel runs confined (see the xfail below).
 POISONED = ["linear", "kit_class", "patch"]  # nn.Linear, a kit class's method, a Tensor method
 POISONER = "poisoner"
 HONEST = "honest"
@@ -84,7 +84,13 @@ def control_characters(text: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def started() -> float:
+    """When the module's autograde run began (what write_results wrote is newer)."""
+    return time.time()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, started):
     root = tmp_path_factory.mktemp("course")
     course.write_course(root, [ASSIGNMENT])
     course.release(root)
@@ -146,17 +152,73 @@ def test_no_attack_gains_a_point_in_nbgrader(graded, attack):
     assert "KITLEAK" not in official, official[:2000]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: nbgrader's kernel runs the notebook as the instructor, unconfined; what it "
-    "prints (here: that it opened solutions/attention.py) is in the student's feedback page",
-)
-def test_the_kernel_reaches_no_solution(graded):
-    root, _, _, _ = graded
-    feedback = text_of_html(
-        root / "feedback" / student_of("read_kit") / ASSIGNMENT / "attention.html"
+def kernel_output(root: Path, student: str) -> str:
+    """Everything the student's kernel printed or raised (the autograded notebook)."""
+    nb = read(root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    return "\n".join(
+        o.get("text", "") + o.get("evalue", "") for c in nb.cells for o in c.get("outputs", [])
     )
+
+
+def test_the_kernels_run_confined_in_the_mode_the_sandbox_gets(graded):
+    """make autograde says how the kernels ran: confined, in the mode jail.detect finds here
+    (this machine: namespace as root; userns without root; uid without namespaces)."""
+    _, summary, _, _ = graded
+    mode = jail.detect([], need_cgroups=False).mode
+    assert summary["kernels"][0].startswith(f"notebook kernels: confined ({mode}"), summary
+
+
+def test_the_kernel_reaches_no_solution(graded):
+    """read_kit's kernel opens what the student copy holds (its judge with the models left
+    out, the public fixture), from the kernel's own view of the kit: never solutions/, and
+    nothing of the instructor's kit itself; its feedback page says so."""
+    root, _, _, _ = graded
+    student = student_of("read_kit")
+    feedback = text_of_html(root / "feedback" / student / ASSIGNMENT / "attention.html")
+    opened = re.findall(r"KITLEAK opened (\S+)", kernel_output(root, student))
+    assert opened, "the attack did not run in the kernel"
     assert not re.search(r"KITLEAK opened \S*solutions/attention\.py", feedback)
+    for path in opened:
+        assert "solutions" not in Path(path).parts and not path.startswith(str(ROOT)), path
+
+
+def test_the_kernel_reads_no_secret(graded):
+    """read_solutions and read_secrets in the kernel: no solutions/ folder of the machine
+    is readable, the course's secret is in no environment or process it sees."""
+    root, _, _, _ = graded
+    secret = course_config.load(root).secret
+    printed = kernel_output(root, student_of("read_secrets"))
+    assert "LEAK env PATH" in printed, "the attack did not run in the kernel"
+    assert secret not in printed
+    assert not re.search(r"LEAK readable \S*solutions", printed), printed[-2000:]
+    assert not re.search(r"LEAK readable \S*/\.git\b", printed)
+    assert secret not in kernel_output(root, student_of("read_solutions"))
+
+
+def test_write_results_leaves_the_kits_folders_and_the_course_untouched(graded, started):
+    """write_results' kernel writes a full-marks results.json and grades.csv wherever a
+    grader might read them: the working folder, build/, the kit's assignments/ (its __file__)
+    and build/ of every folder above the kit. Confined, it wrote nothing there: its working
+    folder was its own copy, the kit its read-only view."""
+    root, _, _, _ = graded
+    student = student_of("write_results")
+    nb = read(root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    attack = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    assert attack.get("execution_count") and not any(
+        o.get("output_type") == "error" for o in attack.get("outputs", [])
+    ), "the attack's cell did not run in the kernel"
+    folders = {ROOT, ROOT / "assignments", ROOT / "build", Path("/autograder/results")}
+    folders |= {p / "build" for p in ROOT.parents}
+    folders |= {root, root / "build", root / "autograded" / student / ASSIGNMENT}
+    folders |= {root / "submitted" / student / ASSIGNMENT}
+    full = json.dumps({"score": 1000})[:-1]  # the attack's results start with it
+    for folder in folders:
+        for name in ("results.json", "grades.csv", "write_results/results.json"):
+            path = folder / name
+            if not path.is_file() or path.stat().st_mtime < started:
+                continue
+            text = path.read_text(errors="replace")
+            assert full not in text and "write_results,1000" not in text, path
 
 
 def test_a_notebook_that_poisons_its_process_harms_no_classmate(graded):

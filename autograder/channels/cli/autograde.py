@@ -16,6 +16,12 @@ def register(verbs) -> None:
         run,
     )
     p.add_argument("--assignment", action="append", help="only these assignments")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="run the notebook kernels even where they cannot be confined (it says so)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,12 +41,14 @@ def course() -> ModuleType:
 
 def call(args: argparse.Namespace, action: Callable[[ModuleType, Path], object]) -> int:
     """Run `action(course module, root)`; the course's own errors as usage errors."""
+    from ...run.sandbox.jail import SandboxUnavailable
+
     module = course()
     module.use_tools_path()  # nbgrader's API in this process starts tools by name
     try:
         action(module, Path(args.root))
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        raise UsageError(str(e)) from None
+    except (FileNotFoundError, ValueError, RuntimeError, SandboxUnavailable) as e:
+        raise UsageError(str(e)) from None  # autograde: the kernels cannot be confined here
     return 0
 
 

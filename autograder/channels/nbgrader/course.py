@@ -63,6 +63,7 @@ from ...run.submission import trusted_modules
 from . import autograde as course_judge
 from . import collect as course_collect
 from . import export as course_export
+from . import kernel as course_kernel
 from . import records as course_records
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -695,6 +696,26 @@ def autograde(
     for item in course_collect.read_report(root):
         if item.action in ("skipped", "superseded"):
             summary["skipped"].append(f"{item.source}: {item.action}, {item.why}")
+    # The kernels run confined, by the sandbox's jail (kernel.py); refused (SandboxUnavailable)
+    # where the machine cannot confine them, unless the run's settings say insecure.
+    with course_kernel.ConfinedKernels(root, settings) as kernels:
+        summary["kernels"] = [kernels.summary()]
+        print(kernels.summary(), flush=True)
+        _autograde(root, config, summary, kernels, limits, wanted, students, settings)
+    print_summary(summary)
+    return summary
+
+
+def _autograde(
+    root: Path,
+    config: course_config.CourseConfig,
+    summary: dict[str, list[str]],
+    kernels: course_kernel.ConfinedKernels,
+    limits: TimeLimits,
+    wanted: list[str] | None,
+    students: list[str] | None,
+    settings: Settings | None,
+) -> None:
     for a in assignments(root, wanted):
         who = [s for s in submitted_students(root, a) if not students or s in students]
         if not who:
@@ -707,7 +728,8 @@ def autograde(
         cpu = f"{max((limits.cpu_limit(c) for c in checks), default=20.0):g}"
         with tempfile.TemporaryDirectory(prefix="attention-lab-ipython-") as ipython:
             env = {"IPYTHONDIR": str(kernel_profile(Path(ipython))), CELL_CPU_VAR: cpu}
-            procs = [nbgrader(root, *args, check=False, env=env) for args in runs]
+            env, confined = kernels.prepare(a, env)
+            procs = [nbgrader(root, *args, *confined, check=False, env=env) for args in runs]
         for proc in procs:  # a checksum warning: a student changed a locked cell
             summary["warnings"] += nbgrader_warnings(proc.stdout + proc.stderr)
         if any(proc.returncode for proc in procs):
@@ -730,8 +752,6 @@ def autograde(
                 )
             else:
                 summary["failed"].append(f"{one.student} / {a}: {'; '.join(one.notes)}")
-    print_summary(summary)
-    return summary
 
 
 def print_summary(summary: dict) -> None:

@@ -244,8 +244,9 @@ def view_paths() -> list[str]:
     return kept
 
 
-def _bind(source: str, target: str, root: str) -> None:
-    """Bind `source` read-only at root+target (a symlink is copied as a symlink)."""
+def _bind(source: str, target: str, root: str, writable: bool = False) -> None:
+    """Bind `source` read-only (`writable`: read-write) at root+target (a symlink is copied
+    as a symlink)."""
     dest = root + target
     if os.path.islink(source):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -260,7 +261,7 @@ def _bind(source: str, target: str, root: str) -> None:
             open(dest, "w").close()
     _mount(source, dest, None, MS_BIND | MS_REC)
     kept = os.statvfs(source).f_flag & (MS_NOEXEC | MS_NOSUID | MS_NODEV | 1024 | 2048)
-    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | kept | (0 if writable else MS_RDONLY)
     _mount(None, dest, None, flags)
 
 
@@ -277,9 +278,12 @@ def build_view(
     limits: Limits,
     uid: int | None,
     kit: str,
+    writable: Iterable[tuple[str, str]] = (),
 ) -> None:
     """Make root (an empty folder) the sandbox's whole file system, then pivot into it.
-    `kit`: the graded module's staged view of autograder/, bound where the package is."""
+    `kit`: the graded module's staged view of autograder/, bound where the package is.
+    `writable`: (source, seen as) folders bound read-write, last (nbgrader's confined
+    kernel: its scratch copy of the notebook's folder, the folder of its sockets)."""
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for folder in ("/tmp", "/dev/shm"):  # first: a view path may lie under /tmp
         os.makedirs(root + folder, exist_ok=True)
@@ -291,6 +295,8 @@ def build_view(
     _bind(source, seen_as, root)
     for seen_as in sorted({str(KIT), os.path.realpath(KIT)}):
         _bind(kit, seen_as, root)
+    for source, seen_as in writable:
+        _bind(source, seen_as, root, writable=True)
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
             dest = f"{root}/dev/{name}"
@@ -713,7 +719,8 @@ def enter(isolation: Isolation, request: dict[str, Any], limits: Limits) -> None
         _ok(libc().unshare(NAMESPACES), "unshare")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         source = (request["submission_source"], request["submission"])
-        build_view(request["root"], isolation.view, source, limits, uid, request["kit"])
+        writable = [(str(a), str(b)) for a, b in request.get("writable", ())]
+        build_view(request["root"], isolation.view, source, limits, uid, request["kit"], writable)
     else:  # the real package is root-only here: import the rest from the staged view
         use_kit(request["kit"])
     importlib.invalidate_caches()  # the zygote's listings of autograder/ are not this view's
