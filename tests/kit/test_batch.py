@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import re
@@ -94,10 +95,31 @@ def batch(submissions: Path, out: Path, *extra: str, ok: bool = True, **env: str
 
 
 def sandbox_processes() -> list[str]:
-    """Processes running under any sandbox uid (there must be none after a batch)."""
+    """Processes left under a sandbox uid that no run holds (there must be none after a
+    batch). A uid's lock (jail.UidPool) is held for as long as its run lives, and a uid with
+    processes is never leased again, so a process under a uid whose lock is free outlived its
+    run; one under a held uid belongs to a run still going (make test's other worker: a
+    confined nbgrader kernel, another batch), not to the batch just ended."""
     ps = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True)
     low, high = jail.UID_BASE, jail.UID_BASE + jail.UID_COUNT
-    return [line for line in ps.stdout.splitlines() if low <= int(line.split()[0]) < high]
+    found = [line for line in ps.stdout.splitlines() if low <= int(line.split()[0]) < high]
+    return [line for line in found if not _uid_held(int(line.split()[0]))]
+
+
+def _uid_held(uid: int) -> bool:
+    """Whether a live run holds sandbox uid `uid`'s lock (jail.UidPool)."""
+    for folder in jail.LOCK_DIRS:
+        path = Path(folder) / f"uid-{uid}.lock"
+        if not path.exists():
+            continue
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+    return False
 
 
 def leaked_files() -> list[Path]:
