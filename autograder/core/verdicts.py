@@ -135,6 +135,27 @@ def _kind(t: torch.Tensor) -> str:
     return "bool" if t.dtype == torch.bool else "integer"
 
 
+def oracle(compute: Callable[[], Any], reference: Any) -> Any:
+    """compute(): a model's output, an oracle independent of the reference; in the student
+    copy, which has no models, the reference output itself (the verdict rests on it alone)."""
+    try:
+        return compute()
+    except ModelUnavailable:
+        return reference
+
+
+def agree(a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None) -> bool:
+    """The student's own two runs agree (NaN where both are NaN counts as agreeing)."""
+    a = a.to(b.dtype)
+    return bool(torch.allclose(a, b, equal_nan=True, **(tol or tolerance(b.dtype))))
+
+
+def worst_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest absolute difference between a and b, in float64 (NaN counts as inf)."""
+    diff = torch.nan_to_num((a.double() - b.double()).abs(), nan=float("inf"))
+    return float(diff.max()) if diff.numel() else 0.0
+
+
 def assert_close(
     got: torch.Tensor,
     want: torch.Tensor,

@@ -60,6 +60,43 @@ def randn(
     return torch.randn(*shape, generator=gen, dtype=torch.float64).mul(scale).to(dtype)
 
 
+def draw(gen: torch.Generator, low: int, high: int) -> int:
+    """An int in [low, high], from the check's generator."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def qkv(
+    gen: torch.Generator,
+    shape: tuple[int, ...],
+    d: int,
+    d_v: int,
+    dtype: torch.dtype = torch.float32,
+    scale: float = 1.0,
+) -> dict[str, torch.Tensor]:
+    """Self-attention's q, k (`shape` + (d,), times `scale`) and v (`shape` + (d_v,))."""
+    return {
+        "q": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "k": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "v": randn(gen, *shape, d_v, dtype=dtype),
+    }
+
+
+def same_keys(gen: torch.Generator, x: Inputs, shift: float | None = None) -> Inputs:
+    """x with a small run added (same_q, same_k, same_v): 4 keys that are all the same
+    (shifted by `shift`, with the last feature of each query taken from x's q), so every
+    score of a query is equal and attention gives each query the mean of the values,
+    whatever the scale or the way chunks or tiles are combined; a run that computes nothing
+    cannot give that."""
+    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
+    x["same_q"] = randn(gen, *batch, 4, d)
+    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
+    if shift is not None:
+        x["same_q"][..., -1] = x["q"][..., :4, -1]
+        x["same_k"] = x["same_k"] + shift
+    x["same_v"] = randn(gen, *batch, 4, d_v)
+    return x
+
+
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ...core.check import NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, close
+from ...core.verdicts import ModelUnavailable, agree, assert_close, close, oracle, worst_error
 from ..masks.judge import window_with_mistake
 from . import judge_models as models
 from . import probe
@@ -134,7 +134,7 @@ def _linear_verdict(got, want, x, causal):
     what = f"linear_attention(causal={causal})"
     out = models._floating(got, "out", what, want["out"].shape)
     # The quadratic form of the same kernel, computed here: an oracle independent of want.
-    quadratic = models._oracle(lambda: models._linear(x, causal=causal), want["out"])
+    quadratic = oracle(lambda: models._linear(x, causal=causal), want["out"])
     if not close(out, quadratic):
         # A map that is not positive makes some normalisers nearly 0, where float32 rounding
         # is amplified: to *name* that mistake (never to pass), compare with a loose tolerance.
@@ -316,7 +316,7 @@ def verdict_chunked(got, want, x):
         key = f"case{n}"
         what = f"chunked_attention(causal={causal}, chunk_size={chunk})"
         out = models._floating(got, key, what, want[key].shape)
-        exact = models._oracle(lambda c=causal: models._exact(x, c), want[key])
+        exact = oracle(lambda c=causal: models._exact(x, c), want[key])
         if causal and not close(out, exact) and models._blocks_diagonal(out, x):
             raise Failure(MISTAKES["chunked-causal-blocks-diagonal"])
         assert_close(out, exact, what, models._chunked_candidates(x, causal, chunk))
@@ -356,7 +356,7 @@ def verdict_chunked_rescale(got, want, x):
         what = f"chunked_attention(causal={causal})"
         whole = models._floating(got, f"c{int(causal)}/chunkT", what, x["v"].shape)
         chunks = models._floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
-        if models._same(chunks, whole):
+        if agree(chunks, whole):
             continue
         for mistake, replay, details in models._mistaken_loops(x, causal, 4):
             try:
@@ -369,7 +369,7 @@ def verdict_chunked_rescale(got, want, x):
             MISTAKES["chunked-depends-on-chunk-size"],
             causal=causal,
             T=T,
-            err=models._worst(chunks, whole),
+            err=worst_error(chunks, whole),
         )
 
 
@@ -391,8 +391,8 @@ def verdict_chunked_shift(got, want, x):
             # another mistake's, charged where it is named.
             if (torch.isfinite(base) & ~torch.isfinite(shifted)).any():
                 raise Failure(MISTAKES["chunked-overflow"])
-            if not models._same(shifted, base, tol):
-                err = models._worst(shifted, base)
+            if not agree(shifted, base, tol):
+                err = worst_error(shifted, base)
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
 
 
@@ -453,6 +453,6 @@ def verdict_chunked_memory(got, want, x):
             shape = (B, H, xs["rows"].numel(), d_v) if "rows" in xs else xs["v"].shape
             out = models._floating(got, p + "out", what, shape)
             plain = models._floating(got, p + "plain", what, shape)
-            if not models._same(out, plain):
+            if not agree(out, plain):
                 detail = "its result under the recorder differs from the same call unobserved"
                 raise Failure(MISTAKES["computation-not-recorded"], what=what, detail=detail)
