@@ -641,6 +641,13 @@ class Exercise:
             slug, title, points, probe=probe or self.probe, exercise=self.name, **options
         )
 
+    def advice(self, slug: str, **options: Any) -> Callable[[VerdictFn], VerdictFn]:
+        """An advice check: `check(slug, forgeable=True, ...)` (it judges evidence from the
+        student's own process, so it carries no points) whose verdict judges that evidence on
+        its own (no_reference)."""
+        register = self.check(slug, forgeable=True, **options)
+        return lambda verdict: register(no_reference(verdict))
+
 
 class Status(StrEnum):
     """How a check ended."""

@@ -97,6 +97,19 @@ def same_keys(gen: torch.Generator, x: Inputs, shift: float | None = None) -> In
     return x
 
 
+def shifted_keys(gen: torch.Generator) -> tuple[Inputs, torch.Tensor]:
+    """(x, u): q, k, v (2, 2, T, 8) and the keys moved by u, k_up = k + u and k_down = k - u.
+    Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
+    float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift."""
+    T, d = draw(gen, 10, 14), 8
+    x = qkv(gen, (2, 2, T), d, 6)
+    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
+    u = torch.zeros(d)
+    u[-1] = 200.0 * d**0.5
+    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    return x, u
+
+
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:

@@ -243,7 +243,9 @@ def _measured_results(got, want, x, what):
                 raise Failure(MISTAKES["measured-result-wrong"], what=call)
 
 
-def _memory_verdict(got, x, what, mistake):
+def _measured_verdict(got, want, x, what, mistake):
+    """The measured runs: their results (_measured_results), then their peak memory."""
+    _measured_results(got, want, x, what)
     (p1, _), (p2, _) = _measures(got, x, what)
     T1, T2 = x["lengths"]
     B, H = x["parts"][1]["q"].shape[:2]
@@ -261,24 +263,23 @@ def _memory_verdict(got, x, what, mistake):
         )
 
 
-@LINEAR_ATTENTION.check(
-    "linear-cost",
-    inputs=probe.inputs_linear_measured,
-    probe=probe.probe_linear_measured,
-    measured=2,
-)
-def verdict_linear_measured(got, want, x):
-    _measured_results(got, want, x, "linear_attention")
-    _memory_verdict(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
+def _measured_check(exercise, slug, mistake):
+    """Register `exercise`'s measured check: points, measured from outside (its results and
+    its peak memory at T and 2T, _measured_verdict), through probe.MEASURED[exercise]."""
+    inputs, probe_fn = probe.MEASURED[exercise.name]
+
+    def verdict(got, want, x):
+        _measured_verdict(got, want, x, exercise.name, mistake)
+
+    exercise.check(slug, inputs=inputs, probe=probe_fn, measured=2, verdict=verdict)
 
 
-@LINEAR_ATTENTION.check(
-    "linear-cost-inside",
-    inputs=probe.inputs_linear_cost,
-    probe=probe.probe_linear_cost,
-    forgeable=True,
+_measured_check(LINEAR_ATTENTION, "linear-cost", MISTAKES["linear-peak-memory-quadratic"])
+
+
+@LINEAR_ATTENTION.advice(
+    "linear-cost-inside", inputs=probe.inputs_linear_cost, probe=probe.probe_linear_cost
 )
-@no_reference
 def verdict_linear_cost(got, want, x):
     T1, T2 = x["lengths"]
     for causal in (0, 1):
@@ -396,24 +397,12 @@ def verdict_chunked_shift(got, want, x):
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
 
 
-@CHUNKED_ATTENTION.check(
-    "chunked-memory",
-    inputs=probe.inputs_chunked_measured,
-    probe=probe.probe_chunked_measured,
-    measured=2,
-)
-def verdict_chunked_measured(got, want, x):
-    _measured_results(got, want, x, "chunked_attention")
-    _memory_verdict(got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"])
+_measured_check(CHUNKED_ATTENTION, "chunked-memory", MISTAKES["chunked-peak-memory-quadratic"])
 
 
-@CHUNKED_ATTENTION.check(
-    "chunked-memory-inside",
-    inputs=probe.inputs_chunked_memory,
-    probe=probe.probe_chunked_memory,
-    forgeable=True,
+@CHUNKED_ATTENTION.advice(
+    "chunked-memory-inside", inputs=probe.inputs_chunked_memory, probe=probe.probe_chunked_memory
 )
-@no_reference
 def verdict_chunked_memory(got, want, x):
     for size, xs in x.items():
         B, H, T, d = xs["q"].shape

@@ -26,7 +26,7 @@ from collections import Counter
 import torch
 
 from ...core.dispatch import OpCounter, Profiled, allocated_bytes
-from ...run.probing import draw, pair, qkv, randn, same_keys
+from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- recording
 
@@ -167,14 +167,7 @@ def inputs_chunked_rescale(gen):
 
 
 def inputs_chunked_shift(gen):
-    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
-    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
-    T, d = draw(gen, 10, 14), 8
-    x = qkv(gen, (2, 2, T), d, 6)
-    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
-    u = torch.zeros(d)
-    u[-1] = 200.0 * d**0.5
-    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    x, u = shifted_keys(gen)  # scores shifted by ±100 to 300: exp over- and underflows
     return same_keys(gen, x, shift=u)
 
 
@@ -342,3 +335,11 @@ def probe_chunked_measured(mod, x):
         out = mod.chunked_attention(x["q"], x["k"], x["v"], causal=causal, chunk_size=x["chunk"])
         got[f"c{int(causal)}"] = _rows(out, x)
     return got
+
+
+# The measured checks' inputs and probe, by exercise: the judge's _measured_check registers
+# each exercise's check from them.
+MEASURED = {
+    "linear_attention": (inputs_linear_measured, probe_linear_measured),
+    "chunked_attention": (inputs_chunked_measured, probe_chunked_measured),
+}

@@ -116,13 +116,7 @@ def _skips_tiles(got, x, what, outputs):
         )
 
 
-@FORWARD.check(
-    "forward-skips-tiles",
-    inputs=probe.inputs_tiles,
-    probe=probe.probe_forward_tiles,
-    forgeable=True,
-)
-@no_reference
+@FORWARD.advice("forward-skips-tiles", inputs=probe.inputs_tiles, probe=probe.probe_forward_tiles)
 def verdict_forward_tiles(got, want, x):
     _skips_tiles(got, x, "flash_forward", ("c0/out", "c1/out"))
 
@@ -166,13 +160,9 @@ def verdict_backward(got, want, x):
             _backward_case(got, want, x, prefix, n)
 
 
-@BACKWARD.check(
-    "backward-skips-tiles",
-    inputs=probe.inputs_tiles,
-    probe=probe.probe_backward_tiles,
-    forgeable=True,
+@BACKWARD.advice(
+    "backward-skips-tiles", inputs=probe.inputs_tiles, probe=probe.probe_backward_tiles
 )
-@no_reference
 def verdict_backward_tiles(got, want, x):
     _skips_tiles(got, x, "flash_backward", ("c0/dq", "c1/dq"))
 
@@ -211,8 +201,7 @@ def verdict_function(got, want, x):
                 assert_close(g, e, f"{what}: {n}")
 
 
-@FUNCTION.check("saves", inputs=probe.inputs_saves, probe=probe.probe_saves, forgeable=True)
-@no_reference
+@FUNCTION.advice("saves", inputs=probe.inputs_saves, probe=probe.probe_saves)
 def verdict_saves(got, want, x):
     what = "FlashAttention.apply"
     B, H, T, d = x["q"].shape

@@ -20,7 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.dispatch import Profiled, allocated_bytes, tensors
-from ...run.probing import draw, pair, qkv, randn, same_keys
+from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- inputs
 
@@ -57,14 +57,7 @@ def inputs_forward(gen):
 
 
 def inputs_large_logits(gen):
-    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
-    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
-    T, d = draw(gen, 10, 14), 8
-    x = qkv(gen, (2, 2, T), d, 6)
-    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
-    u = torch.zeros(d)
-    u[-1] = 200.0 * d**0.5
-    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    x, u = shifted_keys(gen)  # scores shifted by ±100 to 300: exp over- and underflows
     x["blocks"] = (draw(gen, 3, 4), draw(gen, 3, 5))
     return same_keys(gen, x, shift=u)
 
