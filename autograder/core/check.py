@@ -708,6 +708,21 @@ class Result:
         )
 
 
+class Totals:
+    """A submission's totals over its `results`: the points won (score) and the points of
+    the checks graded (max_score; a partial module's left-out checks not counted)."""
+
+    results: list[Result]
+
+    @property
+    def score(self) -> float:
+        return sum(r.score for r in self.results)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.points for r in self.results)
+
+
 # ------------------------------------------------------------ each exercise's wrong-values ladder
 
 LADDER_FILE = "wrong_values.toml"

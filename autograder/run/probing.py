@@ -110,6 +110,16 @@ def shifted_keys(gen: torch.Generator) -> tuple[Inputs, torch.Tensor]:
     return x, u
 
 
+def logits_of(model: Any, x: Inputs) -> Outputs:
+    """A language model's logits on x["idx"], and on x["idx2"] when x has one (a second call
+    of the same model), without gradients."""
+    with torch.no_grad():
+        got = {"logits": model(x["idx"])}
+        if "idx2" in x:
+            got["logits2"] = model(x["idx2"])
+    return got
+
+
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
