@@ -18,6 +18,7 @@ allocator's events, so a probe reads the memory a block took from it (allocated_
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Literal
 
 import torch
 from torch._C import _autograd, _profiler
@@ -114,7 +115,7 @@ class Profiled:
             self.ok = False
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         if not self.ok:
             return False
         try:
