@@ -120,6 +120,18 @@ def logits_of(model: Any, x: Inputs) -> Outputs:
     return got
 
 
+def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
+    for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure
+    go through: they are "not attempted" and a finding."""
+    try:
+        return fn(), None
+    except (NotImplementedError, Failure):
+        raise
+    except Exception as e:
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
