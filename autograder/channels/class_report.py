@@ -711,6 +711,12 @@ def _cell(state: ModuleState) -> str:
     return text
 
 
+def _section(title: str, body: list[str], found: object, empty: str) -> list[str]:
+    """An <h2> section of the class page: `body` when something was `found`, else `empty`
+    (a sentence saying there is nothing)."""
+    return [f"<h2>{title}</h2>", *(body if found else [f"<p>{empty}</p>"])]
+
+
 def _link(href: str, text: str) -> str:
     return f"<a href='{_esc(href)}'>{_esc(text)}</a>"
 
@@ -1033,59 +1039,47 @@ def write(data: ClassData, out: Path, threshold: float | None = None) -> Path:
         grid_html,
         LEGEND,
     ]
-    parts.append("<h2>Most common misconceptions, per exercise</h2>")
     found_mis = misconceptions(data)
-    if found_mis:
-        rows = [
-            [ex, mis, title(mis), n, f"{100 * share:.0f}%"] for ex, mis, n, share in found_mis[:40]
-        ]
-        parts.append(_table(["exercise", "misconception", "title", "students", "share"], rows))
-        parts.append(
-            "<p class='note'>share: of the students who attempted the module (stubs and "
-            "missing files not counted).</p>"
-        )
-        parts.append("<img src='misconceptions.png' alt='most common misconceptions'>")
-    else:
-        parts.append("<p>None recorded.</p>")
-    parts.append("<h2>Most-failed checks</h2>")
+    rows = [[ex, mis, title(mis), n, f"{100 * share:.0f}%"] for ex, mis, n, share in found_mis[:40]]
+    body = [
+        _table(["exercise", "misconception", "title", "students", "share"], rows),
+        "<p class='note'>share: of the students who attempted the module (stubs and "
+        "missing files not counted).</p>",
+        "<img src='misconceptions.png' alt='most common misconceptions'>",
+    ]
+    parts += _section("Most common misconceptions, per exercise", body, found_mis, "None recorded.")
     failed = failed_checks(data)
-    if failed:
-        rows = [[c, n, g, f"{100 * n / g:.0f}%"] for c, n, g in failed[:30]]
-        parts.append(_table(["check", "lost points", "judged", "share"], rows))
-        parts.append("<img src='failed-checks.png' alt='most-failed checks'>")
-    else:
-        parts.append("<p>No check lost points to a mistake.</p>")
-    parts.append("<h2>Not attempted</h2>")
+    rows = [[c, n, g, f"{100 * n / g:.0f}%"] for c, n, g in failed[:30]]
+    body = [
+        _table(["check", "lost points", "judged", "share"], rows),
+        "<img src='failed-checks.png' alt='most-failed checks'>",
+    ]
+    parts += _section("Most-failed checks", body, failed, "No check lost points to a mistake.")
     todo = unattempted(data)
-    if todo:
-        rows = [
-            [_link("students/" + page_name(s), s), _esc(", ".join(st) or "—"),
-             _esc(", ".join(pt) or "—"), _esc(", ".join(mi) or "—")]
-            for s, st, pt, mi in todo
-        ]  # fmt: skip
-        parts.append(
-            _table(["student", "left as stubs", "partly stubs", "not handed in"], rows, raw=True)
-        )
-    else:
-        parts.append("<p>Every student attempted every module they handed in.</p>")
-    parts.append("<h2>Grader problems</h2>")
+    rows = [
+        [_link("students/" + page_name(s), s), _esc(", ".join(st) or "—"),
+         _esc(", ".join(pt) or "—"), _esc(", ".join(mi) or "—")]
+        for s, st, pt, mi in todo
+    ]  # fmt: skip
+    body = [_table(["student", "left as stubs", "partly stubs", "not handed in"], rows, raw=True)]
+    parts += _section(
+        "Not attempted", body, todo, "Every student attempted every module they handed in."
+    )
     found_problems = problems(data)
-    if found_problems:
-        rows = [
-            [_link("students/" + page_name(s), s), _esc(m), f"<code>{_esc(p)}</code>", n,
-             _esc(textwrap.shorten(msg, 200, placeholder=" …"))]
-            for s, m, p, n, msg in found_problems
-        ]  # fmt: skip
-        parts.append(
-            _table(["student", "module", "problem", "checks", "first message"], rows, raw=True)
-        )
-        parts.append(
-            "<p class='note'>Checks the grader could not judge: they scored 0 and are not "
-            "counted as misconceptions. A timeout or an import error is usually the student's "
-            "code (an endless loop, a syntax error); a grader-error is the kit's.</p>"
-        )
-    else:
-        parts.append("<p>None: every check ran to a verdict.</p>")
+    rows = [
+        [_link("students/" + page_name(s), s), _esc(m), f"<code>{_esc(p)}</code>", n,
+         _esc(textwrap.shorten(msg, 200, placeholder=" …"))]
+        for s, m, p, n, msg in found_problems
+    ]  # fmt: skip
+    body = [
+        _table(["student", "module", "problem", "checks", "first message"], rows, raw=True),
+        "<p class='note'>Checks the grader could not judge: they scored 0 and are not "
+        "counted as misconceptions. A timeout or an import error is usually the student's "
+        "code (an endless loop, a syntax error); a grader-error is the kit's.</p>",
+    ]
+    parts += _section(
+        "Grader problems", body, found_problems, "None: every check ran to a verdict."
+    )
     parts.append("<h2>Students not graded</h2>")
     if absent:
         parts.append(f"<p>No submission at all ({len(absent)}): {_esc(', '.join(absent))}.</p>")

@@ -641,6 +641,13 @@ class Exercise:
             slug, title, points, probe=probe or self.probe, exercise=self.name, **options
         )
 
+    def advice(self, slug: str, **options: Any) -> Callable[[VerdictFn], VerdictFn]:
+        """An advice check: `check(slug, forgeable=True, ...)` (it judges evidence from the
+        student's own process, so it carries no points) whose verdict judges that evidence on
+        its own (no_reference)."""
+        register = self.check(slug, forgeable=True, **options)
+        return lambda verdict: register(no_reference(verdict))
+
 
 class Status(StrEnum):
     """How a check ended."""
@@ -699,6 +706,21 @@ class Result:
             hint=_own_hint(check, failure) if failure else "",
             details=plain_details(failure.details) if failure else {},
         )
+
+
+class Totals:
+    """A submission's totals over its `results`: the points won (score) and the points of
+    the checks graded (max_score; a partial module's left-out checks not counted)."""
+
+    results: list[Result]
+
+    @property
+    def score(self) -> float:
+        return sum(r.score for r in self.results)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.points for r in self.results)
 
 
 # ------------------------------------------------------------ each exercise's wrong-values ladder

@@ -533,16 +533,22 @@ def _record(todo: list[str], cache: Path, root: Path, sources: dict[str, str]) -
                     (cache / name).unlink(missing_ok=True)
 
 
-def recorded_grades(module: str, cache: Path, root: Path = paths.ROOT) -> dict[str, list] | None:
-    """{variant: [[check slug, mistake id], ...] it lost} as the instructor's kit graded it
-    while recording (compute), or None when that record is missing or stale."""
+def _grading_record(module: str, cache: Path, root: Path) -> dict[str, Any]:
+    """The record of how the instructor's kit graded `module`'s variants while recording
+    (compute), or {} when it is missing or stale."""
     try:
         meta = json.loads((cache / f"{module}{GRADED}").read_text())
     except (OSError, ValueError):
-        return None
+        return {}
     if meta.get("sources_sha256") != sources_sha256(module, root):
-        return None
-    return meta.get("graded")
+        return {}
+    return meta
+
+
+def recorded_grades(module: str, cache: Path, root: Path = paths.ROOT) -> dict[str, list] | None:
+    """{variant: [[check slug, mistake id], ...] it lost} as the instructor's kit graded it
+    while recording (compute), or None when that record is missing or stale."""
+    return _grading_record(module, cache, root).get("graded")
 
 
 def recorded_results(
@@ -551,11 +557,5 @@ def recorded_results(
     """{variant: [each Result it did not pass, as a dict]} from the same record as
     recorded_grades (what the kit's tests word again in another language), or None when that
     record is missing or stale."""
-    try:
-        meta = json.loads((cache / f"{module}{GRADED}").read_text())
-    except (OSError, ValueError):
-        return None
-    if meta.get("sources_sha256") != sources_sha256(module, root):
-        return None
-    found = meta.get("results")
+    found = _grading_record(module, cache, root).get("results")
     return found if isinstance(found, dict) else None

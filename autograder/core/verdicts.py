@@ -135,6 +135,46 @@ def _kind(t: torch.Tensor) -> str:
     return "bool" if t.dtype == torch.bool else "integer"
 
 
+def oracle(compute: Callable[[], Any], reference: Any) -> Any:
+    """compute(): a model's output, an oracle independent of the reference; in the student
+    copy, which has no models, the reference output itself (the verdict rests on it alone)."""
+    try:
+        return compute()
+    except ModelUnavailable:
+        return reference
+
+
+def agree(a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None) -> bool:
+    """The student's own two runs agree (NaN where both are NaN counts as agreeing)."""
+    a = a.to(b.dtype)
+    return bool(torch.allclose(a, b, equal_nan=True, **(tol or tolerance(b.dtype))))
+
+
+def trained_state(
+    got: dict[str, Any], given: dict[str, torch.Tensor], whose: str
+) -> dict[str, Any]:
+    """The state_dict a training probe returned (got["state/<name>"]), which must hold the
+    names of `given`, the state training started from (`whose`: those names, as the
+    message calls them); else WRONG_TYPE."""
+    state = {k.removeprefix("state/"): v for k, v in got.items() if k.startswith("state/")}
+    if set(state) != set(given):
+        raise Failure(
+            WRONG_TYPE, what="the trained model's state_dict", expected=whose, got="other names"
+        )
+    return state
+
+
+def unchanged(state: dict[str, Any], given: dict[str, torch.Tensor]) -> bool:
+    """Whether training left every weight as it was given (within the tolerance)."""
+    return all(close(state[k].float(), v) for k, v in given.items())
+
+
+def worst_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest absolute difference between a and b, in float64 (NaN counts as inf)."""
+    diff = torch.nan_to_num((a.double() - b.double()).abs(), nan=float("inf"))
+    return float(diff.max()) if diff.numel() else 0.0
+
+
 def assert_close(
     got: torch.Tensor,
     want: torch.Tensor,

@@ -142,11 +142,16 @@ class Published:
 
     @property
     def score(self) -> float:
-        return sum(p.score for p in self.parts)
+        return totals(self.parts)[0]
 
     @property
     def max_score(self) -> float:
-        return sum(p.max_score for p in self.parts)
+        return totals(self.parts)[1]
+
+
+def totals(parts: list[Part]) -> tuple[float, float]:
+    """(score, max_score) of the modules' parts, the totals results.json and the page show."""
+    return sum(p.score for p in parts), sum(p.max_score for p in parts)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -215,9 +220,10 @@ def results_json(parts: list[Part]) -> dict[str, Any]:
         for p in parts
     }
     held = report.waiting_summary([r for p in parts for r in p.results])  # waiting.py
+    score, max_score = totals(parts)
     return {
-        "score": sum(p.score for p in parts),
-        "max_score": sum(p.max_score for p in parts),
+        "score": score,
+        "max_score": max_score,
         "tests": tests,
         **({"output": held["output"]} if held else {}),
         "extra_data": {

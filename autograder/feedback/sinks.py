@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..core import i18n, registry
-from ..core.check import MISSING_FILE, Check, Result
+from ..core.check import MISSING_FILE, Check, Result, Totals
 from ..core.i18n import _
 from . import ladder, report
 from . import publish as merged
@@ -97,7 +97,7 @@ class ModuleResults:
 
 
 @dataclass
-class ResultSet:
+class ResultSet(Totals):
     """The graded modules of one submission, and what its outputs need to know about it."""
 
     name: str  # the submission: a student's name, or the folder graded
@@ -144,15 +144,6 @@ class ResultSet:
     def module(self, name: str) -> ModuleResults:
         found = [m for m in self.modules if m.module == name]
         return found[0] if found else ModuleResults(name, [], [])
-
-    @property
-    def score(self) -> float:
-        return sum(r.score for r in self.results)
-
-    @property
-    def max_score(self) -> float:
-        """The points of the checks graded (a partial module's left-out checks not counted)."""
-        return sum(r.points for r in self.results)
 
     def check_totals(self) -> None:
         """Raise TotalMismatch unless each module's graded and left-out points make its

@@ -60,6 +60,78 @@ def randn(
     return torch.randn(*shape, generator=gen, dtype=torch.float64).mul(scale).to(dtype)
 
 
+def draw(gen: torch.Generator, low: int, high: int) -> int:
+    """An int in [low, high], from the check's generator."""
+    return int(torch.randint(low, high + 1, (), generator=gen))
+
+
+def qkv(
+    gen: torch.Generator,
+    shape: tuple[int, ...],
+    d: int,
+    d_v: int,
+    dtype: torch.dtype = torch.float32,
+    scale: float = 1.0,
+) -> dict[str, torch.Tensor]:
+    """Self-attention's q, k (`shape` + (d,), times `scale`) and v (`shape` + (d_v,))."""
+    return {
+        "q": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "k": randn(gen, *shape, d, dtype=dtype, scale=scale),
+        "v": randn(gen, *shape, d_v, dtype=dtype),
+    }
+
+
+def same_keys(gen: torch.Generator, x: Inputs, shift: float | None = None) -> Inputs:
+    """x with a small run added (same_q, same_k, same_v): 4 keys that are all the same
+    (shifted by `shift`, with the last feature of each query taken from x's q), so every
+    score of a query is equal and attention gives each query the mean of the values,
+    whatever the scale or the way chunks or tiles are combined; a run that computes nothing
+    cannot give that."""
+    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
+    x["same_q"] = randn(gen, *batch, 4, d)
+    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
+    if shift is not None:
+        x["same_q"][..., -1] = x["q"][..., :4, -1]
+        x["same_k"] = x["same_k"] + shift
+    x["same_v"] = randn(gen, *batch, 4, d_v)
+    return x
+
+
+def shifted_keys(gen: torch.Generator) -> tuple[Inputs, torch.Tensor]:
+    """(x, u): q, k, v (2, 2, T, 8) and the keys moved by u, k_up = k + u and k_down = k - u.
+    Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
+    float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift."""
+    T, d = draw(gen, 10, 14), 8
+    x = qkv(gen, (2, 2, T), d, 6)
+    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
+    u = torch.zeros(d)
+    u[-1] = 200.0 * d**0.5
+    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    return x, u
+
+
+def logits_of(model: Any, x: Inputs) -> Outputs:
+    """A language model's logits on x["idx"], and on x["idx2"] when x has one (a second call
+    of the same model), without gradients."""
+    with torch.no_grad():
+        got = {"logits": model(x["idx"])}
+        if "idx2" in x:
+            got["logits2"] = model(x["idx2"])
+    return got
+
+
+def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
+    for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure
+    go through: they are "not attempted" and a finding."""
+    try:
+        return fn(), None
+    except (NotImplementedError, Failure):
+        raise
+    except Exception as e:
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     """Unpack a student function's 2-tuple result, or fail saying what it returned."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:

@@ -22,10 +22,9 @@ import os
 import selectors
 import signal
 import sys
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -95,11 +94,7 @@ def _work(
         )
 
         def end_of_check() -> None:  # the check's prints, then CHECK_END, then its message
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
+            wire.flush_streams()
             try:
                 os.write(1, CHECK_END)
             except BaseException:
@@ -113,10 +108,7 @@ def _work(
             after=end_of_check,
         )
     except BaseException:
-        try:
-            os.write(2, f"[grader] worker error:\n{traceback.format_exc()}".encode())
-        except BaseException:
-            pass
+        wire.last_words("worker")
     finally:
         os._exit(0)
 
@@ -165,19 +157,22 @@ def _fork(
 # --------------------------------------------------------------------------- parent side
 
 
+class _Grading(NamedTuple):
+    """What every worker of a Pool is given: the submission, the seed of the inputs, the
+    device, and the run's time limits."""
+
+    submission: Submission
+    seed: int
+    device: str
+    limits: TimeLimits
+
+
 class _Run:
     """One worker process over a list of checks, read until it ends or is stopped. A part of
     a measured check runs alone in its run, measured from here (measure.py)."""
 
-    def __init__(
-        self,
-        checks: list[Check],
-        submission: Submission,
-        seed: int,
-        device: str,
-        limits: TimeLimits,
-        stuck: Stuck | None = None,
-    ):
+    def __init__(self, checks: list[Check], grading: _Grading, stuck: Stuck | None = None):
+        submission, seed, device, limits = grading
         self.checks = {c.id: c for c in checks}
         self.stuck = stuck or Stuck()
         guards = self.stuck.guards(checks[0].module)
@@ -362,23 +357,16 @@ class _Job:
     """One module's checks: workers one after another until every check has a result; each
     part of a measured check in a worker of its own, after the others (measure.py)."""
 
-    def __init__(
-        self,
-        checks: list[Check],
-        submission: Submission,
-        seed: int,
-        device: str,
-        limits: TimeLimits,
-    ):
+    def __init__(self, checks: list[Check], grading: _Grading):
         self.module = checks[0].module
-        self.args = (submission, seed, device, limits)
-        self.stall = limits.stall
+        self.grading = grading
+        self.stall = grading.limits.stall
         self.checks = list(checks)
         self.todo = [c for c in checks if not c.measured]
         self.todo += [part for c in checks for part in c.parts()]
         self.found: dict[str, Probed] = {}
         self.stuck = Stuck()
-        self.run = _Run(self._next(), *self.args, self.stuck)
+        self.run = _Run(self._next(), self.grading, self.stuck)
 
     def _next(self) -> list[Check]:
         """The checks of the next run: the plain ones together, a measured part alone."""
@@ -423,7 +411,7 @@ class _Job:
                 found[check.id].measured = run.measured
         self.todo = [c for c in todo if c.id not in found]
         if self.todo:
-            self.run = _Run(self._next(), *self.args, self.stuck)
+            self.run = _Run(self._next(), self.grading, self.stuck)
             return False
         for check in self.checks:  # each measured check, from its parts
             if check.measured:
@@ -464,7 +452,7 @@ class Pool:
         limits: TimeLimits,
     ):
         """`limits`: the run's time limits (limits.TimeLimits)."""
-        self.args = (submission, seed, device, limits)
+        self.grading = _Grading(submission, seed, device, limits)
         self.jobs = jobs or default_jobs()
         self.waiting = {module: checks for module, checks in groups.items() if checks}
         self.live: list[_Job] = []
@@ -492,7 +480,7 @@ class Pool:
             if not checks:
                 self.done[module] = {}
                 continue
-            job = _Job(checks, *self.args)
+            job = _Job(checks, self.grading)
             job.run.register(self.sel)
             self.live.append(job)
 

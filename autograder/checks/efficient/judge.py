@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ...core.check import NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, close
+from ...core.verdicts import ModelUnavailable, agree, assert_close, close, oracle, worst_error
 from ..masks.judge import window_with_mistake
 from . import judge_models as models
 from . import probe
@@ -134,7 +134,7 @@ def _linear_verdict(got, want, x, causal):
     what = f"linear_attention(causal={causal})"
     out = models._floating(got, "out", what, want["out"].shape)
     # The quadratic form of the same kernel, computed here: an oracle independent of want.
-    quadratic = models._oracle(lambda: models._linear(x, causal=causal), want["out"])
+    quadratic = oracle(lambda: models._linear(x, causal=causal), want["out"])
     if not close(out, quadratic):
         # A map that is not positive makes some normalisers nearly 0, where float32 rounding
         # is amplified: to *name* that mistake (never to pass), compare with a loose tolerance.
@@ -243,7 +243,9 @@ def _measured_results(got, want, x, what):
                 raise Failure(MISTAKES["measured-result-wrong"], what=call)
 
 
-def _memory_verdict(got, x, what, mistake):
+def _measured_verdict(got, want, x, what, mistake):
+    """The measured runs: their results (_measured_results), then their peak memory."""
+    _measured_results(got, want, x, what)
     (p1, _), (p2, _) = _measures(got, x, what)
     T1, T2 = x["lengths"]
     B, H = x["parts"][1]["q"].shape[:2]
@@ -261,24 +263,23 @@ def _memory_verdict(got, x, what, mistake):
         )
 
 
-@LINEAR_ATTENTION.check(
-    "linear-cost",
-    inputs=probe.inputs_linear_measured,
-    probe=probe.probe_linear_measured,
-    measured=2,
-)
-def verdict_linear_measured(got, want, x):
-    _measured_results(got, want, x, "linear_attention")
-    _memory_verdict(got, x, "linear_attention", MISTAKES["linear-peak-memory-quadratic"])
+def _measured_check(exercise, slug, mistake):
+    """Register `exercise`'s measured check: points, measured from outside (its results and
+    its peak memory at T and 2T, _measured_verdict), through probe.MEASURED[exercise]."""
+    inputs, probe_fn = probe.MEASURED[exercise.name]
+
+    def verdict(got, want, x):
+        _measured_verdict(got, want, x, exercise.name, mistake)
+
+    exercise.check(slug, inputs=inputs, probe=probe_fn, measured=2, verdict=verdict)
 
 
-@LINEAR_ATTENTION.check(
-    "linear-cost-inside",
-    inputs=probe.inputs_linear_cost,
-    probe=probe.probe_linear_cost,
-    forgeable=True,
+_measured_check(LINEAR_ATTENTION, "linear-cost", MISTAKES["linear-peak-memory-quadratic"])
+
+
+@LINEAR_ATTENTION.advice(
+    "linear-cost-inside", inputs=probe.inputs_linear_cost, probe=probe.probe_linear_cost
 )
-@no_reference
 def verdict_linear_cost(got, want, x):
     T1, T2 = x["lengths"]
     for causal in (0, 1):
@@ -316,7 +317,7 @@ def verdict_chunked(got, want, x):
         key = f"case{n}"
         what = f"chunked_attention(causal={causal}, chunk_size={chunk})"
         out = models._floating(got, key, what, want[key].shape)
-        exact = models._oracle(lambda c=causal: models._exact(x, c), want[key])
+        exact = oracle(lambda c=causal: models._exact(x, c), want[key])
         if causal and not close(out, exact) and models._blocks_diagonal(out, x):
             raise Failure(MISTAKES["chunked-causal-blocks-diagonal"])
         assert_close(out, exact, what, models._chunked_candidates(x, causal, chunk))
@@ -356,7 +357,7 @@ def verdict_chunked_rescale(got, want, x):
         what = f"chunked_attention(causal={causal})"
         whole = models._floating(got, f"c{int(causal)}/chunkT", what, x["v"].shape)
         chunks = models._floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
-        if models._same(chunks, whole):
+        if agree(chunks, whole):
             continue
         for mistake, replay, details in models._mistaken_loops(x, causal, 4):
             try:
@@ -369,7 +370,7 @@ def verdict_chunked_rescale(got, want, x):
             MISTAKES["chunked-depends-on-chunk-size"],
             causal=causal,
             T=T,
-            err=models._worst(chunks, whole),
+            err=worst_error(chunks, whole),
         )
 
 
@@ -391,29 +392,17 @@ def verdict_chunked_shift(got, want, x):
             # another mistake's, charged where it is named.
             if (torch.isfinite(base) & ~torch.isfinite(shifted)).any():
                 raise Failure(MISTAKES["chunked-overflow"])
-            if not models._same(shifted, base, tol):
-                err = models._worst(shifted, base)
+            if not agree(shifted, base, tol):
+                err = worst_error(shifted, base)
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
 
 
-@CHUNKED_ATTENTION.check(
-    "chunked-memory",
-    inputs=probe.inputs_chunked_measured,
-    probe=probe.probe_chunked_measured,
-    measured=2,
-)
-def verdict_chunked_measured(got, want, x):
-    _measured_results(got, want, x, "chunked_attention")
-    _memory_verdict(got, x, "chunked_attention", MISTAKES["chunked-peak-memory-quadratic"])
+_measured_check(CHUNKED_ATTENTION, "chunked-memory", MISTAKES["chunked-peak-memory-quadratic"])
 
 
-@CHUNKED_ATTENTION.check(
-    "chunked-memory-inside",
-    inputs=probe.inputs_chunked_memory,
-    probe=probe.probe_chunked_memory,
-    forgeable=True,
+@CHUNKED_ATTENTION.advice(
+    "chunked-memory-inside", inputs=probe.inputs_chunked_memory, probe=probe.probe_chunked_memory
 )
-@no_reference
 def verdict_chunked_memory(got, want, x):
     for size, xs in x.items():
         B, H, T, d = xs["q"].shape
@@ -453,6 +442,6 @@ def verdict_chunked_memory(got, want, x):
             shape = (B, H, xs["rows"].numel(), d_v) if "rows" in xs else xs["v"].shape
             out = models._floating(got, p + "out", what, shape)
             plain = models._floating(got, p + "plain", what, shape)
-            if not models._same(out, plain):
+            if not agree(out, plain):
                 detail = "its result under the recorder differs from the same call unobserved"
                 raise Failure(MISTAKES["computation-not-recorded"], what=what, detail=detail)

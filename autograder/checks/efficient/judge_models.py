@@ -12,7 +12,6 @@ import torch.nn.functional as F
 
 from ...core.check import WRONG_DTYPE, Failure
 from ...core.misconception_data import misconceptions_of
-from ...core.tolerances import tolerance
 from ...core.verdicts import ModelUnavailable, close, model, tensor
 
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -267,23 +266,3 @@ def _blocks_diagonal(out, x):
     except ModelUnavailable:
         return False
     return close(out[..., 1:, :], strict[..., 1:, :])
-
-
-def _oracle(compute, reference):
-    """compute(): a model's output, an oracle independent of the reference; in the student
-    copy, which has no models, the reference output itself (the verdict rests on it alone)."""
-    try:
-        return compute()
-    except ModelUnavailable:
-        return reference
-
-
-def _same(a, b, tol=None):
-    """The student's own two runs agree (NaN where both are NaN counts as agreeing)."""
-    a = a.to(b.dtype)
-    return bool(torch.allclose(a, b, equal_nan=True, **(tol or tolerance(b.dtype))))
-
-
-def _worst(a, b):
-    diff = torch.nan_to_num((a.double() - b.double()).abs(), nan=float("inf"))
-    return float(diff.max()) if diff.numel() else 0.0

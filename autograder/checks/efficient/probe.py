@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections import Counter
 
 import torch
-from torch._C import _autograd, _profiler
 
-from ...core.dispatch import OpCounter
-from ...run.probing import pair, randn
+from ...core.dispatch import OpCounter, Profiled, allocated_bytes
+from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- recording
 
@@ -65,57 +64,19 @@ class Recorder(OpCounter):
 MATMUL = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::mv", "aten::dot")
 
 
-class AllocationPeak:
-    """Torch's profiler over a block: the allocator's peak bytes above the start, the matrix
-    products it saw and any fused attention kernel. `ok` is False when the profiler could not
-    be started, `busy` when that is because one was already running (nothing in grading
-    starts one: student code did), `tampered` when it was stopped inside the block."""
+class AllocationPeak(Profiled):
+    """Torch's profiler over a block (core.dispatch.Profiled): the allocator's peak bytes
+    above the start, the matrix products it saw and any fused attention kernel."""
 
     def __init__(self):
-        self.ok = self.busy = self.tampered = False
+        super().__init__()
         self.peak, self.matmuls, self.fused = 0, 0, ""
 
-    def __enter__(self):
-        try:
-            if _autograd._profiler_enabled():
-                self.busy = True
-                return self
-            P = _profiler
-            # (state, input shapes, memory, stack, flops, modules, experimental config)
-            config = P.ProfilerConfig(
-                P.ProfilerState.CPU, False, True, False, False, False, P._ExperimentalConfig()
-            )
-            _autograd._enable_profiler_legacy(config)
-            self.ok = True
-        except (RuntimeError, AttributeError, TypeError):
-            self.ok = False
-        return self
-
-    def __exit__(self, *exc):
-        if not self.ok:
-            return False
-        try:
-            threads = _autograd._disable_profiler_legacy()
-        except RuntimeError:
-            self.tampered = True
-            return False
-        names: Counter[str] = Counter()
-        changes = []  # (when, bytes allocated or freed): the allocator's events, in time order
-        for th in threads:
-            for e in th:
-                kind = e.kind()
-                if kind == "memory_alloc":
-                    changes.append((e.start_us(), e.cpu_memory_usage()))
-                elif kind == "push":
-                    names[e.name()] += 1
-        changes.sort(key=lambda c: c[0])  # stable: simultaneous events keep their order
-        current = 0
-        for _, change in changes:
-            current += change
-            self.peak = max(self.peak, current)
+    def saw_events(self, threads):
+        names = Counter(e.name() for th in threads for e in th if e.kind() == "push")
+        _, self.peak = allocated_bytes(threads)
         self.matmuls = sum(names[n] for n in MATMUL)
         self.fused = ", ".join(sorted(n for n in names if "scaled_dot_product" in n))
-        return False
 
 
 def recorded(prefix, rec, alloc, out):
@@ -149,22 +110,9 @@ def run_recorded(fn, *args, **kwargs):
 # --------------------------------------------------------------------------- inputs
 
 
-def draw(gen, low, high):
-    """An int in [low, high], from the check's generator."""
-    return int(torch.randint(low, high + 1, (), generator=gen))
-
-
-def _qkv(gen, shape, d, d_v, scale=1.0):
-    return {
-        "q": randn(gen, *shape, d, scale=scale),
-        "k": randn(gen, *shape, d, scale=scale),
-        "v": randn(gen, *shape, d_v),
-    }
-
-
 def inputs_pattern(gen):
     T = draw(gen, 9, 13)
-    x = _qkv(gen, (2, T), 8, 6)  # (B, T, d): no head axis
+    x = qkv(gen, (2, T), 8, 6)  # (B, T, d): no head axis
     x["windows"] = [1, draw(gen, 2, T - 2), T, T + draw(gen, 1, 3)]
     x["strides"] = [1, 2, 3, draw(gen, 4, T // 2)]
     return x
@@ -172,7 +120,7 @@ def inputs_pattern(gen):
 
 def inputs_linear(gen):
     d = draw(gen, 4, 7)
-    return _qkv(gen, (2, 2, draw(gen, 10, 14)), d, d + draw(gen, 1, 2))  # (B, H, T, d)
+    return qkv(gen, (2, 2, draw(gen, 10, 14)), d, d + draw(gen, 1, 2))  # (B, H, T, d)
 
 
 def inputs_feature_map(gen):
@@ -195,30 +143,16 @@ def inputs_feature_map(gen):
 def inputs_linear_cost(gen):
     # T >= 6 d d_v, so a (T, T) tensor outgrows everything a linear-cost solution makes.
     T = 8 * draw(gen, 12, 16)
-    x = _qkv(gen, (1, 2, 2 * T), 4, 4)
+    x = qkv(gen, (1, 2, 2 * T), 4, 4)
     x["lengths"] = [T, 2 * T]
     return x
 
 
 def inputs_chunked(gen):
     T = [10, 11, 13, 14][draw(gen, 0, 3)]  # not a multiple of 3 or 4: a short last chunk
-    x = _qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v, √T and 1 all differ
+    x = qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v, √T and 1 all differ
     x["cases"] = [(False, 4), (True, 4), (False, 3), (True, 3), (False, 1), (True, 1)]
     x["cases"] += [(False, T), (True, T + draw(gen, 1, 6))]
-    return x
-
-
-def _same_keys(gen, x, shift=None):
-    # A small run, one chunk of 4 keys that are all the same: every score of a query is
-    # equal, so attention gives each query the mean of the values, whatever the scale or the
-    # way chunks are combined; a run that computes nothing cannot give that.
-    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
-    x["same_q"] = randn(gen, *batch, 4, d)
-    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
-    if shift is not None:
-        x["same_q"][..., -1] = x["q"][..., :4, -1]
-        x["same_k"] = x["same_k"] + shift
-    x["same_v"] = randn(gen, *batch, 4, d_v)
     return x
 
 
@@ -226,22 +160,15 @@ def inputs_chunked_rescale(gen):
     # The scores rise along the keys (every query leans on one direction, every key more so
     # the later it comes), so each new chunk raises the running maximum of every row.
     T, d = 4 * draw(gen, 3, 4), 8
-    x = _qkv(gen, (2, T), d, 6, scale=0.3)
+    x = qkv(gen, (2, T), d, 6, scale=0.3)
     x["q"] = x["q"] + 1.0
     x["k"] = x["k"] + 0.35 * torch.arange(T, dtype=torch.float32)[:, None]
-    return _same_keys(gen, x)
+    return same_keys(gen, x)
 
 
 def inputs_chunked_shift(gen):
-    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
-    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
-    T, d = draw(gen, 10, 14), 8
-    x = _qkv(gen, (2, 2, T), d, 6)
-    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
-    u = torch.zeros(d)
-    u[-1] = 200.0 * d**0.5
-    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
-    return _same_keys(gen, x, shift=u)
+    x, u = shifted_keys(gen)  # scores shifted by ±100 to 300: exp over- and underflows
+    return same_keys(gen, x, shift=u)
 
 
 def inputs_chunked_memory(gen):
@@ -249,8 +176,8 @@ def inputs_chunked_memory(gen):
     # every head outgrows the largest tensor allowed, T × max(chunk, d, d_v) per batch and
     # head. "big": T / max(chunk, d, d_v) >= 48, so the tensors alive at once (the
     # allocator's peak) tell chunking from (T, T) scores, kept whole or in pieces.
-    small = _qkv(gen, (2, 2, 8 * draw(gen, 7, 8)), 8, 8)
-    big = _qkv(gen, (1, 2, 64 * draw(gen, 6, 7)), 8, 8)
+    small = qkv(gen, (2, 2, 8 * draw(gen, 7, 8)), 8, 8)
+    big = qkv(gen, (1, 2, 64 * draw(gen, 6, 7)), 8, 8)
     big["rows"] = torch.randperm(big["q"].size(-2), generator=gen)[:16].sort().values
     small["chunk"], big["chunk"] = 8, draw(gen, 6, 8)
     return {"small": small, "big": big}
@@ -259,7 +186,7 @@ def inputs_chunked_memory(gen):
 def _measured_parts(gen, lengths, d, chunk=None):
     # One part per length, each run in a fresh process measured from outside
     # (run/measure.py); B·H = 2. The rows handed back are a sample (each part its own).
-    x = _qkv(gen, (1, 2, lengths[-1]), d, d)
+    x = qkv(gen, (1, 2, lengths[-1]), d, d)
     parts = []
     for L in lengths:
         part = {n: x[n][..., :L, :].clone() for n in ("q", "k", "v")}
@@ -408,3 +335,11 @@ def probe_chunked_measured(mod, x):
         out = mod.chunked_attention(x["q"], x["k"], x["v"], causal=causal, chunk_size=x["chunk"])
         got[f"c{int(causal)}"] = _rows(out, x)
     return got
+
+
+# The measured checks' inputs and probe, by exercise: the judge's _measured_check registers
+# each exercise's check from them.
+MEASURED = {
+    "linear_attention": (inputs_linear_measured, probe_linear_measured),
+    "chunked_attention": (inputs_chunked_measured, probe_chunked_measured),
+}

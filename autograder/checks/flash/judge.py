@@ -14,7 +14,7 @@ import torch
 
 from ...core.check import CRASH, NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, assert_evidence, close
+from ...core.verdicts import agree, assert_close, assert_evidence, close, oracle, worst_error
 from . import judge_models as models
 from . import probe
 
@@ -31,7 +31,7 @@ def _forward_case(got, want, x, n, which):
     what = f"flash_forward(causal={causal}, block_q={bq}, block_k={bk})'s {name}"
     key = f"case{n}/{name}"
     value = models._floating(got, key, what, want[key].shape)
-    exact = models._oracle(lambda: models._exact(x, causal)[which], want[key])
+    exact = oracle(lambda: models._exact(x, causal)[which], want[key])
     if causal and bq < T and not close(value, exact):
         # Skipping the tile on the diagonal leaves the first query tile with no key at all:
         # compare the rows after it.
@@ -75,7 +75,7 @@ def verdict_large_logits(got, want, x):
     if not close(same, mean):
         if not torch.isfinite(same).all():
             raise Failure(MISTAKES["flash-overflow"])
-        raise Failure(MISTAKES["flash-weights-not-normalised"], err=models._worst(same, mean))
+        raise Failure(MISTAKES["flash-weights-not-normalised"], err=worst_error(same, mean))
     # Loosened: scores of a few hundred carry float32 rounding of about 1e-5 each, and the
     # order in which q, k and the scale are multiplied moves them by that much.
     tol = {"atol": 1e-4, "rtol": 1e-4}
@@ -88,8 +88,8 @@ def verdict_large_logits(got, want, x):
             lse = models._floating(got, f"c{causal}/{name}/lse", what, x["v"].shape[:-1])
             if not (torch.isfinite(shifted).all() and torch.isfinite(lse).all()):
                 raise Failure(MISTAKES["flash-overflow"])
-            if not models._same(shifted, base, tol):
-                err = models._worst(shifted, base)
+            if not agree(shifted, base, tol):
+                err = worst_error(shifted, base)
                 raise Failure(MISTAKES["flash-not-shift-invariant"], err=err, causal=bool(causal))
 
 
@@ -116,13 +116,7 @@ def _skips_tiles(got, x, what, outputs):
         )
 
 
-@FORWARD.check(
-    "forward-skips-tiles",
-    inputs=probe.inputs_tiles,
-    probe=probe.probe_forward_tiles,
-    forgeable=True,
-)
-@no_reference
+@FORWARD.advice("forward-skips-tiles", inputs=probe.inputs_tiles, probe=probe.probe_forward_tiles)
 def verdict_forward_tiles(got, want, x):
     _skips_tiles(got, x, "flash_forward", ("c0/out", "c1/out"))
 
@@ -140,9 +134,7 @@ def _backward_case(got, want, x, prefix, n):
     shapes = {"dq": q.shape, "dk": q.shape, "dv": v.shape}
     grads = [models._floating(got, f"{key}/{g}", f"{what}'s {g}", s) for g, s in shapes.items()]
     references = [want[f"{key}/{g}"] for g in shapes]
-    exact = models._oracle(
-        lambda: models._quadratic(x, causal, str(q.dtype)[6:], prefix)[1:], references
-    )
+    exact = oracle(lambda: models._quadratic(x, causal, str(q.dtype)[6:], prefix)[1:], references)
     if all(close(g, e) for g, e in zip(grads, exact, strict=True)):
         for g, name, r in zip(grads, shapes, references, strict=True):
             assert_close(g, r, f"{what}'s {name}")
@@ -168,13 +160,9 @@ def verdict_backward(got, want, x):
             _backward_case(got, want, x, prefix, n)
 
 
-@BACKWARD.check(
-    "backward-skips-tiles",
-    inputs=probe.inputs_tiles,
-    probe=probe.probe_backward_tiles,
-    forgeable=True,
+@BACKWARD.advice(
+    "backward-skips-tiles", inputs=probe.inputs_tiles, probe=probe.probe_backward_tiles
 )
-@no_reference
 def verdict_backward_tiles(got, want, x):
     _skips_tiles(got, x, "flash_backward", ("c0/dq", "c1/dq"))
 
@@ -197,7 +185,7 @@ def verdict_function(got, want, x):
                 for n, s in zip(names, shapes, strict=True)
             ]
             references = tuple(want[p + n] for n in names)
-            exact = models._oracle(lambda c=causal, t=dtype: models._quadratic(x, c, t), references)
+            exact = oracle(lambda c=causal, t=dtype: models._quadratic(x, c, t), references)
             if all(close(g, e) for g, e in zip(got_, exact, strict=True)):
                 for g, n, r in zip(got_, names, references, strict=True):
                     assert_close(g, r, f"{what}: {n}")
@@ -206,15 +194,14 @@ def verdict_function(got, want, x):
             if close(out, exact[0]) and close(dq, exact[2]) and close(dk, exact[1]):
                 raise Failure(MISTAKES["flash-function-gradient-order"], what=what)
             if causal:
-                plain = models._oracle(lambda t=dtype: models._quadratic(x, False, t), None)
+                plain = oracle(lambda t=dtype: models._quadratic(x, False, t), None)
                 if plain is not None and close(dq, plain[1]) and close(dv, plain[3]):
                     raise Failure(MISTAKES["flash-function-forgets-causal"], what=what)
             for g, n, e in zip(got_, names, exact, strict=True):
                 assert_close(g, e, f"{what}: {n}")
 
 
-@FUNCTION.check("saves", inputs=probe.inputs_saves, probe=probe.probe_saves, forgeable=True)
-@no_reference
+@FUNCTION.advice("saves", inputs=probe.inputs_saves, probe=probe.probe_saves)
 def verdict_saves(got, want, x):
     what = "FlashAttention.apply"
     B, H, T, d = x["q"].shape

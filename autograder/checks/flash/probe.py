@@ -17,26 +17,12 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._C import _autograd, _profiler
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ...core.dispatch import tensors
-from ...run.probing import pair, randn
+from ...core.dispatch import Profiled, allocated_bytes, tensors
+from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- inputs
-
-
-def draw(gen, low, high):
-    """An int in [low, high], from the check's generator."""
-    return int(torch.randint(low, high + 1, (), generator=gen))
-
-
-def _qkv(gen, shape, d, d_v, dtype=torch.float32, scale=1.0):
-    return {
-        "q": randn(gen, *shape, d, dtype=dtype, scale=scale),
-        "k": randn(gen, *shape, d, dtype=dtype, scale=scale),
-        "v": randn(gen, *shape, d_v, dtype=dtype),
-    }
 
 
 def _lse_and_out(q, k, v, causal):
@@ -64,46 +50,26 @@ def _cases(gen, T):
 
 def inputs_forward(gen):
     T = [12, 16, 18][draw(gen, 0, 2)]  # square tiles of 2, 3 or 4 divide it
-    x = _qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v and 1 all differ
+    x = qkv(gen, (2, 2, T), 8, 6)  # √d, d, √d_v and 1 all differ
     square, ragged = _cases(gen, T)
     x["cases"] = square + ragged + [(True, 4, 4 + draw(gen, 1, 3)), (False, 5, T - 1)]
     return x
 
 
-def _same_keys(gen, x, shift=None):
-    # One tile of 4 equal keys: every score of a query is the same, so attention gives each
-    # query the mean of the values whatever the scale; a run that computes nothing cannot.
-    batch, d, d_v = x["q"].shape[:-2], x["q"].size(-1), x["v"].size(-1)
-    x["same_q"] = randn(gen, *batch, 4, d)
-    x["same_k"] = randn(gen, *batch, 1, d).expand(*batch, 4, d).contiguous()
-    if shift is not None:
-        x["same_q"][..., -1] = x["q"][..., :4, -1]
-        x["same_k"] = x["same_k"] + shift
-    x["same_v"] = randn(gen, *batch, 4, d_v)
-    return x
-
-
 def inputs_large_logits(gen):
-    # Keys moved by u add q·u/√d to every score of a query: 100 to 300 here (exp overflows
-    # float32 above 88), or minus that (exp underflows to 0). Softmax cancels such a shift.
-    T, d = draw(gen, 10, 14), 8
-    x = _qkv(gen, (2, 2, T), d, 6)
-    x["q"][..., -1] = torch.rand(2, 2, T, generator=gen) + 0.5
-    u = torch.zeros(d)
-    u[-1] = 200.0 * d**0.5
-    x["k_up"], x["k_down"] = x["k"] + u, x["k"] - u
+    x, u = shifted_keys(gen)  # scores shifted by ±100 to 300: exp over- and underflows
     x["blocks"] = (draw(gen, 3, 4), draw(gen, 3, 5))
-    return _same_keys(gen, x, shift=u)
+    return same_keys(gen, x, shift=u)
 
 
 def inputs_backward(gen):
     T = [12, 16][draw(gen, 0, 1)]
-    x = _qkv(gen, (2, 2, T), 8, 6)
+    x = qkv(gen, (2, 2, T), 8, 6)
     x["grad_out"] = randn(gen, 2, 2, T, 6)
     square, ragged = _cases(gen, T)
     x["cases"] = square + ragged
     small = draw(gen, 7, 9)  # float64, the precision torch.autograd.gradcheck works in
-    x64 = _qkv(gen, (1, 2, small), 5, 4, dtype=torch.float64)
+    x64 = qkv(gen, (1, 2, small), 5, 4, dtype=torch.float64)
     x64["grad_out"] = randn(gen, 1, 2, small, 4, dtype=torch.float64)
     for name, value in x64.items():
         x[f"f64/{name}"] = value
@@ -119,7 +85,7 @@ def inputs_saves(gen):
     # T / max(d, d_v) >= 24: a (T, T) tensor per batch and head outgrows, many times over,
     # the O(T) that q, k, v, out and the log-sum-exp hold.
     T = 16 * draw(gen, 12, 16)
-    x = _qkv(gen, (1, 2, T), 8, 8)
+    x = qkv(gen, (1, 2, T), 8, 8)
     x["grad_out"] = randn(gen, 1, 2, T, 8)
     x["blocks"] = (16 * draw(gen, 1, 2), 16 * draw(gen, 1, 2))
     return x
@@ -129,7 +95,7 @@ def inputs_tiles(gen):
     # 8 tiles of b along each axis: a causal pass over the 36 tiles on or below the diagonal
     # does 36/64 of a full pass's products; one that masks every tile, 64/64.
     b = draw(gen, 4, 6)
-    x = _qkv(gen, (1, 2, 8 * b), 8, 8)
+    x = qkv(gen, (1, 2, 8 * b), 8, 8)
     x["grad_out"] = randn(gen, 1, 2, 8 * b, 8)
     x["block"] = b
     for causal in (False, True):
@@ -170,50 +136,17 @@ class WorkCounter(TorchDispatchMode):
         return out
 
 
-class Retained:
-    """Torch's profiler over a block: the bytes the CPU allocator handed out inside it and
-    had not taken back at its end (what the block keeps alive), and its peak. `ok` is False
-    when the profiler could not run, `busy` when one was running already (grading starts
-    none: student code did), `tampered` when it was stopped inside the block."""
+class Retained(Profiled):
+    """Torch's profiler over a block (core.dispatch.Profiled): the bytes the CPU allocator
+    handed out inside it and had not taken back at its end (what the block keeps alive), and
+    its peak."""
 
     def __init__(self):
-        self.ok = self.busy = self.tampered = False
+        super().__init__()
         self.kept = self.peak = 0
 
-    def __enter__(self):
-        try:
-            if _autograd._profiler_enabled():
-                self.busy = True
-                return self
-            P = _profiler
-            config = P.ProfilerConfig(
-                P.ProfilerState.CPU, False, True, False, False, False, P._ExperimentalConfig()
-            )
-            _autograd._enable_profiler_legacy(config)
-            self.ok = True
-        except (RuntimeError, AttributeError, TypeError):
-            self.ok = False
-        return self
-
-    def __exit__(self, *exc):
-        if not self.ok:
-            return False
-        try:
-            threads = _autograd._disable_profiler_legacy()
-        except RuntimeError:
-            self.tampered = True
-            return False
-        changes = [
-            (e.start_us(), e.cpu_memory_usage())
-            for th in threads
-            for e in th
-            if e.kind() == "memory_alloc"
-        ]
-        changes.sort(key=lambda c: c[0])
-        for _, change in changes:
-            self.kept += change
-            self.peak = max(self.peak, self.kept)
-        return False
+    def saw_events(self, threads):
+        self.kept, self.peak = allocated_bytes(threads)
 
 
 # --------------------------------------------------------------------------- probes
@@ -287,7 +220,7 @@ def _quadratic_grads(q, k, v, grad_out, causal):
 
 def inputs_function(gen):
     T = draw(gen, 9, 13)
-    x = _qkv(gen, (2, 2, T), 8, 6)
+    x = qkv(gen, (2, 2, T), 8, 6)
     x["grad_out"] = randn(gen, 2, 2, T, 6)
     x["blocks"] = (draw(gen, 2, 4), draw(gen, 3, 5))
     # What flash_forward and flash_backward give on these inputs, for either flag: the probe's

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...run.probing import corpus
+from ...run.probing import corpus, logits_of
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -138,12 +138,7 @@ def load(mod, x, state=None):
 
 
 def probe_logits(mod, x):
-    model = load(mod, x)
-    with torch.no_grad():
-        got = {"logits": model(x["idx"])}
-        if "idx2" in x:
-            got["logits2"] = model(x["idx2"])
-    return got
+    return logits_of(load(mod, x), x)
 
 
 def probe_tying(mod, x):

@@ -16,7 +16,8 @@ import math
 
 import torch
 
-from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
+from ...core import verdicts
+from ...core.check import CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from . import probe
@@ -381,9 +382,8 @@ def verdict_ablation(got, want, x):
 # half of the lowest or more (a margin for other correct ways of writing the loop: float
 # rounding changes the run). Before training every score is near its uniform value (about
 # 0.15) and the drop is near 0.
-TRAIN_PREVIOUS = 0.2
-TRAIN_INDUCTION = 0.35
-TRAIN_DROP = 1.0
+# Each measure (as the message names it) and the least it must reach:
+TRAIN_MINIMUMS = {"prev": 0.2, "ind": 0.35, "drop": 1.0}
 
 
 def trained_measures(got, x) -> tuple[float, float, float]:
@@ -416,17 +416,10 @@ TRAIN = CHECKS.exercise("train_induction", probe=probe.probe_train)
 def verdict_train(got, want, x):
     steps = probe.TRAIN_STEPS
     losses = tensor(got, "losses", "the training losses", shape=(steps,), floating=True)
-    state = {k.removeprefix("state/"): v for k, v in got.items() if k.startswith("state/")}
-    if set(state) != set(x["state"]):
-        raise Failure(
-            WRONG_TYPE,
-            what="the trained model's state_dict",
-            expected="the given model's own parameters",
-            got="other names",
-        )
+    state = verdicts.trained_state(got, x["state"], "the given model's own parameters")
     for k, v in x["state"].items():  # the trained weights: the given model's shapes, floats
         tensor(got, f"state/{k}", f"the trained {k}", shape=v.shape, floating=True)
-    if all(close(state[k].float(), v) for k, v in x["state"].items()):
+    if verdicts.unchanged(state, x["state"]):
         raise Failure(
             MISTAKES["induction-not-trained"],
             detail=f"its weights did not change in {steps} steps",
@@ -435,14 +428,8 @@ def verdict_train(got, want, x):
         prev, ind, drop = trained_measures(got, x)
     except ModelUnavailable:  # the student copy: the student's own measures
         prev, ind, drop = own_measures(got, x)
-    finite = all(math.isfinite(v) for v in (prev, ind, drop)) and bool(losses.isfinite().all())
-    if not finite or prev < TRAIN_PREVIOUS or ind < TRAIN_INDUCTION or drop < TRAIN_DROP:
-        raise Failure(
-            MISTAKES["induction-no-circuit"],
-            prev=prev,
-            ind=ind,
-            drop=drop,
-            min_prev=TRAIN_PREVIOUS,
-            min_ind=TRAIN_INDUCTION,
-            min_drop=TRAIN_DROP,
-        )
+    measures = {"prev": prev, "ind": ind, "drop": drop}
+    finite = all(math.isfinite(v) for v in measures.values()) and bool(losses.isfinite().all())
+    if not finite or any(measures[k] < least for k, least in TRAIN_MINIMUMS.items()):
+        minimums = {f"min_{k}": least for k, least in TRAIN_MINIMUMS.items()}
+        raise Failure(MISTAKES["induction-no-circuit"], **measures, **minimums)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core import verdicts
-from ...core.check import NO_EVIDENCE, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.check import NO_EVIDENCE, CheckList, Failure, no_reference
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
@@ -530,15 +530,8 @@ def verdict_train(got, want, x):
     _loaded_or_fail(got, probe.model_shapes(config, len(alphabet)), "MiniLlama", config)
     steps = probe.TRAIN_ARGS["steps"]
     losses = tensor(got, "losses", "the training losses", shape=(steps,), floating=True)
-    state = {k.removeprefix("state/"): v for k, v in got.items() if k.startswith("state/")}
-    if set(state) != set(x["state"]):
-        raise Failure(
-            WRONG_TYPE,
-            what="the trained model's state_dict",
-            expected="MiniLlama's own parameters",
-            got="other names",
-        )
-    if all(close(state[k].float(), v) for k, v in x["state"].items()):
+    state = verdicts.trained_state(got, x["state"], "MiniLlama's own parameters")
+    if verdicts.unchanged(state, x["state"]):
         raise Failure(
             MISTAKES["llama-not-trainable"],
             detail="its weights did not change in 200 optimiser steps",

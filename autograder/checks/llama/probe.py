@@ -19,7 +19,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 
-from ...run.probing import corpus, pair, randn
+from ...run.probing import corpus, logits_of, pair, randn
 
 # --------------------------------------------------------------------------- sizes and weights
 
@@ -226,11 +226,7 @@ def probe_logits(mod, x):
     if model is None:
         return shapes
     model = _device(model, x, "idx")
-    with torch.no_grad():
-        got = {"logits": model(x["idx"])}
-        if "idx2" in x:
-            got["logits2"] = model(x["idx2"])
-    return got
+    return logits_of(model, x)
 
 
 def probe_shapes(mod, x):

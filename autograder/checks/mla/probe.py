@@ -17,8 +17,7 @@ import math
 
 import torch
 
-from ...core.check import Failure
-from ...run.probing import pair, randn
+from ...run.probing import guarded, pair, randn
 
 # (D, H, d_c, d_c_q, d_head, d_rope): d_head and d_rope even, every width distinct.
 SHAPES = (
@@ -163,21 +162,6 @@ def inputs_bytes(gen):
 # --------------------------------------------------------------------------- running
 
 
-def _failed(error):
-    return f"{type(error).__name__}: {str(error)[:200]}"
-
-
-def _guarded(fn):
-    """fn() or the text of the error it raised (NotImplementedError and a probe's own
-    Failure go through: they are "not attempted" and a finding)."""
-    try:
-        return fn(), None
-    except (NotImplementedError, Failure):
-        raise
-    except Exception as e:  # a broken call is a finding, not a crash of the check
-        return None, _failed(e)
-
-
 def module_of(mod, x):
     """A fresh student module with the check's weights loaded, in eval mode."""
     cfg = [x[k] for k in ("D", "H", "d_c", "d_c_q", "d_head", "d_rope")]
@@ -232,7 +216,7 @@ def probe_given_cache(mod, x):
         layer = module_of(mod, x)
         cache, absorbed = (step["c_kv"], step["k_rope"]), (step["w_q"], step["w_o"])
         with torch.no_grad():
-            result, error = _guarded(lambda: layer.forward_absorbed(step["x"], cache, absorbed))  # noqa: B023
+            result, error = guarded(lambda: layer.forward_absorbed(step["x"], cache, absorbed))  # noqa: B023
         if error:
             return {**got, "error": error, "error-at": i}
         out, new = pair(result, "forward_absorbed's result", "(out, cache)")
@@ -248,13 +232,13 @@ def probe_calls(mod, x):
     with torch.no_grad():
         for i, xi in enumerate(x["xs"]):
             layer = module_of(mod, x)
-            result, error = _guarded(lambda: layer.forward_absorbed(xi, cache))  # noqa: B023
+            result, error = guarded(lambda: layer.forward_absorbed(xi, cache))  # noqa: B023
             if error:
                 return {**got, "error": error, "error-at": i}
             out, cache = pair(result, "forward_absorbed's result", "(out, cache)")
             got[f"{i}/out"] = out
             got.update(_cache_parts(cache, str(i)))
-        full, error = _guarded(lambda: module_of(mod, x)(torch.cat(x["xs"], dim=1)))
+        full, error = guarded(lambda: module_of(mod, x)(torch.cat(x["xs"], dim=1)))
     if error:
         return {**got, "error": error, "error-at": "full"}
     got["full"] = full

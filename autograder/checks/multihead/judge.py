@@ -514,10 +514,7 @@ def verdict_wo(got, want, x):
 # --------------------------------------------------------------------------- vectorisation
 
 
-@MULTI_HEAD_ATTENTION.check(
-    "vectorised", inputs=probe.inputs_vector, probe=probe.probe_vector, forgeable=True
-)
-@no_reference
+@MULTI_HEAD_ATTENTION.advice("vectorised", inputs=probe.inputs_vector, probe=probe.probe_vector)
 def verdict_vector(got, want, x):
     """The op counts are recorded in the student's process (a TorchDispatchMode): code that
     runs there can hide ops from it (issue 12.3). No returned data shows whether the heads

@@ -31,7 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from ...core import fixtures, registry
-from ...core.check import GRADER_ERROR, TIMEOUT, Check, Failure, Misconceptions, Outputs, Result
+from ...core.check import (
+    GRADER_ERROR,
+    TIMEOUT,
+    Check,
+    Failure,
+    Misconceptions,
+    Outputs,
+    Result,
+    Totals,
+)
 from ...core.i18n import withhold_reference
 from ...core.paths import ROOT
 from ...core.references import References
@@ -83,7 +92,7 @@ _SIGNALS = {
 
 
 @dataclass
-class Graded:
+class Graded(Totals):
     """One submission's outcome."""
 
     name: str
@@ -93,14 +102,6 @@ class Graded:
     output_bytes: int = 0
     process: dict[str, Any] = field(default_factory=dict)  # how the sandboxed process ended
     not_graded: str = ""  # why this submission could not be graded at all ('' if it was)
-
-    @property
-    def score(self) -> float:
-        return sum(r.score for r in self.results)
-
-    @property
-    def max_score(self) -> float:
-        return sum(r.points for r in self.results)
 
 
 def copy_submission(source: Path, target: Path) -> list[str]:

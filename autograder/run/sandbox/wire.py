@@ -8,6 +8,9 @@ by name, and sizes are capped. Forging a message gains nothing: messages carry w
 probe returned, never a grade; the verdicts run in the parent.
 
 Frame: b"ALAB" + u32 header length + u32 blob length + JSON header + blob.
+
+The writing side's last words (flush_streams, last_words) are here too: what a process that
+runs student code (the sandboxed one, or make grade's forked worker) says as it ends.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import math
 import os
 import re
 import struct
+import sys
+import traceback
 from typing import Any
 
 import torch
@@ -114,6 +119,24 @@ def send(fd: int, header: dict[str, Any], blob: bytes = b"") -> None:
     data = memoryview(frame(header, blob))
     while data:
         data = data[os.write(fd, data) :]
+
+
+def flush_streams() -> None:
+    """Flush sys.stdout and sys.stderr, whatever student code made of them (never raises)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def last_words(who: str) -> None:
+    """From the `except` of a process that runs student code (`who`: "worker", "sandbox"),
+    just before it ends: the error, written to fd 2 (never raises)."""
+    try:
+        os.write(2, f"[grader] {who} error:\n{traceback.format_exc()}".encode())
+    except BaseException:
+        pass
 
 
 # --------------------------------------------------------------------------- parent side
