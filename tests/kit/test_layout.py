@@ -102,6 +102,21 @@ def test_few_files_directly_in_the_package():
     assert len(top) <= MOST_FILES_AT_TOP, f"{len(top)} files directly in autograder/: {top}"
 
 
+# Issue 25.5: a module's judge logic stays readable; its misconception prose lives beside it as
+# data (misconceptions.toml, wrong_values.toml), and what outgrows this goes to a second file
+# (kvcache's judge_models.py).
+MOST_JUDGE_LINES = 600
+
+
+def test_judge_files_stay_short():
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in sorted((PACKAGE / "checks").glob("*/*.py"))
+        if (n := len(p.read_text().splitlines())) > MOST_JUDGE_LINES
+    }
+    assert not long, f"files of autograder/checks/ over {MOST_JUDGE_LINES} lines: {long}"
+
+
 def _docstring_sections() -> dict[str, set[str]]:
     """{'' or 'core/' ...: the module files the package docstring lists under it}."""
     doc = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or ""
