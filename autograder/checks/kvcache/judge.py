@@ -413,9 +413,10 @@ def _decoded(x, calls, how=(), cache=None):
     ).float()
 
 
-def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
+def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True, run=None):
     """(misconception, lazy (B, n, V) float32 logits of greedy_decode with that mistake on these
-    tokens, details). Without the cache, each step recomputes its prefix."""
+    tokens, details). Without the cache, each step recomputes its prefix. run: the run whose
+    record (probe._watch) may show which cache each call was given."""
     n = tokens.size(1) - T0
     details = {"p0": T0, "T": 1, "S": T0 + 1}
     if what is not None:
@@ -440,6 +441,28 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
             details,
         )
     )
+    late = [tokens[:, :T0]] + [tokens[:, T0 - 1 + i : T0 + i] for i in range(n - 1)]
+    found.append(
+        (
+            MISTAKES["kv-generate-feeds-previous"],
+            lambda: _decoded(x, late, (), models._Cache(x["L"])),
+            details,
+        )
+    )
+
+    def cache_per_step():
+        return torch.cat([_decoded(x, [c], (), models._Cache(x["L"])) for c in calls], dim=1)
+
+    # A new cache per step gives what a cache returning the new tokens only gives (one key
+    # each step, wherever it sits): the record tells them apart, a new cache at every call.
+    record = _model_calls(got, run, tokens.size(0), x["V"]) if run else None
+    caches = [which for _, which, _ in record or []]
+    apart = len(caches) > 1 and min(caches) >= 0 and len(set(caches)) == len(caches)
+    per_step = (MISTAKES["kv-generate-cache-per-step"], cache_per_step, details)
+    if apart:
+        found.insert(0, per_step)
+    else:
+        found.append(per_step)
     earlier = got.get("a/tokens")
     if type(earlier) is torch.Tensor and earlier.shape[0] == tokens.shape[0]:
 
@@ -490,6 +513,71 @@ def _decoding_given_own_cache(got, x, run, tokens, T0, logits):
     return close(logits, model_logits.float(), tol)
 
 
+def _model_calls(got, run, B, V):
+    """What the student's own model was given and returned at each call of a greedy_decode
+    run (the probe's record, probe._watch): [(tokens, cache number, last position's logits
+    (B, V))], each typed and shaped; None when the record is missing or malformed."""
+    count = got.get(f"{run}/calls")
+    if type(count) is not int or not 1 <= count <= probe.MAX_CALLS:
+        return None
+    calls = []
+    for i in range(count):
+        prefix = f"{run}/call/{i}/"
+        tokens, which, last = (got.get(prefix + name) for name in ("tokens", "cache", "last"))
+        if type(which) is not int or type(tokens) is not torch.Tensor:
+            return None
+        if tokens.dim() != 2 or tokens.size(0) != B or tokens.dtype != torch.int64:
+            return None
+        if type(last) is not torch.Tensor or last.dtype != torch.float32:
+            return None
+        if tuple(last.shape) != (B, V):
+            return None
+        calls.append((tokens, which, last))
+    return calls
+
+
+def _model_computed(lasts):
+    """Whether the logits a model returned at each step (n, B, V) are a model's: finite, not
+    all zero, not the same over the vocabulary, nor the same at every step and row (a
+    constant earns nothing, principle 14)."""
+    flat = lasts.reshape(-1, lasts.size(-1)).double()
+    if not torch.isfinite(flat).all() or flat.abs().max() == 0:
+        return False
+    if ((flat.amax(dim=-1) - flat.amin(dim=-1)) <= 1e-6).any():
+        return False
+    return flat.size(0) > 1 and bool((flat - flat[:1]).abs().max() > 1e-6)
+
+
+def _loop_right_given_own_model(got, x, run, prompt, tokens, logits, earlier=()):
+    """Whether a greedy_decode run is right given what the student's own model returned at
+    each call (the probe's record: probe._watch), the model's layers and cache being judged
+    in their own checks only (docs/fairness.md): exactly n calls; with the cache (runs other
+    than "nocache"), the first one on the prompt with a cache no earlier run (`earlier`) used,
+    each later one on the (B, 1) token chosen at the step before with that same cache;
+    without, call i on the prompt and the first i tokens chosen, no cache; the logits
+    returned for token i are the last position's logits of call i, which must be a model's
+    (_model_computed). The tokens being the argmax of the returned logits was checked
+    (_generated). Nothing here runs a model: the student copy decides alike."""
+    B, T0 = prompt.shape
+    n = x["n"]
+    calls = _model_calls(got, run, B, x["V"])
+    if calls is None or len(calls) != n:
+        return False
+    before = [_model_calls(got, other, B, x["V"]) or [] for other in earlier]
+    used = {which for record in before for _, which, _ in record}
+    first = calls[0][1]
+    for i, (given, which, _) in enumerate(calls):
+        if run == "nocache":
+            fed, cache_ok = tokens[:, : T0 + i], which == -1
+        else:
+            fed = prompt if i == 0 else tokens[:, T0 + i - 1 : T0 + i]
+            cache_ok = which >= 0 and which == first and which not in used
+        if not cache_ok or given.shape != fed.shape or not torch.equal(given, fed):
+            return False
+    lasts = torch.stack([last for _, _, last in calls], dim=1)  # (B, n, V)
+    return close(logits, lasts, models.OWN_TOL) and _model_computed(lasts.transpose(0, 1))
+
+
 GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
 
 
@@ -518,7 +606,9 @@ def verdict_incremental(got, want, x):
         return
     if _decoding_given_own_cache(got, x, "b", tokens, T0, logits):
         return  # the cache's mistake, charged in its own checks
-    _named(logits, _generate_candidates(got, x, tokens, T0, what))
+    if _loop_right_given_own_model(got, x, "b", b, tokens, logits, earlier=("a",)):
+        return  # the model's (its layers' or cache's) mistake, charged in their own checks
+    _named(logits, _generate_candidates(got, x, tokens, T0, what, run="b"))
     # The cached run is right but the full run is not: the mistake is in the no-cache path.
     try:
         cached_right = close(
@@ -549,8 +639,10 @@ def _same_run(got, want, x, key):
     right = close(logits, want[f"{key}/logits"]) and torch.equal(tokens, want[f"{key}/tokens"])
     if key == "cache" and not right and _decoding_given_own_cache(got, x, key, tokens, T0, logits):
         return  # the cache's mistake, charged in its own checks
+    if not right and _loop_right_given_own_model(got, x, key, prompt, tokens, logits):
+        return  # the model's (its layers' or cache's) mistake, charged in their own checks
     what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
-    found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache")
+    found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache", run=key)
     memo = {}
 
     def step(j, i):
