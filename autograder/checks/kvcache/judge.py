@@ -3,8 +3,11 @@
 Only the checks titled "matches the reference" compare values with it. The cache checks judge
 what append returned against the student's own inputs; the positions and incremental checks
 judge the student's own runs (a cached step against the same code run on the whole prefix),
-with guards that zeros or constants cannot pass. A failed comparison is named by running, in
-float64, the decoding a known mistake gives on the same weights and tokens.
+with guards that zeros or constants cannot pass. greedy_decode's checks also accept a loop
+that is right given what the student's own model returned at each call (the probe's record),
+so that a mistake of the layer or the cache is charged in their own checks only. A failed
+comparison is named by running, in float64, the decoding a known mistake gives on the same
+weights and tokens.
 """
 
 from __future__ import annotations
