@@ -37,16 +37,17 @@ CACHE = paths.BUILD / "model-replays"
 # median mutant at most MEDIAN_SHARE.
 MAX_SHARE = 0.60
 MEDIAN_SHARE = 0.15
-# Where the goal is not met yet, and why (docs/fairness.md). The kit test keeps every other
-# module within MAX_SHARE and the median at most MEDIAN_KEPT (what the kit reaches now).
+# Where the goal is not met yet, and why (docs/fairness.md): a module, or one mutant
+# ("module/mutant"). The kit test keeps every other mutant within MAX_SHARE and the median at
+# most MEDIAN_KEPT (what the kit reaches now).
 OVER_MAX = {
-    "kvcache": "a named cache mistake (new-only, counts-calls) is charged in the cache's checks "
-    "only (CachedAttention and greedy_decode judged given what the cache did), but a cache whose "
-    "returns the layer cannot run on (append_wrong_axis: 100%) still fails every decoding check, "
-    "and the layer's own step-path mistakes (rotation, positions, masks, merge: 69-77%) are "
-    "charged in CachedAttention's checks and again in greedy_decode's, which decode with it",
+    "kvcache/append_wrong_axis": "a cache whose returns the layer cannot run on (100%) fails "
+    "every decoding check: there is no run to judge given them, and a cache the probe passed in "
+    "would be a working KVCache in the student's process",
 }
-MEDIAN_KEPT = 0.167
+# 17.6%: two greedy_decode mutants (kvcache/generate_cache_per_step, generate_feeds_previous,
+# 30.8% each, greedy_decode's two checks) joined above the median; 16.7% without them.
+MEDIAN_KEPT = 0.177
 
 
 def share_lost(module: str, lost: list) -> float:

@@ -118,3 +118,57 @@ def test_a_cache_mistake_excuses_the_layer_only_when_right_given_what_the_cache_
     judge.verdict_generate(got, want, x)
     with pytest.raises(Failure):
         judge.verdict_generate({**got, "cache/logits": got["cache/logits"] + 0.01}, want, x)
+
+
+class _LayersIgnoreTheCache(kvcache.TinyDecoder):
+    """A model whose layers never use the cache they are given (a layer's mistake, charged in
+    CachedAttention's checks): a cached step attends to its own token only."""
+
+    def forward(self, tokens, cache=None):
+        return super().forward(tokens, None)
+
+
+def _forge_zero_run(got, run, prompt, n):
+    """got with a consistent record of a right loop over a model returning zeros: tokens
+    argmax of the logits, each call fed the token chosen before, one cache."""
+    B, T0 = prompt.shape
+    V = got[f"{run}/logits"].size(-1)
+    tokens = torch.cat([prompt, torch.zeros(B, n, dtype=torch.int64)], dim=1)
+    forged = {k: v for k, v in got.items() if not k.startswith(f"{run}/")}
+    forged |= {f"{run}/tokens": tokens, f"{run}/logits": torch.zeros(B, n, V), f"{run}/calls": n}
+    for i in range(n):
+        fed = prompt if i == 0 else tokens[:, T0 + i - 1 : T0 + i]
+        forged |= {f"{run}/call/{i}/tokens": fed, f"{run}/call/{i}/cache": 7}
+        forged[f"{run}/call/{i}/last"] = torch.zeros(B, V)
+    return forged
+
+
+def test_greedy_decode_is_judged_given_what_the_students_own_model_returned():
+    """A right greedy_decode over a wrong model (layers that ignore the cache) keeps
+    greedy_decode's points: the probe records each call of the student's own model (tokens,
+    cache, last logits) and the judge checks the loop against that record. A record showing
+    no run, logits other than the ones a recorded call returned, or a model returning zeros
+    earns nothing."""
+    from types import SimpleNamespace
+
+    from autograder.checks.kvcache import judge, probe
+    from autograder.core.check import Failure
+
+    mod = SimpleNamespace(
+        KVCache=kvcache.KVCache,
+        TinyDecoder=_LayersIgnoreTheCache,
+        greedy_decode=kvcache.greedy_decode,
+    )
+    x = probe.inputs_generate(torch.Generator().manual_seed(5))
+    want = probe.probe_generate(kvcache, x)
+    got = probe.probe_incremental(mod, x) | probe.probe_generate(mod, x)
+    assert not torch.allclose(got["cache/logits"], want["cache/logits"])  # the model is wrong
+    judge.verdict_incremental(got, want, x)
+    judge.verdict_generate(got, want, x)
+    no_run = {k: v for k, v in got.items() if "/call/" not in k and not k.endswith("/calls")}
+    for verdict, run in ((judge.verdict_incremental, "b"), (judge.verdict_generate, "cache")):
+        other = {**got, f"{run}/logits": got[f"{run}/logits"] + 0.01}  # argmax kept
+        zeros = _forge_zero_run(got, run, x["prompts"][1 if run == "b" else 0], x["n"])
+        for forged in (no_run, other, zeros):
+            with pytest.raises(Failure):
+                verdict(forged, want, x)

@@ -3,8 +3,11 @@
 Only the checks titled "matches the reference" compare values with it. The cache checks judge
 what append returned against the student's own inputs; the positions and incremental checks
 judge the student's own runs (a cached step against the same code run on the whole prefix),
-with guards that zeros or constants cannot pass. A failed comparison is named by running, in
-float64, the decoding a known mistake gives on the same weights and tokens.
+with guards that zeros or constants cannot pass. greedy_decode's checks also accept a loop
+that is right given what the student's own model returned at each call (the probe's record),
+so that a mistake of the layer or the cache is charged in their own checks only. A failed
+comparison is named by running, in float64, the decoding a known mistake gives on the same
+weights and tokens.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from ...core.verdicts import ModelUnavailable, assert_close, close, model, tenso
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import judge_models as models
 from . import probe
+from .judge_given import (
+    decoding_given_own_cache,
+    loop_right_given_own_model,
+    model_calls,
+    right_given_own_cache,
+    steps,
+)
 
 CHECKS = CheckList("kvcache")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -161,89 +171,6 @@ def verdict_append_errors(got, want, x):
 # --------------------------------------------------------------------------- CachedAttention
 
 
-# --------------------------------------------------------------------------- the cache's own part
-
-
-def _record(got, prefixes, lengths, B, H_kv, d_k):
-    """What the student's own cache was given and returned at each call (the probe's record
-    under each prefix): [(p0, k, v, keys, values)], each typed and shaped as the call of
-    lengths[i] new tokens needs; None when a call has no such record."""
-    calls = []
-    for prefix, T in zip(prefixes, lengths, strict=True):
-        p0 = got.get(prefix + "len")
-        if type(p0) is not int or not 0 <= p0 <= 10**6:
-            return None
-        found = [got.get(prefix + name) for name in ("k", "v", "keys", "values")]
-        if any(type(t) is not torch.Tensor or t.dtype != torch.float32 for t in found):
-            return None
-        k, v, keys, values = found
-        if tuple(k.shape) != (B, H_kv, T, d_k) or tuple(v.shape) != (B, H_kv, T, d_k):
-            return None
-        S = keys.size(2) if keys.dim() == 4 else 0
-        if not 1 <= S <= 10**4 or {tuple(keys.shape), tuple(values.shape)} != {(B, H_kv, S, d_k)}:
-            return None
-        calls.append((p0, k, v, keys, values))
-    return calls
-
-
-def _given(got, x):
-    """The record of the layer checks' calls (probe_layer), or None."""
-    prefixes = [f"given/{i}/" for i in range(len(x["xs"]))]
-    lengths = [xi.size(1) for xi in x["xs"]]
-    return _record(got, prefixes, lengths, x["xs"][0].size(0), x["H_kv"], x["D"] // x["H"])
-
-
-def _cache_fault(calls):
-    """The named mistake of the student's own cache that the record shows, judged from what
-    it was given: "new-only" (append returned this call's k and v only, kv-append-new-only)
-    or "counts-calls" (length() counted the calls, not the tokens, kv-length-counts-calls;
-    append right). None when the cache did its part, or did something else."""
-    if calls is None:
-        return None
-    tokens = [0]
-    for _, k, *_ in calls:
-        tokens.append(tokens[-1] + k.size(2))
-    so_far = [
-        (torch.cat([c[1] for c in calls[: i + 1]], 2), torch.cat([c[2] for c in calls[: i + 1]], 2))
-        for i in range(len(calls))
-    ]
-    all_appended = all(
-        torch.equal(keys, kk) and torch.equal(values, vv)
-        for (_, _, _, keys, values), (kk, vv) in zip(calls, so_far, strict=True)
-    )
-    lengths = [p0 for p0, *_ in calls]
-    if all_appended and lengths == list(range(len(calls))) and lengths != tokens[:-1]:
-        return "counts-calls"
-    new_only = all(torch.equal(c[3], c[1]) and torch.equal(c[4], c[2]) for c in calls)
-    if new_only and lengths == tokens[:-1] and not all_appended:
-        return "new-only"
-    return None
-
-
-def _right_given_own_cache(got, x, outs):
-    """Whether every cached call of the layer is right given what the student's own cache did
-    (a named cache mistake: _cache_fault), the cache's mistake being charged in its own
-    checks (docs/fairness.md): the k and v it appended are the layer's at the positions the
-    cache's length() gave, and its output is attention over what append returned, all
-    computed here (judge_models._layer_given). In the student copy, only where recorded."""
-    calls = _given(got, x)
-    if _cache_fault(calls) is None:
-        return False
-    try:
-        for i, (out, (p0, k, v, keys, values)) in enumerate(zip(outs, calls, strict=True)):
-            o_model, k_model, v_model = models._layer_given(x, i, p0, keys, values)
-            tol = models.MODEL_TOL
-            if not (
-                close(k, k_model.float(), tol)
-                and close(v, v_model.float(), tol)
-                and close(out, o_model.float(), tol)
-            ):
-                return False
-    except ModelUnavailable:
-        return False
-    return True
-
-
 FORWARD = CHECKS.exercise("forward", probe=probe.probe_layer)
 
 
@@ -253,7 +180,7 @@ def verdict_layer(got, want, x):
     _failed(got, what)
     outs = _outputs(got, x, what)
     right = all(close(out, want[f"out{i}"]) for i, out in enumerate(outs))
-    if right or not _right_given_own_cache(got, x, outs):
+    if right or not right_given_own_cache(got, x, outs):
         for i, out in enumerate(outs):
             details = f"{what}, call {i}"
             assert_close(out, want[f"out{i}"], details, models._layer_candidates(x, i))
@@ -348,7 +275,7 @@ def verdict_positions(got, want, x):
         if close(out, rows, models.OWN_TOL):
             continue
         if excused is None:  # the cache's mistake, charged in its own checks
-            excused = _right_given_own_cache(got, x, outs)
+            excused = right_given_own_cache(got, x, outs)
         if excused:
             continue
         step = f"{what}, call {i}"
@@ -400,12 +327,6 @@ def _generated(got, key, x, prompt):
     return tokens.long(), logits
 
 
-def _steps(tokens, T0):
-    """The calls of cached decoding on these tokens: the prompt, then one token at a time."""
-    n = tokens.size(1) - T0
-    return [tokens[:, :T0]] + [tokens[:, T0 + i : T0 + i + 1] for i in range(n - 1)]
-
-
 @model
 def _decoded(x, calls, how=(), cache=None):
     return torch.stack(
@@ -413,9 +334,10 @@ def _decoded(x, calls, how=(), cache=None):
     ).float()
 
 
-def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
+def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True, run=None):
     """(misconception, lazy (B, n, V) float32 logits of greedy_decode with that mistake on these
-    tokens, details). Without the cache, each step recomputes its prefix."""
+    tokens, details). Without the cache, each step recomputes its prefix. run: the run whose
+    record (probe._watch) may show which cache each call was given."""
     n = tokens.size(1) - T0
     details = {"p0": T0, "T": 1, "S": T0 + 1}
     if what is not None:
@@ -427,7 +349,7 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
             for m, how in models.LAYER_MISTAKES
             if how[0] in ("no-mask", "values-rotated", "unrotated")
         ]
-    calls = _steps(tokens, T0)
+    calls = steps(tokens, T0)
     found = [
         (m, (lambda how=how: _decoded(x, calls, how, models._Cache(x["L"]))), details)
         for m, how in models.LAYER_MISTAKES
@@ -440,54 +362,38 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True):
             details,
         )
     )
+    late = [tokens[:, :T0]] + [tokens[:, T0 - 1 + i : T0 + i] for i in range(n - 1)]
+    found.append(
+        (
+            MISTAKES["kv-generate-feeds-previous"],
+            lambda: _decoded(x, late, (), models._Cache(x["L"])),
+            details,
+        )
+    )
+
+    def cache_per_step():
+        return torch.cat([_decoded(x, [c], (), models._Cache(x["L"])) for c in calls], dim=1)
+
+    # A new cache per step gives what a cache returning the new tokens only gives (one key
+    # each step, wherever it sits): the record tells them apart, a new cache at every call.
+    record = model_calls(got, run, tokens.size(0), x["V"]) if run else None
+    caches = [which for _, which, _ in record or []]
+    apart = len(caches) > 1 and min(caches) >= 0 and len(set(caches)) == len(caches)
+    per_step = (MISTAKES["kv-generate-cache-per-step"], cache_per_step, details)
+    if apart:
+        found.insert(0, per_step)
+    else:
+        found.append(per_step)
     earlier = got.get("a/tokens")
     if type(earlier) is torch.Tensor and earlier.shape[0] == tokens.shape[0]:
 
         def leaked():
             cache = models._Cache(x["L"])
-            models._decoder64(x, _steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
+            models._decoder64(x, steps(earlier.long(), x["prompts"][0].size(1)), (), cache)
             return _decoded(x, calls, (), cache)
 
         found.append((MISTAKES["kv-cache-not-reset"], leaked, details))
     return found
-
-
-def _decoding_given_own_cache(got, x, run, tokens, T0, logits):
-    """Whether a cached greedy_decode run is right given what the student's own cache did
-    (a named cache mistake, the same in every layer: _cache_fault), the cache's mistake
-    being charged in its own checks: at every call, every layer appended its own k and v at
-    the positions the cache's length() gave, and the logits are the model's over what each
-    append returned, all computed here (judge_models._decoder_given). In the student copy,
-    only where recorded."""
-    calls = _steps(tokens, T0)
-    lengths = [c.size(1) for c in calls]
-    B, H_kv, d_k = tokens.size(0), x["H_kv"], x["D"] // x["H"]
-    layers = []
-    for layer in range(x["L"]):
-        prefixes = [f"{run}/given/{layer}/{s}/" for s in range(len(calls))]
-        record = _record(got, prefixes, lengths, B, H_kv, d_k)
-        if record is None:
-            return False
-        layers.append(record)
-    faults = {_cache_fault(record) for record in layers}
-    if len(faults) != 1 or None in faults:
-        return False
-    given = [
-        [(p0, keys, values) for p0, _, _, keys, values in (record[s] for record in layers)]
-        for s in range(len(calls))
-    ]
-    try:
-        model_logits, appended = models._decoder_given(x, calls, given)
-    except ModelUnavailable:
-        return False
-    tol = models.MODEL_TOL
-    for s in range(len(calls)):
-        for i, record in enumerate(layers):
-            k, v = record[s][1:3]
-            k_model, v_model = appended[s][i]
-            if not (close(k, k_model.float(), tol) and close(v, v_model.float(), tol)):
-                return False
-    return close(logits, model_logits.float(), tol)
 
 
 GREEDY_DECODE = CHECKS.exercise("greedy_decode", probe=probe.probe_incremental)
@@ -516,13 +422,15 @@ def verdict_incremental(got, want, x):
     expected = full[:, T0 - 1 :].float()
     if close(logits, expected, models.OWN_TOL):
         return
-    if _decoding_given_own_cache(got, x, "b", tokens, T0, logits):
+    if decoding_given_own_cache(got, x, "b", tokens, T0, logits):
         return  # the cache's mistake, charged in its own checks
-    _named(logits, _generate_candidates(got, x, tokens, T0, what))
+    if loop_right_given_own_model(got, x, "b", b, tokens, logits, earlier=("a",)):
+        return  # the model's (its layers' or cache's) mistake, charged in their own checks
+    _named(logits, _generate_candidates(got, x, tokens, T0, what, run="b"))
     # The cached run is right but the full run is not: the mistake is in the no-cache path.
     try:
         cached_right = close(
-            logits, _decoded(x, _steps(tokens, T0), (), models._Cache(x["L"])), models.MODEL_TOL
+            logits, _decoded(x, steps(tokens, T0), (), models._Cache(x["L"])), models.MODEL_TOL
         )
     except ModelUnavailable:  # the student copy: the mistake is not named there
         cached_right = False
@@ -547,10 +455,12 @@ def _same_run(got, want, x, key):
     tokens, logits = _generated(got, key, x, prompt)
     T0 = prompt.size(1)
     right = close(logits, want[f"{key}/logits"]) and torch.equal(tokens, want[f"{key}/tokens"])
-    if key == "cache" and not right and _decoding_given_own_cache(got, x, key, tokens, T0, logits):
+    if key == "cache" and not right and decoding_given_own_cache(got, x, key, tokens, T0, logits):
         return  # the cache's mistake, charged in its own checks
+    if not right and loop_right_given_own_model(got, x, key, prompt, tokens, logits):
+        return  # the model's (its layers' or cache's) mistake, charged in their own checks
     what = "greedy_decode" + ("(..., use_cache=False)" if key == "nocache" else "")
-    found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache")
+    found = _generate_candidates(got, x, tokens, T0, use_cache=key == "cache", run=key)
     memo = {}
 
     def step(j, i):

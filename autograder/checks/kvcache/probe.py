@@ -202,33 +202,37 @@ def _cached(cache, layer, name):
     return value if isinstance(value, torch.Tensor) else None
 
 
-def _recorded(cache, layer, got):
-    """Record, into got, what the student's own cache did for `layer` during each call of
-    the layer (got["call"] says which): the first length() it returned, the k and v appended,
-    and what append returned. The judge decides from these whether a difference is the
+def _record_cache(cache, got, where):
+    """Record, into got, what the student's own cache is given and returns: for the n-th
+    append to a layer (n = 0, 1, ...), under the prefix where(layer, n) (nothing when None):
+    the first length() asked of that layer before it ("len"), the k and v appended and the
+    keys and values append returned. The judge decides from these whether a difference is the
     cache's (charged in the cache's checks) or the layer's. Nothing when the cache's methods
     cannot be wrapped."""
     append, length = getattr(cache, "append", None), getattr(cache, "length", None)
     if not callable(append) or not callable(length):
         return
+    counts = {}
 
     def recording_length(*args, **kwargs):
         value = length(*args, **kwargs)
-        which = args[0] if args else kwargs.get("layer", 0)
-        key = f"given/{got['call']}/len"
-        if which == layer and key not in got:
-            got[key] = value if type(value) is int else repr(value)[:50]
+        layer = args[0] if args else kwargs.get("layer", 0)
+        prefix = where(layer, counts.get(layer, 0)) if type(layer) is int else None
+        if prefix is not None and prefix + "len" not in got:
+            got[prefix + "len"] = value if type(value) is int else repr(value)[:50]
         return value
 
     def recording_append(*args, **kwargs):
         result = append(*args, **kwargs)
-        which = args[0] if args else kwargs.get("layer")
-        prefix = f"given/{got['call']}/"
-        if which == layer and prefix + "k" not in got:
-            k, v = (list(args[1:3]) + [kwargs.get("k"), kwargs.get("v")])[:2]
+        layer = args[0] if args else kwargs.get("layer")
+        if type(layer) is not int:
+            return result
+        n = counts[layer] = counts.get(layer, 0) + 1
+        prefix = where(layer, n - 1)
+        k, v = (list(args[1:3]) + [kwargs.get("k"), kwargs.get("v")])[:2]
+        if prefix is not None and prefix + "k" not in got:
             if isinstance(result, tuple) and len(result) == 2:
-                pairs = (("k", k), ("v", v), ("keys", result[0]), ("values", result[1]))
-                for name, value in pairs:
+                for name, value in (("k", k), ("v", v), ("keys", result[0]), ("values", result[1])):
                     if type(value) is torch.Tensor:
                         got[prefix + name] = value.detach().clone()
         return result
@@ -242,10 +246,12 @@ def _recorded(cache, layer, got):
 def probe_layer(mod, x):
     """Each call's output with a cache, the cache's keys and values at the end, and the
     output of one call on the whole sequence without a cache; what the cache was given and
-    returned during each call (_recorded)."""
+    returned during each call (_record_cache)."""
     layer = _layer_of(mod, x)
     cache, got = mod.KVCache(2), {"call": 0}
-    _recorded(cache, x["layer"], got)
+    _record_cache(
+        cache, got, lambda layer, n: f"given/{got['call']}/" if layer == x["layer"] else None
+    )
     with torch.no_grad():
         for i, xi in enumerate(x["xs"]):
             got["call"] = i
@@ -271,63 +277,70 @@ def _model_of(mod, x):
     return model.eval()
 
 
-def _watch_caches(model, got, run):
-    """Wrap each layer's forward in the student's model so that every cache passed to a
-    layer has what it is given and returns recorded, per layer and per append, under
-    got[f"{run[0]}/given/<layer>/<n>/..."] (run[0]: the greedy_decode run going on). The
-    judge decides from these whether a difference is the cache's (charged in the cache's
-    checks) or the decoding's. Nothing when the model has no layers to wrap."""
-    seen = set()
+# The most model calls recorded per greedy_decode run (the checks ask for at most 8 tokens).
+MAX_CALLS = 64
 
-    def wrap(cache):
-        append, length = getattr(cache, "append", None), getattr(cache, "length", None)
-        if not callable(append) or not callable(length):
-            return
-        tag, counts = run[0], {}
 
-        def recording_length(*args, **kwargs):
-            value = length(*args, **kwargs)
-            layer = args[0] if args else kwargs.get("layer", 0)
-            if type(layer) is int:
-                key = f"{tag}/given/{layer}/{counts.get(layer, 0)}/len"
-                if key not in got:
-                    got[key] = value if type(value) is int else repr(value)[:50]
-            return value
+def _watch(model, got, run):
+    """Record what the student's own model did during each greedy_decode run (run[0]: the run
+    going on; None: record nothing), so that the judge decides whether greedy_decode's loop is
+    right given what the model returned, the model's layers being judged in their own checks.
+    Per call of the model, under got[f"{run[0]}/call/<i>/..."]: the tokens it was given, which
+    cache ("cache": the cache's number in the order first seen over the whole probe, -1 for
+    none) and the last position's logits it returned ("last"); got[f"{run[0]}/calls"] counts
+    the calls. Every cache passed to a layer has what it is given and returns recorded per
+    layer and per append (_record_cache), under got[f"{run[0]}/given/<layer>/<n>/..."] (the
+    run during which the layer first saw it). Nothing when the model cannot be wrapped."""
+    caches, wrapped = [], []  # every cache seen, kept alive so that `is` tells them apart
 
-        def recording_append(*args, **kwargs):
-            result = append(*args, **kwargs)
-            layer = args[0] if args else kwargs.get("layer")
-            if type(layer) is not int or not 0 <= layer < 64:
-                return result
-            n = counts[layer] = counts.get(layer, 0) + 1
-            prefix = f"{tag}/given/{layer}/{n - 1}/"
-            k, v = (list(args[1:3]) + [kwargs.get("k"), kwargs.get("v")])[:2]
-            if n <= 64 and isinstance(result, tuple) and len(result) == 2:
-                for name, value in (("k", k), ("v", v), ("keys", result[0]), ("values", result[1])):
-                    if type(value) is torch.Tensor:
-                        got[prefix + name] = value.detach().clone()
-            return result
+    def number(cache, seen):
+        """cache's index in seen, appended when new; and whether it was new."""
+        for i, known in enumerate(seen):
+            if known is cache:
+                return i, False
+        seen.append(cache)
+        return len(seen) - 1, True
 
-        try:
-            cache.append, cache.length = recording_append, recording_length
-        except (AttributeError, TypeError):  # __slots__ or a read-only attribute: no record
-            return
-
-    def watch(layer):
+    def watch_layer(layer):
         forward = layer.forward
 
         def watched(*args, **kwargs):
             cache = args[1] if len(args) > 1 else kwargs.get("cache")
-            if cache is not None and id(cache) not in seen:
-                seen.add(id(cache))
-                wrap(cache)
+            if cache is not None and number(cache, wrapped)[1]:
+                tag = run[0]
+
+                def where(layer, n):
+                    return f"{tag}/given/{layer}/{n}/" if 0 <= layer < 64 and n < 64 else None
+
+                _record_cache(cache, got, where)
             return forward(*args, **kwargs)
 
         layer.forward = watched
 
+    forward = model.forward
+
+    def watched_model(*args, **kwargs):
+        tag = run[0]
+        tokens = args[0] if args else kwargs.get("tokens")
+        cache = args[1] if len(args) > 1 else kwargs.get("cache")
+        which = -1 if cache is None else number(cache, caches)[0]
+        out = forward(*args, **kwargs)
+        i = got.get(f"{tag}/calls", 0)
+        if tag is None or type(i) is not int or i >= MAX_CALLS:
+            return out
+        got[f"{tag}/calls"] = i + 1
+        prefix = f"{tag}/call/{i}/"
+        got[prefix + "cache"] = which
+        if type(tokens) is torch.Tensor and tokens.numel() <= 10**5:
+            got[prefix + "tokens"] = tokens.detach().clone()
+        if type(out) is torch.Tensor and out.dim() == 3:
+            got[prefix + "last"] = out[:, -1].detach().clone()
+        return out
+
     try:
         for layer in model.layers:
-            watch(layer)
+            watch_layer(layer)
+        model.forward = watched_model
     except (AttributeError, TypeError):
         return
 
@@ -346,11 +359,11 @@ def probe_incremental(mod, x):
     model = _model_of(mod, x)
     (a, b), n = x["prompts"], x["n"]
     got, run = {}, ["a"]
-    _watch_caches(model, got, run)
+    _watch(model, got, run)
     got.update(_generate(mod, model, a, n, True, "a"))
     run[0] = "b"
     got.update(_generate(mod, model, b, n, True, "b"))
-    run[0] = "after"
+    run[0] = None  # the call below is the probe's, not greedy_decode's
     tokens = got.get("b/tokens")
     if type(tokens) is torch.Tensor and tokens.dim() == 2 and tokens.size(1) > b.size(1):
         with torch.no_grad():
@@ -363,8 +376,8 @@ def probe_generate(mod, x):
     model = _model_of(mod, x)
     prompt, n = x["prompts"][0], x["n"]
     got, run = {}, ["cache"]
-    _watch_caches(model, got, run)
+    _watch(model, got, run)
     got.update(_generate(mod, model, prompt, n, True, "cache"))
-    run[0] = "after"
+    run[0] = "nocache"
     got.update(_generate(mod, model, prompt, n, False, "nocache"))
     return got
