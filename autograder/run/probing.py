@@ -120,6 +120,23 @@ def logits_of(model: Any, x: Inputs) -> Outputs:
     return got
 
 
+def own_buffers(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The module's saved buffers that `state` does not name: tables the student's code
+    computes for itself (a rotary frequency table, a causal mask), not weights. The grader
+    draws none of them, so they stay the module's own (a stranger's correct code may keep
+    such a table, as Hugging Face's LLaMA keeps inv_freq and nanoGPT its mask)."""
+    names = {name for name, _ in module.named_buffers()}
+    return {k: v for k, v in module.state_dict().items() if k in names and k not in state}
+
+
+def load_weights(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> torch.nn.Module:
+    """Load the grader's weights `state` into the student's module, its own buffers that the
+    grader draws none of kept (own_buffers); any other missing or unexpected name, or a wrong
+    shape, fails as a strict load_state_dict does, with PyTorch's message."""
+    module.load_state_dict({**own_buffers(module, state), **state})
+    return module
+
+
 def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
     for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure

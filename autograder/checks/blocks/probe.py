@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ...run.probing import pair, randn
+from ...run.probing import load_weights, pair, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -116,7 +116,7 @@ def inputs_ffn_train(gen):
 def _ffn(mod, x, activation, dropout):
     d_ff, d_model = x["weights"]["linear1.weight"].shape
     module = mod.FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-    module.load_state_dict(x["weights"])
+    load_weights(module, x["weights"])
     return module
 
 
@@ -200,7 +200,7 @@ def _block(mod, x, norm_first, activation, dropout):
     module = mod.TransformerBlock(
         D, x["H"], d_ff, dropout=dropout, norm_first=norm_first, activation=activation
     )
-    module.load_state_dict(x["weights"])
+    load_weights(module, x["weights"])
     stand_in = SublayerStandIn(D)
     stand_in.load_state_dict(x["stand_in"])
     module.ffn = stand_in
@@ -269,7 +269,7 @@ def probe_block_dropout_train(mod, x):
         [(True, "attn"), (True, "ffn"), (False, "attn"), (False, "ffn")]
     ):
         module = mod.TransformerBlock(D, H, d_ff, dropout=P_DROP, norm_first=norm_first)
-        module.load_state_dict(x["weights"])
+        load_weights(module, x["weights"])
         a, f = (x["attn_out"], zero) if active == "attn" else (zero, x["ffn_out"])
         module.attn, module.ffn = ConstantSublayer(a, heads=H), ConstantSublayer(f)
         module.train()

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...run.probing import corpus, logits_of
+from ...run.probing import load_weights as probing_load_weights
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -72,10 +73,7 @@ def load_weights(model: nn.Module, state: dict) -> nn.Module:
     """Load the grader's weights into `model`. Its buffers the grader draws none of (the
     positional table) stay the model's own; any other missing or unexpected name fails as
     a strict load_state_dict would, with PyTorch's message."""
-    buffers = {name for name, _ in model.named_buffers()}
-    kept = {k: v for k, v in model.state_dict().items() if k in buffers and k not in state}
-    model.load_state_dict({**kept, **state})
-    return model
+    return probing_load_weights(model, state)
 
 
 def _state(gen, config) -> dict:

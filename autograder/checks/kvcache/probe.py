@@ -17,7 +17,7 @@ import math
 import torch
 
 from ...core.check import Failure
-from ...run.probing import pair, randn
+from ...run.probing import load_weights, pair, randn
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
 SHAPES = ((24, 4, 2), (32, 4, 2), (36, 6, 2), (36, 6, 3), (40, 4, 1))
@@ -189,7 +189,7 @@ def probe_append_errors(mod, x):
 
 def _layer_of(mod, x):
     layer = mod.CachedAttention(x["D"], x["H"], x["H_kv"], base=x["base"])
-    layer.load_state_dict(x["state"])
+    load_weights(layer, x["state"])
     return layer.eval()
 
 
@@ -273,7 +273,7 @@ def probe_layer(mod, x):
 
 def _model_of(mod, x):
     model = mod.TinyDecoder(x["V"], x["D"], x["H"], x["H_kv"], x["L"], base=x["base"])
-    model.load_state_dict(x["state"])
+    load_weights(model, x["state"])
     return model.eval()
 
 

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ...run.probing import guarded, pair, randn
+from ...run.probing import guarded, load_weights, pair, randn
 
 # (D, H, d_c, d_c_q, d_head, d_rope): d_head and d_rope even, every width distinct.
 SHAPES = (
@@ -166,7 +166,7 @@ def module_of(mod, x):
     """A fresh student module with the check's weights loaded, in eval mode."""
     cfg = [x[k] for k in ("D", "H", "d_c", "d_c_q", "d_head", "d_rope")]
     layer = mod.MultiHeadLatentAttention(*cfg, base=x["base"])
-    layer.load_state_dict(x["state"])
+    load_weights(layer, x["state"])
     return layer.eval()
 
 

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ...run.probing import randn
+from ...run.probing import load_weights, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -82,7 +82,7 @@ def probe_rms_module(mod, x):
         D = case["x"].size(-1)
         eps = {"eps": case["eps"]} if "eps" in case else {}
         module = mod.RMSNorm(D, **eps)
-        module.load_state_dict({"weight": case["weight"]})
+        load_weights(module, {"weight": case["weight"]})
         with torch.no_grad():
             got[name] = module.eval()(case["x"])
             # The student's own rms_norm on the same input: a mistake in it is charged by
@@ -124,7 +124,7 @@ def inputs_swiglu(gen):
 def probe_swiglu(mod, x):
     d_ff, D = x["weights"]["w_gate.weight"].shape
     module = mod.SwiGLU(D, d_ff)
-    module.load_state_dict(x["weights"])
+    load_weights(module, x["weights"])
     module.eval()
     with torch.no_grad():
         return {"out": module(x["x"]), "out2": module(x["x2"])}

@@ -16,7 +16,7 @@ import math
 import torch
 
 from ...core.dispatch import MATMUL_OPS, OpCounter
-from ...run.probing import pair, randn
+from ...run.probing import load_weights, pair, randn
 from ..attention.probe import random_mask
 
 # (D, H): d_k = D // H is 5, 6 or 7; no D is a perfect square.
@@ -166,7 +166,7 @@ def model_of(mod, x, dropout=0.0):
     """The student's MultiHeadAttention with the check's weights loaded, in eval mode."""
     bias = "w_q.bias" in x["state"]
     model = mod.MultiHeadAttention(x["query"].size(-1), x["H"], dropout=dropout, bias=bias)
-    model.load_state_dict(x["state"])
+    load_weights(model, x["state"])
     return model.to(x["query"].device).eval()
 
 
