@@ -30,7 +30,8 @@ SLOPE = 4 * torch.finfo(torch.float32).eps
 @model
 def _theta(d, base, exponent="2i"):
     i = torch.arange(d // 2, dtype=torch.float64)
-    return base ** (-(2 * i if exponent == "2i" else i) / d)
+    factor = {"2i": 2, "i": 1, "4i": 4}[exponent]
+    return base ** (-(factor * i) / d)
 
 
 @model
@@ -101,6 +102,7 @@ def _candidates(case):
         ("interleaved", MISTAKES["rope-interleaved-pairs"], m(pairs="interleaved"), {}),
         ("backwards", MISTAKES["rope-rotation-direction"], m(sign=-1.0), {}),
         ("exponent-i", MISTAKES["rope-exponent-i-over-d"], m(exponent="i"), {}),
+        ("exponent-4i", MISTAKES["rope-exponent-4i-over-d"], m(exponent="4i"), {}),
         ("per-column", MISTAKES["rope-pair-frequency"], m(layout="columns"), {}),
         ("repeat-interleave", MISTAKES["rope-frequency-layout-mismatch"], m(layout="repeat"), {}),
         ("cos-only", MISTAKES["rope-missing-sin-term"], m(sin_term=False), {}),
@@ -211,6 +213,7 @@ _EVERYWHERE = (
     MISTAKES["rope-interleaved-pairs"],
     MISTAKES["rope-rotation-direction"],
     MISTAKES["rope-exponent-i-over-d"],
+    MISTAKES["rope-exponent-4i-over-d"],
     MISTAKES["rope-pair-frequency"],
     MISTAKES["rope-frequency-layout-mismatch"],
     MISTAKES["rope-missing-sin-term"],
