@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import randn
+from ...run.probing import load_weights, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -99,7 +99,7 @@ def probe_buffer(mod, x):
     # strictly, must be what forward adds; and a training step must not change the output.
     loaded = mod.PositionalEncoding(d_model, max_len=max_len).eval()
     try:
-        loaded.load_state_dict({"pe": x["state"]})
+        load_weights(loaded, {"pe": x["state"]})  # its other buffers of its own kept
     except (RuntimeError, KeyError) as e:
         got["load_error"] = str(e).splitlines()[0]
     else:
