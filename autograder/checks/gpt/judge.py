@@ -45,6 +45,7 @@ def verdict_logits(got, want, x):
     named = (
         MISTAKES["gpt-no-embed-scale"],
         MISTAKES["gpt-no-causal-mask"],
+        MISTAKES["gpt-no-causal-mask"],  # inverted: the wrong side blocked
         MISTAKES["gpt-no-final-norm"],
         MISTAKES["gpt-log-softmax-output"],
     )

@@ -44,7 +44,8 @@ def _logits(
     head=None,
     built=None,
 ):
-    """MiniGPT's logits on x's weights, with the mistakes named by the flags; embed and head
+    """MiniGPT's logits on x's weights, with the mistakes named by the flags (causal: True,
+    False for no mask, "inverted" for ~causal_mask, the wrong side blocked); embed and head
     replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
     _built(x), when the caller replays many mistakes on the same weights."""
     model = built if built is not None else _built(x)
@@ -56,6 +57,8 @@ def _logits(
         h = F.embedding(idx, embed) * (model.d_model**0.5 if scale else 1.0)
         h = model.pos_encoding(h)
         mask = causal_mask(T) if causal else None
+        if causal == "inverted":
+            mask = ~mask
         for block in model.blocks:
             h, _ = block(h, mask=mask)
         logits = F.linear(model.final_norm(h) if final_norm else h, head)
@@ -66,13 +69,17 @@ def _logits(
 _LOGITS_MISTAKES = {
     "no-embed-scale": {"scale": False},
     "no-causal": {"causal": False},
+    "inverted-causal": {"causal": "inverted"},
     "no-final-norm": {"final_norm": False},
     "log-softmax": {"log_softmax": True},
 }
 
 
 def _name(flags: dict) -> str:
-    return ",".join(f"{k}={int(v)}" for k, v in sorted(flags.items())) or "correct"
+    return (
+        ",".join(f"{k}={v if isinstance(v, str) else int(v)}" for k, v in sorted(flags.items()))
+        or "correct"
+    )
 
 
 def _variants():
@@ -82,7 +89,7 @@ def _variants():
         for s in (True, False)
         for f in (True, False)
         for ls in (False, True)
-        for c in (True, False)
+        for c in (True, False, "inverted")
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import torch
 
@@ -393,6 +394,9 @@ def verdict_groups(got, want, x):
 # --------------------------------------------------------------------------- kv_cache_bytes
 
 
+# What repr() gives for a Python float (probe_kv_bytes sends anything but an int as its repr).
+FLOAT_REPR = re.compile(r"-?(\d+\.\d+(e[+-]\d+)?|\d+e[+-]\d+|inf)|nan")
+
 KV_CACHE_BYTES = CHECKS.exercise("kv_cache_bytes", probe=probe.probe_kv_bytes)
 
 
@@ -404,6 +408,8 @@ def verdict_kv_bytes(got, want, x):
     for i, (D, H, H_kv, T, dtype) in enumerate(x["cases"]):
         args = f"{D}, {H}, {H_kv}, {T}, torch.{dtype}"
         value = got.get(f"bytes{i}")
+        if type(value) is str and FLOAT_REPR.fullmatch(value):  # the probe's repr of a float
+            raise Failure(MISTAKES["gqa-kv-bytes-float"], args=args, got=value)
         if type(value) is not int:
             raise Failure(
                 WRONG_TYPE, what=f"kv_cache_bytes({args})", expected="an int", got=str(value)[:100]

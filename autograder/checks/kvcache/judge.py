@@ -23,7 +23,9 @@ from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import judge_models as models
 from . import probe
 from .judge_given import (
+    cache_fault,
     decoding_given_own_cache,
+    layer_record,
     loop_right_given_own_model,
     model_calls,
     right_given_own_cache,
@@ -107,6 +109,8 @@ def _appended(got, key, what, given, layer, j):
         if shape[2] == sum(t.size(2) for t in both) or shape[2] > expected.size(2):
             raise Failure(MISTAKES["kv-layers-share-cache"], what=what)
         raise Failure(WRONG_SHAPE, what=what, got=shape, expected=tuple(expected.shape))
+    if len(parts) > 1 and close(value, torch.cat(parts[::-1], dim=2)):
+        raise Failure(MISTAKES["kv-append-new-first"], what=what, n=len(parts))
     assert_close(value, expected, what)
 
 
@@ -208,6 +212,7 @@ def verdict_contents(got, want, x):
         return lambda: getattr(models._layer_runs(x, how)[1], name[0])[x["layer"]].float()
 
     p0 = {"p0": x["xs"][0].size(1)}
+    new_first = cache_fault(layer_record(got, x)) == "new-first"
     for name, wrong in (
         (
             "keys",
@@ -226,6 +231,9 @@ def verdict_contents(got, want, x):
             expected = stored(name)()
         except ModelUnavailable:  # the student copy: the reference's cache (float32)
             expected = want[f"cache/{name}"]
+        if new_first:  # the cache's mistake, charged in its own checks: each call's in turn
+            calls = expected.split([xi.size(1) for xi in x["xs"]], dim=2)
+            expected = torch.cat(calls[::-1], dim=2)
         what = f"the cache's {name}[{x['layer']}] after calls of {_calls_text(x)} tokens"
         value = tensor(got, f"cache/{name}", what, shape=expected.shape, dtype=torch.float32)
         assert_close(value, expected, what, wrong, tol=models.MODEL_TOL)

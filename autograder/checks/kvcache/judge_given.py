@@ -46,9 +46,11 @@ def layer_record(got, x):
 
 def cache_fault(calls):
     """The named mistake of the student's own cache that the record shows, judged from what
-    it was given: "new-only" (append returned this call's k and v only, kv-append-new-only)
-    or "counts-calls" (length() counted the calls, not the tokens, kv-length-counts-calls;
-    append right). None when the cache did its part, or did something else."""
+    it was given: "new-only" (append returned this call's k and v only, kv-append-new-only),
+    "new-first" (append put the new tokens before the cached ones, every call's in reverse
+    order, kv-append-new-first) or "counts-calls" (length() counted the calls, not the
+    tokens, kv-length-counts-calls; append right). None when the cache did its part, or did
+    something else."""
     if calls is None:
         return None
     tokens = [0]
@@ -65,6 +67,13 @@ def cache_fault(calls):
     lengths = [p0 for p0, *_ in calls]
     if all_appended and lengths == list(range(len(calls))) and lengths != tokens[:-1]:
         return "counts-calls"
+    new_first = all(
+        torch.equal(keys, torch.cat([c[1] for c in calls[i::-1]], 2))
+        and torch.equal(values, torch.cat([c[2] for c in calls[i::-1]], 2))
+        for i, (_, _, _, keys, values) in enumerate(calls)
+    )
+    if new_first and lengths == tokens[:-1] and not all_appended:
+        return "new-first"
     new_only = all(torch.equal(c[3], c[1]) and torch.equal(c[4], c[2]) for c in calls)
     if new_only and lengths == tokens[:-1] and not all_appended:
         return "new-only"
