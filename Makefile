@@ -81,9 +81,9 @@ watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch o
 grade-train: $(STAMP) ## grade gpt.py, llama.py and induction.py with their slow training runs (a few CPU-s each), merged into build/results.json
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama,induction --include-slow --device $(DEVICE) --results $(RESULTS)
 
-# make lint runs beside pytest (its mypy takes a minute cold, its own cache in .mypy_cache/,
-# which mypy keys on its sources and its version); its output goes to build/lint.log, shown
-# when it fails; make test fails when either fails.
+# make lint runs beside pytest (its mypy takes a minute cold); its output goes to
+# build/lint.log, shown when it fails; make test fails when either fails. mypy's and ruff's
+# caches are in build/ (pyproject.toml), out of the copies of the tree some tests make.
 test: $(ISTAMP) sandbox-deps ## the kit's own tests, all of them, and lint beside them (what CI runs; a few minutes)
 	@mkdir -p build; rm -f build/lint.log; \
 	$(MAKE) --no-print-directory lint VENV=$(VENV) >build/lint.log 2>&1 & lint=$$!; \
