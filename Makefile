@@ -81,8 +81,17 @@ watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch o
 grade-train: $(STAMP) ## grade gpt.py, llama.py and induction.py with their slow training runs (a few CPU-s each), merged into build/results.json
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama,induction --include-slow --device $(DEVICE) --results $(RESULTS)
 
-test: $(ISTAMP) lint sandbox-deps ## the kit's own tests, all of them (what CI runs; a few minutes)
-	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+# make lint runs beside pytest (its mypy takes a minute cold); its output goes to
+# build/lint.log, shown when it fails; make test fails when either fails. mypy's and ruff's
+# caches are in build/ (pyproject.toml), out of the copies of the tree some tests make.
+test: $(ISTAMP) sandbox-deps ## the kit's own tests, all of them, and lint beside them (what CI runs; a few minutes)
+	@mkdir -p build; rm -f build/lint.log; \
+	$(MAKE) --no-print-directory lint VENV=$(VENV) >build/lint.log 2>&1 & lint=$$!; \
+	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder; tests=$$?; \
+	wait $$lint; linted=$$?; \
+	if [ $$linted -ne 0 ]; then echo "make lint failed:" >&2; cat build/lint.log >&2; \
+	else echo "make lint: passed (build/lint.log)"; fi; \
+	[ $$tests -eq 0 ] && [ $$linted -eq 0 ]
 
 # pytest-xdist workers for make test: one per core, a unit of work per worker at a time: a
 # test file (its module fixtures, such as a whole nbgrader course cycle, are built once), or
