@@ -52,7 +52,7 @@ from ..policy import EXITED as EXITED_EARLY
 from ..policy import Stuck, channel_broken, overran, stalled
 from ..probing import make_inputs
 from . import view, wire
-from .jail import Isolation, Limits, UidPool, detect, remove_cgroups, sweep
+from .jail import Isolation, Limits, UidPool, detect, release
 from .zygote import Zygote
 
 # Never visible to student code: the solutions and everything derived from them by hand.
@@ -240,12 +240,7 @@ class Sandbox:
         return own or (self.seed, self.references, self.reference_errors, self.reference_cpu)
 
     def _release(self) -> None:
-        if self.uids:
-            for uid in self.uids.uids:
-                sweep(uid)
-            self.uids.close()
-        if hasattr(self, "isolation"):
-            remove_cgroups(self.isolation.cgroup.get("dirs", {}))
+        release(self.uids, getattr(self, "isolation", None))
 
     def close(self) -> None:
         """Stop the zygote, kill whatever runs under this run's uids, remove its cgroups and
