@@ -145,7 +145,7 @@ class _Arriving:
     sandbox of a module waits for that module's references only (its time limits are
     calibrated on them; its verdicts compare with them): the first module's sandbox starts
     after one module's references, not all of them, and the server computes the next
-    modules' meanwhile; that with one slot only (Gradescope, PrairieLearn: one submission at
+    modules' meanwhile; that with one slot only (Gradescope, nbgrader autograde: one submission at
     a time), a Sandbox of several slots (batch) waits for all of them first (grade()). Each
     module is one request, so each starts from the server's initial random state, as each
     module's sandboxed process starts from the zygote's."""
