@@ -46,9 +46,8 @@ from ...run.sandbox.jail import (
     Limits,
     UidPool,
     detect,
-    remove_cgroups,
+    release,
     setup_cgroups,
-    sweep,
 )
 from ...run.sandbox.runner import SECRET
 
@@ -189,12 +188,7 @@ class ConfinedKernels:
         ]
 
     def close(self) -> None:
-        if self.uids:
-            for uid in self.uids.uids:
-                sweep(uid)
-            self.uids.close()
-        if hasattr(self, "isolation"):
-            remove_cgroups(self.isolation.cgroup.get("dirs", {}))
+        release(self.uids, getattr(self, "isolation", None))
         view.unstage(self.stage)
 
     def __enter__(self) -> ConfinedKernels:

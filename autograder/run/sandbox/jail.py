@@ -612,6 +612,18 @@ def sweep(uid: int) -> None:
         time.sleep(0.01)
 
 
+def release(uids: UidPool | None, isolation: Isolation | None) -> None:
+    """Free what a run of sandboxes held, when it closes (the batch and Gradescope Sandbox,
+    nbgrader's ConfinedKernels): kill every process left under its uids, give the uids back
+    (their lock files), remove its cgroups."""
+    if uids:
+        for uid in uids.uids:
+            sweep(uid)
+        uids.close()
+    if isolation is not None:
+        remove_cgroups(isolation.cgroup.get("dirs", {}))
+
+
 def _processes_of(uid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
