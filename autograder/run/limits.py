@@ -99,6 +99,18 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def run_delay(pid: int) -> float | None:
+    """Seconds the process's main thread has waited for a CPU while ready to run (the
+    kernel's scheduler statistics, /proc/<pid>/schedstat), or None where the kernel keeps
+    none. A wall-clock budget less this is time the process ran or blocked: what a loaded
+    machine adds is not charged to the student (the sandbox's submission budget)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def stop(pid: int) -> None:
     """Stop a process from outside: SIGKILL to its process group (it made itself a session
     leader), else to the process."""

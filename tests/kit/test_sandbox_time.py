@@ -109,3 +109,69 @@ def test_in_the_sandbox_a_timeout_is_charged_to_the_call_that_did_not_return(tmp
     passed = ["masks.causal-device", "masks.causal-invariance", "masks.padding"]
     assert all(results[i].passed for i in [*passed, "masks.window-errors"]), statuses
     assert not sandbox_processes()
+
+
+def _followed(work: str, timeout: float, busy: int) -> tuple[dict, float]:
+    """relay.follow over a process doing `work` ("compute S" CPU-seconds, or "sleep S"),
+    with `busy` busy loops beside it on the same CPU: (the report, the wall seconds)."""
+    import os
+    import signal
+    import time
+
+    from autograder.run.sandbox import relay
+
+    cpu = {min(os.sched_getaffinity(0))}
+    loops = []
+    for _ in range(busy):
+        pid = os.fork()
+        if pid == 0:
+            os.sched_setaffinity(0, cpu)
+            while True:
+                pass
+        loops.append(pid)
+    source, sink = os.pipe()
+    target, drain = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os.close(source)
+            os.sched_setaffinity(0, cpu)
+            how, seconds = work.split()
+            if how == "sleep":
+                time.sleep(float(seconds))
+            else:
+                while time.process_time() < float(seconds):
+                    pass
+            os._exit(0)
+        os.close(sink)
+        started = time.monotonic()
+        report = relay.follow(pid, source, target, {}, 30.0, timeout)
+        wall = time.monotonic() - started
+        os.waitpid(pid, 0)
+    finally:
+        for loop in loops:
+            os.kill(loop, signal.SIGKILL)
+            os.waitpid(loop, 0)
+        os.close(drain)
+    return report, wall
+
+
+def test_the_submission_budget_leaves_out_the_time_spent_waiting_for_a_cpu():
+    """A loaded machine costs no one a point (limits.py): the submission's budget counts the
+    seconds its process ran or blocked, not those it waited for a CPU (relay.follow, from
+    the kernel's run_delay). 0.6 CPU-s of work beside three busy loops on one CPU takes
+    about 2.4 s of wall-clock time, within a 1.5 s budget; 1.6 CPU-s of work beside one
+    busy loop, and a sleep, still use it up."""
+    import os
+
+    from autograder.run.limits import run_delay
+
+    if run_delay(os.getpid()) is None:
+        pytest.skip("this kernel keeps no scheduler statistics (/proc/<pid>/schedstat)")
+    report, wall = _followed("compute 0.6", 1.5, busy=3)
+    assert "timed_out" not in report and wall > 1.5, (report, wall)
+    assert report["waited"] > 0.5, report
+    report, wall = _followed("compute 1.6", 1.5, busy=1)
+    assert report.get("timed_out") and report["waited"] > 0.3, (report, wall)
+    report, wall = _followed("sleep 5", 1.0, busy=0)
+    assert report.get("timed_out") and wall < 3.0, (report, wall)

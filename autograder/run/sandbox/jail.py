@@ -96,7 +96,7 @@ SAFE_ENV = {
 
 @dataclass
 class Limits:
-    timeout: float = 60.0  # wall-clock seconds for a whole submission
+    timeout: float = 60.0  # seconds a whole submission's processes run or block (relay.follow)
     memory: int = 2 << 30  # bytes: the cgroup's limit (tmpfs pages count), and address space
     processes: int = 64  # processes and threads of one sandbox
     file_size: int = 16 << 20  # bytes per file written

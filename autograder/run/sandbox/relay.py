@@ -4,7 +4,9 @@ The sandboxed process writes its messages to a pipe the monitor reads; the monit
 every byte to the grader's channel and follows the headers (wire.Headers) to know which
 check runs. Time is judged as in local grading (worker.py, limits.Stopwatch): CPU seconds read
 from /proc, per check (`cpu_limits`, computed by the runner from limits.TimeLimits), a grace
-for a process that makes no progress, and the submission's wall-clock budget. An overrun
+for a process that makes no progress, and the submission's budget: wall-clock seconds less the
+time the process waited for a CPU (limits.run_delay), so a loaded machine costs no one a point,
+with a hard wall-clock stop at WALL_BACKSTOP times the budget. An overrun
 is stopped from outside (SIGKILL to the process group; the monitor then kills the cgroup):
 nothing is ever interrupted inside the process, so a timeout cannot leave torch
 half-imported for the checks after it. The runner grades the remaining checks in a fresh
@@ -22,6 +24,9 @@ from .. import limits
 from . import wire
 
 POLL_SECONDS = 0.05
+# However long the machine keeps the process waiting for a CPU, it is stopped after this many
+# times its budget of wall-clock seconds (a grader that must finish somewhere).
+WALL_BACKSTOP = 4.0
 
 
 def _forward(target: int, data: bytes) -> int:
@@ -46,23 +51,35 @@ def follow(
     timeout: float,
 ) -> dict[str, Any]:
     """Relay `source` (the sandboxed process's channel) to `target` until the process ends
-    or is stopped. Returns {"timed_out": True} (the wall-clock budget ran out), {"stopped":
-    {"check", "why": "cpu" | "stall", "seconds"}} (a check overran), or {}. Closes both
-    fds; the caller reaps the process."""
+    or is stopped. Returns {"timed_out": True} (the budget ran out: `timeout` seconds of
+    wall-clock time less the time the process waited for a CPU), {"stopped": {"check",
+    "why": "cpu" | "stall", "seconds"}} (a check overran), or {}; with "waited": the seconds
+    it waited for a CPU (0 where the kernel keeps no count). Closes both fds; the caller
+    reaps the process (its count is read before that)."""
     watch = limits.Stopwatch(pid, lambda c: cpu_limits[c], stall)
     headers = wire.Headers()
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(source, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    delay0 = limits.run_delay(pid)
+    waited = 0.0
+
+    def wait_so_far() -> float:
+        now = limits.run_delay(pid)
+        return max(0.0, now - delay0) if now is not None and delay0 is not None else 0.0
+
     report: dict[str, Any] = {}
     exited = False
     try:
         while not exited:
-            if time.monotonic() > deadline:
-                report = {"timed_out": True}
-                break
+            elapsed = time.monotonic() - start
+            if elapsed > timeout:  # less the time spent waiting for a CPU
+                waited = max(waited, wait_so_far())
+                if elapsed - waited > timeout or elapsed > WALL_BACKSTOP * timeout:
+                    report = {"timed_out": True}
+                    break
             for fd, _ in poller.poll(POLL_SECONDS * 1000):
                 if fd == pidfd:
                     exited = True
@@ -91,12 +108,13 @@ def follow(
                     report = {"stopped": {"check": watch.current, "why": why, "seconds": seconds}}
                     break
     finally:
+        waited = max(waited, wait_so_far())  # the process is not reaped yet: its count stays
         if report:
             limits.stop(pid)
         for fd in (source, target, pidfd):
             if fd >= 0:
                 os.close(fd)
-    return report
+    return {**report, "waited": round(waited, 3)}
 
 
 def _observe(watch: limits.Stopwatch, header: dict[str, Any], cpu_limits: dict[str, float]) -> None:

@@ -8,7 +8,8 @@ notes on anything unusual (a crash of the whole process, a timeout, megabytes of
 an early exit). A check that overruns its
 CPU seconds (the run's limits.TimeLimits, as in every channel) is stopped from outside by
 the monitor (relay.py) and costs that check only: the remaining checks run in a fresh
-sandboxed process, within the submission's wall-clock budget.
+sandboxed process, within the submission's budget (wall-clock seconds less the time its
+processes waited for a CPU: _charged, relay.follow).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ..limits import TimeLimits, slots_of
 from ..policy import EXITED as EXITED_EARLY
 from ..policy import Stuck, channel_broken, overran, stalled
 from ..probing import make_inputs
-from . import view, wire
+from . import relay, view, wire
 from .jail import Isolation, Limits, UidPool, detect, release
 from .zygote import Zygote
 
@@ -346,17 +347,17 @@ class Sandbox:
 
     def _grade(self, folder: Path, name: str, slot: int) -> Graded:
         """One sandboxed process per module, seeing that module's view of the kit; they share
-        the submission's time budget (limits.timeout). Checks a process did not reach (its
-        code crashed it) are graded in a fresh one, by the one crash and timeout policy."""
+        the submission's time budget (limits.timeout: the seconds its sandboxed processes ran
+        or blocked, _charged; not the time they waited for a CPU, nor the grader's own time,
+        waiting for its references or judging). Checks a process did not reach (its code
+        crashed it) are graded in a fresh one, by the one crash and timeout policy."""
         graded = Graded(name, [])
-        deadline = time.monotonic() + self.limits.timeout
+        left = self.limits.timeout
         for group in self.groups:
             todo = [m for m in group if any(c.module == m for c in self.checks)]
-            # the time the grader waits for its references is not the submission's
-            deadline += self._wait_references(todo)
+            self._wait_references(todo)  # the grader's time, not the submission's
             while todo:
                 checks = [c for c in self.checks if c.module in todo]
-                left = deadline - time.monotonic()
                 if left < 0.5:  # an earlier module used up the submission's time
                     spent = f"the submission used up its {self.limits.timeout:g} s before"
                     graded.results += [
@@ -364,7 +365,9 @@ class Sandbox:
                         for c in checks
                     ]
                     break
-                part, reached = self._grade_module(folder, name, slot, group, todo, checks, left)
+                part, reached, left = self._grade_module(
+                    folder, name, slot, group, todo, checks, left
+                )
                 if part.not_graded:
                     return part
                 if not reached:  # nothing ran at all: a fresh process would not do better
@@ -399,9 +402,10 @@ class Sandbox:
         modules: list[str],
         checks: list[Check],
         left: float,
-    ) -> tuple[Graded, set[str]]:
+    ) -> tuple[Graded, set[str], float]:
         """`checks` (of `modules`, some or all of `group`) in one sandboxed process with the
-        group's view: (what it gave, the modules it reached: a check of theirs started)."""
+        group's view: (what it gave, the modules it reached: a check of theirs started, what
+        is left of the submission's budget `left`)."""
         uid = self.uids.uids[slot] if self.uids else None
         work = Path(tempfile.mkdtemp(dir=self.stage))
         work.chmod(0o711)
@@ -431,7 +435,7 @@ class Sandbox:
             runs, output = self._runs(request, slot, plain, left, stuck, skipped)
             # Each part of a measured check in a fresh process of its own, measured by the
             # monitor (run/measure.py), within what is left of the budget.
-            left -= time.monotonic() - started
+            left -= _charged(time.monotonic() - started, sum(_waited(s) for _, s in runs))
             measured = {}
             for check in checks:
                 if check.measured:
@@ -442,14 +446,14 @@ class Sandbox:
             if status.get("setup_error"):  # fail closed: no student code ran
                 reason = wire.text(status["setup_error"], 300)
                 failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-                return failed, set()
+                return failed, set(), left
             if "exit_code" not in status:  # the trusted monitor failed: not the student's doing
                 error = wire.text(status.get("monitor_error"), 1500) or "no report"
                 print(f"sandbox monitor failed grading {name}:\n{error}", file=sys.stderr)
                 last = error.strip().splitlines()[-1]
                 reason = f"grader error (the sandbox monitor failed: {last})"
                 failed = Graded(name, [], notes=[f"not graded: {reason}"], not_graded=reason)
-                return failed, set()
+                return failed, set(), left
         graded, reached = self._judge(name, runs, plain, stuck, skipped)
         for check in checks:
             if check.measured:
@@ -458,7 +462,7 @@ class Sandbox:
         graded.notes[:0] = notes
         graded.output_bytes = output["total"]
         graded.output = _excerpt(output, self.limits.output)
-        return graded, reached
+        return graded, reached, left
 
     def _runs(
         self,
@@ -473,7 +477,7 @@ class Sandbox:
         they printed. After a check stopped for its CPU seconds, the checks without an
         outcome run again in a fresh process, except those that would run what did not
         finish (`stuck`: an endless loop costs one limit per function): they land in
-        `skipped`, timed out "same as above"; the wall-clock budget `left` is for all runs."""
+        `skipped`, timed out "same as above"; the submission's budget `left` is for all runs."""
         output: dict[str, Any] = {"head": bytearray(), "tail": bytearray(), "total": 0}
         runs: list[tuple[bytes, dict[str, Any]]] = []
         todo = list(checks)
@@ -491,7 +495,7 @@ class Sandbox:
             )
             started = time.monotonic()
             channel, status = self._collect(*self.zygote.start(request), output, left)
-            left -= time.monotonic() - started
+            left -= _charged(time.monotonic() - started, _waited(status))
             runs.append((channel, status))
             stop = status.get("stopped")
             if not isinstance(stop, dict) or stop.get("why") != "cpu":
@@ -522,7 +526,7 @@ class Sandbox:
         self, request: dict[str, Any], slot: int, check: Check, left: float, output: dict[str, Any]
     ) -> tuple[Result | dict[str, Any], float]:
         """The parts of a measured check, each in a fresh sandboxed process whose monitor
-        measures it: (the check's outcome, measure.merge; the wall-clock budget left)."""
+        measures it: (the check's outcome, measure.merge; the submission's budget left)."""
         parts: list[tuple[Result | dict[str, Any], dict[str, float] | None]] = []
         for part in check.parts():
             if left < 0.5:
@@ -541,7 +545,7 @@ class Sandbox:
             )
             started = time.monotonic()
             channel, status = self._collect(*self.zygote.start(request), output, left)
-            left -= time.monotonic() - started
+            left -= _charged(time.monotonic() - started, _waited(status))
             parts.append((self._part_outcome(part, channel, status), _measures(status)))
         request.pop("measure", None)
         return measure.merge(check, parts), left
@@ -588,7 +592,7 @@ class Sandbox:
         sel = selectors.DefaultSelector()
         for fd, what in ((channel_fd, "channel"), (output_fd, "output"), (status_fd, "status")):
             sel.register(fd, selectors.EVENT_READ, what)
-        deadline = time.monotonic() + timeout + 30
+        deadline = time.monotonic() + timeout * relay.WALL_BACKSTOP + 30
         status_done_at = None
         try:
             while sel.get_map():
@@ -742,6 +746,21 @@ def _measures(status: dict[str, Any]) -> dict[str, float] | None:
         return {str(k): float(found[k]) for k in ("peak_bytes", "cpu_seconds")}
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _waited(status: dict[str, Any]) -> float:
+    """The seconds a sandboxed process waited for a CPU, as its monitor counted them
+    (relay.follow; the trusted side), or 0."""
+    waited = status.get("waited")
+    if not isinstance(waited, (int, float)) or isinstance(waited, bool) or not waited >= 0:
+        return 0.0
+    return float(waited)
+
+
+def _charged(elapsed: float, waited: float) -> float:
+    """What sandboxed runs cost the submission's budget: their wall-clock seconds less the
+    time their processes waited for a CPU, so a loaded machine costs no one a point."""
+    return max(0.0, elapsed - min(waited, elapsed))
 
 
 def _read(data: bytes, checks: list[Check]) -> Reading:

@@ -383,7 +383,8 @@ def _monitor(request: dict[str, Any], channel: int, output: int, status: int) ->
     if handshake is not None:  # the child waits until its baseline is read (measure.py)
         wait = min(float(request["stall"]), float(limits.timeout))
         baseline = measure.Baseline.take(pid, handshake[0], handshake[3], wait, cgroup or None)
-    # CPU seconds per check, stopped from outside (relay.py); the wall clock for the whole.
+    # CPU seconds per check, stopped from outside (relay.py); for the whole, the budget of
+    # wall-clock seconds less the time the process waited for a CPU.
     cpu_limits = {str(k): float(v) for k, v in request["cpu_limits"].items()}
     from . import relay
 
