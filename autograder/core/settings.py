@@ -24,7 +24,7 @@ Environment variables (ENV maps each to its field):
     ATTENTION_LAB_HINT_STATE       another path for the hint ladder's state (ladder.py; tests)
     ATTENTION_LAB_SANDBOX_MODE     "uid": grade as if this machine had no namespaces
     ATTENTION_LAB_INSECURE         "1": grade even without isolation (results say so)
-    ATTENTION_LAB_TIMEOUT          wall-clock seconds per submission (sandbox.jail.Limits)
+    ATTENTION_LAB_TIMEOUT          seconds per submission, less CPU waits (sandbox.jail.Limits)
     ATTENTION_LAB_CHECK_TIMEOUT    CPU seconds per check, at most, in every channel (TimeLimits.cap)
     ATTENTION_LAB_MEMORY_MB        memory per submission, MiB (Limits.memory)
     ATTENTION_LAB_GRADESCOPE_ROOT  Gradescope's root (/autograder) for a simulated run
