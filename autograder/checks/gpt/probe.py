@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...run.probing import corpus, logits_of
-from ...run.probing import load_weights as probing_load_weights
+from ...run.probing import corpus, load_weights, logits_of
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -67,13 +66,6 @@ def _skeleton(config) -> nn.Module:
     m.lm_head = nn.Linear(D, V, bias=False)
     m.lm_head.weight = m.token_embed.weight
     return m
-
-
-def load_weights(model: nn.Module, state: dict) -> nn.Module:
-    """Load the grader's weights into `model`. Its buffers the grader draws none of (the
-    positional table) stay the model's own; any other missing or unexpected name fails as
-    a strict load_state_dict would, with PyTorch's message."""
-    return probing_load_weights(model, state)
 
 
 def _state(gen, config) -> dict:

@@ -171,13 +171,11 @@ class _Arriving:
             finally:
                 self.ready[module].set()
 
-    def wait(self, modules: Iterable[str]) -> float:
-        """Wait until the references of `modules` are in; the seconds it took."""
-        started = time.monotonic()
+    def wait(self, modules: Iterable[str]) -> None:
+        """Wait until the references of `modules` are in."""
         for module in modules:
             if module in self.ready:
                 self.ready[module].wait()
-        return time.monotonic() - started
 
     def state(
         self,
@@ -289,11 +287,12 @@ class Sandbox:
             return own.state()
         return self.seed, self.references, self.reference_errors, self.reference_cpu
 
-    def _wait_references(self, modules: Iterable[str]) -> float:
+    def _wait_references(self, modules: Iterable[str]) -> None:
         """Wait for the references of `modules` of the submission this thread grades (its
-        own seed's, computed as it is graded: _Arriving); the seconds it took."""
+        own seed's, computed as it is graded: _Arriving)."""
         own: _Arriving | None = getattr(self._own, "state", None)
-        return own.wait(modules) if own is not None else 0.0
+        if own is not None:
+            own.wait(modules)
 
     def _release(self) -> None:
         release(self.uids, getattr(self, "isolation", None))
@@ -332,9 +331,8 @@ class Sandbox:
             if self.slot_count > 1:
                 # Several submissions at once (batch): the other slots keep the cores busy
                 # while this one's references are computed, so overlapping them with its own
-                # sandboxes gains nothing, and would put their CPU inside its wall-clock
-                # budget (`--timeout`): on a loaded machine (load 8 on 2 cores) correct
-                # submissions ran past 60 s that way. All of them first, as before.
+                # sandboxes gains nothing (it only makes them wait for a CPU, which its
+                # budget leaves out: _charged). All of them first, as before.
                 arriving.wait(self.modules)
         slot = self.slots.get()
         try:
