@@ -183,6 +183,19 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`make test-fast` (`-m fast`) does not import a test file that marks no test fast: it
+    would deselect every test there anyway, and importing the 40-odd others (nbformat, the
+    channels' helpers, the parametrisations over every variant) took a quarter of its minute.
+    A file with a fast test says `mark.fast` somewhere (a decorator, `pytestmark`, a param's
+    marks). Any other marker expression collects everything, as pytest does."""
+    if config.getoption("markexpr", "") != "fast" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return "mark.fast" not in collection_path.read_text(encoding="utf-8")
+
+
 def unit_of(nodeid: str) -> str:
     """The unit of work of make test's scheduler that test `nodeid` belongs to."""
     path = nodeid.split("::", 1)[0]
