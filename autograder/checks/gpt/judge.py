@@ -46,6 +46,7 @@ def verdict_logits(got, want, x):
         MISTAKES["gpt-no-embed-scale"],
         MISTAKES["gpt-no-causal-mask"],
         MISTAKES["gpt-no-causal-mask"],  # inverted: the wrong side blocked
+        MISTAKES["gpt-no-causal-mask"],  # transposed: the past blocked, the future kept
         MISTAKES["gpt-no-final-norm"],
         MISTAKES["gpt-log-softmax-output"],
     )

@@ -45,7 +45,8 @@ def _logits(
     built=None,
 ):
     """MiniGPT's logits on x's weights, with the mistakes named by the flags (causal: True,
-    False for no mask, "inverted" for ~causal_mask, the wrong side blocked); embed and head
+    False for no mask, "inverted" for ~causal_mask and "transposed" for causal_mask(T).T: the
+    wrong side blocked); embed and head
     replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
     _built(x), when the caller replays many mistakes on the same weights."""
     model = built if built is not None else _built(x)
@@ -59,6 +60,8 @@ def _logits(
         mask = causal_mask(T) if causal else None
         if causal == "inverted":
             mask = ~mask
+        elif causal == "transposed":
+            mask = mask.T
         for block in model.blocks:
             h, _ = block(h, mask=mask)
         logits = F.linear(model.final_norm(h) if final_norm else h, head)
@@ -70,6 +73,7 @@ _LOGITS_MISTAKES = {
     "no-embed-scale": {"scale": False},
     "no-causal": {"causal": False},
     "inverted-causal": {"causal": "inverted"},
+    "transposed-causal": {"causal": "transposed"},
     "no-final-norm": {"final_norm": False},
     "log-softmax": {"log_softmax": True},
 }
@@ -89,7 +93,7 @@ def _variants():
         for s in (True, False)
         for f in (True, False)
         for ls in (False, True)
-        for c in (True, False, "inverted")
+        for c in (True, False, "inverted", "transposed")
     ]
 
 
