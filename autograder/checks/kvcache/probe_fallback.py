@@ -93,6 +93,7 @@ def _grandchild(mod: Any, x: Any, probe: Callable[..., dict[str, Any]], write: i
                 except OSError:
                     pass
         _quiet_board()
+        torch.set_num_threads(1)  # OpenMP's threads did not survive the fork
         mod.KVCache = _working_cache()
         got = probe(mod, x)
         described, blob = wire.encode_outputs(got)
