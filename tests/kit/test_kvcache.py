@@ -252,3 +252,46 @@ def test_a_wrong_axis_cache_is_judged_with_a_working_cache_outside_the_students_
     for verdict in (judge.verdict_incremental, judge.verdict_generate):
         with pytest.raises(Failure):
             verdict(got, want, x)
+
+
+def test_the_grandchild_is_bounded_and_a_refused_fork_fails_as_before(monkeypatch):
+    """The working cache's run (probe_fallback) ends with its CPU limit (an endless loop) or
+    its wait (a sleep), and a fork the sandbox refuses leaves no run: each time the check
+    fails on the student's own run, as it did before the fallback existed."""
+    import os
+    import time
+
+    from autograder.checks.kvcache import judge, probe, probe_fallback
+    from autograder.core.check import Failure
+
+    here = os.getpid()
+
+    class StuckOutsideThisProcess(kvcache.CachedAttention):
+        def forward(self, x, cache=None, layer=0):
+            while os.getpid() != here and how == "loop":
+                pass
+            if os.getpid() != here and how == "sleep":
+                time.sleep(60)
+            return super().forward(x, cache, layer)
+
+    monkeypatch.setattr(probe_fallback, "FALLBACK_CPU", 1)
+    monkeypatch.setattr(probe_fallback, "FALLBACK_WAIT", 2.0)
+    wrong_axis = _mutant("append_wrong_axis").KVCache
+    mod = _variant("stuck", KVCache=wrong_axis, CachedAttention=StuckOutsideThisProcess)
+    x = probe.inputs_layer(torch.Generator().manual_seed(7))
+    want = probe.probe_layer(kvcache, x)
+    for how in ("loop", "sleep"):
+        started = time.monotonic()
+        got = probe.probe_layer(mod, x)
+        assert time.monotonic() - started < 30 and probe_fallback.ERROR in got, how
+        with pytest.raises(Failure, match="failed at call 1"):
+            judge.verdict_layer(got, want, x)
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    got = probe.probe_layer(_variant("refused", KVCache=wrong_axis), x)
+    assert got[probe_fallback.ERROR].startswith("fork refused")
+    with pytest.raises(Failure, match="failed at call 1"):
+        judge.verdict_layer(got, want, x)
