@@ -35,7 +35,7 @@ import torch
 from ...run import limits
 from ...run.sandbox import wire
 
-FALLBACK_CPU = 10  # CPU seconds of the grandchild (the reference's calls take under 0.03 s)
+FALLBACK_CPU = 10  # CPU seconds of the grandchild (the reference's calls take well under 1 s)
 FALLBACK_WAIT = 20.0  # wall-clock seconds the worker waits (limits.STALL_SECONDS is 30)
 FALLBACK_BYTES = 4 << 20  # bytes of outputs read back (the reference's are a few kB)
 PREFIX = "fallback/"  # where its outputs go in the check's outputs
@@ -179,6 +179,8 @@ def run_with_working_cache(
             pass
     if isinstance(data, str):
         return {ERROR: data}
+    if not data:
+        return {ERROR: "the grandchild ended without outputs (its run raised, or was stopped)"}
     try:
         messages, broken = wire.parse(data)
         if broken or len(messages) != 1:
