@@ -275,7 +275,7 @@ def test_the_grandchild_is_bounded_and_a_refused_fork_fails_as_before(monkeypatc
             return super().forward(x, cache, layer)
 
     monkeypatch.setattr(probe_fallback, "FALLBACK_CPU", 1)
-    monkeypatch.setattr(probe_fallback, "FALLBACK_WAIT", 2.0)
+    monkeypatch.setattr(probe_fallback, "FALLBACK_WAIT", 1.0)
     wrong_axis = _mutant("append_wrong_axis").KVCache
     mod = _variant("stuck", KVCache=wrong_axis, CachedAttention=StuckOutsideThisProcess)
     x = probe.inputs_layer(torch.Generator().manual_seed(7))
