@@ -40,11 +40,9 @@ MEDIAN_SHARE = 0.15
 # Where the goal is not met yet, and why (docs/fairness.md): a module, or one mutant
 # ("module/mutant"). The kit test keeps every other mutant within MAX_SHARE and the median at
 # most MEDIAN_KEPT (what the kit reaches now).
-OVER_MAX = {
-    "kvcache/append_wrong_axis": "a cache whose returns the layer cannot run on (100%) fails "
-    "every decoding check: there is no run to judge given them, and a cache the probe passed in "
-    "would be a working KVCache in the student's process",
-}
+# None now: kvcache/append_wrong_axis, the last one (100%), loses 23.1% since its layer and
+# greedy_decode checks judge a run with a working cache made in a forked grandchild.
+OVER_MAX: dict[str, str] = {}
 # 17.6%: two greedy_decode mutants (kvcache/generate_cache_per_step, generate_feeds_previous,
 # 30.8% each, greedy_decode's two checks) joined above the median; 16.7% without them.
 MEDIAN_KEPT = 0.177

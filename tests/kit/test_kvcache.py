@@ -172,3 +172,126 @@ def test_greedy_decode_is_judged_given_what_the_students_own_model_returned():
         for forged in (no_run, other, zeros):
             with pytest.raises(Failure):
                 verdict(forged, want, x)
+
+
+def _variant(name, **parts):
+    """A module: solutions/kvcache.py with `parts` in place of its own (KVCache,
+    CachedAttention, ...), greedy_decode and TinyDecoder looking names up in it, as a student's
+    file does."""
+    import types
+
+    module = types.ModuleType(f"kvcache_{name}")
+    module.__dict__.update({k: v for k, v in vars(kvcache).items() if not k.startswith("__")})
+    module.__dict__.update(parts)
+    code = kvcache.greedy_decode.__wrapped__.__code__
+    module.greedy_decode = torch.no_grad()(types.FunctionType(code, module.__dict__))
+    return module
+
+
+def test_a_wrong_axis_cache_is_judged_with_a_working_cache_outside_the_students_process():
+    """A KVCache that concatenates along the heads (kv-append-wrong-axis) returns tensors no
+    layer runs on: the probe runs the layer's and greedy_decode's calls again with a working
+    cache in a forked grandchild, and the judge accepts that run only when the student's own
+    cache shows the mistake. A right layer keeps its points; a wrong one still fails; a cache
+    that always raises (no named mistake) excuses nothing; the working cache never reaches the
+    process that runs the checks (a layer keeping every cache it is given holds none)."""
+    from types import SimpleNamespace
+
+    from autograder.checks.kvcache import judge, probe, probe_fallback
+    from autograder.core.check import Failure
+
+    wrong_axis = _mutant("append_wrong_axis").KVCache
+
+    class AlwaysRaises(kvcache.KVCache):
+        def append(self, layer, k, v):
+            raise RuntimeError("no")
+
+    kept = []
+
+    class Keeps(kvcache.CachedAttention):
+        def forward(self, x, cache=None, layer=0):
+            kept.append(cache)
+            return super().forward(x, cache, layer)
+
+    class Restarts(kvcache.CachedAttention):  # positions restart at 0 (kv-positions-restart)
+        def forward(self, x, cache=None, layer=0):
+            zero = SimpleNamespace(length=lambda layer=0: 0, append=getattr(cache, "append", None))
+            return super().forward(x, None if cache is None else zero, layer)
+
+    x = probe.inputs_layer(torch.Generator().manual_seed(6))
+    want = probe.probe_layer(kvcache, x)
+    verdicts = (judge.verdict_layer, judge.verdict_contents)
+    right = probe.probe_layer(_variant("right", KVCache=wrong_axis, CachedAttention=Keeps), x)
+    assert "error" in right and "fallback/out0" in right, right.get(probe_fallback.ERROR)
+    assert {type(c) for c in kept} <= {wrong_axis, type(None)}  # only the student's own
+    for verdict in verdicts:
+        verdict(right, want, x)
+    no_evidence = {k: v for k, v in right.items() if not k.startswith("axis/")}
+    forged_axis = {**right, "axis/keys": want["cache/keys"], "axis/values": want["cache/values"]}
+    wrong = probe.probe_layer(_variant("w", KVCache=wrong_axis, CachedAttention=Restarts), x)
+    raises = probe.probe_layer(_variant("raises", KVCache=AlwaysRaises), x)
+    assert "fallback/out0" in raises  # run, but not accepted: no named mistake of the cache
+    for got in (no_evidence, forged_axis, wrong, raises):
+        with pytest.raises(Failure):
+            judge.verdict_layer(got, want, x)
+    x = probe.inputs_positions(torch.Generator().manual_seed(6))
+    judge.verdict_positions(probe.probe_layer(_variant("p", KVCache=wrong_axis), x), None, x)
+    with pytest.raises(Failure):
+        got = probe.probe_layer(_variant("pw", KVCache=wrong_axis, CachedAttention=Restarts), x)
+        judge.verdict_positions(got, None, x)
+    # greedy_decode builds its own cache from the module's globals: the grandchild binds it.
+    x = probe.inputs_generate(torch.Generator().manual_seed(6))
+    want = probe.probe_generate(kvcache, x)
+    mod = _variant("g", KVCache=wrong_axis)
+    got = probe.probe_incremental(mod, x) | probe.probe_generate(mod, x)
+    assert mod.KVCache is wrong_axis
+    judge.verdict_incremental(got, want, x)
+    judge.verdict_generate(got, want, x)
+    raises = _variant("graises", KVCache=AlwaysRaises)
+    got = probe.probe_incremental(raises, x) | probe.probe_generate(raises, x)
+    for verdict in (judge.verdict_incremental, judge.verdict_generate):
+        with pytest.raises(Failure):
+            verdict(got, want, x)
+
+
+def test_the_grandchild_is_bounded_and_a_refused_fork_fails_as_before(monkeypatch):
+    """The working cache's run (probe_fallback) ends with its CPU limit (an endless loop) or
+    its wait (a sleep), and a fork the sandbox refuses leaves no run: each time the check
+    fails on the student's own run, as it did before the fallback existed."""
+    import os
+    import time
+
+    from autograder.checks.kvcache import judge, probe, probe_fallback
+    from autograder.core.check import Failure
+
+    here = os.getpid()
+
+    class StuckOutsideThisProcess(kvcache.CachedAttention):
+        def forward(self, x, cache=None, layer=0):
+            while os.getpid() != here and how == "loop":
+                pass
+            if os.getpid() != here and how == "sleep":
+                time.sleep(60)
+            return super().forward(x, cache, layer)
+
+    monkeypatch.setattr(probe_fallback, "FALLBACK_CPU", 1)
+    monkeypatch.setattr(probe_fallback, "FALLBACK_WAIT", 1.0)
+    wrong_axis = _mutant("append_wrong_axis").KVCache
+    mod = _variant("stuck", KVCache=wrong_axis, CachedAttention=StuckOutsideThisProcess)
+    x = probe.inputs_layer(torch.Generator().manual_seed(7))
+    want = probe.probe_layer(kvcache, x)
+    for how in ("loop", "sleep"):
+        started = time.monotonic()
+        got = probe.probe_layer(mod, x)
+        assert time.monotonic() - started < 30 and probe_fallback.ERROR in got, how
+        with pytest.raises(Failure, match="failed at call 1"):
+            judge.verdict_layer(got, want, x)
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    got = probe.probe_layer(_variant("refused", KVCache=wrong_axis), x)
+    assert got[probe_fallback.ERROR].startswith("fork refused")
+    with pytest.raises(Failure, match="failed at call 1"):
+        judge.verdict_layer(got, want, x)

@@ -12,7 +12,7 @@ import torch
 
 from ...core.verdicts import ModelUnavailable, close
 from . import judge_models as models
-from . import probe
+from . import probe, probe_fallback
 
 
 def cache_record(got, prefixes, lengths, B, H_kv, d_k):
@@ -211,3 +211,34 @@ def loop_right_given_own_model(got, x, run, prompt, tokens, logits, earlier=()):
             return False
     lasts = torch.stack([last for _, _, last in calls], dim=1)  # (B, n, V)
     return close(logits, lasts, models.OWN_TOL) and model_computed(lasts.transpose(0, 1))
+
+
+def wrong_axis(got, x):
+    """Whether the student's own KVCache concatenates along a wrong axis (the batch, the heads
+    or the features: kv-append-wrong-axis), from what it returned for two single-token appends
+    to one layer (probe._own_axis, x["single"]): exactly torch.cat of the two along dim 0, 1
+    or 3, keys and values alike."""
+    (k1, v1), (k2, v2) = x["single"]
+    keys, values = got.get("axis/keys"), got.get("axis/values")
+    if type(keys) is not torch.Tensor or type(values) is not torch.Tensor:
+        return False
+    for dim in (0, 1, 3):
+        want_k, want_v = torch.cat([k1, k2], dim), torch.cat([v1, v2], dim)
+        if keys.shape == want_k.shape and values.shape == want_v.shape:
+            if keys.dtype == want_k.dtype and values.dtype == want_v.dtype:
+                if torch.equal(keys, want_k) and torch.equal(values, want_v):
+                    return True
+    return False
+
+
+def given_working_cache(got, x):
+    """The outputs of the student's own calls run again with a working cache (the probe's
+    forked grandchild, probe_fallback), to be judged as a correct submission's would be, when
+    the student's own run failed and their cache concatenates along a wrong axis (wrong_axis:
+    that mistake is charged in the cache's own checks); None otherwise. The run comes from
+    student code, as hostile as `got`: the verdicts guard it alike."""
+    if not wrong_axis(got, x):
+        return None
+    prefix = probe_fallback.PREFIX
+    ran = {key[len(prefix) :]: value for key, value in got.items() if key.startswith(prefix)}
+    return ran or None

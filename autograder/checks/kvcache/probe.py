@@ -18,6 +18,7 @@ import torch
 
 from ...core.check import Failure
 from ...run.probing import load_weights, pair, randn
+from . import probe_fallback
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
 SHAPES = ((24, 4, 2), (32, 4, 2), (36, 6, 2), (36, 6, 3), (40, 4, 1))
@@ -79,6 +80,13 @@ def layer_state(gen, D, H, H_kv, prefix=""):
     }
 
 
+def _single(gen, B, x):
+    """Two single-token appends, (k, v) each (B, H_kv, 1, d_k), drawn after every other input
+    of the check: what the student's own cache is given when their run fails (_own_axis)."""
+    shape = (B, x["H_kv"], 1, x["D"] // x["H"])
+    return [(randn(gen, *shape), randn(gen, *shape)) for _ in range(2)]
+
+
 def _config(gen):
     D, H, H_kv = _pick(gen, SHAPES)
     base = _pick(gen, [10000.0, float(_int(gen, 50, 500))])
@@ -94,6 +102,7 @@ def inputs_layer(gen):
     x["state"] = layer_state(gen, x["D"], x["H"], x["H_kv"])
     x["layer"] = _int(gen, 0, 1)
     x["xs"] = [randn(gen, B, T, x["D"]) for T in lengths]
+    x["single"] = _single(gen, B, x)
     return x
 
 
@@ -103,6 +112,7 @@ def inputs_positions(gen):
     x["state"] = layer_state(gen, x["D"], x["H"], x["H_kv"])
     x["layer"] = 0
     x["xs"] = [randn(gen, 1, T, x["D"]) for T in (_int(gen, 40, 120), 1, 1)]
+    x["single"] = _single(gen, 1, x)
     return x
 
 
@@ -124,6 +134,7 @@ def inputs_generate(gen):
     B = _int(gen, 1, 2)
     x["prompts"] = [torch.randint(0, x["V"], (B, _int(gen, 3, 6)), generator=gen) for _ in range(2)]
     x["n"] = _int(gen, 5, 8)
+    x["single"] = _single(gen, B, x)
     return x
 
 
@@ -246,7 +257,12 @@ def _record_cache(cache, got, where):
 def probe_layer(mod, x):
     """Each call's output with a cache, the cache's keys and values at the end, and the
     output of one call on the whole sequence without a cache; what the cache was given and
-    returned during each call (_record_cache)."""
+    returned during each call (_record_cache). When a call fails: what the student's own
+    cache does with single tokens, and the same calls with a working cache (_or_working)."""
+    return _or_working(mod, x, _probe_layer, lambda got: "error" in got)
+
+
+def _probe_layer(mod, x):
     layer = _layer_of(mod, x)
     cache, got = mod.KVCache(2), {"call": 0}
     _record_cache(
@@ -355,7 +371,13 @@ def _generate(mod, model, prompt, n, use_cache, key):
 
 def probe_incremental(mod, x):
     """greedy_decode on prompt A, then on prompt B (a cache kept from A shows in B), both with the
-    cache; and the logits of one call without a cache on B's tokens (the whole prefix)."""
+    cache; and the logits of one call without a cache on B's tokens (the whole prefix). When a
+    run fails, _or_working."""
+    failed = lambda got: "a/error" in got or "b/error" in got  # noqa: E731
+    return _or_working(mod, x, _probe_incremental, failed)
+
+
+def _probe_incremental(mod, x):
     model = _model_of(mod, x)
     (a, b), n = x["prompts"], x["n"]
     got, run = {}, ["a"]
@@ -373,6 +395,11 @@ def probe_incremental(mod, x):
 
 
 def probe_generate(mod, x):
+    """greedy_decode with and without the cache; when the cached run fails, _or_working."""
+    return _or_working(mod, x, _probe_generate, lambda got: "cache/error" in got)
+
+
+def _probe_generate(mod, x):
     model = _model_of(mod, x)
     prompt, n = x["prompts"][0], x["n"]
     got, run = {}, ["cache"]
@@ -380,4 +407,47 @@ def probe_generate(mod, x):
     got.update(_generate(mod, model, prompt, n, True, "cache"))
     run[0] = "nocache"
     got.update(_generate(mod, model, prompt, n, False, "nocache"))
+    return got
+
+
+# --------------------------------------------------------------------------- a failed run
+
+
+def _own_axis(mod, x):
+    """What the student's own KVCache returns for two single-token appends to one layer
+    (x["single"]): any axis concatenates them, so the judge reads off which one was used
+    (kv-append-wrong-axis); the error text if it raises."""
+    (k1, v1), (k2, v2) = x["single"]
+    try:  # the run failed already: whatever this raises is no finding of its own
+        cache = mod.KVCache(1)
+        result = (cache.append(0, k1, v1), cache.append(0, k2, v2))[1]
+    except Exception as e:
+        return {"axis/error": _failed(e)}
+    if not isinstance(result, tuple) or len(result) != 2:
+        return {"axis/error": f"append returned a {type(result).__name__}"[:100]}
+    if any(type(t) is not torch.Tensor for t in result):
+        return {"axis/error": "append returned other than two tensors"}
+    return {"axis/keys": result[0].detach().clone(), "axis/values": result[1].detach().clone()}
+
+
+def _cloned(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cloned(v) for v in value)
+    return value
+
+
+def _or_working(mod, x, run, failed):
+    """run(mod, x); when failed(its outputs) (the student's run raised), also what the
+    student's own cache does with single tokens (_own_axis) and run's outputs with a working
+    cache, run in a forked grandchild on untouched inputs (probe_fallback): the judge accepts
+    those only when the student's own cache concatenates along a wrong axis."""
+    untouched = _cloned(x)
+    got = run(mod, x)
+    if failed(got):
+        got.update(_own_axis(mod, untouched))
+        got.update(probe_fallback.run_with_working_cache(mod, untouched, run))
     return got

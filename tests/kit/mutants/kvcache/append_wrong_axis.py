@@ -1,6 +1,7 @@
 """Mutant: append concatenates along the heads (dim 1) instead of the time axis."""
 
 # expects: kv-append-wrong-axis
+# loses: cache-shapes, cache-errors
 from types import FunctionType
 
 import torch
