@@ -45,9 +45,10 @@ OVER_MAX = {
     "every decoding check: there is no run to judge given them, and a cache the probe passed in "
     "would be a working KVCache in the student's process",
 }
-# 17.6%: two greedy_decode mutants (kvcache/generate_cache_per_step, generate_feeds_previous,
-# 30.8% each, greedy_decode's two checks) joined above the median; 16.7% without them.
-MEDIAN_KEPT = 0.177
+# 15.0% (the fifth pass, docs/fairness.md): llama's and positional's checks that bundled two
+# properties are split, so 166 of the 329 mutants lose at most 15% (was 140; the median
+# needs 165). It is the goal, MEDIAN_SHARE, reached with one mutant to spare.
+MEDIAN_KEPT = 0.15
 
 
 def share_lost(module: str, lost: list) -> float:
