@@ -497,8 +497,15 @@ def _model_logits(x, **flags):
 
 def _logits_elsewhere(x):
     """What other checks charge: the attention's and the block's mistakes (alone or
-    together), and each of the head and causal checks' mistakes."""
-    return _elsewhere(x) + [flags for _, flags, _ in _charged_by_head_or_causal()]
+    together), and each of the head and causal checks' mistakes, alone or with one of the
+    block's or the attention's."""
+    parts = _flags(_block_mistakes()) + _flags(_attention_mistakes(x))[1:]
+    return _elsewhere(x) + [
+        {**part, **flags}
+        for _, flags, _ in _charged_by_head_or_causal()
+        for part in parts
+        if "arange" not in part
+    ]
 
 
 def _logits_replays(x):
