@@ -45,10 +45,11 @@ OVER_MAX = {
     "every decoding check: there is no run to judge given them, and a cache the probe passed in "
     "would be a working KVCache in the student's process",
 }
-# 15.0% (the fifth pass, docs/fairness.md): llama's and positional's checks that bundled two
-# properties are split, so 166 of the 329 mutants lose at most 15% (was 140; the median
-# needs 165). It is the goal, MEDIAN_SHARE, reached with one mutant to spare.
-MEDIAN_KEPT = 0.15
+# 14.3% (the fifth pass, docs/fairness.md): the checks of llama, positional and flash that
+# bundled two properties are split, and gpt's logits no longer charge the √D scale that
+# embed-scale charges, so 169 of the 329 mutants lose at most 15% (was 140; the median needs
+# 165): the goal, MEDIAN_SHARE, is reached with four mutants to spare.
+MEDIAN_KEPT = 0.143
 
 
 def share_lost(module: str, lost: list) -> float:
