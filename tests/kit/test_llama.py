@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import KIT, ROOT, expected_misconception, grade_folder, submission_with, variants
 
-from autograder.checks.llama import judge, probe
+from autograder.checks.llama import judge, judge_models, probe
 from autograder.core import registry
 from autograder.core.check import Failure
 from autograder.core.references import References
@@ -195,7 +195,7 @@ def _head_logits(x, E=None, norm=True):
     state, c = x["state"], x["config"]
     h = (state["token_embed.weight"] if E is None else E).double()[x["idx"]]
     if norm:
-        h = judge._rms(h, state["final_norm.weight"], c["eps"])
+        h = judge_models._rms(h, state["final_norm.weight"], c["eps"])
     return (h @ state["lm_head.weight"].double().T).float()
 
 
