@@ -195,7 +195,7 @@ def _head_logits(x, E=None, norm=True):
     state, c = x["state"], x["config"]
     h = (state["token_embed.weight"] if E is None else E).double()[x["idx"]]
     if norm:
-        h = judge_models._rms(h, state["final_norm.weight"], c["eps"])
+        h = judge_models.rms(h, state["final_norm.weight"], c["eps"])
     return (h @ state["lm_head.weight"].double().T).float()
 
 

@@ -34,7 +34,7 @@ from ..masks.judge import MISTAKES as MASKS_MISTAKES
 from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import probe
-from .judge_models import _attend, _block, llama_logits
+from .judge_models import attend, llama_block, llama_logits
 
 CHECKS = CheckList("llama")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
@@ -225,7 +225,7 @@ def _loaded_or_fail(got, expected, what, c):
 def _attention_pair(x, **flags):
     """RotaryAttention's (out, weights) on the check's inputs, float32, the mistakes flagged."""
     h = x["x"].double()
-    out, weights = _attend(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags)
+    out, weights = attend(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags)
     return out.float(), weights.float()
 
 
@@ -297,7 +297,7 @@ def verdict_rotary(got, want, x):
 def _block_out(x, **flags):
     """LlamaBlock's output on the check's inputs, float32, with the mistakes flagged."""
     h = x["x"].double()
-    return _block(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags).float()
+    return llama_block(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags).float()
 
 
 def _block_elsewhere(x, other):

@@ -20,7 +20,7 @@ def _lin(h, w):
 
 
 @model
-def _rms(h, weight, eps):
+def rms(h, weight, eps):
     return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.double()
 
 
@@ -39,7 +39,7 @@ def _turn(t, positions, base, rope="half"):
 
 
 @model
-def _attend(
+def attend(
     sd,
     p,
     h,
@@ -87,7 +87,7 @@ def _attend(
 
 
 @model
-def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
+def llama_block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
     if norm == "swapped":
         n1, n2 = n2, n1
@@ -95,7 +95,7 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
         n2 = n1
 
     def attn(h):
-        return _attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
+        return attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
 
     def ffn(h):
         gate = F.silu(_lin(h, sd[f"{p}ffn.w_gate.weight"]))
@@ -103,21 +103,21 @@ def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
 
     eps = c["eps"]
     if norm == "post":
-        x = _rms(x + attn(x), n1, eps)
-        return _rms(x + ffn(x), n2, eps)
+        x = rms(x + attn(x), n1, eps)
+        return rms(x + ffn(x), n2, eps)
     if norm == "from-normed":  # x = norm(x); x = x + sublayer(x)
-        x = _rms(x, n1, eps)
+        x = rms(x, n1, eps)
         x = x + attn(x)
-        x = _rms(x, n2, eps)
+        x = rms(x, n2, eps)
         return x + ffn(x)
     if norm == "no-residual-attn":
-        x = attn(_rms(x, n1, eps))
-        return x + ffn(_rms(x, n2, eps))
+        x = attn(rms(x, n1, eps))
+        return x + ffn(rms(x, n2, eps))
     if norm == "no-residual-ffn":
-        x = x + attn(_rms(x, n1, eps))
-        return ffn(_rms(x, n2, eps))
-    x = x + attn(_rms(x, n1, eps))
-    return x + ffn(_rms(x, n2, eps))
+        x = x + attn(rms(x, n1, eps))
+        return ffn(rms(x, n2, eps))
+    x = x + attn(rms(x, n1, eps))
+    return x + ffn(rms(x, n2, eps))
 
 
 @model
@@ -135,7 +135,7 @@ def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head=
     # causal="diagonal": a mask that blocks the diagonal too (masks' mistake)
     mask = torch.ones(T, T, dtype=torch.bool).triu(int(causal is True)) if causal else None
     for i in range(c["num_layers"]):
-        x = _block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
+        x = llama_block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
     if final_norm:
-        x = _rms(x, sd["final_norm.weight"], c["eps"])
+        x = rms(x, sd["final_norm.weight"], c["eps"])
     return _lin(x, W)

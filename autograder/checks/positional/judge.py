@@ -350,7 +350,7 @@ def verdict_not_trained(got, want, x):
     shown nothing about its table. Whether pe is saved and loaded is the buffer check's."""
     max_len, D = x["max_len"], x["d_model"]
     what = f"PositionalEncoding({D}, max_len={max_len})"
-    before = tensor(got, "before_step", what, shape=x["x"].shape)
+    before = tensor(got, "before_step", what, shape=x["x"].shape, floating=True)
     after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
     if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
         raise Failure(MISTAKES["pe-is-parameter"])
