@@ -43,9 +43,11 @@ MEDIAN_SHARE = 0.15
 # None now: kvcache/append_wrong_axis, the last one (100%), loses 23.1% since its layer and
 # greedy_decode checks judge a run with a working cache made in a forked grandchild.
 OVER_MAX: dict[str, str] = {}
-# 17.6%: two greedy_decode mutants (kvcache/generate_cache_per_step, generate_feeds_previous,
-# 30.8% each, greedy_decode's two checks) joined above the median; 16.7% without them.
-MEDIAN_KEPT = 0.177
+# 14.3% (docs/fairness.md, fifth pass): the checks of llama, positional and flash that bundled
+# two properties are split, gpt's logits no longer charge the √D scale embed-scale charges, and
+# kvcache's wrong-axis cache costs the cache's checks only: 169 of the 330 mutants lose at most
+# 15% (the median needs 166), within the goal, MEDIAN_SHARE.
+MEDIAN_KEPT = 0.143
 
 
 def share_lost(module: str, lost: list) -> float:

@@ -5,10 +5,12 @@ import pytest
 import torch
 from conftest import KIT, ROOT, expected_misconception, grade_folder, submission_with, variants
 
-from autograder.checks.llama import judge, probe
+from autograder.checks.llama import judge, judge_models, probe
 from autograder.core import registry
+from autograder.core.check import Failure
 from autograder.core.references import References
 from autograder.run.engine import grade, run_check
+from autograder.run.probing import make_inputs
 from autograder.run.submission import Submission
 from solutions import gqa
 from solutions import llama as solution
@@ -60,9 +62,12 @@ NO_ROTARY = (
         (  # inside RotaryAttention: the block and the model built on it pass
             "k = apply_rotary(k, positions, self.base)  # (B, H_kv, T, d_k)",
             "k, v = (apply_rotary(t, positions, self.base) for t in (k, v))",
-            {"attention": "llama-rotates-v"},
+            {"rotary": "llama-rotates-v"},
         ),
-        (*POST_NORM, {"block": "llama-post-norm"}),  # the model built on it passes
+        (  # a layout that breaks both sub-layers: charged by both; the model built on it passes
+            *POST_NORM,
+            {"block-attention": "llama-post-norm", "block-ffn": "llama-post-norm"},
+        ),
         (  # multihead's mistake, made again in RotaryAttention: named there, once
             "out = heads.transpose(1, 2).reshape(B, T, self.num_heads * self.d_k)",
             "out = heads.reshape(B, T, self.num_heads * self.d_k)",
@@ -178,3 +183,51 @@ def test_an_own_dependency_not_attempted_is_named(tmp_path, monkeypatch):
     results = grade_folder(folder, ["llama"])
     assert {r.misconception for r in results} == {"not-attempted"}
     assert "in gqa.py, which llama.py uses," in results[0].message, results[0].message
+
+
+def _head_check():
+    check = registry.find("llama.head")
+    return check, make_inputs(check, 7)
+
+
+def _head_logits(x, E=None, norm=True):
+    """lm_head(final_norm(token_embed(idx))): the head's computation with no blocks at all."""
+    state, c = x["state"], x["config"]
+    h = (state["token_embed.weight"] if E is None else E).double()[x["idx"]]
+    if norm:
+        h = judge_models.rms(h, state["final_norm.weight"], c["eps"])
+    return (h @ state["lm_head.weight"].double().T).float()
+
+
+def test_head_check_judges_the_final_norm_and_the_head_alone():
+    """The head check decides from the student's own logits: a model right but for its
+    blocks, embedding or mask passes (the logits check charges those); a head that reads no
+    final norm, the embedding's weight, or anything after lm_head fails with its own name."""
+    check, x = _head_check()
+    check.verdict(probe.probe_logits(solution, x), {}, x)  # no Failure
+    check.verdict({"logits": _head_logits(x)}, {}, x)  # no blocks: the head is still right
+    E, W = x["state"]["token_embed.weight"], x["state"]["lm_head.weight"]
+    named = {
+        "llama-no-final-norm": _head_logits(x, norm=False),
+        "llama-tied-head": _head_logits(x) @ torch.linalg.pinv(W.T) @ E.T,
+        "llama-head-not-lm-head": _head_logits(x) + 1.0,
+    }
+    for mistake, logits in named.items():
+        with pytest.raises(Failure) as failure:
+            check.verdict({"logits": logits}, {}, x)
+        assert failure.value.misconception.id == mistake
+
+
+def test_head_check_gives_nothing_for_degenerate_logits():
+    """Zeros, a constant, or the same row at every position: no evidence of a head (the
+    last would be lm_head(final_norm(one vector)), which any model could return)."""
+    check, x = _head_check()
+    logits = _head_logits(x)
+    for forged in (
+        torch.zeros_like(logits),
+        torch.full_like(logits, 0.5),
+        logits[:1, :1].expand_as(logits),
+    ):
+        with pytest.raises(Failure) as failure:
+            check.verdict({"logits": forged.clone()}, {}, x)
+        assert failure.value.misconception.id == "no-evidence"

@@ -8,6 +8,9 @@ import torch
 from conftest import variants
 
 from autograder.checks.positional import judge as checks
+from autograder.core import registry
+from autograder.core.check import Failure
+from autograder.run.probing import make_inputs
 from autograder.trusted import positional as trusted
 from solutions import positional
 
@@ -56,3 +59,49 @@ def test_every_named_table_mistake_is_far_from_the_right_table():
 def test_enough_positional_variants():
     assert len([m for m in variants("mutants") if m.values[0] == "positional"]) >= 8
     assert len([a for a in variants("alternatives") if a.values[0] == "positional"]) >= 2
+
+
+def _check(slug, seed=3):
+    check = registry.find(f"positional.{slug}")
+    return check, make_inputs(check, seed)
+
+
+def _fails_with(check, got, want, x, mistake):
+    with pytest.raises(Failure) as failure:
+        check.verdict(got, want, x)
+    assert failure.value.misconception.id == mistake
+
+
+def test_frequencies_judges_the_students_own_table():
+    """The angle each pair turns by per position, read off the student's table: a table with
+    the right frequencies but another origin (a phase per pair) passes here (the encoding
+    check charges it); tables that do not turn earn nothing; the exponent mistakes are named."""
+    check, x = _check("frequencies")
+    n, D = x["max_len"], x["d_model"]
+    want = {f"replay/{k}": v for k, v in check.replays(x).items()}
+    check.verdict({"pe": positional.sinusoidal_encoding(n, D)}, want, x)  # no Failure
+    phase = torch.rand(D // 2, generator=torch.Generator().manual_seed(0)) * 6
+    omega = 10000.0 ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    turned = torch.arange(n, dtype=torch.float64)[:, None] * omega + phase
+    shifted = torch.stack([turned.sin(), turned.cos()], dim=-1).flatten(1).float()
+    check.verdict({"pe": shifted}, want, x)  # no Failure: the origin is not this check's
+    for forged in (torch.zeros(n, D), torch.ones(n, D)):
+        _fails_with(check, {"pe": forged}, want, x, "pe-wrong-frequency")
+    wrong = checks._table(range(n), D, exponent="i").float()
+    _fails_with(check, {"pe": wrong}, want, x, "pe-exponent-i-over-d")
+    slower = torch.stack([(turned / 2).sin(), (turned / 2).cos()], dim=-1).flatten(1).float()
+    _fails_with(check, {"pe": slower}, want, x, "pe-wrong-frequency")
+
+
+def test_not_trained_needs_a_forward_that_adds_the_table():
+    """A module whose forward adds nothing (or a constant) has nothing to train, and earns
+    nothing: the check asks that forward adds the table and that a step leaves it."""
+    check, x = _check("not-trained")
+    from autograder.checks.positional import probe
+
+    want = probe.probe_buffer(positional, x)
+    check.verdict(probe.probe_buffer(positional, x), want, x)  # no Failure
+    for added, mistake in ((0.0, "no-evidence"), (1.0, "wrong-values")):
+        out = x["x"] + added  # x handed back; x plus a constant (float32-rounded)
+        got = {**want, "before_step": out, "after_step": out}
+        _fails_with(check, got, want, x, mistake)

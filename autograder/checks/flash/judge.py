@@ -172,8 +172,9 @@ def verdict_backward_tiles(got, want, x):
 FUNCTION = CHECKS.exercise("FlashAttention", probe=probe.probe_function)
 
 
-@FUNCTION.check("function", inputs=probe.inputs_function)
-def verdict_function(got, want, x):
+def _function_runs(got, want, x):
+    """Per (dtype, causal): (what, the student's (out, dq, dk, dv), the reference's, the exact
+    values of quadratic attention, and of its non-causal form where causal)."""
     for dtype in ("float32", "float64"):
         for causal in (False, True):
             p = f"{dtype}/c{int(causal)}/"
@@ -186,19 +187,42 @@ def verdict_function(got, want, x):
             ]
             references = tuple(want[p + n] for n in names)
             exact = oracle(lambda c=causal, t=dtype: models._quadratic(x, c, t), references)
-            if all(close(g, e) for g, e in zip(got_, exact, strict=True)):
-                for g, n, r in zip(got_, names, references, strict=True):
-                    assert_close(g, r, f"{what}: {n}")
-                continue
-            out, dq, dk, dv = got_
-            if close(out, exact[0]) and close(dq, exact[2]) and close(dk, exact[1]):
-                raise Failure(MISTAKES["flash-function-gradient-order"], what=what)
+            plain = None
             if causal:
                 plain = oracle(lambda t=dtype: models._quadratic(x, False, t), None)
-                if plain is not None and close(dq, plain[1]) and close(dv, plain[3]):
-                    raise Failure(MISTAKES["flash-function-forgets-causal"], what=what)
-            for g, n, e in zip(got_, names, exact, strict=True):
-                assert_close(g, e, f"{what}: {n}")
+            yield what, names, got_, references, exact, plain
+
+
+@FUNCTION.check("function-forward", inputs=probe.inputs_function)
+def verdict_function_forward(got, want, x):
+    """The Function's output alone (its forward's call of flash_forward and what it
+    returns); the gradients are function-backward's."""
+    for what, _, got_, references, exact, plain in _function_runs(got, want, x):
+        out = got_[0]
+        if close(out, exact[0]):
+            assert_close(out, references[0], f"{what}: out")
+            continue
+        if plain is not None and close(out, plain[0]):
+            raise Failure(MISTAKES["flash-function-forgets-causal"], what=what)
+        assert_close(out, exact[0], f"{what}: out")
+
+
+@FUNCTION.check("function-backward", inputs=probe.inputs_function)
+def verdict_function_backward(got, want, x):
+    """The gradients dq, dk, dv that backward returns, whatever the output was: a forward
+    that forgot causal makes them those of non-causal attention too, and is named so."""
+    for what, names, got_, references, exact, plain in _function_runs(got, want, x):
+        out, dq, dk, dv = got_
+        if all(close(g, e) for g, e in zip(got_[1:], exact[1:], strict=True)):
+            for g, n, r in zip(got_[1:], names[1:], references[1:], strict=True):
+                assert_close(g, r, f"{what}: {n}")
+            continue
+        if close(dq, exact[2]) and close(dk, exact[1]) and close(dv, exact[3]):
+            raise Failure(MISTAKES["flash-function-gradient-order"], what=what)
+        if plain is not None and close(dq, plain[1]) and close(dv, plain[3]):
+            raise Failure(MISTAKES["flash-function-forgets-causal"], what=what)
+        for g, n, e in zip(got_[1:], names[1:], exact[1:], strict=True):
+            assert_close(g, e, f"{what}: {n}")
 
 
 @FUNCTION.advice("saves", inputs=probe.inputs_saves, probe=probe.probe_saves)

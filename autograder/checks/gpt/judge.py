@@ -41,7 +41,11 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 
 @MINI_GPT.check("logits", inputs=probe.inputs_model, replays=models._logits_replays)
 def verdict_logits(got, want, x):
+    """Against the reference; a model right but for the √D scale of its embeddings passes:
+    the embed-scale check charges that, once (on a model with no blocks)."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
+    if close(logits, want["replay/no-embed-scale"]):
+        return
     named = (
         MISTAKES["gpt-no-embed-scale"],
         MISTAKES["gpt-no-causal-mask"],

@@ -1,10 +1,11 @@
 """Judge side of llama.py's checks: misconceptions, models of wrong computations, verdicts.
 
-The model of MiniLlama below is written from PyTorch operations in float64 (rotary as
-"rotate half", RMSNorm, SwiGLU, grouped heads by index), with flags for the known mistakes,
-so a mistake is recognised by the output it gives. Each check charges its own exercise's
-mistakes: an output that is the right block or model built on a wrong attention (charged by
-the attention check) passes the block and model checks, and so on: those outputs are
+The model of MiniLlama (judge_models.py) is written from PyTorch operations in float64
+(rotary as "rotate half", RMSNorm, SwiGLU, grouped heads by index), with flags for the known
+mistakes, so a mistake is recognised by the output it gives. Each check charges its own
+property's mistakes: an output that is the right block or model built on a wrong attention
+(charged by the attention checks) passes the block and model checks, a block right but for
+one sub-layer passes the other sub-layer's check, and so on: those outputs are
 replayed with the reference (core.Check.replays), so the student copy, which has no models,
 exempts exactly the same ones (it names no mistake). The property checks
 (causality, shapes, n_kv_heads) judge the student's own runs. The training check trains the
@@ -26,150 +27,21 @@ from ...core import verdicts
 from ...core.check import NO_EVIDENCE, CheckList, Failure, no_reference
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, model, tensor
+from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
 from ..blocks.judge import MISTAKES as BLOCKS_MISTAKES
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
-from ..gqa.judge import kv_map
 from ..masks.judge import MISTAKES as MASKS_MISTAKES
 from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import probe
+from .judge_models import attend, llama_block, llama_logits
 
 CHECKS = CheckList("llama")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
 
-# --------------------------------------------------------------------------- models
-# What MiniLlama computes, in float64, with the mistakes named by the flags.
 
-
-def _lin(h, w):
-    return h @ w.double().T
-
-
-@model
-def _rms(h, weight, eps):
-    return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.double()
-
-
-@model
-def _turn(t, positions, base, rope="half"):
-    """Rotary embeddings as "rotate half": t·cos(a) + (-t₂, t₁)·sin(a), pairs (i, i + d/2);
-    rope="interleaved": Meta's convention, pairs (2i, 2i + 1) turned by the same angles."""
-    half = t.size(-1) // 2
-    freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / t.size(-1))
-    angles = positions.double()[:, None] * freq  # (T, d/2)
-    if rope == "interleaved":
-        cos, sin = angles.cos().repeat_interleave(2, -1), angles.sin().repeat_interleave(2, -1)
-        return t * cos + torch.stack([-t[..., 1::2], t[..., ::2]], dim=-1).flatten(-2) * sin
-    cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)  # (T, d)
-    return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
-
-
-@model
-def _attend(
-    sd,
-    p,
-    h,
-    positions,
-    mask,
-    c,
-    *,
-    rotary="qk",
-    base=None,
-    arange=False,
-    pairing="ok",
-    rope="half",
-    heads_as="transpose",
-):
-    """RotaryAttention's (out, weights); state entries under the prefix p. heads_as="view":
-    the heads split and merged by reshape alone, with no transpose (multihead's mistakes);
-    "split-view", "merge-view": only the split, only the merge."""
-    H, H_kv = c["num_heads"], c["num_kv_heads"]
-    B, T, D = h.shape
-    d_k = D // H
-
-    def heads(name, n):
-        if heads_as in ("view", "split-view"):
-            return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, n, T, d_k)
-        return _lin(h, sd[f"{p}{name}.weight"]).reshape(B, T, n, d_k).transpose(1, 2)
-
-    q, k, v = heads("w_q", H), heads("w_k", H_kv), heads("w_v", H_kv)
-    at = torch.arange(T) if arange else positions.cpu()
-    turned = {
-        name: _turn(t, at, c["base"] if base is None else base, rope) if name in rotary else t
-        for name, t in (("q", q), ("k", k), ("v", v))
-    }
-    group = kv_map(H, H_kv, pairing)
-    scores = turned["q"] @ turned["k"][:, group].transpose(-2, -1) / math.sqrt(d_k)
-    if mask is not None:
-        scores = scores.masked_fill(mask.cpu(), float("-inf"))
-    weights = scores.softmax(dim=-1)
-    if mask is not None:  # a fully blocked row: zero weights (attention.py's promise)
-        weights = weights.masked_fill(mask.cpu().all(dim=-1, keepdim=True), 0.0)
-    out = weights @ turned["v"][:, group]
-    if heads_as in ("transpose", "split-view"):
-        out = out.transpose(1, 2)
-    out = out.reshape(B, T, D)
-    return _lin(out, sd[f"{p}w_o.weight"]), weights
-
-
-@model
-def _block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
-    n1, n2 = sd[f"{p}attn_norm.weight"], sd[f"{p}ffn_norm.weight"]
-    if norm == "swapped":
-        n1, n2 = n2, n1
-    if norm == "one-norm":
-        n2 = n1
-
-    def attn(h):
-        return _attend(sd, f"{p}attn.", h, positions, mask, c, **attention)[0]
-
-    def ffn(h):
-        gate = F.silu(_lin(h, sd[f"{p}ffn.w_gate.weight"]))
-        return _lin(gate * _lin(h, sd[f"{p}ffn.w_up.weight"]), sd[f"{p}ffn.w_down.weight"])
-
-    eps = c["eps"]
-    if norm == "post":
-        x = _rms(x + attn(x), n1, eps)
-        return _rms(x + ffn(x), n2, eps)
-    if norm == "from-normed":  # x = norm(x); x = x + sublayer(x)
-        x = _rms(x, n1, eps)
-        x = x + attn(x)
-        x = _rms(x, n2, eps)
-        return x + ffn(x)
-    if norm == "no-residual-attn":
-        x = attn(_rms(x, n1, eps))
-        return x + ffn(_rms(x, n2, eps))
-    if norm == "no-residual-ffn":
-        x = x + attn(_rms(x, n1, eps))
-        return ffn(_rms(x, n2, eps))
-    x = x + attn(_rms(x, n1, eps))
-    return x + ffn(_rms(x, n2, eps))
-
-
-@model
-def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head="", **block):
-    """MiniLlama's logits (B, T, V) in float64 for the state sd and config c. head="tied-W":
-    one matrix for the embedding and the head, holding lm_head.weight (a tie made in
-    __init__, loaded last); "tied-E": token_embed.weight in both places (a head that reads
-    the embedding's weight in forward)."""
-    T = idx.size(1)
-    E, W = sd["token_embed.weight"], sd["lm_head.weight"]
-    E, W = {"tied-W": (W, W), "tied-E": (E, E)}.get(head, (E, W))
-    x = E.double()[idx.cpu()]
-    if scale:
-        x = x * math.sqrt(c["d_model"])
-    # causal="diagonal": a mask that blocks the diagonal too (masks' mistake)
-    mask = torch.ones(T, T, dtype=torch.bool).triu(int(causal is True)) if causal else None
-    for i in range(c["num_layers"]):
-        x = _block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
-    if final_norm:
-        x = _rms(x, sd["final_norm.weight"], c["eps"])
-    return _lin(x, W)
-
-
-def _attention_mistakes(x):
-    """(misconception, the attention flags that model it, details): the attention check's."""
+def _rotary_mistakes(x):
+    """(misconception, the attention flags that model it, details): the rotary check's."""
     c = x["config"]
     shown = ", ".join(str(int(p)) for p in x["positions"]) if "positions" in x else ""
     return [
@@ -179,10 +51,16 @@ def _attention_mistakes(x):
         (MISTAKES["llama-rotary-one-side"], {"rotary": "k"}, {"which": "keys"}),
         (MISTAKES["llama-base-ignored"], {"base": 10000.0}, {"base": c["base"]}),
         (MISTAKES["llama-positions-ignored"], {"arange": True}, {"positions": shown}),
-        (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
         # a convention difference (rotary.py's docstring pairs i with i + d/2): named here
         # once, and the block and the model built on it pass
         (ROTARY_MISTAKES["rope-interleaved-pairs"], {"rope": "interleaved"}, {}),
+    ]
+
+
+def _heads_mistakes():
+    """(misconception, flags, details): the attention check's (heads, groups, mask, scale)."""
+    return [
+        (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
         # multihead's mistakes, where RotaryAttention splits and merges its own heads
         (MULTIHEAD_MISTAKES["merge-view-no-transpose"], {"heads_as": "merge-view"}, {}),
         (MULTIHEAD_MISTAKES["split-view-no-transpose"], {"heads_as": "split-view"}, {}),
@@ -190,17 +68,35 @@ def _attention_mistakes(x):
     ]
 
 
-def _block_mistakes():
+def _attention_mistakes(x):
+    """Every mistake RotaryAttention's two checks charge (heads, then rotary)."""
+    return _heads_mistakes() + _rotary_mistakes(x)
+
+
+# LlamaBlock's mistakes, by the sub-layer they break: a layout that breaks both (post-norm,
+# the norms swapped, the residual taken from the normed x) is charged by both sub-layer
+# checks; one that breaks a single sub-layer only by that sub-layer's check, and the other
+# check passes the block that is right but for it.
+def _block_both():
     return [
         (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
         (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
-        # blocks' mistakes, where LlamaBlock makes them again
         (BLOCKS_MISTAKES["block-residual-from-normed"], {"norm": "from-normed"}, {}),
+    ]
+
+
+def _block_attention_only():
+    return [
         (
             BLOCKS_MISTAKES["block-missing-residual"],
             {"norm": "no-residual-attn"},
             {"sublayer": "attention"},
         ),
+    ]
+
+
+def _block_ffn_only():
+    return [
         (
             BLOCKS_MISTAKES["block-missing-residual"],
             {"norm": "no-residual-ffn"},
@@ -210,16 +106,33 @@ def _block_mistakes():
     ]
 
 
-def _model_mistakes():
+def _block_mistakes():
+    return _block_both() + _block_attention_only() + _block_ffn_only()
+
+
+def _logits_mistakes():
+    """The logits check's own: how the model feeds its blocks."""
     return [
-        (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
         (MISTAKES["llama-embed-scale"], {"scale": True}, {}),
-        (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
         (MASKS_MISTAKES["causal-blocks-diagonal"], {"causal": "diagonal"}, {}),
         # a convention difference (the docstring asks for an untied head): named here once
         (MISTAKES["llama-tied-head"], {"head": "tied-W"}, {}),
-        (MISTAKES["llama-tied-head"], {"head": "tied-E"}, {}),
     ]
+
+
+def _charged_by_head_or_causal():
+    """What the head check (the final norm, a head that reads the embedding) and the causal
+    check (no mask at all) charge: the logits check passes a model right but for one."""
+    return [
+        (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
+        (MISTAKES["llama-tied-head"], {"head": "tied-E"}, {}),
+        (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
+    ]
+
+
+def _model_mistakes():
+    """Every mistake of MiniLlama.forward the judge models (to name a trained model)."""
+    return _logits_mistakes() + _charged_by_head_or_causal()
 
 
 def _flags(mistakes):
@@ -251,6 +164,8 @@ def _judge(out, want, reference, what, compute, own, elsewhere):
     try:
         for mistake, flags, details in own:
             for other in elsewhere:
+                if set(flags) & set(other):  # the same part, made wrong twice: not a pair
+                    continue
                 if close(out, compute(**flags, **other)):
                     raise Failure(mistake, what=what, **details)
     except ModelUnavailable:  # the student copy: the mistake is not named there
@@ -307,25 +222,73 @@ def _loaded_or_fail(got, expected, what, c):
 # --------------------------------------------------------------------------- RotaryAttention
 
 
-def _attention_out(x, **flags):
-    """RotaryAttention's output on the check's inputs, float32, with the mistakes flagged."""
+def _attention_pair(x, **flags):
+    """RotaryAttention's (out, weights) on the check's inputs, float32, the mistakes flagged."""
     h = x["x"].double()
-    return _attend(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags)[0].float()
+    out, weights = attend(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags)
+    return out.float(), weights.float()
 
 
-ROTARY_ATTENTION_FORWARD = CHECKS.exercise("RotaryAttention.forward", probe=probe.probe_attention)
+def _attention_out(x, **flags):
+    return _attention_pair(x, **flags)[0]
 
 
-@ROTARY_ATTENTION_FORWARD.check("attention", inputs=probe.inputs_attention)
-def verdict_attention(got, want, x):
+def _pair_replays(x, elsewhere):
+    """The attention's (out, weights) right but for each mistake the other check charges."""
+    found = {}
+    for flags in elsewhere[1:]:
+        found[_key(flags)], found[f"{_key(flags)}/weights"] = _attention_pair(x, **flags)
+    return found
+
+
+def _judge_attention(got, want, x, own, elsewhere):
+    """Pass when (out, weights) are the reference's, or those of the attention right but for
+    one mistake the other attention check charges (`elsewhere`, replayed with the reference);
+    otherwise name the first of this check's mistakes (`own`) that explains the output, alone
+    or on top of one charged elsewhere; else the largest difference."""
     c = x["config"]
     _loaded_or_fail(got, probe.attention_shapes(c), "RotaryAttention", c)
     B, T, D = x["x"].shape
     out = tensor(got, "out", "the output", shape=(B, T, D), floating=True)
     weights = tensor(got, "weights", "the weights", shape=(B, 4, T, T), floating=True)
+    if close(out, want["out"]) and close(weights, want["weights"]):
+        return
+    for flags in elsewhere[1:]:
+        name = f"replay/{_key(flags)}"
+        if close(out, want[name]) and close(weights, want[f"{name}/weights"]):
+            return
     compute = functools.partial(_attention_out, x)
-    _judge(out, want, "out", "the output", compute, _attention_mistakes(x), [{}])
+    _judge(out, want, "out", "the output", compute, own, elsewhere)
     assert_close(weights, want["weights"], "the attention weights")
+
+
+ROTARY_ATTENTION_FORWARD = CHECKS.exercise("RotaryAttention.forward", probe=probe.probe_attention)
+
+
+def _heads_replays(x):
+    """The attention right but for each rotary mistake (at position 0 only the positions
+    replaced by 0 .. T-1 differ from the reference)."""
+    return _pair_replays(x, _flags(_rotary_mistakes(x)))
+
+
+@ROTARY_ATTENTION_FORWARD.check("attention", inputs=probe.inputs_heads, replays=_heads_replays)
+def verdict_attention(got, want, x):
+    """Every position 0, where a rotation by the position is the identity: projections,
+    heads and their groups, scale, mask and output projection. What rotary does (or fails to
+    do) at other positions is the rotary check's."""
+    _judge_attention(got, want, x, _heads_mistakes(), _flags(_rotary_mistakes(x)))
+
+
+def _rotary_replays(x):
+    """The attention right but for each mistake the attention check charges."""
+    return _pair_replays(x, _flags(_heads_mistakes()))
+
+
+@ROTARY_ATTENTION_FORWARD.check("rotary", inputs=probe.inputs_attention, replays=_rotary_replays)
+def verdict_rotary(got, want, x):
+    """Positions in any order: q and k turned by their own positions at self.base, v not.
+    A run right but for the heads (charged by the attention check) passes."""
+    _judge_attention(got, want, x, _rotary_mistakes(x), _flags(_heads_mistakes()))
 
 
 # --------------------------------------------------------------------------- LlamaBlock
@@ -334,25 +297,49 @@ def verdict_attention(got, want, x):
 def _block_out(x, **flags):
     """LlamaBlock's output on the check's inputs, float32, with the mistakes flagged."""
     h = x["x"].double()
-    return _block(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags).float()
+    return llama_block(x["state"], "", h, x["positions"], x["mask"], x["config"], **flags).float()
 
 
-def _block_replays(x):
-    """The right block on each of the attention check's mistakes."""
-    return _exempt(functools.partial(_block_out, x), _flags(_attention_mistakes(x)))
+def _block_elsewhere(x, other):
+    """Flag sets of what another check charges: the attention checks' mistakes, the other
+    sub-layer's (`other`), and the two together."""
+    return [{**b, **a} for b in _flags(other) for a in _flags(_attention_mistakes(x))]
+
+
+def _block_attention_replays(x):
+    return _exempt(functools.partial(_block_out, x), _block_elsewhere(x, _block_ffn_only()))
+
+
+def _block_ffn_replays(x):
+    return _exempt(functools.partial(_block_out, x), _block_elsewhere(x, _block_attention_only()))
 
 
 LLAMA_BLOCK_FORWARD = CHECKS.exercise("LlamaBlock.forward", probe=probe.probe_block)
 
 
-@LLAMA_BLOCK_FORWARD.check("block", inputs=probe.inputs_block, replays=_block_replays)
-def verdict_block(got, want, x):
+def _judge_block(got, want, x, own, other):
     c = x["config"]
     _loaded_or_fail(got, probe.block_shapes(c), "LlamaBlock", c)
     out = tensor(got, "out", "the block's output", shape=x["x"].shape, floating=True)
-    elsewhere = _flags(_attention_mistakes(x))
     compute = functools.partial(_block_out, x)
-    _judge(out, want, "out", "the block's output", compute, _block_mistakes(), elsewhere)
+    _judge(out, want, "out", "the block's output", compute, own, _block_elsewhere(x, other))
+
+
+@LLAMA_BLOCK_FORWARD.check(
+    "block-attention", inputs=probe.inputs_block, replays=_block_attention_replays
+)
+def verdict_block_attention(got, want, x):
+    """The block's output, with the grader's weights: right, or right but for a mistake of
+    the feed-forward sub-layer (charged there) or of the attention (charged by its checks).
+    The attention sub-layer's own mistakes, and those of the layout, are charged here."""
+    _judge_block(got, want, x, _block_both() + _block_attention_only(), _block_ffn_only())
+
+
+@LLAMA_BLOCK_FORWARD.check("block-ffn", inputs=probe.inputs_block, replays=_block_ffn_replays)
+def verdict_block_ffn(got, want, x):
+    """As block-attention, the other way round: the feed-forward sub-layer's own mistakes
+    (and the layout's) are charged here; the attention sub-layer's pass."""
+    _judge_block(got, want, x, _block_both() + _block_ffn_only(), _block_attention_only())
 
 
 # --------------------------------------------------------------------------- MiniLlama
@@ -380,9 +367,22 @@ def _model_logits(x, **flags):
     return llama_logits(x["state"], x["config"], x["idx"], **flags).float()
 
 
+def _logits_elsewhere(x):
+    """What other checks charge: the attention's and the block's mistakes (alone or
+    together), and each of the head and causal checks' mistakes, alone or with one of the
+    block's or the attention's."""
+    parts = _flags(_block_mistakes()) + _flags(_attention_mistakes(x))[1:]
+    return _elsewhere(x) + [
+        {**part, **flags}
+        for _, flags, _ in _charged_by_head_or_causal()
+        for part in parts
+        if "arange" not in part
+    ]
+
+
 def _logits_replays(x):
-    """The right model on each mistake of the attention and block checks (and pairs)."""
-    return _exempt(functools.partial(_model_logits, x), _elsewhere(x))
+    """The right model on each mistake another check charges (_logits_elsewhere)."""
+    return _exempt(functools.partial(_model_logits, x), _logits_elsewhere(x))
 
 
 MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logits)
@@ -392,7 +392,45 @@ MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logi
 def verdict_logits(got, want, x):
     logits = _logits(got, x)
     compute = functools.partial(_model_logits, x)
-    _judge(logits, want, "logits", "the logits", compute, _model_mistakes(), _elsewhere(x))
+    _judge(logits, want, "logits", "the logits", compute, _logits_mistakes(), _logits_elsewhere(x))
+
+
+# The head check's tolerances: the logits are float32 (a relative error of about 1e-7 on each,
+# more through the head's sum over D), and the RMS of a final norm's output is
+# mean(h²) / (mean(h²) + eps) < 1 by eps / mean(h²), about 1e-5 here (eps = 1e-6).
+HEAD_FIT_RTOL = 1e-4
+RMS_TOL = 1e-3
+
+
+@MINI_LLAMA_FORWARD.check("head", inputs=probe.inputs_head)
+@no_reference
+def verdict_head(got, want, x):
+    """The student's own logits, with the grader's weights (V > D): logits = W·n for the
+    head's own weight W, n = final_norm(h) = g·h / RMS(h) for the norm's weight g, whatever
+    stream h the blocks gave. So n is the least-squares solution of W·n = logits (W has full
+    column rank), it must reproduce the logits exactly (in W's span: the head is lm_head),
+    and n / g must have RMS 1 in every row (the final norm). A model right but for its
+    embedding, mask or blocks passes: the logits check charges those."""
+    logits = _logits(got, x)
+    what = "The logits of MiniLlama (the grader's weights)"
+    verdicts.assert_evidence(logits, what)
+    rows = logits.double().flatten(0, 1)  # (B·T, V)
+    if bool((rows == rows[:1]).all()):
+        how = N_("are the same at every position of every sequence")
+        raise Failure(NO_EVIDENCE, what=what, how=how)
+    state = x["state"]
+    W, g = state["lm_head.weight"].double(), state["final_norm.weight"].double()
+    n = torch.linalg.lstsq(W, rows.T).solution.T  # (B·T, D)
+    scale = rows.abs().max()
+    if not bool(((n @ W.T - rows).abs() <= HEAD_FIT_RTOL * scale + 1e-5).all()):
+        E = state["token_embed.weight"].double()
+        e = torch.linalg.lstsq(E, rows.T).solution.T
+        if bool(((e @ E.T - rows).abs() <= HEAD_FIT_RTOL * scale + 1e-5).all()):
+            raise Failure(MISTAKES["llama-tied-head"], what="the logits")
+        raise Failure(MISTAKES["llama-head-not-lm-head"], V=x["vocab_size"])
+    rms = (n / g).pow(2).mean(dim=-1).sqrt()  # (B·T,): 1 after the final norm
+    if not bool(((rms - 1).abs() <= RMS_TOL).all()):
+        raise Failure(MISTAKES["llama-no-final-norm"], what="the logits")
 
 
 # Heads split or merged without a transpose mix positions: the model leaks the future through

@@ -120,6 +120,14 @@ def inputs_attention(gen):
     return _layer_inputs(gen, attention_shapes)
 
 
+def inputs_heads(gen):
+    """As inputs_attention, with every position 0: rotary turns nothing there, so the run
+    shows the heads, their groups, the scale and the mask alone."""
+    x = _layer_inputs(gen, attention_shapes)
+    x["positions"] = torch.zeros_like(x["positions"])
+    return x
+
+
 def inputs_block(gen):
     return _layer_inputs(gen, block_shapes)
 
@@ -132,6 +140,25 @@ def inputs_model(gen):
         "config": config,
         "vocab_size": V,
         "state": draw_state(gen, model_shapes(config, V)),
+        "idx": torch.randint(V, (B, T), generator=gen),
+    }
+
+
+def inputs_head(gen):
+    """A model whose vocabulary is larger than D (V = D + 8 .. 16), so that lm_head's weight
+    (V, D) has a span the logits must lie in; final_norm's weight in [0.7, 1.3] (never near
+    0: the judge divides by it)."""
+    config = config_of(gen)
+    D = config["d_model"]
+    V = D + _draw(gen, 8, 16)
+    B, T = _draw(gen, 2, 3), _draw(gen, 5, 8)
+    state = draw_state(gen, model_shapes(config, V))
+    weight = torch.rand(D, generator=gen, dtype=torch.float64) * 0.6 + 0.7
+    state["final_norm.weight"] = weight.float()
+    return {
+        "config": config,
+        "vocab_size": V,
+        "state": state,
         "idx": torch.randint(V, (B, T), generator=gen),
     }
 

@@ -115,37 +115,47 @@ def table(got, key, what, shape, *, strict=True):
     return value
 
 
+# The mistakes that every D shows, by the check that charges them: "encoding" the layout's
+# origin (sin/cos swapped, positions from 1; and the dtype), "frequencies" the exponent, and
+# "relative" the layouts whose pairs do not rotate, which it names. Every other table check
+# passes a table that is right but for one of them.
+ENCODING_OWN = ("pe-sin-cos-swapped", "pe-positions-from-one")
+FREQUENCIES_OWN = ("pe-exponent-i-over-d", "pe-exponent-4i-over-d")
+RELATIVE_OWN = ("pe-pair-frequency", "pe-halves-layout")
+
+
 def _named(positions, D, first):
-    """The mistakes a table check names. Those that every D shows are named (and charged) by
-    the "encoding" check (even D) alone; the later table checks name only their own, and let
-    the others pass (_charged)."""
+    """The mistakes a table check names: "encoding" (first) its own; the later table checks
+    only the odd-D one, and let the others pass (_charged)."""
     found = _mistakes(positions, D)
-    return found if first else [c for c in found if c[0] is MISTAKES["pe-odd-d-plus-one"]]
+    own = ENCODING_OWN if first else ("pe-odd-d-plus-one",)
+    return [c for c in found if c[0].id in own]
 
 
-def _charged(positions, D):
-    """{mistake id: its table}: the mistakes that every D shows, charged by "encoding"."""
+def _charged(positions, D, ids=None):
+    """{mistake id: its table}: the mistakes that every D shows (or those in `ids`)."""
     return {
         m.id: output()
         for m, output, _ in _mistakes(positions, D)
-        if m is not MISTAKES["pe-odd-d-plus-one"]
+        if m is not MISTAKES["pe-odd-d-plus-one"] and (ids is None or m.id in ids)
     }
 
 
 def _replay_table(name, positions, D, first):
-    """The float64 closed form at `positions` ("<name>/exact") and, for the checks after
-    "encoding", the tables of the mistakes it charges ("<name>/<mistake id>")."""
+    """The float64 closed form at `positions` ("<name>/exact") and the tables of the
+    mistakes other checks charge ("<name>/<mistake id>"): for "encoding" (first) those of
+    "frequencies" and "relative", for the checks after it all of them."""
     found = {f"{name}/exact": _table(positions, D)}
-    if not first:
-        found.update({f"{name}/{k}": v for k, v in _charged(positions, D).items()})
+    ids = FREQUENCIES_OWN + RELATIVE_OWN if first else None
+    found.update({f"{name}/{k}": v for k, v in _charged(positions, D, ids).items()})
     return found
 
 
-def _replayed(want, name, first):
+def _replayed(want, name, first=False):
     """(the exact table, the charged tables) that _replay_table kept with the reference."""
     exact = f"replay/{name}/exact"
     charged = [v for k, v in want.items() if k.startswith(f"replay/{name}/") and k != exact]
-    return want[exact], () if first else charged
+    return want[exact], charged
 
 
 def _replays_even(x):
@@ -180,6 +190,56 @@ SINUSOIDAL_ENCODING = CHECKS.exercise("sinusoidal_encoding", probe=probe.probe_t
 @SINUSOIDAL_ENCODING.check("encoding", inputs=probe.inputs_even, replays=_replays_even)
 def verdict_even(got, want, x):
     _compare_table(got, want, "pe", x["max_len"], x["d_model"], first=True)
+
+
+def _replays_frequencies(x):
+    """The tables of the layouts "relative" charges (their pairs do not rotate)."""
+    n, D = x["max_len"], x["d_model"]
+    return {f"pe/{k}": v for k, v in _charged(range(n), D, RELATIVE_OWN).items()}
+
+
+# The angle per position is read off the student's float32 table: the mean of n - 1 steps,
+# (θ(n-1) - θ(0)) / (n - 1), off by a few float32 roundings of an angle below n (about 1e-7
+# rad here); the exponent mistakes change ω_1 by a factor 10000^(1/D) > 1.5.
+FREQUENCY_ATOL, FREQUENCY_RTOL = 1e-5, 1e-4
+
+
+@SINUSOIDAL_ENCODING.check(
+    "frequencies", inputs=probe.inputs_frequencies, replays=_replays_frequencies
+)
+def verdict_frequencies(got, want, x):
+    """The property on the student's own table: pair i (columns 2i, 2i + 1) turns by
+    ω_i = 10000^(-2i/D) per position, either way round (a sin/cos swap, or positions counted
+    from 1, are the encoding check's). A table whose pairs do not rotate at all in the way
+    "relative" names (one frequency per column, sines and cosines in two halves) passes here:
+    it is charged there. A table that does not turn (constant, zeros) fails: ω_0 is 1."""
+    n, D = x["max_len"], x["d_model"]
+    what = f"sinusoidal_encoding({n}, {D})"
+    pe = table(got, "pe", what, (n, D), strict=False).double()
+    if not torch.isfinite(pe).all():
+        raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(pe)).sum()))
+    charged = [v for k, v in want.items() if k.startswith("replay/pe/")]
+    if any(bool((_within(pe, t, range(n), 2.0) <= 1).all()) for t in charged):
+        return
+    z = torch.complex(pe[:, 1::2], pe[:, 0::2])  # cos + i sin: (n, D/2)
+    step = torch.angle(z[1:] * z[:-1].conj()).mean(dim=0).abs()  # the angle per position
+    omega = 10000.0 ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    off = (step - omega).abs() > FREQUENCY_ATOL + FREQUENCY_RTOL * omega
+    if not bool(off.any()):
+        return
+    for mistake, output, details in _mistakes(range(n), D):
+        if mistake.id in FREQUENCIES_OWN and _matches(pe, output, range(n), 2.0):
+            raise Failure(mistake, what=what, **details)
+    i = int(off.nonzero()[0])
+    raise Failure(
+        MISTAKES["pe-wrong-frequency"],
+        cols=f"({2 * i}, {2 * i + 1})",
+        got=f"{float(step[i]):.6g}",
+        i=i,
+        two_i=2 * i,
+        D=D,
+        want=f"{float(omega[i]):.6g}",
+    )
 
 
 @SINUSOIDAL_ENCODING.check(
@@ -257,15 +317,12 @@ POSITIONAL_ENCODING = CHECKS.exercise("PositionalEncoding", probe=probe.probe_bu
 
 @POSITIONAL_ENCODING.check("buffer", inputs=probe.inputs_buffer)
 def verdict_buffer(got, want, x):
-    """Judged from returned outputs that need the real module to produce: a training step
-    leaves forward unchanged (nothing trainable), and a state_dict holding a random pe, loaded
-    strictly, is what forward adds. The flags the probe reports only choose the wording."""
+    """Judged from returned outputs that need the real module to produce: a state_dict
+    holding a random pe, loaded strictly, is what forward adds, and pe holds the table. The
+    flags the probe reports only choose the wording. Whether pe is trained (a parameter) is
+    the not-trained check's."""
     max_len, D = x["max_len"], x["d_model"]
     what = f"PositionalEncoding({D}, max_len={max_len})"
-    before = tensor(got, "before_step", what, shape=x["x"].shape)
-    after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
-    if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
-        raise Failure(MISTAKES["pe-is-parameter"])
     why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
     moves = "moves" if got.get("is_buffer") else "does not move"
     if not got.get("in_state_dict") or "load_error" in got:
@@ -282,6 +339,30 @@ def verdict_buffer(got, want, x):
     own = table(got, "table", f"sinusoidal_encoding({max_len}, {D})", (max_len, D), strict=False)
     assert_close(
         pe[0], own, f"the buffer pe, compared with your sinusoidal_encoding({max_len}, {D})"
+    )
+
+
+@POSITIONAL_ENCODING.check("not-trained", inputs=probe.inputs_buffer)
+def verdict_not_trained(got, want, x):
+    """An optimizer step on the module's trainable parameters leaves forward unchanged, and
+    forward adds a table (the reference's or the student's own sinusoidal_encoding, B = T =
+    max_len, where every slicing agrees): a module that adds nothing, or anything else, has
+    shown nothing about its table. Whether pe is saved and loaded is the buffer check's."""
+    max_len, D = x["max_len"], x["d_model"]
+    what = f"PositionalEncoding({D}, max_len={max_len})"
+    before = tensor(got, "before_step", what, shape=x["x"].shape, floating=True)
+    after = tensor(got, "after_step", what + " after an optimizer step", shape=x["x"].shape)
+    if got.get("is_parameter") or got.get("requires_grad") or not torch.equal(before, after):
+        raise Failure(MISTAKES["pe-is-parameter"])
+    added = before.double() - x["x"].double()  # (max_len, max_len, D): the table, per row
+    verdicts.assert_evidence(added.float(), f"What {what} adds to x")
+    if close_enough(added, want["pe"].double().expand_as(added)):
+        return
+    own = table(got, "table", f"sinusoidal_encoding({max_len}, {D})", (max_len, D), strict=False)
+    assert_close(
+        added.float(),
+        own.expand_as(added),
+        f"what {what} adds to x, compared with your sinusoidal_encoding({max_len}, {D})",
     )
 
 

@@ -59,6 +59,10 @@ def probe_far(mod, x):
     return {"rows": table}  # the wrong type or shape: the verdict says which
 
 
+def inputs_frequencies(gen):
+    return {"max_len": _int(gen, 60, 150), "d_model": _even(gen, 8, 24)}
+
+
 def inputs_relative(gen):
     offsets = [1, _int(gen, 2, 9), _int(gen, 20, 60)]
     return {"max_len": _int(gen, 120, 250), "d_model": _even(gen, 8, 16), "offsets": offsets}

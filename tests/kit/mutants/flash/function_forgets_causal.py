@@ -1,7 +1,7 @@
 """Mutant: backward does not pass causal and the block sizes on."""
 
 # expects: flash-function-forgets-causal
-# loses: function
+# loses: function-backward
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: backward returns dk, dq, dv."""
 
 # expects: flash-function-gradient-order
-# loses: function
+# loses: function-backward
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: the token embeddings are not multiplied by √D."""
 
 # expects: gpt-no-embed-scale
-# loses: logits, embed-scale
+# loses: embed-scale
 import torch
 from torch import nn
 

@@ -1,7 +1,7 @@
 """Mutant: apply_rotary with its default base, not self.base."""
 
 # expects: llama-base-ignored
-# loses: attention
+# loses: rotary
 import torch
 
 from solutions.llama import *  # noqa: F403

@@ -2,7 +2,7 @@
 (blocks' mistake, made again in the LLaMA block)."""
 
 # expects: block-missing-residual
-# loses: block
+# loses: block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference
 

@@ -2,7 +2,7 @@
 the LLaMA block: each sub-layer has its own norm)."""
 
 # expects: block-one-norm-for-both
-# loses: block
+# loses: block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference
 

@@ -2,7 +2,7 @@
 (x = norm(x); x = x + sublayer(x)): blocks' mistake, made again in the LLaMA block."""
 
 # expects: block-residual-from-normed
-# loses: block
+# loses: block-attention, block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference
 

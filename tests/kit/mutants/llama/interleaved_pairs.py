@@ -5,7 +5,7 @@ checked; the block and the model, built on it here, pass (and the model learns a
 its training is credited)."""
 
 # expects: rope-interleaved-pairs
-# loses: attention
+# loses: rotary
 import torch
 from torch import nn
 

@@ -1,7 +1,7 @@
 """Mutant: the logits are lm_head(x), without the final RMSNorm."""
 
 # expects: llama-no-final-norm
-# loses: logits
+# loses: head
 from torch import nn
 
 from solutions.llama import *  # noqa: F403

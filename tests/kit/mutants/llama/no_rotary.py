@@ -1,7 +1,7 @@
 """Mutant: no rotary embeddings at all: plain grouped-query attention, blind to positions."""
 
 # expects: llama-no-rotary
-# loses: attention
+# loses: rotary
 from solutions.gqa import GroupedQueryAttention
 from solutions.llama import *  # noqa: F403
 from solutions.llama import RotaryAttention as _Reference

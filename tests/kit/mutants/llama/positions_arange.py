@@ -1,7 +1,7 @@
 """Mutant: the rows are rotated at 0 .. T-1 whatever positions says."""
 
 # expects: llama-positions-ignored
-# loses: attention
+# loses: rotary
 import torch
 
 from solutions.llama import *  # noqa: F403

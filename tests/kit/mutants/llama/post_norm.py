@@ -1,7 +1,7 @@
 """Mutant: a post-norm block, x = norm(x + sublayer(x)), the 2017 layout."""
 
 # expects: llama-post-norm
-# loses: block
+# loses: block-attention, block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference
 

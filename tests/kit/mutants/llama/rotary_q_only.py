@@ -1,7 +1,7 @@
 """Mutant: only the queries are rotated."""
 
 # expects: llama-rotary-one-side
-# loses: attention
+# loses: rotary
 from solutions.llama import *  # noqa: F403
 from solutions.llama import RotaryAttention as _Reference
 from solutions.llama import apply_rotary, repeat_kv, scaled_dot_product_attention

@@ -1,7 +1,7 @@
 """Mutant: the values are rotated too, not only the queries and keys."""
 
 # expects: llama-rotates-v
-# loses: attention
+# loses: rotary
 from solutions.llama import *  # noqa: F403
 from solutions.llama import RotaryAttention as _Reference
 from solutions.llama import apply_rotary, repeat_kv, scaled_dot_product_attention

@@ -1,7 +1,7 @@
 """Mutant: the 2 of 2i applied twice: frequencies 10000^(-2·2i/D)."""
 
 # expects: pe-exponent-4i-over-d
-# loses: encoding
+# loses: frequencies
 import math
 
 import torch

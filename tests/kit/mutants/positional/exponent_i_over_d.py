@@ -1,7 +1,7 @@
 """Mutant: the exponent uses the pair index i instead of 2i."""
 
 # expects: pe-exponent-i-over-d
-# loses: encoding
+# loses: frequencies
 import math
 
 import torch

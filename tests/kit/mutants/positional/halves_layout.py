@@ -1,7 +1,7 @@
 """Mutant: all sines in the first half of the columns, all cosines in the second."""
 
 # expects: pe-halves-layout
-# loses: encoding, relative
+# loses: relative
 import math
 
 import torch

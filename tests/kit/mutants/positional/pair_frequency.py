@@ -1,7 +1,7 @@
 """Mutant: each column gets its own exponent j/D: a cosine no longer shares its sine's frequency."""
 
 # expects: pe-pair-frequency
-# loses: encoding, relative
+# loses: relative
 import math
 
 import torch

@@ -1,7 +1,7 @@
 """Mutant: the table is an nn.Parameter, so an optimizer would train it."""
 
 # expects: pe-is-parameter
-# loses: buffer
+# loses: not-trained
 import torch.nn.functional as F  # noqa: F401
 from torch import nn
 
