@@ -185,8 +185,8 @@ LONGEST_FIRST = (
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """`make test-fast` (`-m fast`) does not import a test file that marks no test fast: it
-    would deselect every test there anyway, and importing the 40-odd others (nbformat, the
-    channels' helpers, the parametrisations over every variant) took a quarter of its minute.
+    would deselect every test there anyway; importing the 40-odd others (nbformat, the
+    channels' helpers, the parametrisations over every variant) cost about 3 of its 42 CPU-s.
     A file with a fast test says `mark.fast` somewhere (a decorator, `pytestmark`, a param's
     marks). Any other marker expression collects everything, as pytest does."""
     if config.getoption("markexpr", "") != "fast" or collection_path.suffix != ".py":
