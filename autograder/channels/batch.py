@@ -40,7 +40,7 @@ import time
 import traceback
 import unicodedata
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -379,20 +379,13 @@ def write_seeds(student_seeds: dict[str, tuple[int, str]], path: Path) -> None:
     path.chmod(0o600)
 
 
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """This process only judges: small tensors, `jobs` threads at once. Torch's intra-op pool
-    (a thread per core) made each verdict spin on every core beside the sandboxes and the
-    reference servers; on one thread, as they run, this process's CPU per student (all 17
-    modules) fell from 1.3-2.7 s to 0.2-0.4 s (docs/batch.md). Restored after the run."""
-    import torch
+def _one_torch_thread() -> contextlib.AbstractContextManager[None]:
+    """This process only judges: small tensors, `jobs` threads at once, so it judges on one
+    torch thread (run.probing.one_torch_thread; imported here: the CLI lists `batch` without
+    torch)."""
+    from ..run.probing import one_torch_thread
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return one_torch_thread()
 
 
 def run(

@@ -8,11 +8,12 @@ verdict was possible (import error, not attempted, crash).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,21 @@ CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.txt"
 # Read when the probe side is first imported: the sandbox's zygote imports this module before
 # any sandboxed process confines itself, and the sandbox's file view holds no data/ folder.
 CORPUS_TEXT = CORPUS.read_text(encoding="utf-8") if CORPUS.is_file() else None
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread while it runs, then as before. Small tensors gain nothing from
+    torch's intra-op pool (a thread per core), and on a loaded machine every small op waits
+    for the others: diagnostics' tiny training runs (25 steps: 0.2 s on one thread, 8 s on
+    two under load), the batch grader's verdicts beside the sandboxes (its CPU per student,
+    17 modules: 1.3-2.7 s before, 0.2-0.4 s after; docs/batch.md)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def corpus() -> tuple[str, torch.Tensor]:

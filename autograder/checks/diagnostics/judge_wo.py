@@ -14,9 +14,9 @@ from torch import nn
 from ...core.check import WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import assert_close, close, model, tensor
+from ...run.probing import one_torch_thread
 from ...trusted.multihead import MultiHeadAttention
 from . import probe_wo as probe
-from .probe_wo import one_thread
 
 CHECKS = CheckList("diagnostics")
 
@@ -104,7 +104,7 @@ def fresh(seed=0, identity=False, frozen=False):
 def _curve(seed, steps, *, identity=False, **mistake):
     """The losses of `steps` steps of the loop (with `mistake`) from a fresh model: one
     answer, so the student copy can replay it (a model returned by fresh() cannot be)."""
-    with one_thread():
+    with one_torch_thread():
         return train(fresh(seed, identity=identity), steps, seed=seed, **mistake)
 
 

@@ -8,23 +8,9 @@ While diagnostics is graded, MultiHeadAttention is the trusted one.
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
-from ...run.probing import randn
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Tiny models train far faster on one thread: with two or more, a loaded machine makes
-    every small op wait for the others (25 steps: 0.2 s on one thread, 8 s on two under load)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+from ...run.probing import one_torch_thread, randn
 
 
 def _seed(gen):
@@ -64,14 +50,14 @@ def probe_identity(mod, x):
 
 
 def probe_train(mod, x):
-    with one_thread():
+    with one_torch_thread():
         torch.manual_seed(x["seed"])
         model = mod.RecallModel()
         return {"losses": mod.train_recall(model, x["steps"], seed=x["seed"])}
 
 
 def probe_experiment(mod, x):
-    with one_thread():
+    with one_torch_thread():
         curves = mod.wo_experiment(steps=x["steps"], seed=x["seed"])
     if not isinstance(curves, dict):
         return {"type": type(curves).__name__}
