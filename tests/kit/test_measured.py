@@ -11,6 +11,8 @@ differently keeps its points on a loaded machine (two busy loops beside it).
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -47,11 +49,15 @@ def _grade(folder: Path):
 def busy():
     """Two busy loops beside the grading (a loaded 2-core machine)."""
     loops = [
-        subprocess.Popen(["timeout", "120", "sh", "-c", "while :; do :; done"]) for _ in range(2)
+        subprocess.Popen(
+            ["timeout", "120", "sh", "-c", "while :; do :; done"], start_new_session=True
+        )
+        for _ in range(2)
     ]
     yield
+    # The whole group: killing `timeout` alone left its sh looping, orphaned, after the test.
     for loop in loops:
-        loop.kill()
+        os.killpg(loop.pid, signal.SIGKILL)
         loop.wait()
 
 
