@@ -136,10 +136,10 @@ def expected_misconception(path: Path) -> str:
 # is a test file, whose module fixtures (such as a whole nbgrader course cycle) are built once,
 # but in the files below, whose tests share no module fixture, each test is a unit of its own
 # (each chunk of the student copy's mistakes check, each `make dist` test), so that both
-# workers can take them. The workers take the units below first, the longest first (wall time
-# of a profiled `make test` on 2 busy cores: a channel run in a container, nbgrader's kernels,
-# a run that waits for a timeout spend more wall than their CPU says), then the rest in file
-# order: a long unit started last would hold the run's end alone. The first one makes
+# workers can take them. The workers take the units below first, about the longest first
+# (the figures: wall seconds of each unit in a clean `make test` on an otherwise idle 2-core
+# machine, 2026-12-04, whose two workers then ended 4 s apart after 489 s), then the rest in
+# file order: a long unit started last would hold the run's end alone. The first one makes
 # `make dist` record the judges' models (minutes, once per tree: the other processes find them
 # cached) while the other worker runs the units that need no student copy (the course verbs,
 # Gradescope, the channels' one total, PrairieLearn, the nbgrader cycle): a unit that needs
@@ -153,26 +153,26 @@ EACH_TEST_A_UNIT = (
 )
 _MISTAKES = "tests/kit/test_dist_mistakes.py::test_student_copy_names_every_mistake_the_kit_names"
 LONGEST_FIRST = (
-    f"{_MISTAKES}[chunk0]",  # with the recording: about 500 s
-    "tests/kit/test_course_anywhere.py",  # 490 s
-    "tests/kit/test_gradescope.py",  # 410 s
-    "tests/kit/test_one_total.py",  # 390 s
-    "tests/kit/test_prairielearn.py",  # 365 s
-    "tests/kit/test_nbgrader.py",  # 340 s
-    "tests/kit/test_notebook_release.py",  # 300 s
-    "tests/kit/test_batch.py",  # 240 s
-    "tests/kit/test_nbgrader_attacks.py",  # 235 s: one course, 8 notebooks
-    "tests/kit/test_fresh_inputs.py",  # 230 s
-    "tests/kit/test_grading_path.py",  # 210 s
-    "tests/kit/test_pytest_first_class.py",  # 180 s
-    f"{_MISTAKES}[chunk1]",  # 180 s
-    "tests/kit/test_merged_results.py",  # 135 s
-    "tests/kit/test_hint_ladder.py",  # 105 s
-    "tests/kit/test_batch_regrade.py",  # 90 s
-    "tests/kit/test_sandbox_time.py",  # 90 s
-    "tests/kit/test_warm.py",  # 90 s
-    "tests/kit/test_load.py",  # 65 s
-    "tests/kit/test_dist.py::test_new_module_ships_no_working_code",  # 57 s
+    f"{_MISTAKES}[chunk0]",  # with the recording: 86 s
+    "tests/kit/test_course_anywhere.py",  # 56 s
+    "tests/kit/test_gradescope.py",  # 66 s
+    "tests/kit/test_one_total.py",  # 39 s
+    "tests/kit/test_prairielearn.py",  # 28 s
+    "tests/kit/test_nbgrader.py",  # 82 s
+    "tests/kit/test_notebook_release.py",  # 74 s
+    "tests/kit/test_batch.py",  # 69 s
+    "tests/kit/test_nbgrader_attacks.py",  # 48 s: one course, 8 notebooks
+    "tests/kit/test_fresh_inputs.py",  # 24 s
+    "tests/kit/test_grading_path.py",  # 36 s
+    "tests/kit/test_pytest_first_class.py",  # 13 s
+    f"{_MISTAKES}[chunk1]",  # 38 s
+    "tests/kit/test_merged_results.py",  # 28 s
+    "tests/kit/test_hint_ladder.py",  # 15 s
+    "tests/kit/test_batch_regrade.py",  # 13 s
+    "tests/kit/test_sandbox_time.py",  # 21 s
+    "tests/kit/test_warm.py",  # 20 s
+    "tests/kit/test_load.py",  # 14 s
+    "tests/kit/test_dist.py::test_new_module_ships_no_working_code",  # 8 s
     f"{_MISTAKES}[chunk3]",
     f"{_MISTAKES}[chunk2]",
     "tests/kit/test_dist.py::test_student_copy_grades_stubs_as_not_attempted",
