@@ -7,8 +7,9 @@ is outside the kit and whose environment has no PYTHONPATH, so only the locked s
 make the kit importable:
 
 - with ATTENTION_LAB_ROOT set to the kit: the untouched release runs to the end, every test
-  cell saying "not attempted" and no other cell failing; the same notebook with its solution
-  cells filled in (from the source notebook, i.e. solutions/) gets full marks in the kernel;
+  cell saying "not attempted" and no other cell failing; then, in the same kernel, as a student
+  fills in the cells and runs them all again without restarting, the same notebook with its
+  solution cells filled in (from the source notebook, i.e. solutions/) gets full marks;
 - inside an unpacked student copy (`make dist`), without ATTENTION_LAB_ROOT:
   the same on two notebooks (multihead, graded with a stand-in the copy has; gpt, which
   imports the student's own blocks.py and positional.py where the copy has no stand-in, and
@@ -22,6 +23,7 @@ kernel, by executing the cell's text in a fresh Python.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -151,25 +153,51 @@ def filled(root: Path, module: str):
 def execute(nb, kernels: Path, cwd: Path, env: dict[str, str]):
     """Run every cell in a fresh kernel started in `cwd` with exactly `env`; a last cell
     (added here) reports which kit the notebook imported and its __file__."""
+    (ran,) = execute_in_turn([nb], kernels, cwd, env)
+    return ran
+
+
+def execute_in_turn(notebooks: list, kernels: Path, cwd: Path, env: dict[str, str]) -> list:
+    """Run the notebooks one after the other in one fresh kernel started in `cwd` with exactly
+    `env`, every cell of each, as a student runs all cells of the untouched release, fills in
+    the solution cells and runs all cells again without restarting; returns each notebook
+    with its outputs, each ending with a cell (added here) that reports which kit it imported
+    and its __file__."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
     assert not cwd.resolve().is_relative_to(ROOT), cwd
-    nb.cells.append(
-        nbformat.v4.new_code_cell(
-            "import autograder as _kit\n"
-            "print('KIT', Path(_kit.__file__).resolve().parents[1])\nprint('FILE', __file__)"
-        )
+    report = (
+        "import autograder as _kit\n"
+        "print('KIT', Path(_kit.__file__).resolve().parents[1])\nprint('FILE', __file__)"
     )
+    combined, counts = nbformat.v4.new_notebook(), []
+    combined.metadata = notebooks[0].metadata
+    for turn, nb in enumerate(notebooks):
+        nb.cells.append(nbformat.v4.new_code_cell(report))
+        for c in nb.cells:
+            c = copy.deepcopy(c)
+            if "id" in c:  # each cell id once in the notebook that runs
+                c.id = f"t{turn}-{c.id}"[:64]
+            combined.cells.append(c)
+        counts.append(len(nb.cells))
     km = AsyncKernelManager(
         kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
     )
-    client = NotebookClient(nb, km=km, timeout=600, allow_errors=True, shutdown_kernel="immediate")
+    client = NotebookClient(
+        combined, km=km, timeout=600, allow_errors=True, shutdown_kernel="immediate"
+    )
     # cleanup_kc: a client given its kernel manager leaves the kernel running (each would
     # hold torch and the kit until the test process ends)
     client.execute(cwd=str(cwd), env=env, cleanup_kc=True)
-    return nb
+    start = 0
+    for nb, count in zip(notebooks, counts):
+        for c, ran in zip(nb.cells, combined.cells[start : start + count]):
+            if c.cell_type == "code":
+                c.outputs = ran.outputs
+        start += count
+    return notebooks
 
 
 def errors(c) -> list[str]:
@@ -235,10 +263,10 @@ def test_released_notebook_runs_outside_the_kit(module, released, kernels, tmp_p
     """ATTENTION_LAB_ROOT set to the kit, the kernel in a folder outside it, no PYTHONPATH."""
     env = clean_env(ATTENTION_LAB_ROOT=str(ROOT))
     path = released / "release" / module / f"{module}.ipynb"
-    stub = execute(nbformat.read(path, as_version=4), kernels, tmp_path, env)
+    untouched = nbformat.read(path, as_version=4)
+    stub, answered = execute_in_turn([untouched, filled(released, module)], kernels, tmp_path, env)
     assert_not_attempted(stub, module)
     assert_used_kit(stub, ROOT, module)
-    answered = execute(filled(released, module), kernels, tmp_path, env)
     assert_full_marks(answered, module)
     assert_used_kit(answered, ROOT, module)
 
@@ -253,10 +281,10 @@ def test_released_notebook_runs_inside_the_student_copy(module, released, kernel
     folder.mkdir(parents=True)
     shutil.copy(released / "release" / module / f"{module}.ipynb", folder)
     env = clean_env()
-    stub = execute(nbformat.read(folder / f"{module}.ipynb", as_version=4), kernels, folder, env)
+    untouched = nbformat.read(folder / f"{module}.ipynb", as_version=4)
+    stub, answered = execute_in_turn([untouched, filled(released, module)], kernels, folder, env)
     assert_not_attempted(stub, module)
     assert_used_kit(stub, student_copy, module)
-    answered = execute(filled(released, module), kernels, folder, env)
     assert_full_marks(answered, module)
     assert_used_kit(answered, student_copy, module)
 
