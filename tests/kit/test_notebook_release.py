@@ -192,8 +192,8 @@ def execute_in_turn(notebooks: list, kernels: Path, cwd: Path, env: dict[str, st
     # hold torch and the kit until the test process ends)
     client.execute(cwd=str(cwd), env=env, cleanup_kc=True)
     start = 0
-    for nb, count in zip(notebooks, counts):
-        for c, ran in zip(nb.cells, combined.cells[start : start + count]):
+    for nb, count in zip(notebooks, counts, strict=True):
+        for c, ran in zip(nb.cells, combined.cells[start : start + count], strict=True):
             if c.cell_type == "code":
                 c.outputs = ran.outputs
         start += count
