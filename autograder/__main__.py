@@ -1,8 +1,10 @@
 import os
 import sys
 
-from .core.settings import Settings
-from .run import warm
+from .core.settings import Settings, device_flag, hide_gpus_unless_cuda
+
+hide_gpus_unless_cuda(device_flag(sys.argv[1:]))  # before anything touches CUDA
+from .run import warm  # noqa: E402
 
 # The warm grader decides before anything else is imported: --warm (make grade's WARM=) over
 # the environment (Settings.resolve); cli.main resolves the rest of the settings itself.

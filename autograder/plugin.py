@@ -38,7 +38,7 @@ from .core.i18n import _, message, ngettext
 from .core.i18n import title as check_title
 from .core.paths import ASSIGNMENTS
 from .core.references import References
-from .core.settings import Settings, SettingsError
+from .core.settings import Settings, SettingsError, hide_gpus_unless_cuda
 from .feedback import ladder, publish, report, sinks
 from .run import waiting, worker
 from .run.engine import grade_module
@@ -389,6 +389,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(options)
     except SettingsError as e:
         raise pytest.UsageError(str(e)) from None
+    hide_gpus_unless_cuda(settings.device)  # `pytest tests/graded/...` on a GPU machine
     plugin = GradingPlugin(config, settings)
     config.stash[_KEY] = plugin
     config.pluginmanager.register(plugin, "attention-lab-grading")

@@ -255,3 +255,28 @@ def _convert(field_name: str, value: Any, source: str) -> Any:
             return tuple(m.strip() for m in value.split(",") if m.strip())
         return tuple(value)
     return str(value)
+
+
+def device_flag(argv: list[str]) -> str:
+    """The value of `--device` in a command line (`--device cuda` or `--device=cuda`), else
+    "cpu": what every verb grades on unless told."""
+    for i, arg in enumerate(argv):
+        if arg == "--device" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--device="):
+            return arg.split("=", 1)[1]
+    return "cpu"
+
+
+def hide_gpus_unless_cuda(device: str) -> None:
+    """A run on the CPU hides the machine's GPUs from itself and from every process it starts
+    (CUDA_VISIBLE_DEVICES empty), before anything has touched CUDA. Checks run in forks of the
+    grading process, and a process that has touched CUDA cannot use CUDA or autograd in a
+    fork of itself: torch's autograd counts the GPUs at its first backward pass and then
+    refuses a backward pass in any fork, and torch.random.fork_rng() in a fork cannot
+    re-initialise CUDA. On a machine with a GPU and torch's CUDA build, every check that
+    trained, ran dropout or took a gradient crashed, even with --device cpu."""
+    if not device.startswith("cuda"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    else:  # torch.cuda.is_available() by NVML: asking by CUDA would forbid CUDA in forks
+        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"

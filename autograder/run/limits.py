@@ -239,9 +239,20 @@ def warm_up(*extra: str) -> None:
 
     `extra`: costly first uses only some modules' probes need, named by the probe module's
     WARM_UP tuple (WARM_UPS below): paid only when such a module is graded."""
+    if _gpu_visible():  # no backward pass here: it would forbid one in every fork
+        return
     _warm_torch()
     for kind in extra:
         WARM_UPS[kind]()
+
+
+def _gpu_visible() -> bool:
+    """A GPU this process may use (a CUDA grading: a CPU grading hides them, settings.
+    hide_gpus_unless_cuda). torch's autograd counts the GPUs at its first backward pass and
+    then refuses one in any fork of the process, and the warm-ups run backward passes and
+    optimizer steps; a CUDA grading's checks pay those first uses themselves. The count is
+    NVML's (PYTORCH_NVML_BASED_CUDA_CHECK), which leaves forks able to use CUDA."""
+    return torch.cuda.is_available()
 
 
 @cache

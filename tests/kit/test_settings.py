@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -182,3 +183,44 @@ def test_every_variable_the_kit_mentions_is_resolved_or_listed():
     assert set(ENV.values()) <= mentioned  # each one is documented (settings.py) at least
     text = (PACKAGE / "core/settings.py").read_text()
     assert all(variable in text for variable in elsewhere)
+
+
+@pytest.mark.parametrize(
+    "argv, device",
+    [
+        (["grade", "--ex", "attention"], "cpu"),
+        (["grade", "--device", "cuda"], "cuda"),
+        (["--warm", "0", "grade", "--device=cuda:1"], "cuda:1"),
+        (["batch", "--submissions", "subs"], "cpu"),
+        (["grade", "--device"], "cpu"),  # no value: argparse refuses it later
+    ],
+)
+def test_device_flag_reads_the_command_line(argv, device):
+    assert settings.device_flag(argv) == device
+
+
+def test_a_cpu_run_hides_the_gpus_and_a_cuda_run_counts_them_by_nvml(monkeypatch):
+    """On a machine with a GPU and torch's CUDA build, a fork of a process that touched CUDA
+    (autograd's first backward pass counts the GPUs) can neither use CUDA nor run a backward
+    pass: a CPU grading hides the GPUs from itself and its processes, and a CUDA grading asks
+    NVML, not CUDA, whether there is one (seen on an H200 machine: the solutions got 196 / 254
+    on the CPU before, 254 / 254 after: tools/cuda_check.py)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    settings.hide_gpus_unless_cuda("cuda")
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"
+    settings.hide_gpus_unless_cuda("cpu")
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_every_process_that_grades_on_the_cpu_hides_the_gpus():
+    """The entry points call hide_gpus_unless_cuda before anything touches CUDA, and the
+    sandbox (CPU only) starts its processes without a GPU."""
+    main = (PACKAGE / "__main__.py").read_text()
+    assert main.index("hide_gpus_unless_cuda(device_flag(") < main.index("from .run import warm")
+    plugin = (PACKAGE / "plugin.py").read_text()
+    assert "hide_gpus_unless_cuda(settings.device)" in plugin
+    from autograder.run.sandbox.jail import SAFE_ENV
+
+    assert SAFE_ENV["CUDA_VISIBLE_DEVICES"] == ""

@@ -89,6 +89,7 @@ SAFE_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "PYTHONDONTWRITEBYTECODE": "1",
+    "CUDA_VISIBLE_DEVICES": "",  # the sandbox grades on the CPU: no GPU to reach
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
