@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import Settings
+from ..core.settings import Settings, device_flag
 from .forkserver import ForkServer
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def _lines(conn: socket.socket) -> Iterator[str]:
 def wanted(argv: list[str], settings: Settings) -> bool:
     """`make grade` (Settings.warm: WARM=1) of a verb the warm grader runs, on the CPU (CUDA
     cannot be used in a fork of a process that used it: a CUDA grading starts fresh)."""
-    on_cpu = not any(a.startswith("cuda") for a in argv)
+    on_cpu = not device_flag(argv).startswith("cuda")
     verb = any(a in VERBS for a in argv)
     return SUPPORTED and settings.warm and on_cpu and verb
 
