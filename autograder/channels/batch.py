@@ -444,7 +444,9 @@ def run(
     started = time.monotonic()
     # First: the zygote's torch import and warm-up run beside this process's own; the hidden
     # tier's reference servers (one per slot) start as soon as its torch is warm.
-    zygote = Zygote(warm_up=True, servers=0 if public else jobs)
+    zygote = Zygote(
+        warm_up=True, servers=0 if public else jobs, kinds=registry.warm_ups(modules, slow=True)
+    )
     try:
         from ..run.limits import TimeLimits  # imports torch
         from ..run.sandbox.runner import Sandbox

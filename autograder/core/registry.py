@@ -17,6 +17,7 @@ Course order comes from syllabus.MODULES; nothing else lists the modules.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -64,6 +65,22 @@ def files_of(module: str) -> list[Path]:
 
 def probe_files_of(module: str) -> list[Path]:
     return [f for f in files_of(module) if f.name.startswith("probe")]
+
+
+def warm_ups(modules: Iterable[str], slow: bool = False) -> list[str]:
+    """The costly first uses (run/limits.py, WARM_UPS) that the probes of `modules` need paid
+    before any student code runs, outside every check's CPU seconds: each checks package's
+    WARM_UP and, when the slow checks (training runs) are graded too, its TRAIN_WARM_UP.
+    Declared in the package's __init__.py, so this imports no judge and no torch: a channel
+    tells its sandbox's zygote what to warm before it imports torch itself."""
+    found: dict[str, None] = {}
+    for module in modules:
+        _known(module)
+        package = importlib.import_module(f"autograder.checks.{module}")
+        found.update(dict.fromkeys(getattr(package, "WARM_UP", ())))
+        if slow:
+            found.update(dict.fromkeys(getattr(package, "TRAIN_WARM_UP", ())))
+    return list(found)
 
 
 def all_checks() -> list[Check]:

@@ -18,7 +18,6 @@ import mmap
 import os
 import signal
 import struct
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -237,8 +236,9 @@ def warm_up(*extra: str) -> None:
     runs: forked workers inherit it, so a check's CPU seconds are its own. (A worker stopped in
     the middle of a lazy import dies with it; the next worker forks from this clean process.)
 
-    `extra`: costly first uses only some modules' probes need, named by the probe module's
-    WARM_UP tuple (WARM_UPS below): paid only when such a module is graded."""
+    `extra`: costly first uses only some modules' probes need, named by their checks
+    package's WARM_UP tuple (WARM_UPS below, registry.warm_ups): paid only when such a module
+    is graded."""
     if _gpu_visible():  # no backward pass here: it would forbid one in every fork
         return
     _warm_torch()
@@ -305,7 +305,17 @@ def _warm_optim() -> None:
         optimizer.zero_grad()
 
 
+@cache
+def _warm_autograd() -> None:
+    """A backward pass given its output's gradient (tensor.backward(g), autograd.grad(...,
+    grad_outputs)) imports torch.fx's symbolic shapes and sympy at its first use: ~0.3
+    CPU-s and ~40 MB of resident memory, which a measured run must not count."""
+    x = torch.ones(2, requires_grad=True)
+    (2 * x).backward(torch.ones(2))
+
+
 WARM_UPS: dict[str, Callable[[], None]] = {
+    "autograd": _warm_autograd,
     "meta": _warm_meta,
     "matplotlib": _warm_matplotlib,
     "optim": _warm_optim,
@@ -313,10 +323,17 @@ WARM_UPS: dict[str, Callable[[], None]] = {
 
 
 def warm_ups_of(checks: Iterable[Check | ProbeSpec]) -> list[str]:
-    """The extra warm-ups the modules of `checks` declare (WARM_UP in their judge.py, which
-    the grading process has imported; the sandbox's zygote warms every kind)."""
+    """The extra warm-ups the modules of `checks` declare (registry.warm_ups: WARM_UP in
+    their checks package, and TRAIN_WARM_UP where one of `checks` is its slow training run);
+    a check of no exercise module (a kit test's own) declares none."""
+    from ..core import registry  # (judge side: the sandboxed process never calls this)
+
+    slow: dict[str, bool] = {}
+    for c in checks:
+        slow[c.module] = slow.get(c.module, False) or bool(getattr(c, "slow", False))
+    known = set(registry.modules())
     found: dict[str, None] = {}
-    for module in dict.fromkeys(c.module for c in checks):
-        judge = sys.modules.get(f"autograder.checks.{module}.judge")
-        found.update(dict.fromkeys(getattr(judge, "WARM_UP", ())))
+    for module, trains in slow.items():
+        if module in known:
+            found.update(dict.fromkeys(registry.warm_ups([module], slow=trains)))
     return list(found)

@@ -6,10 +6,6 @@ from __future__ import annotations
 from ...core.check import CheckList
 from . import judge_entropy, judge_ln, judge_sqrt_dk, judge_wo
 
-# Paid before any student code, outside every check's CPU seconds (limits.warm_ups_of): the
-# W_O checks and the student's own training loops take optimizer steps.
-WARM_UP = ("optim",)
-
 CHECKS = CheckList("diagnostics")
 for _part in (judge_entropy, judge_wo, judge_ln, judge_sqrt_dk):
     CHECKS.extend(_part.CHECKS)

@@ -13,9 +13,6 @@ from . import probe
 
 CHECKS = CheckList("masks")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
-# Paid in the worker before any student code, outside every check's CPU seconds
-# (limits.warm_ups_of): the device checks call the masks with device='meta'.
-WARM_UP = ("meta",)
 
 # --------------------------------------------------------------------------- models
 # What a mask with a given mistake holds, to recognise that mistake (left out of the student

@@ -19,9 +19,6 @@ from . import probe
 
 CHECKS = CheckList("plots")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
-# Paid in the worker before any student code, outside every check's CPU seconds
-# (limits.warm_ups_of): every check draws a figure (matplotlib's import, fonts).
-WARM_UP = ("matplotlib",)
 
 # --------------------------------------------------------------------------- verdicts
 

@@ -16,9 +16,6 @@ from . import probe
 
 CHECKS = CheckList("positional")
 MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint ladders
-# Paid before any student code, outside every check's CPU seconds (limits.warm_ups_of): the
-# trainable-table check takes an optimizer step.
-WARM_UP = ("optim",)
 
 # --------------------------------------------------------------------------- models
 

@@ -227,7 +227,11 @@ class Sandbox:
             if self.isolation.uses_uid:
                 self.uids = UidPool(slots)
             # The zygote is started before any reference output exists in this process.
-            self.zygote = zygote or Zygote(warm_up=warm_up, servers=0 if public else slots)
+            self.zygote = zygote or Zygote(
+                warm_up=warm_up,
+                servers=0 if public else slots,
+                kinds=registry.warm_ups(self.modules, slow),  # what these modules' probes use
+            )
         except BaseException:
             if zygote is not None:
                 zygote.close(kill=True)

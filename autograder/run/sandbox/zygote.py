@@ -66,17 +66,20 @@ REFERENCE_FORK = "autograder.run.sandbox.reference_fork"
 
 
 class Zygote:
-    def __init__(self, warm_up: bool = True, servers: int = 0):
+    def __init__(self, warm_up: bool = True, servers: int = 0, kinds: Sequence[str] | None = None):
         """`servers`: reference servers to fork as soon as torch is warm, before the zygote
         warms up matplotlib (no verdict of plots reads a reference, so no server draws),
-        so that the first students' references are computed while the zygote finishes."""
+        so that the first students' references are computed while the zygote finishes.
+        `kinds`: the warm-ups (limits.WARM_UPS) beyond torch's own that the graded modules'
+        probes need (registry.warm_ups); None: every kind."""
         from ...core import paths
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         early = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(servers)]
         fds = [theirs.fileno(), *(t.fileno() for _, t in early)]
         code = (
-            f"from autograder.run.sandbox.zygote import main; main({fds[0]}, {warm_up}, {fds[1:]})"
+            "from autograder.run.sandbox.zygote import main; "
+            f"main({fds[0]}, {warm_up}, {fds[1:]}, {None if kinds is None else list(kinds)!r})"
         )
         env = dict(SAFE_ENV, PYTHONPATH=str(paths.ROOT))
         try:  # -P: no script folder or cwd on sys.path
@@ -227,9 +230,12 @@ class Zygote:
         self.close()
 
 
-def main(fd: int, warm_up: bool, servers: Sequence[int] = ()) -> None:
+def main(
+    fd: int, warm_up: bool, servers: Sequence[int] = (), kinds: Sequence[str] | None = None
+) -> None:
     """The zygote's interpreter: torch and the base of the probe side, then serve;
-    `servers`: sockets to fork a reference server on, once torch is warm (Zygote)."""
+    `servers`: sockets to fork a reference server on, once torch is warm; `kinds`: the
+    warm-ups to pay, None for every kind (Zygote)."""
     import torch
 
     from .. import probing, submission  # noqa: F401  (what the sandboxed process runs from)
@@ -240,13 +246,18 @@ def main(fd: int, warm_up: bool, servers: Sequence[int] = ()) -> None:
     sock = socket.socket(fileno=fd)
     code = 0
     try:
-        _serve(sock, warm_up, servers)
+        _serve(sock, warm_up, servers, kinds)
     except BaseException:
         code = 1
     os._exit(code)
 
 
-def _serve(sock: socket.socket, warm_up: bool, servers: Sequence[int]) -> None:
+def _serve(
+    sock: socket.socket,
+    warm_up: bool,
+    servers: Sequence[int],
+    kinds: Sequence[str] | None = None,
+) -> None:
     """The pre-fork server (forkserver.py) with what only the sandbox needs: nothing of the
     grader's environment, command line or memory in any fork (the hidden seed sealed away),
     and each fork the trusted monitor of one confined process (or a reference server)."""
@@ -264,18 +275,19 @@ def _serve(sock: socket.socket, warm_up: bool, servers: Sequence[int]) -> None:
     scrub_process_memory()
     os.environ.clear()
     os.environ.update(SAFE_ENV)
-    # Pay torch's lazy first-use work once, here, not per submission (every kind: the
-    # zygote serves every module). The reference servers asked for early are forked before
-    # matplotlib's: only plots' probes draw, and no verdict of plots reads a reference. (The
-    # meta device's first use imports torch's compiler stack, as torch.optim's first does:
-    # the servers' training runs need it.)
+    # Pay torch's lazy first-use work once, here, not per submission: torch's own and the
+    # kinds the graded modules' probes declare (every kind unless told). The reference
+    # servers asked for early are forked before matplotlib's: only plots' probes draw, and
+    # no verdict of plots reads a reference. (The meta device's first use imports torch's
+    # compiler stack, as torch.optim's first does.)
+    wanted = [k for k in (limits.WARM_UPS if kinds is None else kinds) if k in limits.WARM_UPS]
     if warm_up:
-        server.warm(*[kind for kind in limits.WARM_UPS if kind != "matplotlib"])
+        server.warm(*[kind for kind in wanted if kind != "matplotlib"])
     for i, fd in enumerate(servers):
         server.fork(partial(_reference_server, fd, servers[i + 1 :]), close=[sock])
         os.close(fd)
     if warm_up:
-        server.warm(*limits.WARM_UPS)
+        server.warm(*wanted)
     server.ready()  # fewer copy-on-write pages in every fork
 
     def request(_sock: socket.socket) -> None:

@@ -1,0 +1,106 @@
+"""The costly first uses a module's probes make are declared (its checks package's WARM_UP,
+and TRAIN_WARM_UP for its training run: registry.warm_ups) and paid once by the grader before
+any student code: by make grade's parent before it forks its workers, and by the sandbox's
+zygote, which warms what the graded modules declare and nothing more (a zygote that grades
+attention alone no longer imports torch's compiler stack and matplotlib)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from autograder.core import registry
+from autograder.run import limits
+
+# In a fresh interpreter (a test process may have imported anything already): torch warmed
+# as every grader warms it, then per module a fork that pays only what the module declares
+# and runs every probe of every check, the training runs too, on the solution. What the
+# probes import beyond that is a first use the module does not declare.
+PROBE_ALL = r"""
+import json, os, sys
+import torch
+from autograder.core import registry
+from autograder.core.paths import SOLUTIONS
+from autograder.run import limits
+from autograder.run.probing import make_inputs, run_probe
+from autograder.run.submission import Submission
+torch.set_num_threads(1)
+limits.warm_up()
+found = {}
+for module in registry.modules():
+    checks = registry.checks_of(module)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        limits.warm_up(*registry.warm_ups([module], slow=True))
+        before = set(sys.modules)
+        loaded = Submission(SOLUTIONS).load(module)
+        for check in checks:
+            run_probe(check, loaded, make_inputs(check, 20261204))
+        os.write(w, json.dumps(sorted(set(sys.modules) - before)).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    found[module] = json.loads(data) if data else None
+print("FOUND " + json.dumps(found))
+"""
+
+
+def test_every_first_use_of_the_probes_is_declared():
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_ALL],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("FOUND ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = json.loads(lines[-1].removeprefix("FOUND "))
+    assert set(found) == set(registry.modules())
+    crashed = [m for m, new in found.items() if new is None]
+    assert not crashed, f"the probes of {crashed} crashed on the solution"
+    # The submission's own package and kit code are what a grading imports; anything else
+    # (torch's compiler stack, sympy, matplotlib) is a lazy first use paid inside a check.
+    undeclared = {
+        m: sorted({n.split(".")[0] for n in new if not n.startswith(("autograder.", "_attention"))})
+        for m, new in found.items()
+    }
+    undeclared = {m: names for m, names in undeclared.items() if names}
+    assert not undeclared, (
+        "these modules' probes import more than their checks package declares (add the kind "
+        f"of limits.WARM_UPS to its WARM_UP or TRAIN_WARM_UP): {undeclared}"
+    )
+
+
+def test_declared_warm_ups_are_kinds_the_grader_knows():
+    for module in registry.modules():
+        kinds = registry.warm_ups([module], slow=True)
+        assert set(kinds) <= set(limits.WARM_UPS), (module, kinds)
+    assert registry.warm_ups(["attention"]) == []
+    assert registry.warm_ups(["masks", "plots", "masks"]) == ["meta", "matplotlib"]
+    # the training run's needs only where the slow checks are graded
+    assert registry.warm_ups(["llama"]) == [] and registry.warm_ups(["llama"], slow=True) == [
+        "optim"
+    ]
+    with pytest.raises(KeyError):
+        registry.warm_ups(["no_such_module"])
+
+
+def test_a_worker_warms_what_its_checks_need():
+    llama = registry.checks_of("llama")
+    fast = [c for c in llama if not c.slow]
+    assert fast and len(fast) < len(llama)
+    assert limits.warm_ups_of(fast) == []
+    assert limits.warm_ups_of(llama) == ["optim"]
+    assert limits.warm_ups_of(registry.checks_of("flash")) == ["autograd"]
+    test_own = [c for c in registry.checks_of("attention")]
+    assert limits.warm_ups_of(test_own) == []
