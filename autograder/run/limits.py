@@ -311,7 +311,7 @@ def _warm_autograd() -> None:
     grad_outputs)) imports torch.fx's symbolic shapes and sympy at its first use: ~0.3
     CPU-s and ~40 MB of resident memory, which a measured run must not count."""
     x = torch.ones(2, requires_grad=True)
-    (2 * x).backward(torch.ones(2))
+    torch.autograd.grad(2 * x, x, torch.ones(2))
 
 
 WARM_UPS: dict[str, Callable[[], None]] = {
