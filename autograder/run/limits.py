@@ -314,8 +314,17 @@ def _warm_autograd() -> None:
     torch.autograd.grad(2 * x, x, torch.ones(2))
 
 
+@cache
+def _warm_compiler() -> None:
+    """torch's compiler stack (torch._dynamo, torch.fx's symbolic shapes, sympy: ~0.9 CPU-s
+    and ~90 MB resident), which an optimizer's first step, the meta device, torch.func's
+    transforms and torch.utils.checkpoint import at their first use."""
+    import torch._dynamo  # noqa: F401
+
+
 WARM_UPS: dict[str, Callable[[], None]] = {
     "autograd": _warm_autograd,
+    "compiler": _warm_compiler,
     "meta": _warm_meta,
     "matplotlib": _warm_matplotlib,
     "optim": _warm_optim,

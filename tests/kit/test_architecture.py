@@ -184,6 +184,8 @@ LAZY = {
         "autograder/feedback/report_html.py",
         "autograder.core.fixtures",
     ): "the CLI starts without torch; the stored outputs load (torch) when a picture needs them",
+    ("autograder/run/limits.py", "torch._dynamo"): "torch's compiler stack: a warm-up kind, "
+    "imported only where a graded module declares it",
     ("autograder/run/limits.py", "autograder.core.registry"): (
         "the judge side's registry: the sandboxed process imports limits (slots_of) and never "
         "asks which warm-ups a module declares"
