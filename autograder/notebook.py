@@ -57,6 +57,7 @@ from .core.paths import SOLUTIONS
 from .core.references import References
 from .core.settings import HIDDEN_SEED_VAR, HIDDEN_VAR, Settings, SettingsError
 from .feedback.ladder import NOTEBOOK_LEVELS
+from .run import limits
 from .run.engine import run_check
 from .run.submission import trusted_modules
 
@@ -210,6 +211,9 @@ def run(
     refs = _references(hidden_seed(settings) if hidden else None)
     seed, reference = refs.seed, refs.get(check)
     submission = NotebookSubmission(check.module, namespace)
+    # The first uses the module declares, paid once per kernel before the check, as every
+    # placement pays them (registry.warm_ups): a measured run must not count their imports.
+    limits.warm_up(*limits.warm_ups_of([check]))
     with _swapped(namespace, _stand_ins(check.module, namespace)), _stderr_to_stdout():
         result = run_check(check, submission, reference, seed=seed)
     # A crash names the kernel's file for the cell (e.g. 2391847.py): say "your cell" instead.
