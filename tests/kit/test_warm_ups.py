@@ -53,18 +53,24 @@ print("FOUND " + json.dumps(found))
 """
 
 
-def test_every_first_use_of_the_probes_is_declared():
+def _fresh(script: str, tag: str, *args: str) -> str:
+    """Run `script` in a fresh interpreter with the kit on its path; the last line it prints
+    that starts with `tag`, without the tag."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE_ALL],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
         text=True,
         timeout=600,
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("FOUND ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(tag)]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = json.loads(lines[-1].removeprefix("FOUND "))
+    return lines[-1].removeprefix(tag)
+
+
+def test_every_first_use_of_the_probes_is_declared():
+    found = json.loads(_fresh(PROBE_ALL, "FOUND "))
     assert set(found) == set(registry.modules())
     crashed = [m for m, new in found.items() if new is None]
     assert not crashed, f"the probes of {crashed} crashed on the solution"
@@ -135,14 +141,5 @@ def test_a_notebook_self_check_pays_the_first_uses_before_a_measured_run():
     alternative = (
         ROOT / "tests" / "kit" / "alternatives" / "efficient" / "chunks_under_checkpoint.py"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", NOTEBOOK_SELF_CHECK, str(alternative)],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert lines[-1].startswith("RESULT passed True"), lines[-1]
+    result = _fresh(NOTEBOOK_SELF_CHECK, "RESULT ", str(alternative))
+    assert result.startswith("passed True"), result
