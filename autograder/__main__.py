@@ -1,7 +1,10 @@
 import os
 import sys
 
-from .core.settings import Settings, device_flag, hide_gpus_unless_cuda
+from .run.forkserver import quiet_start
+
+quiet_start()  # before the imports: rare full collections while the kit starts (forkserver.py)
+from .core.settings import Settings, device_flag, hide_gpus_unless_cuda  # noqa: E402
 
 hide_gpus_unless_cuda(device_flag(sys.argv[1:]))  # before anything touches CUDA
 from .run import warm  # noqa: E402

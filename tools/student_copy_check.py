@@ -40,6 +40,8 @@ KIT = ROOT / "tests" / "kit"
 # the mutants' `from solutions.x import ...`).
 GRADE = r"""
 import json, shutil, sys, tempfile, warnings
+from autograder.run.forkserver import quiet_start
+quiet_start()  # rare full collections while the kit imports
 from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.run.engine import grade

@@ -433,6 +433,8 @@ def sources_sha256(module: str, root: Path = paths.ROOT) -> str:
 
 _RECORD = r"""
 import dataclasses, json, shutil, sys, tempfile, warnings
+from autograder.run.forkserver import quiet_start
+quiet_start()  # rare full collections while the kit imports
 from pathlib import Path
 warnings.filterwarnings("ignore")
 from autograder.core import model_replays

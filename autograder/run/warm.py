@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.settings import Settings, device_flag
-from .forkserver import ForkServer
+from .forkserver import ForkServer, quiet_start
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parent
@@ -382,6 +382,7 @@ def _signal(pid: int, sig: int) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "serve":
+        quiet_start()  # rare full collections while it imports (forkserver.py)
         serve(Path(sys.argv[2]))
     else:
         print("usage: python -m autograder.run.warm serve FOLDER", file=sys.stderr)

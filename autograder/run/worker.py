@@ -31,6 +31,7 @@ import torch
 from ..core import model_replays
 from ..core.check import Check, Result, Status
 from . import channel, limits, measure, policy
+from .forkserver import settle
 from .limits import Board, Stopwatch, TimeLimits, slots_of, warm_up, warm_ups_of
 from .policy import STALLED, Stuck
 from .probing import Attempts, make_inputs
@@ -124,6 +125,7 @@ def _fork(
 ) -> tuple[int, int, int]:
     channel_r, channel_w = os.pipe()
     output_r, output_w = os.pipe()
+    settle()  # the usual collector in the worker, the parent's imports frozen (forkserver.py)
     pid = os.fork()
     if pid == 0:  # the worker
         try:

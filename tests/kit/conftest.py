@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from autograder.run.forkserver import quiet_start, settle
+
+quiet_start()  # before torch and the test modules: rare full collections while they import
+
 import atexit
 import json
 import os
@@ -181,6 +185,11 @@ LONGEST_FIRST = (
     "student_copy",
     "tests/kit/test_mutants_and_alternatives.py",
 )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting imported, frozen; the usual collector for the tests (forkserver.py)."""
+    settle()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -637,6 +637,15 @@ def nbgrader_warnings(log: str) -> list[str]:
     return list(dict.fromkeys(shown))
 
 
+# `python -m nbgrader`, started as the kit starts its own interpreters (forkserver.quiet_start):
+# it imports Jupyter, nbconvert and SQLAlchemy, and a quarter of its CPU went to collecting
+# them over and over. It runs no notebook code itself (its kernels do, confined).
+_NBGRADER_MAIN = (
+    "from autograder.run.forkserver import quiet_start; quiet_start(); import runpy; "
+    "runpy.run_module('nbgrader', run_name='__main__', alter_sys=True)"
+)
+
+
 def nbgrader(
     root: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
@@ -644,7 +653,7 @@ def nbgrader(
     warnings and errors shown."""
     root = Path(root).resolve()
     ensure_gradebook(root)
-    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
+    cmd = [sys.executable, "-c", _NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
     print("$ nbgrader " + " ".join(args), flush=True)
     environ = {**kernel_env(root), **(env or {})}
     proc = subprocess.run(cmd, cwd=root, env=environ, text=True, capture_output=True)

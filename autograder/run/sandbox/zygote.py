@@ -77,7 +77,8 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         early = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(servers)]
         fds = [theirs.fileno(), *(t.fileno() for _, t in early)]
-        code = (
+        code = (  # quiet_start: rare full collections while it imports (forkserver.py)
+            "from autograder.run.forkserver import quiet_start; quiet_start(); "
             "from autograder.run.sandbox.zygote import main; "
             f"main({fds[0]}, {warm_up}, {fds[1:]}, {None if kinds is None else list(kinds)!r})"
         )
