@@ -42,15 +42,15 @@ Handler = Callable[[Any], None]  # called with the object that became readable
 # A fresh interpreter of the kit imports torch and the kit: about a million objects that live
 # as long as the process. CPython collects its oldest generation each time the heap has grown
 # by a quarter, walking every object, so it does so over and over while they are imported
-# (measured: 0.5 of the 3.7 CPU-s of a fresh `make grade`'s own process; 12 % of all the CPU
-# of a run of the kit's sandbox tests). `quiet_start`, first thing in each of the kit's own
-# interpreters, makes those collections a hundred times rarer while it starts; `settle`,
-# before its first fork (a worker, a server's child: where student code may run) or once it
-# serves, moves what exists out of the collector's reach for good (gc.freeze: it lives as
-# long as the process anyway, and a fork's reference counting then copies fewer pages) and
-# brings the interpreter's own thresholds back. Every fork runs with the usual collector; a
-# process that never forks keeps the rare oldest-generation collections (the younger ones,
-# which free short-lived cycles, are unchanged).
+# (measured: 0.5 of the 3.7 CPU-s of a fresh `make grade`'s own process; about a fifth of all
+# the CPU of four of the kit's sandbox and nbgrader test files). `quiet_start`, first thing in
+# each of the kit's own interpreters, makes those collections a hundred times rarer while it
+# starts; `settle`, before its first fork (a worker, a server's child: where student code may
+# run) or once it serves, moves what exists out of the collector's reach for good (gc.freeze:
+# it lives as long as the process anyway, and a fork's reference counting then copies fewer
+# pages) and brings the interpreter's own thresholds back. Every fork runs with the usual
+# collector; a process that never forks keeps the rare oldest-generation collections (the
+# younger ones, which free short-lived cycles, are unchanged).
 DEFAULT_THRESHOLDS = gc.get_threshold()
 STARTING_THRESHOLDS = (*DEFAULT_THRESHOLDS[:2], DEFAULT_THRESHOLDS[2] * 100)
 _settled = False
