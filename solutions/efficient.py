@@ -166,20 +166,22 @@ def chunked_attention(q, k, v, causal=False, chunk_size=128):
     #   Use: torch.maximum, Tensor.amax, torch.exp, torch.arange, Tensor.masked_fill.
     ### BEGIN SOLUTION
     T, d = q.shape[-2:]
-    scale = 1.0 / math.sqrt(d)
+    q = q * (1.0 / math.sqrt(d))  # scaled once here rather than every chunk's scores
     m = q.new_full((*q.shape[:-1], 1), float("-inf"))  # (..., T, 1) running maximum
     l = q.new_zeros((*q.shape[:-1], 1))  # (..., T, 1) running Σ exp(s - m)
     acc = q.new_zeros((*q.shape[:-1], v.size(-1)))  # (..., T, d_v) running Σ exp(s - m) v
     rows = torch.arange(T, device=q.device)[:, None]  # (T, 1) query positions
     for start in range(0, T, chunk_size):
         stop = min(start + chunk_size, T)
-        s = q @ k[..., start:stop, :].transpose(-2, -1) * scale  # (..., T, c)
+        s = q @ k[..., start:stop, :].transpose(-2, -1)  # (..., T, c) scaled scores
         if causal:
             cols = torch.arange(start, stop, device=q.device)[None, :]  # (1, c) key positions
-            s = s.masked_fill(cols > rows, float("-inf"))  # (T, c) mask, broadcast
+            s.masked_fill_(cols > rows, float("-inf"))  # (T, c) mask, broadcast; in place
         m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
         alpha = torch.exp(m - m_new)  # rescale what was summed against the old maximum
-        p = torch.exp(s - m_new)  # (..., T, c), every entry <= 1
+        # (..., T, c), every entry <= 1; exp_ works in place on the difference, so each chunk
+        # makes two (T, c) tensors (the scores, their difference), not four
+        p = (s - m_new).exp_()
         l = l * alpha + p.sum(dim=-1, keepdim=True)
         acc = acc * alpha + p @ v[..., start:stop, :]  # (..., T, c) x (..., c, d_v)
         m = m_new
