@@ -114,7 +114,15 @@ def test_ctrl_c_stops_the_grading_not_the_server(server, tmp_path):
 
     cmd = [sys.executable, "-m", "autograder", "grade", "--submission", str(folder)]
     cmd += ["--results", str(tmp_path / "r.json"), "--ex", "masks"]
-    client = subprocess.Popen(cmd, env=_env(server, True), cwd=ROOT, stdout=subprocess.PIPE)
+    # Ctrl-C as a terminal sends it: SIGINT at its default, even where this test runs in the
+    # background of a script, whose commands inherit SIGINT ignored (POSIX shells do that)
+    client = subprocess.Popen(
+        cmd,
+        env=_env(server, True),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     _wait_for(lambda: _served(server) == 1, 30)
     time.sleep(1)
     client.send_signal(signal.SIGINT)
