@@ -49,6 +49,17 @@ $(STAMP): requirements.lock
 	$(PY) -m pip install --quiet -r requirements.lock
 	@touch $(STAMP)
 
+# The kit's own bytecode (autograder/, solutions/), compiled here once and checked against each
+# source file's hash when it is imported, so an edited file is compiled afresh, never run stale.
+# Every interpreter the kit starts imports it (about 0.15 CPU-s each when it has to compile).
+# Nothing else is cached: PYTHONDONTWRITEBYTECODE leaves students' files and the tests' copies
+# uncompiled. A tree it cannot write to grades as before, compiling in memory.
+KIT_SOURCES := $(shell find autograder solutions -name '*.py' 2>/dev/null)
+BYTECODE := build/.kit-bytecode
+$(BYTECODE): $(KIT_SOURCES) | $(STAMP)
+	@mkdir -p build && $(PY) -m compileall -q --invalidation-mode checked-hash autograder \
+	  $(wildcard solutions) >/dev/null 2>&1; touch $@ 2>/dev/null || true
+
 # Instructor extras (nbgrader, Jupyter, the kit's test tools): installed on first use of a verb
 # that needs them, on top of the student set.
 ISTAMP := $(VENV)/.attention-lab-instructor-installed
@@ -61,30 +72,30 @@ venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, m
 .PHONY: venv-instructor
 venv-instructor: $(ISTAMP) ## add the instructor extras (nbgrader, Jupyter, test tools) to .venv
 
-grade: $(STAMP) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8, WARM=0
+grade: $(STAMP) $(BYTECODE) ## grade SUBMISSION (default assignments/), EX=module for one exercise, VERBOSE=1 shows your prints, HINTS=all, LANG=zh_CN.UTF-8, WARM=0
 	$(PY) -m autograder $(LANG_ARG) $(if $(WARM),--warm $(WARM)) grade --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --device $(DEVICE) --results $(RESULTS) $(if $(filter-out 0,$(VERBOSE)),--verbose) $(if $(HINTS),--hints $(HINTS))
 
 .PHONY: hint
-hint: $(STAMP) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
+hint: $(STAMP) $(BYTECODE) ## the next hint level for the first failing check of EX=module (hint ladder: idea, API, nearly code)
 	@test -n "$(EX)" || { echo "usage: make hint EX=module" >&2; exit 2; }
 	@$(PY) -m autograder $(LANG_ARG) $(if $(WARM),--warm $(WARM)) hint --submission $(SUBMISSION) --ex $(EX)
 
 .PHONY: translations
-translations: $(STAMP) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs
+translations: $(STAMP) $(BYTECODE) ## extract the texts (pybabel + every misconception) into .pot, update the .po catalogs
 	$(PY) -m autograder translations
 
 .PHONY: watch
-watch: $(STAMP) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
+watch: $(STAMP) $(BYTECODE) ## re-grade a module each time you save it (EX=module to watch only some); Ctrl-C stops
 	$(PY) -m autograder $(LANG_ARG) watch --submission $(SUBMISSION) $(if $(EX),--ex $(EX)) --results $(RESULTS)
 
 .PHONY: grade-train
-grade-train: $(STAMP) ## grade gpt.py, llama.py and induction.py with their slow training runs (a few CPU-s each), merged into build/results.json
+grade-train: $(STAMP) $(BYTECODE) ## grade gpt.py, llama.py and induction.py with their slow training runs (a few CPU-s each), merged into build/results.json
 	$(PY) -m autograder $(LANG_ARG) grade --submission $(SUBMISSION) --ex gpt,llama,induction --include-slow --device $(DEVICE) --results $(RESULTS)
 
 # make lint runs beside pytest (its mypy takes a minute cold); its output goes to
 # build/lint.log, shown when it fails; make test fails when either fails. mypy's and ruff's
 # caches are in build/ (pyproject.toml), out of the copies of the tree some tests make.
-test: $(ISTAMP) sandbox-deps ## the kit's own tests, all of them, and lint beside them (what CI runs; a few minutes)
+test: $(ISTAMP) $(BYTECODE) sandbox-deps ## the kit's own tests, all of them, and lint beside them (what CI runs; a few minutes)
 	@mkdir -p build; rm -f build/lint.log; \
 	$(MAKE) --no-print-directory lint VENV=$(VENV) >build/lint.log 2>&1 & lint=$$!; \
 	$(PY) -m pytest -q -rs -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder; tests=$$?; \
@@ -100,7 +111,7 @@ test: $(ISTAMP) sandbox-deps ## the kit's own tests, all of them, and lint besid
 TEST_JOBS ?= auto
 
 .PHONY: test-fast
-test-fast: $(ISTAMP) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (under a minute)
+test-fast: $(ISTAMP) $(BYTECODE) ## unit tests of verdicts, report, plugin, wire, stubgen, limits (under a minute)
 	$(PY) -m pytest -q -m fast -n $(FAST_JOBS)
 
 # pytest-xdist workers for make test-fast: none by default (one process took 35 s of CPU, two
@@ -116,36 +127,36 @@ format: $(ISTAMP) ## ruff format the tree
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-stubs: $(STAMP) ## regenerate assignments/ from solutions/ (instructors)
+stubs: $(STAMP) $(BYTECODE) ## regenerate assignments/ from solutions/ (instructors)
 	$(PY) -m autograder stubs
 
-fixtures: $(STAMP) ## regenerate the public reference outputs from solutions/ (instructors)
+fixtures: $(STAMP) $(BYTECODE) ## regenerate the public reference outputs from solutions/ (instructors)
 	$(PY) -m autograder fixtures
 
 .PHONY: new-module
-new-module: $(STAMP) ## scaffold every file of a new exercise module: make new-module NAME=x
+new-module: $(STAMP) $(BYTECODE) ## scaffold every file of a new exercise module: make new-module NAME=x
 	@test -n "$(NAME)" || { echo "usage: make new-module NAME=x (a lower-case module name)" >&2; exit 2; }
 	$(PY) -m autograder new-module --name $(NAME)
 
-dist: $(STAMP) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
+dist: $(STAMP) $(BYTECODE) ## build build/attention-lab-student.tar.gz, the student copy (no solutions)
 	$(PY) -m autograder dist --out build/attention-lab-student.tar.gz
 
 .PHONY: bench
-bench: $(STAMP) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
+bench: $(STAMP) $(BYTECODE) ## peak memory and time of quadratic, chunked, linear attention, T = 1k..16k (DEVICE=cpu|cuda)
 	$(PY) bench/attention_memory.py --device $(DEVICE) --json build/bench-$(DEVICE).json
 
 T ?= 1024,2048,4096,8192,16384
 .PHONY: bench-flash
-bench-flash: $(STAMP) ## forward + backward: FlashAttention vs quadratic autograd vs fused SDPA, time and peak memory (T=1024,... THREADS=n)
+bench-flash: $(STAMP) $(BYTECODE) ## forward + backward: FlashAttention vs quadratic autograd vs fused SDPA, time and peak memory (T=1024,... THREADS=n)
 	$(PY) bench/flash.py --device $(DEVICE) --lengths $(T) $(if $(THREADS),--threads $(THREADS)) --json build/bench-flash-$(DEVICE).json
 
 .PHONY: bench-kv
-bench-kv: $(STAMP) ## generate T = 512 tokens with and without the KV cache: tokens per second, ratio
+bench-kv: $(STAMP) $(BYTECODE) ## generate T = 512 tokens with and without the KV cache: tokens per second, ratio
 	$(PY) bench/kvcache.py
 
 RUNS ?= 3
 .PHONY: bench-grade
-bench-grade: $(STAMP) ## time make grade, whole kit and each module side by side (warm; RUNS=3)
+bench-grade: $(STAMP) $(BYTECODE) ## time make grade, whole kit and each module side by side (warm; RUNS=3)
 	$(PY) bench/grade_speed.py --runs $(RUNS)
 
 # Batch grading (instructors): SUBMISSIONS=dir of package folders / .zips, BATCH_OUT=dir
@@ -156,11 +167,11 @@ BENCH_N ?= 200
 .PHONY: batch gradescope bench-batch
 
 SEED ?=
-batch: $(STAMP) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
+batch: $(STAMP) $(BYTECODE) sandbox-deps ## grade SUBMISSIONS=dir (one folder or .zip per student), sandboxed; STUDENT=id regrades one, SEED=n
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make batch SUBMISSIONS=dir [BATCH_OUT=build/batch] [JOBS=n] [STUDENT=id] [SEED=n]" >&2; exit 2; }
 	$(PY) -m autograder $(LANG_ARG) batch --submissions $(SUBMISSIONS) --out $(BATCH_OUT) $(if $(EX),--ex $(EX)) $(if $(JOBS),--jobs $(JOBS)) $(if $(SEED),--seed $(SEED)) $(if $(STUDENT),--student $(STUDENT))
 
-gradescope: $(STAMP) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
+gradescope: $(STAMP) $(BYTECODE) ## build build/autograder.zip for Gradescope (setup.sh, run_autograder)
 	$(PY) -m autograder $(LANG_ARG) gradescope --out build/autograder.zip $(if $(EX),--ex $(EX))
 
 .PHONY: sandbox-deps
@@ -170,7 +181,7 @@ sandbox-deps: ## libseccomp2 (apt, as root) for the sandbox's seccomp filter, if
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; } \
 	  || echo "note: libseccomp2 is missing: make batch refuses to grade without --insecure" >&2
 
-bench-batch: $(ISTAMP) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions (EX=modules)
+bench-batch: $(ISTAMP) $(BYTECODE) sandbox-deps ## time make batch against nbgrader autograde on BENCH_N=200 submissions (EX=modules)
 	$(PY) bench/batch_vs_nbgrader.py --n $(BENCH_N) $(if $(EX),--modules $(EX))
 
 # nbgrader course (instructors): COURSE=dir (default course), ASSIGNMENT=name (default all)
@@ -178,36 +189,36 @@ COURSE ?= course
 ASSIGNMENT ?=
 COURSE_ARGS = --root $(COURSE) $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
 
-course: $(ISTAMP) ## generate the nbgrader course (COURSE=course) from solutions/
+course: $(ISTAMP) $(BYTECODE) ## generate the nbgrader course (COURSE=course) from solutions/
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(PY) -m autograder course --root $(COURSE)
 
-release: $(ISTAMP) ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name); keeps hand edits
+release: $(ISTAMP) $(BYTECODE) ## nbgrader generate_assignment: COURSE/release/ (ASSIGNMENT=name); keeps hand edits
 	@test -d $(COURSE)/source || $(MAKE) --no-print-directory course COURSE=$(COURSE)
 	$(PY) -m autograder release $(COURSE_ARGS)
 
-collect: $(ISTAMP) ## COURSE/downloaded/<assignment>/archive/ -> submitted/, with a report of what was skipped
+collect: $(ISTAMP) $(BYTECODE) ## COURSE/downloaded/<assignment>/archive/ -> submitted/, with a report of what was skipped
 	$(PY) -m autograder collect $(COURSE_ARGS)
 
-autograde: $(ISTAMP) ## nbgrader autograde, then the hidden tier judged in the sandbox, outside the kernel
+autograde: $(ISTAMP) $(BYTECODE) ## nbgrader autograde, then the hidden tier judged in the sandbox, outside the kernel
 	$(PY) -m autograder autograde $(COURSE_ARGS)
 
 STUDENT ?=
 ALL ?=
 .PHONY: regrade
-regrade: $(ISTAMP) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed); ALL=1: course.toml applied to everyone
+regrade: $(ISTAMP) $(BYTECODE) ## autograde one student again: STUDENT=id [ASSIGNMENT=name] (same seed); ALL=1: course.toml applied to everyone
 	@test -n "$(STUDENT)$(ALL)" || { echo "usage: make regrade STUDENT=id [ASSIGNMENT=name], or make regrade ALL=1" >&2; exit 2; }
 	$(PY) -m autograder regrade $(COURSE_ARGS) $(if $(ALL),--all,--student $(STUDENT))
 
-feedback: $(ISTAMP) ## nbgrader generate_feedback: HTML in COURSE/feedback/
+feedback: $(ISTAMP) $(BYTECODE) ## nbgrader generate_feedback: HTML in COURSE/feedback/
 	$(PY) -m autograder feedback $(COURSE_ARGS)
 
-export: $(ISTAMP) ## nbgrader export: COURSE/grades.csv (stale grades named) and COURSE/canvas.csv
+export: $(ISTAMP) $(BYTECODE) ## nbgrader export: COURSE/grades.csv (stale grades named) and COURSE/canvas.csv
 	$(PY) -m autograder export --root $(COURSE)
 
 FROM ?= $(BATCH_OUT)
 .PHONY: class-report
-class-report: $(ISTAMP) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course): a page per student, similar submissions, Canvas + long CSV
+class-report: $(ISTAMP) $(BYTECODE) ## the class as a whole: build/class-report/ (FROM=build/batch or FROM=course): a page per student, similar submissions, Canvas + long CSV
 	$(PY) -m autograder class-report --from $(FROM) --out build/class-report $(if $(SUBMISSIONS),--submissions $(SUBMISSIONS)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 # PrairieLearn (instructors): PL_IMAGE=registry/namespace/name:tag names the grading image
@@ -218,7 +229,7 @@ PL_START ?=
 PL_DUE ?=
 PL_TIMEZONE ?= UTC
 .PHONY: prairielearn
-prairielearn: $(STAMP) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox (PL_IMAGE=, PL_START=, PL_DUE=)
+prairielearn: $(STAMP) $(BYTECODE) ## write build/prairielearn/, a PrairieLearn course whose external grader runs the sandbox (PL_IMAGE=, PL_START=, PL_DUE=)
 	$(PY) -m autograder prairielearn --out build/prairielearn $(if $(EX),--ex $(EX)) $(if $(PL_IMAGE),--image $(PL_IMAGE)) $(if $(PL_START),--start $(PL_START)) $(if $(PL_DUE),--due $(PL_DUE)) --timezone $(PL_TIMEZONE)
 
 .PHONY: ci-deps
