@@ -44,9 +44,22 @@ help: ## list the verbs
 	  | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "Variables: SUBMISSION=dir (default assignments), EX=module, DEVICE=cpu|cuda, VENV=path"
 
+# pip compiles what it installs one file at a time; installing with --no-compile and then
+# compiling site-packages once on every core leaves the same bytecode in about half the time
+# (the student set: 19 s -> 10 s on 2 cores). One file of torch's tests is Python 3.12 syntax,
+# so compileall never exits 0: the check is that torch's own bytecode is there, else it
+# compiles again on one core.
+define compile_site
+	@sp=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	$(PY) -m compileall -q -j 0 "$$sp" >/dev/null 2>&1; \
+	ls "$$sp"/torch/__pycache__/__init__.*.pyc >/dev/null 2>&1 \
+	  || $(PY) -m compileall -q "$$sp" >/dev/null 2>&1; true
+endef
+
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON3) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-compile -r requirements.lock
+	$(compile_site)
 	@touch $(STAMP)
 
 # The kit's own bytecode (autograder/, solutions/), compiled here once and checked against each
@@ -64,7 +77,8 @@ $(BYTECODE): $(KIT_SOURCES) | $(STAMP)
 # that needs them, on top of the student set.
 ISTAMP := $(VENV)/.attention-lab-instructor-installed
 $(ISTAMP): $(STAMP) requirements-instructor.lock
-	$(PY) -m pip install --quiet -r requirements.lock -r requirements-instructor.lock
+	$(PY) -m pip install --quiet --no-compile -r requirements.lock -r requirements-instructor.lock
+	$(compile_site)
 	@touch $(ISTAMP)
 
 venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, matplotlib)
