@@ -50,18 +50,22 @@ help: ## list the verbs
 # student set's pip alone: 21 s, against 9 s plus 7.5 s). One file of torch's tests is 3.12 syntax,
 # so compileall never exits 0: the check is that torch's own bytecode is there, else it
 # compiles again on one core.
+SITE = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 define compile_site
-	@sp=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	@sp=$(SITE); \
 	$(PY) -m compileall -q -j 0 "$$sp" >/dev/null 2>&1; \
 	ls "$$sp"/torch/__pycache__/__init__.*.pyc >/dev/null 2>&1 \
 	  || $(PY) -m compileall -q "$$sp" >/dev/null 2>&1; true
 endef
 
+# When the instructor extras come next (SITE_LATER, set for $(ISTAMP) and so for this
+# prerequisite of it), the student set is compiled there, beside the extras' pip (which keeps
+# one core busy): the student set's own stamp is written only once it is compiled.
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile -r requirements.lock
-	$(compile_site)
-	@touch $(STAMP)
+	$(if $(SITE_LATER),@rm -f $(STAMP),$(compile_site))
+	@$(if $(SITE_LATER),true,touch $(STAMP))
 
 # The kit's own bytecode (autograder/, solutions/), compiled here once and checked against each
 # source file's hash when it is imported, so an edited file is compiled afresh, never run stale.
@@ -77,10 +81,17 @@ $(BYTECODE): $(KIT_SOURCES) | $(STAMP)
 # Instructor extras (nbgrader, Jupyter, the kit's test tools): installed on first use of a verb
 # that needs them, on top of the student set.
 ISTAMP := $(VENV)/.attention-lab-instructor-installed
+$(ISTAMP): SITE_LATER := yes
 $(ISTAMP): $(STAMP) requirements-instructor.lock
-	$(PY) -m pip install --quiet --no-compile -r requirements.lock -r requirements-instructor.lock
+	@sp=$(SITE); later=; \
+	if [ ! -e $(STAMP) ]; then \
+	  ls -A "$$sp" | grep -v '^__pycache__$$' | sed "s|^|$$sp/|" \
+	    | xargs -d '\n' $(PY) -m compileall -q -j 0 >/dev/null 2>&1 & later=$$!; \
+	fi; \
+	$(PY) -m pip install --quiet --no-compile -r requirements.lock -r requirements-instructor.lock; \
+	installed=$$?; [ -z "$$later" ] || wait $$later; exit $$installed
 	$(compile_site)
-	@touch $(ISTAMP)
+	@touch $(STAMP) && touch $(ISTAMP)
 
 venv: $(STAMP) ## create .venv with the student set (torch CPU, numpy, pytest, matplotlib)
 
