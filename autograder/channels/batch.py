@@ -27,7 +27,6 @@ Writes, under OUT (default build/batch):
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
@@ -379,15 +378,6 @@ def write_seeds(student_seeds: dict[str, tuple[int, str]], path: Path) -> None:
     path.chmod(0o600)
 
 
-def _one_torch_thread() -> contextlib.AbstractContextManager[None]:
-    """This process only judges: small tensors, `jobs` threads at once, so it judges on one
-    torch thread (run.probing.one_torch_thread; imported here: the CLI lists `batch` without
-    torch)."""
-    from ..run.probing import one_torch_thread
-
-    return one_torch_thread()
-
-
 def run(
     submissions: Path,
     out: Path,
@@ -477,7 +467,7 @@ def run(
     except SandboxUnavailable as e:
         shutil.rmtree(unpacked, ignore_errors=True)
         raise BatchError(str(e)) from None
-    with sandbox as sb, _one_torch_thread():
+    with sandbox as sb:  # judged on one torch thread (Sandbox.__enter__)
         warning = insecure_note = sb.isolation.warning()
         if warning:
             print(warning, file=sys.stderr)

@@ -5,6 +5,7 @@ slow check costs that check only and the rest of the submission is still graded.
 from __future__ import annotations
 
 import pytest
+import torch
 from conftest import SOLUTIONS, submission_with
 from test_batch import sandbox_processes
 from test_units import masks_slow_then_endless
@@ -40,8 +41,17 @@ def test_the_monitor_reads_headers_in_any_chunks_and_skips_blobs():
 def test_an_endless_loop_in_the_sandbox_costs_that_check_only(tmp_path):
     folder = submission_with(tmp_path, {"masks": ENDLESS_PADDING})
     limits, time = Limits(timeout=120), TimeLimits(cap=2)  # 2 CPU-s a check
-    with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
-        graded = sandbox.grade(folder, "loop")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sb:
+            # The grader judges on one torch thread while the loop runs (no idle intra-op
+            # thread spinning on a core the sandboxed process needs), in every channel.
+            assert torch.get_num_threads() == 1
+            graded = sb.grade(folder, "loop")
+        assert torch.get_num_threads() == 2  # and as before afterwards
+    finally:
+        torch.set_num_threads(threads)
     by_slug = {r.check_id.split(".", 1)[1]: r for r in graded.results}
     assert set(by_slug) == {c.slug for c in registry.checks_of("masks") if not c.slow}
     padding = [slug for slug in by_slug if slug.startswith("padding")]

@@ -51,7 +51,7 @@ from ..engine import verdict
 from ..limits import TimeLimits, slots_of
 from ..policy import EXITED as EXITED_EARLY
 from ..policy import Stuck, channel_broken, overran, stalled
-from ..probing import make_inputs
+from ..probing import make_inputs, one_torch_thread
 from . import relay, view, wire
 from .jail import Isolation, Limits, UidPool, detect, release
 from .zygote import Zygote
@@ -309,10 +309,18 @@ class Sandbox:
         self._release()
 
     def __enter__(self) -> Sandbox:
+        # This process only judges (small tensors) while the sandboxed processes run the
+        # student's code: on one torch thread, so that no idle intra-op thread spins on a
+        # core they need (probing.one_torch_thread), in every channel that grades here.
+        self._threads = one_torch_thread()
+        self._threads.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            self._threads.__exit__(None, None, None)
 
     # ------------------------------------------------------------------ one submission
 
