@@ -85,7 +85,7 @@ def grade_module(
     time limits (default: calibrated on `refs`). This process only judges (small tensors),
     often while the workers of the next modules run: on one torch thread, so that no idle
     intra-op thread spins on a core they need (a fresh `make grade`: 3.9-4.2 busy CPU-s
-    before, 3.4-3.6 after)."""
+    before, 3.5-3.8 after)."""
     with one_torch_thread():
         return _grade_module(checks, submission, refs, device, outputs, pool, limits)
 

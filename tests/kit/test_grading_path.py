@@ -136,3 +136,31 @@ def test_solutions_get_full_marks_on_the_hidden_tier():
     assert results and all(r.passed for r in results), [
         (r.check_id, r.message) for r in results if not r.passed
     ]
+
+
+def test_the_judge_loop_runs_on_one_torch_thread(monkeypatch):
+    """The grading process only judges (small tensors) while its workers run the student's
+    code: on one torch thread (no idle intra-op thread spinning on their cores), then as
+    before. make grade, the warm grader and make watch judge in engine.grade_module."""
+    import torch
+
+    from autograder.run import engine
+    from autograder.run.submission import Submission
+
+    seen = []
+    judge = engine.judge
+
+    def counting(*args):
+        seen.append(torch.get_num_threads())
+        return judge(*args)
+
+    monkeypatch.setattr(engine, "judge", counting)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        results = engine.grade(Submission(SOLUTIONS), ["masks"])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert seen and set(seen) == {1}, seen
+    assert results and all(r.passed for r in results)
