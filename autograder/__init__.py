@@ -198,6 +198,8 @@ it.
                               import with the ids the roster holds.
         kernel.py             `make autograde` runs nbgrader's notebook kernels confined, by the
                               sandbox's jail.
+        preprocess.py         What nbgrader's own processes load from the course's
+                              nbgrader_config.py (its sanitising steps), without torch.
         records.py            What each nbgrader grade was computed under:
                               course/records/<student>/<assignment>.json.
 

@@ -184,6 +184,7 @@ STAYS = (
     "autograder/channels/nbgrader/records.py",
     "autograder/channels/nbgrader/autograde.py",
     "autograder/channels/nbgrader/kernel.py",  # make autograde's confined kernels
+    "autograder/channels/nbgrader/preprocess.py",  # what nbgrader_config.py loads
     "autograder/authoring/catalogs.py",  # make translations
     "autograder/channels/nbgrader/feedback_template/**",
     "autograder/channels/gradescope/*",

@@ -214,14 +214,6 @@ LAZY = {
         "autograder/channels/class_report.py",
         "matplotlib.pyplot",
     ): "plots load matplotlib only when drawn",
-    (
-        "autograder/channels/nbgrader/course.py",
-        "nbgrader.converters.autograde",
-    ): "nbgrader_config.py calls it",
-    (
-        "autograder/channels/nbgrader/course.py",
-        "nbgrader.preprocessors",
-    ): "nbgrader_config.py calls it",
     ("autograder/channels/prairielearn.py", "autograder.run.sandbox.runner"): (
         "the CLI builds its verbs (prairielearn's too) without importing torch"
     ),

@@ -899,3 +899,22 @@ def test_feedback_page_renders_the_message_visibly_in_headless_chromium(cycle, t
         timeout=120,
     )
     assert shot.is_file()
+
+
+def test_nbgrader_commands_load_the_course_config_without_torch(tmp_path):
+    """Every `nbgrader` command the course verbs run loads the course's nbgrader_config.py,
+    which reads the kit's sanitising steps: from a module that imports nbgrader only, so no
+    nbgrader process imports torch or the grader (none of them grades: make autograde judges
+    outside them). The config is really read: it brings nbgrader's autograde converter in."""
+    config = course.CONFIG.format(code_stub=course.CODE_STUB, kit=str(ROOT))
+    (tmp_path / "nbgrader_config.py").write_text(config)
+    proc = course.nbgrader(tmp_path, "db", "student", "list", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "autograder.channels.nbgrader.preprocess" in imported, proc.stderr[-2000:]
+    assert "nbgrader.converters.autograde" in imported
+    assert "torch" not in imported
+    assert not {m for m in imported if m.startswith("autograder.run.") and "forkserver" not in m}

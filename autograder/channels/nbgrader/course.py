@@ -49,7 +49,6 @@ import nbformat
 from alembic.script import ScriptDirectory
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader import api as nbgrader_api
-from nbgrader.api import Gradebook
 from nbgrader.dbutil import ALEMBIC_DIR
 
 from ...core import course_config, registry
@@ -65,6 +64,7 @@ from . import collect as course_collect
 from . import export as course_export
 from . import kernel as course_kernel
 from . import records as course_records
+from .preprocess import sanitize_preprocessors  # noqa: F401 (nbgrader_config.py of older courses)
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
@@ -152,13 +152,14 @@ c.ClearSolutions.code_stub = {{"python": {code_stub!r}}}
 # its grade_id only once (nbgrader's DeduplicateIds). Cells get time for torch's first call.
 c.OverwriteCells.add_missing_cells = True
 # ... and a cell that DeduplicateIds stripped does not crash add_missing_cells (nbgrader 0.9.6).
+# (preprocess.py imports nbgrader only: nbgrader's own processes start without torch)
 try:
-    from autograder.channels.nbgrader.course import sanitize_preprocessors
+    from autograder.channels.nbgrader.preprocess import sanitize_preprocessors
 except ImportError:  # raw nbgrader, without the kit on PYTHONPATH
     import sys
 
     sys.path.insert(0, {kit!r})
-    from autograder.channels.nbgrader.course import sanitize_preprocessors
+    from autograder.channels.nbgrader.preprocess import sanitize_preprocessors
 c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
 c.Execute.timeout = 120
 # nbgrader gives zero to a test cell with any stderr output. The checks already move what the
@@ -472,50 +473,6 @@ def _default_text(name: str, code: str) -> str:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             summary = (ast.get_docstring(node) or "").split("\n\n")[0]
     return f"## `{name}`\n\n{summary}".strip()
-
-
-# --------------------------------------------------------------------------- nbgrader fixes
-
-
-def sanitize_preprocessors() -> list:
-    """nbgrader's autograde sanitising steps, plus one after DeduplicateIds.
-
-    DeduplicateIds leaves `"nbgrader": {}` on a duplicated cell; OverwriteCells with
-    add_missing_cells then fails on it with KeyError 'grade_id' (nbgrader 0.9.6, see
-    jupyter/nbgrader#1083). OverwriteCells also takes the grade_id off a cell whose grade_id
-    the gradebook does not know (a student retagged a cell) and keeps the rest of its nbgrader
-    metadata, and add_missing_cells fails the same way: the whole notebook went ungraded. The
-    extra step makes such cells ordinary cells (nbgrader metadata that is empty, has no
-    grade_id, or one the release does not have); the official grade reads the cells by the
-    release's own ids (autograde.py).
-    """
-    from nbgrader.converters.autograde import Autograde
-    from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor
-
-    class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
-        def preprocess(self, nb, resources):
-            info = resources["nbgrader"]
-            with Gradebook(info["db_url"]) as gb:
-                source = gb.find_notebook(info["notebook"], info["assignment"])
-                self.known = {c.name for c in source.source_cells}
-            return super().preprocess(nb, resources)
-
-        def preprocess_cell(self, cell, resources, index):
-            if "nbgrader" not in cell.metadata:
-                return cell, resources
-            meta = cell.metadata["nbgrader"]
-            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-            if grade_id not in self.known:
-                if grade_id:
-                    self.log.warning(
-                        "Cell %r is no cell of the release: an ordinary cell", grade_id
-                    )
-                del cell.metadata["nbgrader"]
-            return cell, resources
-
-    steps = list(Autograde.class_traits()["sanitize_preprocessors"].make_dynamic_default())
-    steps.insert(steps.index(DeduplicateIds) + 1, DropEmptyNbgraderMetadata)
-    return steps
 
 
 # --------------------------------------------------------------------------- the course
