@@ -230,9 +230,15 @@ LAZY = {
     ("autograder/channels/nbgrader/collect.py", "nbgrader.api"): (
         "only a course with a gradebook reads its students as the roster"
     ),
-    ("autograder/channels/nbgrader/collect.py", "autograder.channels.nbgrader.autograde"): (
-        "autograde imports the sandbox and torch; make collect needs neither, only COURSE_ID "
-        "where a gradebook is read"
+    ("autograder/channels/nbgrader/course.py", "autograder.channels.nbgrader.autograde"): (
+        "the sandbox and torch, for the verbs that grade (autograde, regrade): the course "
+        "verbs that grade nothing start without them"
+    ),
+    ("autograder/channels/nbgrader/course.py", "autograder.channels.nbgrader.kernel"): (
+        "the confined kernels (the sandbox, torch) for make autograde only; a type otherwise"
+    ),
+    ("autograder/channels/nbgrader/course.py", "autograder.run.limits"): (
+        "torch, for make autograde's cell CPU limits only; a type otherwise"
     ),
     ("autograder/channels/nbgrader/autograde.py", "nbformat"): (
         "the instructor's set: module_source also runs in the student set's images"

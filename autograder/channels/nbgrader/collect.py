@@ -40,6 +40,7 @@ import nbformat
 
 from ...core.course_config import CourseConfig
 from .. import lms
+from .records import COURSE_ID
 
 REPORT = "collect-report"
 MAX_NOTEBOOK_BYTES = 20 << 20
@@ -198,8 +199,6 @@ def load_roster(root: Path) -> lms.Roster:
     if not book.is_file():
         return roster
     from nbgrader.api import Gradebook
-
-    from .autograde import COURSE_ID
 
     added = 0
     with Gradebook(f"sqlite:///{book.resolve()}", COURSE_ID) as gb:

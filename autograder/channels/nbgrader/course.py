@@ -44,6 +44,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 from alembic.script import ScriptDirectory
@@ -57,14 +58,15 @@ from ...core.paths import COURSE_TEXT as TEXT
 from ...core.paths import ROOT, SOLUTIONS
 from ...core.settings import CELL_CPU_VAR, HIDDEN_SEED_VAR, HIDDEN_VAR, KIT_ROOT_VAR, Settings
 from ...feedback.unicode_math import markdown as unicode_math_markdown
-from ...run.limits import TimeLimits
 from ...run.submission import trusted_modules
-from . import autograde as course_judge
 from . import collect as course_collect
 from . import export as course_export
-from . import kernel as course_kernel
 from . import records as course_records
 from .preprocess import sanitize_preprocessors  # noqa: F401 (nbgrader_config.py of older courses)
+
+if TYPE_CHECKING:  # the grading machinery: imported where a verb grades (autograde, regrade)
+    from ...run.limits import TimeLimits
+    from .kernel import ConfinedKernels
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("not attempted yet: replace this line with your code")'
@@ -552,7 +554,7 @@ def ensure_gradebook(root: Path) -> Path:
     asked = nbgrader_api.get_alembic_version
     nbgrader_api.get_alembic_version = lambda: head  # type: ignore[assignment]
     try:
-        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_judge.COURSE_ID):
+        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_records.COURSE_ID):
             pass
     finally:
         nbgrader_api.get_alembic_version = asked  # type: ignore[assignment]
@@ -653,6 +655,11 @@ def autograde(
     """nbgrader autograde each assignment (the kernel: public tests, feedback), then judge every
     notebook outside the kernel and write the gradebook. Never stops at one failure; returns
     and prints a summary. `settings`: the run's (the sandbox's mode and limits)."""
+    # The grading machinery (the sandbox, torch) only here and in regrade: the course verbs
+    # that grade nothing (course, release, collect, feedback, export) start without it.
+    from ...run.limits import TimeLimits
+    from . import kernel as course_kernel
+
     root = Path(root)
     config = course_config.load(root)
     summary: dict[str, list[str]] = {"graded": [], "failed": [], "skipped": [], "warnings": []}
@@ -676,12 +683,14 @@ def _autograde(
     root: Path,
     config: course_config.CourseConfig,
     summary: dict[str, list[str]],
-    kernels: course_kernel.ConfinedKernels,
+    kernels: ConfinedKernels,
     limits: TimeLimits,
     wanted: list[str] | None,
     students: list[str] | None,
     settings: Settings | None,
 ) -> None:
+    from . import autograde as course_judge
+
     for a in assignments(root, wanted):
         who = [s for s in submitted_students(root, a) if not students or s in students]
         if not who:
@@ -788,6 +797,8 @@ def regrade_all(
     late penalty and the totals are computed again from the stored results (records.py)
     when the notebook and the hidden seed are the ones graded; the others (a changed or new
     notebook, a new secret, no stored results) are autograded again, sandbox included."""
+    from . import autograde as course_judge  # (the sandbox, torch: see autograde)
+
     root = Path(root)
     config = course_config.load(root)
     summary: dict[str, list[str]] = {"reapplied": [], "rerun": []}

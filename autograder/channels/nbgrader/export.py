@@ -30,7 +30,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from ...core import course_config
 from ...feedback.sinks import cell
 from . import collect, records
-from .autograde import COURSE_ID
+from .records import COURSE_ID
 
 COLUMNS = [
     "student_id",

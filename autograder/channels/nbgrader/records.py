@@ -30,6 +30,9 @@ from ...core import registry
 from ...core.check import Result, Status
 from ...core.course_config import FILE, CourseConfig, file_hash
 
+# The course's id in nbgrader's gradebook (nbgrader_config.py: CourseDirectory.course_id).
+COURSE_ID = "attention-lab"
+
 FOLDER = "records"
 
 
