@@ -918,3 +918,21 @@ def test_nbgrader_commands_load_the_course_config_without_torch(tmp_path):
     assert "nbgrader.converters.autograde" in imported
     assert "torch" not in imported
     assert not {m for m in imported if m.startswith("autograder.run.") and "forkserver" not in m}
+
+
+def test_the_course_verbs_that_grade_nothing_start_without_torch():
+    """release, collect, feedback and export load the course's machinery as every course verb
+    does (cli/nbgrader_course.course): without torch or the sandbox, which only autograde and
+    regrade import, where they grade."""
+    code = (
+        "import sys\n"
+        "from autograder.channels.cli import nbgrader_course\n"
+        "course = nbgrader_course.course()\n"
+        "assert callable(course.release) and callable(course.export)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'"
+        " or m.startswith(('autograder.run.sandbox', 'autograder.run.engine'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert ast.literal_eval(proc.stdout.strip()) == [], proc.stdout
