@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 # used: module_source, the one extractor of a notebook's code, also grades notebook uploads
 # in Gradescope's and PrairieLearn's images, which hold the student set only (batch.py).
 
-COURSE_ID = records.COURSE_ID  # (where it always was, for callers)
+COURSE_ID = records.COURSE_ID  # the gradebook's course id (records.py), as its callers import it
 
 
 def _nbformat():

@@ -656,7 +656,7 @@ def autograde(
     notebook outside the kernel and write the gradebook. Never stops at one failure; returns
     and prints a summary. `settings`: the run's (the sandbox's mode and limits)."""
     # The grading machinery (the sandbox, torch) only here and in regrade: the course verbs
-    # that grade nothing (course, release, collect, feedback, export) start without it.
+    # that grade nothing (release, collect, feedback, export) start without it.
     from ...run.limits import TimeLimits
     from . import kernel as course_kernel
 
