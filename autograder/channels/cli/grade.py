@@ -76,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
     # Load only the plugins grading needs: the installed ones (hypothesis, anyio) that pytest
     # would load by itself cost seconds of imports and grade nothing.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # The grade is the kit's, whatever pytest options a student's shell carries for their own
+    # projects: PYTEST_ADDOPTS="-n 4" (xdist is not loaded here) would stop the grading with a
+    # usage error, "-x" or "--durations" would change the table. Their own `pytest
+    # tests/graded/...` runs keep them.
+    os.environ.pop("PYTEST_ADDOPTS", None)
     argv = [
         str(ROOT / "tests" / "graded"),
         "-p",
