@@ -1,9 +1,21 @@
+import locale
 import os
 import sys
 
-from .run.forkserver import quiet_start
+# The kit reads and writes its files, and its processes their pipes, in UTF-8 (the
+# feedback's √ and ≠, a student's comments in any language): on a machine whose locale says
+# otherwise (PYTHONUTF8=0, a Latin-1 locale), start again in Python's UTF-8 mode, which every
+# interpreter started from here inherits. A UTF-8 locale (nearly every machine) starts once.
+if locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
+    os.environ["PYTHONUTF8"] = "1"
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+from .run.forkserver import quiet_start  # noqa: E402
 
 quiet_start()  # before the imports: rare full collections while the kit starts (forkserver.py)
+from .feedback.unicode_math import ascii_terminal  # noqa: E402
+
+ascii_terminal()  # a terminal that cannot show √ or ≠ gets ASCII, not a crash of the grading
 from .core.settings import Settings, device_flag, hide_gpus_unless_cuda  # noqa: E402
 
 hide_gpus_unless_cuda(device_flag(sys.argv[1:]))  # before anything touches CUDA

@@ -1,4 +1,5 @@
-"""LaTeX math as Unicode text, so feedback pages read offline (no MathJax from a CDN).
+"""LaTeX math as Unicode text, so feedback pages read offline (no MathJax from a CDN); and
+back to ASCII for a terminal that cannot show it (`ascii_terminal`).
 
 Covers what the course's teaching text uses ($...$ inline, $$...$$ display): Greek letters,
 operators and relations, \\frac, \\sqrt, sub- and superscripts (Unicode's when every character
@@ -8,8 +9,11 @@ does not know loses its backslash and stays readable.
 
 from __future__ import annotations
 
+import codecs
 import html
+import io
 import re
+import sys
 
 SYMBOLS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ϵ", "varepsilon": "ε",
@@ -94,3 +98,34 @@ def markdown(text: str) -> str:
         parts[i] = re.sub(r"\$\$(.+?)\$\$", display, parts[i], flags=re.S)
         parts[i] = re.sub(r"(?<![\\$])\$([^$\n]+?)\$", inline, parts[i])
     return "".join(parts)
+
+
+# For a terminal whose encoding cannot show a character (PYTHONIOENCODING=ascii, a Latin-1
+# locale): the math in ASCII ("√d_k" -> "sqrt d_k", "≠" -> "!="), anything else as its escape
+# ("\u4e58"), never a UnicodeEncodeError that ends the grading.
+TO_ASCII = {
+    **{value: name for name, value in SYMBOLS.items() if len(value) == 1 and not value.isascii()},
+    **{value: f"^{key}" for key, value in SUPER.items()},
+    **{value: f"_{key}" for key, value in SUB.items()},
+    "√": "sqrt ", "·": "*", "×": "x", "→": "->", "←": "<-", "≤": "<=", "≥": ">=", "≠": "!=",
+    "≈": "~", "±": "+-", "…": "...", "⋯": "...", "∈": " in ", "—": "--", "–": "-", "‖": "||",
+    "‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " ",
+}  # fmt: skip
+ASCII_ERRORS = "attention-lab-ascii"
+
+
+def _to_ascii(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    out = (TO_ASCII.get(c) or c.encode("ascii", "backslashreplace").decode() for c in text)
+    return "".join(out), error.end
+
+
+def ascii_terminal() -> None:
+    """Let stdout and stderr write what their encoding cannot show as ASCII (TO_ASCII) instead
+    of raising: a no-op for a UTF-8 terminal, whose encoding shows everything."""
+    codecs.register_error(ASCII_ERRORS, _to_ascii)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ASCII_ERRORS)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import selectors
 import signal
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -140,8 +139,7 @@ def _fork(
             os.dup2(output_w, 1)
             os.dup2(output_w, 2)
             # The parent's sys.stdout may be pytest's capture, not fd 1: write to the pipe.
-            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+            wire.student_streams()
             for name in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGALRM"):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         except BaseException:

@@ -85,6 +85,7 @@ def _run(
     os.dup2(null, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
+    wire.student_streams()  # not the zygote's: UTF-8 whatever the locale
     _close_fds({channel, setup, *(handshake or ())})
     os.setsid()
     for name in ("SIGINT", "SIGTERM", "SIGALRM", "SIGPROF", "SIGCHLD"):

@@ -9,8 +9,9 @@ probe returned, never a grade; the verdicts run in the parent.
 
 Frame: b"ALAB" + u32 header length + u32 blob length + JSON header + blob.
 
-The writing side's last words (flush_streams, last_words) are here too: what a process that
-runs student code (the sandboxed one, or make grade's forked worker) says as it ends.
+The writing side's streams (student_streams) and last words (flush_streams, last_words) are
+here too: how a process that runs student code (the sandboxed one, or make grade's forked
+worker) prints, and what it says as it ends.
 """
 
 from __future__ import annotations
@@ -119,6 +120,16 @@ def send(fd: int, header: dict[str, Any], blob: bytes = b"") -> None:
     data = memoryview(frame(header, blob))
     while data:
         data = data[os.write(fd, data) :]
+
+
+def student_streams() -> None:
+    """sys.stdout and sys.stderr of a process that runs student code, on fds 1 and 2 (the
+    output pipe): line-buffered and UTF-8, which the parent decodes, whatever the machine's
+    locale; what UTF-8 cannot hold (a lone surrogate) as its escape. A student's print of
+    "√" or "你好" never fails a check on a machine whose locale is not UTF-8."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        stream = open(fd, "w", 1, "utf-8", "backslashreplace", closefd=False)  # noqa: SIM115
+        setattr(sys, name, stream)
 
 
 def flush_streams() -> None:

@@ -1,0 +1,110 @@
+"""The grade does not depend on the student's machine: its locale, its terminal's encoding,
+the pytest options its shell carries. Each was a crash or a lost point before."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, SOLUTIONS, grade_cli, submission_with
+from test_pytest_first_class import run_pytest
+
+# A machine whose locale is not UTF-8, on any machine: C without Python's locale coercion and
+# UTF-8 mode (the same as a Latin-1 locale for these tests: the default encoding is ASCII).
+NOT_UTF8 = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+SAYS = "weights α √ 你好"
+
+
+def printing_attention() -> str:
+    """The solution's attention.py, printing non-ASCII text from the graded function, with a
+    comment in Chinese."""
+    source = "# 注意力\n" + (SOLUTIONS / "attention.py").read_text()
+    head = "def scaled_dot_product_attention"
+    start = source.index(head)
+    body = source.index('"""', source.index('"""', start) + 3) + 3  # after its docstring
+    return f"{source[:body]}\n    print({SAYS!r})\n{source[body:]}"
+
+
+def test_a_machine_whose_locale_is_not_utf8_grades_as_any_other(tmp_path, monkeypatch):
+    """The worker wrote a student's print() in the locale's encoding (UnicodeEncodeError: 3 /
+    20 for correct code), and the kit read its own files in it (batch: UnicodeDecodeError)."""
+    folder = submission_with(tmp_path, {"attention": printing_attention()})
+    for name, value in NOT_UTF8.items():
+        monkeypatch.setenv(name, value)
+    check = subprocess.run(
+        [sys.executable, "-c", "import locale; print(locale.getpreferredencoding(False))"],
+        capture_output=True,
+        text=True,
+    )
+    assert "utf" not in check.stdout.lower(), check.stdout  # the machine this test pretends
+
+    proc, data = grade_cli(folder, tmp_path, "--ex", "attention", "--verbose")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert data["score"] == data["max_score"] > 0, proc.stdout
+    assert SAYS in proc.stdout  # --verbose shows what the code printed, as it printed it
+
+    pytest_run, outcomes = run_pytest(tmp_path, folder)  # no `python -m autograder` here
+    assert outcomes and all(o == "passed" for o, _ in outcomes.values()), pytest_run.stdout
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / "attention.py").write_text(printing_attention(), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["batch", "--submissions", str(subs), "--out", str(out), "--ex", "attention"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    batch = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert batch.returncode == 0, batch.stderr[-3000:]
+    results = json.loads((out / "alice" / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == data["score"], results
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(
+    tmp_path, monkeypatch, encoding
+):
+    """The feedback writes √, ≠, ᵀ: on a terminal without them (PYTHONIOENCODING) make grade
+    ended in a UnicodeEncodeError after grading."""
+    wrong = (SOLUTIONS / "attention.py").read_text().replace("/ math.sqrt(d_k)", "/ d_k")
+    assert wrong != (SOLUTIONS / "attention.py").read_text()
+    folder = submission_with(tmp_path, {"attention": wrong})
+    monkeypatch.setenv("PYTHONIOENCODING", encoding)
+    proc, data = grade_cli(folder, tmp_path, "--ex", "attention")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.isascii()
+    assert "divided by 16 = d_k, but they should be divided\n" in proc.stdout
+    assert "by sqrt d_k = 4" in proc.stdout and "scaled by 1/sqrt d_k" in proc.stdout
+    assert 0 < data["score"] < data["max_score"]  # results.json keeps the Unicode
+    assert "√d_k" in json.dumps(data, ensure_ascii=False) and "wrong-scale" in json.dumps(data)
+
+
+def test_pytest_options_of_the_students_shell_change_no_grade(tmp_path, monkeypatch):
+    """PYTEST_ADDOPTS set for a student's own projects: "-n" (xdist, not loaded by make grade)
+    stopped the grading with a usage error; "-x", "--maxfail" and "--durations" changed it."""
+    wrong = (SOLUTIONS / "masks.py").read_text().replace("diagonal=1", "diagonal=0")
+    assert wrong != (SOLUTIONS / "masks.py").read_text()
+    folder = submission_with(tmp_path, {"masks": wrong})
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "shell").mkdir()
+    plain, plain_data = grade_cli(folder, tmp_path / "plain", "--ex", "masks")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-n 2 -x --maxfail=1 --durations=3 -p no:terminal")
+    shell, shell_data = grade_cli(folder, tmp_path / "shell", "--ex", "masks")
+    assert shell.returncode == plain.returncode == 0, shell.stdout + shell.stderr
+    assert _untimed(shell_data) == _untimed(plain_data)
+    assert 0 < plain_data["score"] < plain_data["max_score"]
+    assert shell.stdout.replace(str(tmp_path / "shell"), str(tmp_path / "plain")) == plain.stdout
+
+
+def _untimed(data: dict) -> str:
+    """results.json without its clock readings (graded_at)."""
+    return re.sub(r'"graded_at": "[^"]*"', "", json.dumps(data, sort_keys=True))
