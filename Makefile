@@ -16,7 +16,7 @@ HINTS ?=
 WARM ?= 1
 # make grade LANG=zh_CN.UTF-8: a LANG given to make wins over LC_ALL / LANGUAGE set in the shell
 # (gettext's own order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, when LANG comes from the shell).
-LANG_ARG = $(if $(filter command line,$(origin LANG)),--lang $(LANG))
+LANG_ARG = $(if $(filter command line,$(origin LANG)),$(if $(LANG),--lang $(LANG)))
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import codecs
 import html
 import io
+import locale
+import os
 import re
 import sys
 
@@ -124,8 +126,23 @@ def _to_ascii(error: UnicodeError) -> tuple[str, int]:
 
 def ascii_terminal() -> None:
     """Let stdout and stderr write what their encoding cannot show as ASCII (TO_ASCII) instead
-    of raising: a no-op for a UTF-8 terminal, whose encoding shows everything."""
+    of raising: a no-op for a UTF-8 terminal, whose encoding shows everything. In Python's
+    UTF-8 mode on a locale of another codeset (Latin-1, GBK: __main__ starts the kit so), they
+    write the locale's codeset, which the terminal shows, unless PYTHONIOENCODING says."""
     codecs.register_error(ASCII_ERRORS, _to_ascii)
+    codeset = "" if os.environ.get("PYTHONIOENCODING") else _locale_codeset()
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors=ASCII_ERRORS)
+            stream.reconfigure(encoding=codeset or stream.encoding, errors=ASCII_ERRORS)
+
+
+def _locale_codeset() -> str:
+    """The locale's own codeset where UTF-8 mode stands in for it; "" where it is UTF-8 or
+    ASCII (C, POSIX: a terminal there takes UTF-8, as Python's UTF-8 mode writes it)."""
+    if not sys.flags.utf8_mode:
+        return ""
+    try:
+        codeset = codecs.lookup(locale.nl_langinfo(locale.CODESET)).name
+    except (AttributeError, LookupError, ValueError):  # no nl_langinfo, an unknown codeset
+        return ""
+    return "" if codeset in ("utf-8", "ascii") else codeset

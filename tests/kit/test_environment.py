@@ -69,16 +69,13 @@ def test_a_machine_whose_locale_is_not_utf8_grades_as_any_other(tmp_path, monkey
     assert results["score"] == data["score"], results
 
 
-@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
-def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(
-    tmp_path, monkeypatch, encoding
-):
-    """The feedback writes √, ≠, ᵀ: on a terminal without them (PYTHONIOENCODING) make grade
-    ended in a UnicodeEncodeError after grading."""
+def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(tmp_path, monkeypatch):
+    """The feedback writes √, ≠, ᵀ: on a terminal without them (PYTHONIOENCODING=ascii; a
+    Latin-1 locale: the test below) make grade ended in a UnicodeEncodeError after grading."""
     wrong = (SOLUTIONS / "attention.py").read_text().replace("/ math.sqrt(d_k)", "/ d_k")
     assert wrong != (SOLUTIONS / "attention.py").read_text()
     folder = submission_with(tmp_path, {"attention": wrong})
-    monkeypatch.setenv("PYTHONIOENCODING", encoding)
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
     proc, data = grade_cli(folder, tmp_path, "--ex", "attention")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout.isascii()
@@ -86,6 +83,42 @@ def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(
     assert "by sqrt d_k = 4" in proc.stdout and "scaled by 1/sqrt d_k" in proc.stdout
     assert 0 < data["score"] < data["max_score"]  # results.json keeps the Unicode
     assert "√d_k" in json.dumps(data, ensure_ascii=False) and "wrong-scale" in json.dumps(data)
+
+
+@pytest.mark.parametrize("name", ["zh_CN.GBK", "en_US.ISO-8859-1"])
+def test_a_terminal_in_another_codeset_reads_the_feedback_in_it(tmp_path, monkeypatch, name):
+    """On a GBK or Latin-1 locale, make grade runs in UTF-8 mode (__main__) but writes the
+    table in the locale's codeset: the Chinese feedback in GBK, √ as "sqrt" in Latin-1."""
+    language, codeset = name.split(".")
+    (tmp_path / "locales").mkdir()
+    made = subprocess.run(
+        ["localedef", "-i", language, "-f", codeset, str(tmp_path / "locales" / name)],
+        capture_output=True,
+        text=True,
+    )  # a locale of that codeset, whatever this machine has installed
+    if not (tmp_path / "locales" / name).is_dir():
+        pytest.skip(f"localedef cannot make {name} here: {made.stderr.strip()[-200:]}")
+    wrong = (SOLUTIONS / "attention.py").read_text().replace("/ math.sqrt(d_k)", "/ d_k")
+    folder = submission_with(tmp_path, {"attention": wrong})
+    monkeypatch.setenv("LOCPATH", str(tmp_path / "locales"))
+    monkeypatch.setenv("LC_ALL", name)
+    monkeypatch.delenv("PYTHONIOENCODING", raising=False)
+    monkeypatch.delenv("PYTHONUTF8", raising=False)
+    monkeypatch.delenv("LANGUAGE")  # the kit's tests set it (conftest.py): the locale decides
+    args = ["grade", "--submission", str(folder), "--results", str(tmp_path / "r.json")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", *args, "--ex", "attention"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(codeset, "replace")
+    text = proc.stdout.decode(codeset)  # strict: every byte in the locale's codeset
+    if language == "zh_CN":
+        assert "总分：15 / 20" in text and "√d_k" in text, text
+    else:
+        assert "Total: 15 / 20" in text and "by sqrt d_k = 4" in text, text
 
 
 def test_pytest_options_of_the_students_shell_change_no_grade(tmp_path, monkeypatch):
