@@ -44,7 +44,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import paths, registry
-from ..core.check import CRASH, GRADER_ERROR, IMPORT_ERROR, MISSING_FILE, TIMEOUT, UNSTARTED
+from ..core.check import (
+    CRASH,
+    GRADER_ERROR,
+    IMPORT_ERROR,
+    MISNAMED_FILE,
+    MISSING_FILE,
+    TIMEOUT,
+    UNSTARTED,
+)
 from ..core.check import NOT_ATTEMPTED as NOT_ATTEMPTED_MISCONCEPTION
 from . import similarity
 from .batch import find_submissions, package_folder, student_name
@@ -72,6 +80,7 @@ PASSED, NOTE, MISTAKE, NOT_ATTEMPTED, PROBLEM = (
 WHY_TODO = {
     NOT_ATTEMPTED_MISCONCEPTION.id: "the stub as given (it raises NotImplementedError)",
     MISSING_FILE.id: "the file was not handed in",
+    MISNAMED_FILE.id: "the file was handed in under another name (Attention.py, attention (1).py)",
 }
 MAX_CODE_BYTES = 400_000  # a submitted file read for the similarity section, at most
 

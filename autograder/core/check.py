@@ -144,8 +144,22 @@ MISSING_FILE = _declare(
         "fresh copy of the kit into {folder}/.",
     ),
 )
+MISNAMED_FILE = _declare(
+    "misnamed-file",
+    "{file}: the file is missing, but {folder}/ has {found}, so {exercise} is not attempted "
+    "yet: the grader reads only a file named exactly {module}.py.",
+    (
+        "The grader finds each exercise module by its exact file name, and the file that "
+        "looks like your {module}.py has another name: a capital letter, a copy's number from "
+        "a download, or a hidden .txt ending.",
+        "Rename {found} to {module}.py, in {folder}/ next to the other module files (on "
+        "Windows, show file name extensions to see a .txt ending).",
+        "In {folder}/: `mv '{found}' {module}.py` (macOS, Linux), `ren \"{found}\" "
+        "{module}.py` (Windows); then grade again.",
+    ),
+)
 # The misconceptions of a check not attempted yet: a TODO, never counted as a mistake.
-UNSTARTED = frozenset({NOT_ATTEMPTED.id, MISSING_FILE.id})
+UNSTARTED = frozenset({NOT_ATTEMPTED.id, MISSING_FILE.id, MISNAMED_FILE.id})
 IMPORT_ERROR = _declare(
     "import-error",
     "{file} could not be imported, so none of its exercises could be graded: {error}",

@@ -22,6 +22,7 @@ import torch
 from ..core.check import (
     CRASH,
     IMPORT_ERROR,
+    MISNAMED_FILE,
     MISSING_FILE,
     NOT_ATTEMPTED,
     WRONG_TYPE,
@@ -235,11 +236,12 @@ def attempt(
     except ImportProblem as p:
         if p.missing:  # nothing to run yet: a TODO, not a broken file
             missing = Failure(
-                MISSING_FILE,
+                MISNAMED_FILE if p.near else MISSING_FILE,
                 file=p.file,
                 module=p.module,
                 folder=submission.path.name,
                 exercise=check.exercise or check.module,
+                found=p.near,
             )
             return Result.of(check, "not attempted", missing)
         failure = Failure(

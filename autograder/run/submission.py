@@ -12,7 +12,9 @@ import ast
 import importlib
 import importlib.util
 import itertools
+import os
 import pkgutil
+import re
 import sys
 import types
 from pathlib import Path
@@ -26,11 +28,40 @@ _counter = itertools.count()
 
 class ImportProblem(Exception):
     """The module could not be imported; `error` says why in one line; `missing`: the file
-    is not there at all (not attempted, rather than broken)."""
+    is not there at all (not attempted, rather than broken); `near`: files of the folder that
+    look meant as it (near_misses)."""
 
-    def __init__(self, module: str, file: str, error: str, missing: bool = False):
+    def __init__(self, module: str, file: str, error: str, missing: bool = False, near: str = ""):
         self.module, self.file, self.error, self.missing = module, file, error, missing
+        self.near = near
         super().__init__(f"{file}: {error}")
+
+
+# What turns the module's file name into another one on its way to the folder: a copy's
+# number or " - Copy" (downloads, file managers), spaces, a doubled or hidden .txt ending.
+_COPY = re.compile(r"\s*(\(\d+\)|-?\s*copy(\s*\(?\d+\)?)?)$")
+
+
+def near_misses(folder: Path, module: str) -> list[str]:
+    """The files of `folder` that look meant as `module`.py without being named so:
+    Attention.py, attention (1).py, attention - Copy.py, attention.py.txt, attention.py.py."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        key = name.strip().lower()
+        while key.endswith(".txt"):
+            key = key[:-4].rstrip()
+        while key.endswith(".py.py"):
+            key = key[:-3]
+        if not key.endswith(".py"):
+            continue
+        stem = _COPY.sub("", key[:-3]).strip()
+        if stem == module and name != f"{module}.py" and (folder / name).is_file():
+            found.append(name)
+    return found
 
 
 def trusted_modules() -> list[str]:
@@ -98,9 +129,9 @@ class Submission:
         file = self.file(module)
         shown = f"{self.path.name}/{module}.py"
         if not file.is_file():
-            raise ImportProblem(
-                module, shown, f"the file is missing from {self.path}", missing=True
-            )
+            near = ", ".join(near_misses(self.path, module)[:3])
+            error = f"the file is missing from {self.path}"
+            raise ImportProblem(module, shown, error, missing=True, near=near)
         package = f"_attention_lab_submission_{next(_counter)}"
         pkg = types.ModuleType(package)
         pkg.__path__ = [str(self.path)]

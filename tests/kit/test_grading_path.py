@@ -6,6 +6,7 @@ import pytest
 from conftest import SOLUTIONS, grade_cli, run_cli, submission_with
 
 from autograder.core import registry
+from autograder.run import submission
 
 
 def test_solutions_get_full_marks(tmp_path):
@@ -125,6 +126,46 @@ def test_missing_module_file_costs_only_that_module(tmp_path):
     masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
     assert masks and all("the file is missing" in t["output"] for t in masks)
     assert json.dumps(data).count('"passed"') == len(data["tests"]) - len(masks)
+
+
+def test_a_module_file_under_another_name_is_named_in_the_feedback(tmp_path):
+    """Attention.py, a download's "multihead (1).py", Windows's hidden "positional.py.txt":
+    the grader reads only the exact name, and says which file to rename (not "create it")."""
+    folder = submission_with(tmp_path)
+    renamed = {"attention": "Attention.py", "multihead": "multihead (1).py"}
+    renamed["positional"] = "positional.py.txt"
+    for module, name in renamed.items():
+        (folder / f"{module}.py").rename(folder / name)
+    wanted = "attention,masks,multihead,positional"
+    proc, data = grade_cli(folder, tmp_path, "--ex", wanted)
+    assert proc.returncode == 0, proc.stderr
+    for module, name in renamed.items():
+        tests = [t for t in data["tests"] if t["name"].startswith(f"{module}:")]
+        assert tests and all(t["status"] == "failed" and t["score"] == 0 for t in tests)
+        assert all(t["tags"] == ["misnamed-file"] for t in tests), tests[0]
+        assert f"but {folder.name}/ has {name}, so" in tests[0]["output"]
+    assert "[misnamed-file]" in proc.stdout and "the file is missing, so" not in proc.stdout
+    masks = [t for t in data["tests"] if t["name"].startswith("masks:")]
+    assert masks and all(t["status"] == "passed" for t in masks)
+
+    alone = run_cli("grade", "--submission", str(folder), "--ex", "attention,multihead")
+    assert alone.returncode == 2 and "Traceback" not in alone.stderr
+    assert "rename 'Attention.py' to attention.py, 'multihead (1).py' to multihead.py" in (
+        alone.stderr
+    )
+
+
+def test_near_misses_names_what_looks_meant_as_the_module_and_nothing_else(tmp_path):
+    meant = ["Attention.py", "attention (2).py", "attention - Copy.py", "attention copy.py"]
+    meant += ["attention.py.txt", "ATTENTION.PY.TXT", "attention.py.py", " attention .py"]
+    other = ["attentions.py", "attention_old.py", "attention.ipynb", "my attention.py"]
+    other += ["attention.py"]  # the module's own name is no near miss
+    for name in meant + other:
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "Attention (3).py").mkdir()  # a folder, not a file
+    assert sorted(submission.near_misses(tmp_path, "attention")) == sorted(meant)
+    assert submission.near_misses(tmp_path, "masks") == []
+    assert submission.near_misses(tmp_path / "nowhere", "attention") == []
 
 
 def test_solutions_get_full_marks_on_the_hidden_tier():

@@ -56,9 +56,19 @@ def run(args: argparse.Namespace) -> int:
     wanted = modules_of(args.ex)
     present = [m for m in (wanted or modules) if (submission / f"{m}.py").is_file()]
     if not present:
+        from ...run.submission import near_misses
+
+        renames = [
+            f"{name!r} to {m}.py" for m in wanted or modules for name in near_misses(submission, m)
+        ]
         raise UsageError(
             f"{submission} holds none of the exercise modules "
             f"({', '.join(m + '.py' for m in wanted or modules)})"
+            + (
+                f"; the grader reads only those exact names: rename {', '.join(renames)}"
+                if renames
+                else ""
+            )
         )
     if args.device.startswith("cuda"):
         import torch
