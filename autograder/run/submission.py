@@ -3,13 +3,17 @@
 Grading module X imports X from the submission under a fresh package name, after putting a
 trusted stand-in (autograder/trusted/) in place of every *other* exercise module: X's
 relative imports (`from .attention import scaled_dot_product_attention`) then get trusted
-code, so a bug in attention.py costs points once, in attention, and never again later.
+code, so a bug in attention.py costs points once, in attention, and never again later. The
+same import written as code that runs from its own folder writes it (`from attention import
+...`, for `python multihead.py`) gets the same module (Siblings).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import itertools
 import os
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import trusted
-from ..core import paths
+from ..core import paths, syllabus
 
 _counter = itertools.count()
 
@@ -102,14 +106,10 @@ class Submission:
         imported: set[str] = set()
         for path in (self.file(module), paths.ASSIGNMENTS / f"{module}.py"):
             try:
-                tree = ast.parse(path.read_text())
+                tree = ast.parse(path.read_bytes())  # bytes: a BOM or a coding line, as Python
             except (OSError, SyntaxError, ValueError):
                 continue
-            imported |= {
-                n.module
-                for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
-            }
+            imported |= sibling_imports(tree)
         stand_ins = set(trusted_modules())
         return sorted(m for m in imported if m != module and m not in stand_ins)
 
@@ -136,6 +136,7 @@ class Submission:
         pkg = types.ModuleType(package)
         pkg.__path__ = [str(self.path)]
         sys.modules[package] = pkg
+        Siblings.serve(package)
         for other in trusted_modules():
             if other != module:
                 stand_in = importlib.import_module(f"{trusted.__name__}.{other}")
@@ -155,3 +156,54 @@ class Submission:
         except (Exception, SystemExit) as e:
             raise ImportProblem(module, shown, f"{type(e).__name__}: {e}") from None
         return mod
+
+
+def sibling_imports(tree: ast.AST) -> set[str]:
+    """The exercise modules a module's code imports: relatively (`from .attention import f`,
+    `from . import attention`), or as code that runs from its own folder writes it (`from
+    attention import f`, `import attention`)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            top = node.module.split(".")[0]
+            if node.level == 1 or (node.level == 0 and top in syllabus.MODULES):
+                found.add(top)
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import attention
+            found |= {a.name for a in node.names if a.name in syllabus.MODULES}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in syllabus.MODULES}
+    return found
+
+
+class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`import attention` or `from attention import f` in a submitted module, where no
+    module of that name is on the path (the last finder asked): the module the relative
+    import gives, `<package>.attention` of the submission last loaded (a trusted stand-in, or
+    the student's own where the copy has none). Code written to run from its own folder
+    (`python multihead.py`, where `from .attention` fails) then grades as the stub's does.
+    The name is a view of that module (its attributes read through), never a second copy."""
+
+    _package = ""
+    _installed = False
+
+    @classmethod
+    def serve(cls, package: str) -> None:
+        cls._package = package
+        if not cls._installed:
+            sys.meta_path.append(cls())
+            cls._installed = True
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None or fullname not in syllabus.MODULES or not self._package:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return types.ModuleType(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        target = importlib.import_module(f"{self._package}.{module.__name__}")
+        public = getattr(target, "__all__", [n for n in vars(target) if n[0] != "_"])
+        vars(module).update(__getattr__=lambda name: getattr(target, name), __all__=public)

@@ -1,5 +1,6 @@
 """`make grade`'s own path (CLI -> pytest -> plugin -> engine), end to end, in a subprocess."""
 
+import ast
 import json
 
 import pytest
@@ -166,6 +167,50 @@ def test_near_misses_names_what_looks_meant_as_the_module_and_nothing_else(tmp_p
     assert sorted(submission.near_misses(tmp_path, "attention")) == sorted(meant)
     assert submission.near_misses(tmp_path, "masks") == []
     assert submission.near_misses(tmp_path / "nowhere", "attention") == []
+
+
+def test_sibling_modules_imported_as_top_level_modules_grade_as_relative_imports(tmp_path):
+    """`from attention import f` / `import attention` (code written to run from its own
+    folder, `python multihead.py`) failed to import: 0 / 20 for correct code. Now it gets
+    what `from .attention import f` gets: the trusted stand-in, so attention's bug costs
+    points in attention only."""
+    solution = {m: (SOLUTIONS / f"{m}.py").read_text() for m in ("attention", "multihead", "gqa")}
+    relative = "from .attention import scaled_dot_product_attention"
+    assert relative in solution["multihead"] and relative in solution["gqa"]
+    folder = submission_with(
+        tmp_path,
+        {
+            "attention": solution["attention"].replace("/ math.sqrt(d_k)", "/ d_k"),
+            "multihead": solution["multihead"].replace(relative, "from attention import *"),
+            "gqa": solution["gqa"].replace(
+                relative,
+                "import attention as A\n"
+                "scaled_dot_product_attention = A.scaled_dot_product_attention",
+            ),
+        },
+    )
+    proc, data = grade_cli(folder, tmp_path, "--ex", "attention,multihead,gqa")
+    assert proc.returncode == 0, proc.stderr
+    score: dict[str, float] = {}
+    for t in data["tests"]:
+        module = t["name"].split(":")[0]
+        score[module] = score.get(module, 0) + t["score"]
+    assert score["attention"] < 20 and "[wrong-scale]" in proc.stdout
+    assert (score["multihead"], score["gqa"]) == (20, 15), proc.stdout
+
+
+def test_sibling_imports_are_read_in_every_spelling():
+    code = (
+        "from .attention import f\nfrom masks import causal_mask\nimport gpt, os\n"
+        "import torch.nn\nfrom rotary.x import y\nfrom . import blocks\nfrom typing import Any\n"
+    )
+    assert submission.sibling_imports(ast.parse(code)) == {
+        "attention",
+        "masks",
+        "gpt",
+        "rotary",
+        "blocks",
+    }
 
 
 def test_solutions_get_full_marks_on_the_hidden_tier():
