@@ -10,6 +10,8 @@ set-up from data, not from the margins of two vectors of numbers.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import nn
 
@@ -99,15 +101,25 @@ def probe_placement(mod, x):
     calls = {}
     # The name layer_gradient_norms as compare_ln_placement looks it up: in the module that
     # defines it (the student's file; solutions.diagnostics for a kit variant importing it).
+    # A decorated compare_ln_placement (functools.wraps: @torch.enable_grad(), a timer) looks
+    # names up in its own module too: the function it wraps is the one to read.
     experiment = mod.compare_ln_placement
-    names = getattr(experiment, "__globals__", None) or vars(mod)
+    names = getattr(inspect.unwrap(experiment), "__globals__", None) or vars(mod)
     measure = names.get("layer_gradient_norms", mod.layer_gradient_norms)
 
-    def recording(blocks, x_, target, final_norm=None):
+    def recording(*args, **kwargs):
+        """layer_gradient_norms, called as the student calls it (positions or keywords,
+        their own parameter names), recorded on the way."""
+        try:
+            bound = inspect.signature(measure).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return measure(*args, **kwargs)  # the call Python would make, and its error
+        bound.apply_defaults()
+        blocks, x_, target, final_norm, *_ = [*bound.arguments.values(), None, None, None, None]
         i = len(calls)
         calls[i] = _recorded(i, blocks, x_, target, final_norm)
         try:
-            result = measure(blocks, x_, target, final_norm)
+            result = measure(*args, **kwargs)
         except Exception as e:
             # layer_gradient_norms is not done yet, or crashes: its own check charges that;
             # this one goes on judging the set-up, with zeros standing in for the norms.

@@ -12,6 +12,7 @@ named as itself. Every size that a check can vary is drawn from the seed.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -164,8 +165,9 @@ def call(mod, model, x, H, mask=None):
     passed to scaled_dot_product_attention recorded (to name a wrong group count when the
     call fails). A failure with the right number of key heads is re-raised as it is."""
     seen = []
-    # The globals the student's forward runs with: its module, or a notebook's namespace.
-    names = getattr(type(model).forward, "__globals__", None)
+    # The globals the student's forward runs with: its module, or a notebook's namespace;
+    # through its decorators (functools.wraps: @torch.no_grad(), a timer).
+    names = getattr(inspect.unwrap(type(model).forward), "__globals__", None)
     names = names if isinstance(names, dict) else vars(mod)
     trusted = names.get("scaled_dot_product_attention")
 

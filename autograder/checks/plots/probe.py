@@ -74,6 +74,37 @@ def _position(ax) -> tuple[int, int]:
     return int(spec.rowspan.start), int(spec.colspan.start)
 
 
+def _tick_labels(ax, axis: str) -> str:
+    """The Axes' tick labels on `axis`, "|"-joined: its own, or, where it shows none because
+    it shares that axis with a panel that does (subplots(sharey=True) labels only the outer
+    panels), that panel's: the shared axis has one set of ticks, labelled once."""
+
+    def shown(a) -> str:
+        texts = a.get_xticklabels() if axis == "x" else a.get_yticklabels()
+        return "|".join(t.get_text() for t in texts)
+
+    own = shown(ax)
+    if own.strip("|"):
+        return own
+    shared = ax.get_shared_x_axes() if axis == "x" else ax.get_shared_y_axes()
+    for other in shared.get_siblings(ax):
+        if other is not ax and shown(other).strip("|"):
+            return shown(other)
+    return own
+
+
+def _shows(mappable, image) -> bool:
+    """A colour bar describes the image: it is the image's, or it maps the same values to the
+    same colours (a ScalarMappable with the image's limits and colour map)."""
+    if mappable is image:
+        return True
+    try:
+        same = mappable.get_clim() == image.get_clim() and mappable.cmap.name == image.cmap.name
+    except AttributeError:
+        return False
+    return bool(same)
+
+
 def panels(fig) -> dict[str, Any]:
     """Every heatmap Axes of the figure (in fig.axes order), its colour bars and spare Axes."""
     wrong = _not_a_figure(fig)
@@ -86,7 +117,7 @@ def panels(fig) -> dict[str, Any]:
             continue
         if not ax.images:
             got["spare"] += 1
-            got["spare_on"] += int(bool(ax.axison))
+            got["spare_on"] += int(bool(ax.axison) and ax.get_visible())  # drawn, with a frame
             continue
         i = got["panels"]
         image = ax.images[0]
@@ -97,10 +128,10 @@ def panels(fig) -> dict[str, Any]:
         got[f"clim{i}"] = torch.tensor(
             [float("nan") if v is None else float(v) for v in (vmin, vmax)], dtype=torch.float64
         )
-        got[f"x{i}"] = "|".join(t.get_text() for t in ax.get_xticklabels())
-        got[f"y{i}"] = "|".join(t.get_text() for t in ax.get_yticklabels())
+        got[f"x{i}"] = _tick_labels(ax, "x")
+        got[f"y{i}"] = _tick_labels(ax, "y")
         got[f"row{i}"], got[f"col{i}"] = _position(ax)
-        got[f"colorbar{i}"] = any(c.mappable is image for c in colorbars)
+        got[f"colorbar{i}"] = any(_shows(c.mappable, image) for c in colorbars)
         got["panels"] += 1
     return got
 
@@ -127,9 +158,14 @@ def probe_sqrt_dk(mod, x):
         got[f"lines{i}"] = len(ax.get_lines())
         got[f"xscale{i}"] = str(ax.get_xscale())
         got[f"xbase{i}"] = float(getattr(ax.xaxis.get_transform(), "base", float("nan")))
-        got[f"legend{i}"] = ax.get_legend() is not None
+        legend = ax.get_legend()
+        got[f"legend{i}"] = legend is not None
+        # ax.legend(["scaled", "unscaled"]) names the lines in the legend only, in their order
+        named = [t.get_text() for t in legend.get_texts()] if legend is not None else []
         for j, line in enumerate(ax.get_lines()):
             got[f"x{i}_{j}"] = torch.as_tensor(line.get_xdata(), dtype=torch.float32)
             got[f"y{i}_{j}"] = torch.as_tensor(line.get_ydata(), dtype=torch.float32)
-            got[f"label{i}_{j}"] = str(line.get_label())
+            label = str(line.get_label())
+            unlabelled = label.startswith("_") and j < len(named)
+            got[f"label{i}_{j}"] = named[j] if unlabelled else label
     return got
