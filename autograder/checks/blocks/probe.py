@@ -158,6 +158,9 @@ class SublayerStandIn(nn.Sequential):
     def __init__(self, d_model: int):
         super().__init__(nn.Linear(d_model, d_model), nn.Tanh())
 
+    def forward(self, x):  # FeedForward's parameter name: a block may call self.ffn(x=h)
+        return super().forward(x)
+
 
 class ConstantSublayer(nn.Module):
     """A sub-layer whose output is a fixed tensor, whatever its input. With `heads` it stands
@@ -167,7 +170,12 @@ class ConstantSublayer(nn.Module):
         super().__init__()
         self.value, self.heads = value, heads
 
-    def forward(self, h, *args, **kwargs):
+    def forward(self, *args, **kwargs):
+        # called as the block calls the sub-layer it stands for: attn(h, mask=m) or
+        # attn(query=h, ...) (MultiHeadAttention's names), ffn(h) or ffn(x=h) (FeedForward's)
+        h = args[0] if args else kwargs.get("query", kwargs.get("x"))
+        if not isinstance(h, torch.Tensor):
+            raise TypeError(f"{type(self).__name__}: expected the sub-layer's input tensor")
         out = self.value.to(h.dtype)
         if self.heads is None:
             return out
