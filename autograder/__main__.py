@@ -6,9 +6,9 @@ import sys
 # feedback's √ and ≠, a student's comments in any language): on a machine whose locale says
 # otherwise (PYTHONUTF8=0, a Latin-1 locale), start again in Python's UTF-8 mode, which every
 # interpreter started from here inherits. A UTF-8 locale (nearly every machine) starts once.
-if locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
-    os.environ["PYTHONUTF8"] = "1"
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+if not sys.flags.utf8_mode and locale.getpreferredencoding(False).lower() not in ("utf-8", "utf8"):
+    os.environ["PYTHONUTF8"] = "1"  # -X utf8: also under -E or -I, which ignore the variable
+    os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
 
 from .run.forkserver import quiet_start  # noqa: E402
 
