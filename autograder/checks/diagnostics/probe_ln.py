@@ -115,7 +115,8 @@ def probe_placement(mod, x):
         except (TypeError, ValueError):
             return measure(*args, **kwargs)  # the call Python would make, and its error
         bound.apply_defaults()
-        blocks, x_, target, final_norm, *_ = [*bound.arguments.values(), None, None, None, None]
+        values = [*bound.arguments.values(), None, None, None, None]
+        blocks, x_, target, final_norm = values[:4]
         i = len(calls)
         calls[i] = _recorded(i, blocks, x_, target, final_norm)
         try:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from ...core.check import CRASH, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
+from ...run.probing import TINY_LR
 from . import judge_models as models
 from . import probe
 
@@ -435,6 +436,13 @@ def verdict_train(got, want, x):
             steps=steps,
             detail=f"the list has {losses.numel()} items",
         )
+    if got.get("losses_item_type"):
+        raise Failure(
+            MISTAKES["train-wrong-return"],
+            steps=steps,
+            detail=f"its items are {got['losses_item_type']} objects, not floats (a loss "
+            "tensor keeps its step's whole graph in memory)",
+        )
     alphabet, data = probe.corpus()
     T, starts = probe.TRAIN_ARGS["seq_len"], x["eval_starts"].cpu()
     before, _ = _eval_losses(probe.train_model(alphabet, x["model_seed"]), data, starts, T)
@@ -444,6 +452,9 @@ def verdict_train(got, want, x):
         raise Failure(MISTAKES["train-loss-too-high"], **high)
     if abs(loss - before) < 1e-4:
         raise Failure(MISTAKES["train-no-update"], before=before, loss=loss)
+    moved = got.get("tiny_lr_moved")
+    if isinstance(moved, int | float) and moved > 1e-6:  # AdamW at 1e-12 moves nothing
+        raise Failure(MISTAKES["train-lr-ignored"], lr=TINY_LR, moved=float(moved))
     if loss >= TRAIN_THRESHOLD and identity < 1.0:
         raise Failure(MISTAKES["train-targets-not-shifted"], identity=identity, loss=loss)
     if loss >= TRAIN_THRESHOLD:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...run.probing import corpus, load_weights, logits_of
+from ...run.probing import corpus, load_weights, logits_of, moved_at_tiny_lr, not_floats
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -362,22 +362,34 @@ def inputs_train(gen):
 def probe_train(mod, x):
     """Run the student's train on a fresh ConvLM and the first 90 % of the corpus; send back
     its losses and trained weights (the judge runs the trained ConvLM, the grader's own code,
-    on held-out windows of the last 10 %, in the grading process)."""
+    on held-out windows of the last 10 %, in the grading process), and how far two steps at
+    a learning rate too small to move a weight move one (does train use its lr?)."""
     alphabet, data = corpus()
     model = train_model(alphabet, x["model_seed"])
+    tiny = train_model(alphabet, x["model_seed"])
+    text = data[: split(data)]
+
+    def tiny_run(lr: float) -> None:
+        gen = torch.Generator().manual_seed(x["train_seed"])
+        mod.train(tiny, text, steps=2, batch_size=2, seq_len=8, lr=lr, generator=gen)
+
     gen = torch.Generator().manual_seed(x["train_seed"])
     # One thread: the model is tiny, and on a loaded machine torch's thread pool costs far
     # more than it gains (measured: 0.6 CPU-s on one thread, 14 CPU-s on two, load 25).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        losses = mod.train(model, data[: split(data)], generator=gen, **TRAIN_ARGS)
+        losses = mod.train(model, text, generator=gen, **TRAIN_ARGS)
+        moved = moved_at_tiny_lr(tiny, tiny_run)
     finally:
         torch.set_num_threads(threads)
     got = {}
     try:
         got["losses"] = torch.tensor([float(v) for v in losses], dtype=torch.float64)
+        got["losses_item_type"] = not_floats(losses)
     except (TypeError, ValueError):
         got["losses_type"] = type(losses).__name__
     got.update({f"state/{k}": v for k, v in model.state_dict().items()})
+    if moved is not None:
+        got["tiny_lr_moved"] = moved
     return got
