@@ -34,6 +34,8 @@ def inputs_rms_norm(gen):
         },
         "plain": {"x": randn(gen, _int(gen, 4, 6), _int(gen, 5, 7), scale=3.0) - 2.0},
         "vector": {"x": randn(gen, _int(gen, 6, 9)) + 0.5, "eps": 1e-6},
+        # Last: "returns x's dtype" (a float32 cast inside, x.float(), changed it).
+        "float64": {"x": (randn(gen, 3, D) + 0.5).double(), "weight": randn(gen, D) + 1.0},
     }
 
 
