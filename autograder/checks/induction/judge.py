@@ -129,6 +129,8 @@ LOSS_MISTAKES = {
 def heads64(previous, induction, mistake=""):
     """find_heads' answer as an int64 tensor [l_ind, h_ind, l_prev, h_prev], or the mistake's."""
     H = induction.size(1)
+    if mistake == "divmod-by-layers":  # the flat index split by L, the table's rows
+        H = induction.size(0)
     if mistake == "any-layer":
         layer, head = divmod(int(induction.argmax()), H)
     else:
@@ -272,6 +274,7 @@ FIND_HEADS = CHECKS.exercise("find_heads", probe=probe.probe_find_heads)
 HEAD_MISTAKES = (
     (MISTAKES["induction-find-pair-swapped"], "swapped", slice(0, 4)),
     (MISTAKES["induction-find-any-layer"], "any-layer", slice(0, 2)),
+    (MISTAKES["induction-find-divmod-by-layers"], "divmod-by-layers", slice(0, 2)),
     (MISTAKES["induction-find-previous-not-before"], "previous-own-layer", slice(2, 4)),
     (MISTAKES["induction-find-previous-not-before"], "previous-any-layer", slice(2, 4)),
 )
@@ -285,7 +288,8 @@ def verdict_find_heads(got, want, x):
     expected = torch.cat([want["induction"], want["previous"]])
     if torch.equal(answer, expected):
         return
-    shown = {"got": tuple(answer.tolist())}
+    L, H = x["induction"].shape
+    shown = {"got": tuple(answer.tolist()), "L": L, "H": H}
     for mistake, flag, part in HEAD_MISTAKES:
         try:
             wrong = heads64(x["previous"], x["induction"], flag)

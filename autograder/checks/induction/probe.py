@@ -97,11 +97,14 @@ def inputs_tables(gen):
     """Score tables (L, H) of uniform draws in [0, 1), with three entries set: the induction
     head (induction 2 in a layer l >= 1), a decoy in layer 0 (induction 3: only an argmax over
     every layer picks it), and a decoy in layer l (previous 3: only an argmax that reaches
-    the induction head's own layer, or every layer, picks it)."""
-    L, H = _draw(gen, 2, 4), _draw(gen, 2, 4)
+    the induction head's own layer, or every layer, picks it). L != H and the induction head
+    in a layer >= 2: its flat index in the table without row 0 is then at least H, where a
+    divmod by L (not H) gives another (layer, head) whatever the draw."""
+    L, H = _draw(gen, 3, 5), _draw(gen, 2, 4)
+    H += H >= L  # never L
     previous = torch.rand(L, H, generator=gen)
     induction = torch.rand(L, H, generator=gen)
-    layer = _draw(gen, 1, L - 1)
+    layer = _draw(gen, 2, L - 1)
     induction[layer, _draw(gen, 0, H - 1)] = 2.0
     induction[0, _draw(gen, 0, H - 1)] = 3.0
     previous[layer, _draw(gen, 0, H - 1)] = 3.0
