@@ -159,6 +159,13 @@ def verdict_classify(got, want, x):
             "causal maps (uniform, one-hot, random, peaked; heads shuffled)",
         ),
         ("random", x["random"], None, "random maps, no mask"),
+        (
+            "padded",
+            x["padded"],
+            x["padding_mask"],
+            "maps under a (B, 1, 1, S) padding mask (even over a few keys, even over all, "
+            "one-hot, random; heads shuffled)",
+        ),
     ):
         value = got.get(key)
         if type(value) is not str:

@@ -70,7 +70,27 @@ def inputs_classify(gen):
     order = torch.randperm(H, generator=gen)  # the heads in a drawn order
     S = _int(gen, 5, 8)
     random = _softmax_maps(gen, 2, 3, S, S, None, sharpness=3.0)
-    return {"w": maps[:, order], "mask": mask, "random": random}
+    return {"w": maps[:, order], "mask": mask, "random": random, **_padded(gen, B, H)}
+
+
+def _padded(gen, B, H):
+    """Maps under a padding mask (B, 1, 1, S) blocking the last p keys: a head spread evenly
+    over p allowed keys ("fine": log p / log(S - p) < 0.6, but 1, "uniform", for a count of
+    the blocked keys instead of the allowed ones), even over every allowed key ("uniform"),
+    one-hot ("collapsed"), random ("fine"); the heads in a drawn order."""
+    L, S, p = _int(gen, 4, 6), _int(gen, 8, 10), _int(gen, 2, 3)
+    mask = torch.zeros(B, 1, 1, S, dtype=torch.bool)
+    mask[..., S - p :] = True
+    maps = torch.zeros(B, H, L, S)
+    for b in range(B):
+        for q in range(L):
+            keys = torch.randperm(S - p, generator=gen)
+            maps[b, 0, q, keys[:p]] = 1.0 / p
+            maps[b, 2, q, keys[0]] = 1.0
+    maps[:, 1, :, : S - p] = 1.0 / (S - p)
+    maps[:, 3] = _softmax_maps(gen, B, 1, L, S, mask, sharpness=1.5)[:, 0]
+    order = torch.randperm(H, generator=gen)
+    return {"padded": maps[:, order], "padding_mask": mask}
 
 
 # --------------------------------------------------------------------------- probes
@@ -106,7 +126,10 @@ def probe_classify(mod, x):
     got = {
         "causal": _joined(mod.classify_heads(x["w"], mask=x["mask"]), "classify_heads' result"),
         "random": _joined(mod.classify_heads(x["random"]), "classify_heads' result"),
+        "padded": _joined(
+            mod.classify_heads(x["padded"], mask=x["padding_mask"]), "classify_heads' result"
+        ),
     }
-    for key, w in (("causal", x["w"]), ("random", x["random"])):
+    for key, w in (("causal", x["w"]), ("random", x["random"]), ("padded", x["padded"])):
         got.update({f"{key}/own-{k}": v for k, v in _own_entropies(mod, w).items()})
     return got
