@@ -186,6 +186,35 @@ CRASH = _declare(
         "dim= argument that makes them disagree.",
     ),
 )
+OWN_RAISE = _declare(
+    "own-check-refused",
+    "Your own check refused this check's inputs, which the docstring allows: {error}, "
+    "raised {where}.",
+    (
+        "The grader called your function with arguments its docstring allows, and a raise "
+        "or an assert of your own stopped it: that test is stricter than the docstring.",
+        "Read what the docstring allows for the argument your raise or assert tests, and "
+        "compare it with the condition: an off-by-one (>= for >, < for <=) or the wrong "
+        "argument compared are the usual causes.",
+        "Fix the condition in front of that raise so it rejects only what the docstring "
+        "rejects: for a limit the docstring allows (T == max_len, window == 1), test "
+        "T > max_len, not T >= max_len.",
+    ),
+)
+INVALID_PROBABILITIES = _declare(
+    "sampling-invalid-probabilities",
+    "Your code gave torch.multinomial a row of probabilities that is NaN, infinite or "
+    "negative ({error}) {where}: every token was masked out (top-k with <= where < belongs "
+    "keeps k - 1 tokens, none for k = 1), or the logits were NaN before the softmax.",
+    (
+        "multinomial samples from a row of probabilities that are finite, at least 0 and not "
+        "all 0; a row whose logits are all -inf gives NaN after the softmax.",
+        "Mask only the logits strictly below the k-th largest, so that the k largest (ties "
+        "included) stay; then take the softmax and sample.",
+        "v, _ = torch.topk(logits, k); logits = logits.masked_fill(logits < v[:, [-1]], "
+        'float("-inf"))',
+    ),
+)
 TIMEOUT = _declare(
     "timeout",
     "This check did not finish within {seconds} CPU seconds (many times what the reference "

@@ -63,6 +63,10 @@ PHRASES = (
     N_("one per layer, sequence 0, mean over heads"),
     N_("causal maps (uniform, one-hot, random, peaked; heads shuffled)"),
     N_("random maps, no mask"),
+    N_(
+        "maps under a (B, 1, 1, S) padding mask (even over a few keys, even over all, one-hot, "
+        "random; heads shuffled)"
+    ),
     N_("query row"),
     N_("the batch and the heads"),
     N_("the heads and the query rows"),

@@ -22,9 +22,11 @@ import torch
 from ..core.check import (
     CRASH,
     IMPORT_ERROR,
+    INVALID_PROBABILITIES,
     MISNAMED_FILE,
     MISSING_FILE,
     NOT_ATTEMPTED,
+    OWN_RAISE,
     WRONG_TYPE,
     Check,
     Failure,
@@ -325,7 +327,10 @@ def crash(e: BaseException, root: Path) -> Failure:
         where = f"in {Path(f.filename).name}, line {f.lineno}: `{(f.line or '').strip()}`"
     message = str(e).strip().splitlines()
     error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
-    return Failure(CRASH, error=error, where=where)
+    own = raised_in(e, root) and (frames[-1].line or "").lstrip().startswith(("raise", "assert"))
+    if "probability tensor contains" in error:  # torch.multinomial's own words
+        return Failure(INVALID_PROBABILITIES, error=error, where=where)
+    return Failure(OWN_RAISE if own else CRASH, error=error, where=where)
 
 
 def dependency(mod: types.ModuleType, name: str) -> types.ModuleType:

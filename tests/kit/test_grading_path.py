@@ -107,6 +107,22 @@ def test_crash_names_the_line(tmp_path):
     assert "masks.py, line" in crash[0]["output"] and "lengths[5]" in crash[0]["output"]
 
 
+def test_a_raise_of_the_students_own_on_allowed_inputs_is_named_not_a_crash(tmp_path):
+    """window <= 1 for window < 1: the student's own ValueError on window == 1, which the
+    docstring allows, read as a crash with a hint about tensor shapes. The checks that pass
+    invalid windows on purpose judge the ValueError as before."""
+    source = (SOLUTIONS / "masks.py").read_text().replace("if window < 1:", "if window <= 1:")
+    assert "if window <= 1:" in source
+    folder = submission_with(tmp_path, {"masks": source})
+    _, data = grade_cli(folder, tmp_path, "--ex", "masks")
+    own = [t for t in data["tests"] if "own-check-refused" in t["tags"]]
+    assert own and not [t for t in data["tests"] if "crash" in t["tags"]], data["tests"]
+    assert "ValueError" in own[0]["output"]
+    assert "masks.py, line" in own[0]["output"] and "which the docstring allows" in own[0]["output"]
+    rejects = [t for t in data["tests"] if "window < 1 with ValueError" in t["name"]]
+    assert rejects and rejects[0]["status"] == "passed"
+
+
 def test_bad_arguments_get_clear_errors(tmp_path):
     proc = run_cli("grade", "--submission", str(tmp_path / "nowhere"))
     assert proc.returncode == 2 and "is not a folder" in proc.stderr

@@ -14,7 +14,14 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from ...core.check import CRASH, WRONG_TYPE, CheckList, Failure, no_reference
+from ...core.check import (
+    CRASH,
+    INVALID_PROBABILITIES,
+    WRONG_TYPE,
+    CheckList,
+    Failure,
+    no_reference,
+)
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
 from ...run.probing import TINY_LR
@@ -195,6 +202,8 @@ def _ids(got, x, name, n, temperature, top_k):
             raise Failure(MISTAKES["gen-temperature-zero-divides"], error=error)
         if top_k is not None and top_k > V:
             raise Failure(MISTAKES["gen-topk-not-clamped"], k=top_k, V=V, error=error)
+        if "probability tensor contains" in error:  # torch.multinomial's own words
+            raise Failure(INVALID_PROBABILITIES, error=error, where="in generate")
         raise Failure(CRASH, error=error, where="")
     B, T0 = x["prompt"].shape
     what = f"generate(..., {n}, temperature={temperature}, top_k={top_k})"

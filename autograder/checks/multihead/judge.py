@@ -413,6 +413,8 @@ def verdict_blocked_row(got, want, x):
         allowed = ~x["mask"][torch.arange(x["mask"].size(0)) != row].expand_as(others)
         if others[allowed].abs().max() == 0:  # every weight sits on a blocked key
             raise Failure(ATTENTION_MISTAKES["mask-inverted"])
+        if (others[~allowed].abs() > 1e-6).any():  # weight on keys blocked in other rows too:
+            raise Failure(ATTENTION_MISTAKES["mask-ignored"])  # no fill at all, not a finite one
         raise Failure(ATTENTION_MISTAKES["blocked-row-not-zero"])
     if not torch.isfinite(weights).all():
         raise Failure(NOT_FINITE, what="the weights", count=int((~weights.isfinite()).sum()))
