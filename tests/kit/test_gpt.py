@@ -137,7 +137,8 @@ def test_forged_tying_probe_gains_nothing():
     ):
         with pytest.raises(Failure) as e:
             check.verdict({**forged, "logits": logits}, want, x)
-        assert e.value.misconception.id == "gpt-no-weight-tying"
+        # logits of no MiniGPT, tied or untied: the tying is not confirmed (not "untied")
+        assert e.value.misconception.id == "gpt-tying-unconfirmed"
     # The honest tied model's own probe output passes the same verdict.
     check.verdict(probe.probe_tying(solution, x), want, x)
 
