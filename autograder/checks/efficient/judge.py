@@ -391,7 +391,10 @@ def verdict_chunked_shift(got, want, x):
             # Only what the shift broke: entries the small scores already gave as NaN are
             # another mistake's, charged where it is named.
             if (torch.isfinite(base) & ~torch.isfinite(shifted)).any():
-                raise Failure(MISTAKES["chunked-overflow"])
+                # scores shifted up: exp(s) overflows; down: every exp(s - m) underflows to 0
+                # for a running maximum that starts above them (at 0), and 0 / 0 is NaN
+                up = name == "k_up"
+                raise Failure(MISTAKES["chunked-overflow" if up else "chunked-underflow"])
             if not agree(shifted, base, tol):
                 err = worst_error(shifted, base)
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
