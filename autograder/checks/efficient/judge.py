@@ -393,8 +393,9 @@ def verdict_chunked_shift(got, want, x):
             if (torch.isfinite(base) & ~torch.isfinite(shifted)).any():
                 # scores shifted up: exp(s) overflows; down: every exp(s - m) underflows to 0
                 # for a running maximum that starts above them (at 0), and 0 / 0 is NaN
-                up = name == "k_up"
-                raise Failure(MISTAKES["chunked-overflow" if up else "chunked-underflow"])
+                if name == "k_up":
+                    raise Failure(MISTAKES["chunked-overflow"])
+                raise Failure(MISTAKES["chunked-underflow"])
             if not agree(shifted, base, tol):
                 err = worst_error(shifted, base)
                 raise Failure(MISTAKES["chunked-not-shift-invariant"], err=err, causal=bool(causal))
