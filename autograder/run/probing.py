@@ -178,37 +178,6 @@ def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:
     return result
 
 
-TINY_LR = 1e-12  # no AdamW step at this learning rate moves a float32 weight of ~0.1 at all
-
-
-def moved_at_tiny_lr(model: torch.nn.Module, train: Callable[[float], Any]) -> float | None:
-    """How far `train(TINY_LR)` (a student's training function, run for a step or two on
-    `model` at that learning rate) moves `model`'s weights: the largest change of any entry,
-    about 0 when it trains at the lr it is given, about the optimiser's default lr (1e-3)
-    when it ignores it. None when the run raises: the main run's check judges the function."""
-    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    try:
-        train(TINY_LR)
-    except Exception:  # noqa: BLE001  (student code; the check's main run charges it)
-        return None
-    after = model.state_dict()
-    moved = [
-        float((after[k].detach() - v).abs().max())
-        for k, v in before.items()
-        if v.is_floating_point() and v.numel() and k in after and after[k].shape == v.shape
-    ]
-    return max(moved, default=0.0)
-
-
-def not_floats(values: Any) -> str:
-    """The type of the first entry of `values` that is not a Python number (a tensor, from
-    `losses.append(loss)` without .item()); "" when every entry is one."""
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (float, int)):
-            return type(value).__name__
-    return ""
-
-
 def make_inputs(check: Probed, seed: int) -> Inputs:
     """The check's inputs, on the CPU, drawn from its own seed (check.seed(seed))."""
     return draw_inputs(check, check.seed(seed))

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, SOLUTIONS, grade_cli, submission_with
+from conftest import ROOT, SOLUTIONS, grade_cli, run_cli, submission_with
 from test_pytest_first_class import run_pytest
 
 # A machine whose locale is not UTF-8, on any machine: C without Python's locale coercion and
@@ -54,16 +54,7 @@ def test_a_machine_whose_locale_is_not_utf8_grades_as_any_other(tmp_path, monkey
     (subs / "alice").mkdir(parents=True)
     (subs / "alice" / "attention.py").write_text(printing_attention(), encoding="utf-8")
     out = tmp_path / "out"
-    args = ["batch", "--submissions", str(subs), "--out", str(out), "--ex", "attention"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    batch = subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    batch = run_cli("batch", "--submissions", str(subs), "--out", str(out), "--ex", "attention")
     assert batch.returncode == 0, batch.stderr[-3000:]
     results = json.loads((out / "alice" / "results.json").read_text(encoding="utf-8"))
     assert results["score"] == data["score"], results

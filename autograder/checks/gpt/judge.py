@@ -24,7 +24,6 @@ from ...core.check import (
 )
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
-from ...run.probing import TINY_LR
 from . import judge_models as models
 from . import probe
 
@@ -458,7 +457,7 @@ def verdict_train(got, want, x):
         raise Failure(MISTAKES["train-no-update"], before=before, loss=loss)
     moved = got.get("tiny_lr_moved")
     if isinstance(moved, int | float) and moved > 1e-6:  # AdamW at 1e-12 moves nothing
-        raise Failure(MISTAKES["train-lr-ignored"], lr=TINY_LR, moved=float(moved))
+        raise Failure(MISTAKES["train-lr-ignored"], lr=probe.TINY_LR, moved=float(moved))
     if loss >= TRAIN_THRESHOLD and identity < 1.0:
         raise Failure(MISTAKES["train-targets-not-shifted"], identity=identity, loss=loss)
     if loss >= TRAIN_THRESHOLD:

@@ -13,11 +13,14 @@ back and the judge measures them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...run.probing import corpus, load_weights, logits_of, moved_at_tiny_lr, not_floats
+from ...run.probing import corpus, load_weights, logits_of
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -357,6 +360,37 @@ def inputs_train(gen):
         "train_seed": int(torch.randint(0, 2**31 - 1, (1,), generator=gen)),
         "eval_starts": first + torch.randint(len(data) - first - T - 1, (64,), generator=gen),
     }
+
+
+TINY_LR = 1e-12  # no AdamW step at this learning rate moves a float32 weight of ~0.1 at all
+
+
+def moved_at_tiny_lr(model: torch.nn.Module, train: Callable[[float], Any]) -> float | None:
+    """How far `train(TINY_LR)` (a student's training function, run for a step or two on
+    `model` at that learning rate) moves `model`'s weights: the largest change of any entry,
+    about 0 when it trains at the lr it is given, about the optimiser's default lr (1e-3)
+    when it ignores it. None when the run raises: the main run's check judges the function."""
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    try:
+        train(TINY_LR)
+    except Exception:  # noqa: BLE001  (student code; the check's main run charges it)
+        return None
+    after = model.state_dict()
+    moved = [
+        float((after[k].detach() - v).abs().max())
+        for k, v in before.items()
+        if v.is_floating_point() and v.numel() and k in after and after[k].shape == v.shape
+    ]
+    return max(moved, default=0.0)
+
+
+def not_floats(values: Any) -> str:
+    """The type of the first entry of `values` that is not a Python number (a tensor, from
+    `losses.append(loss)` without .item()); "" when every entry is one."""
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (float, int)):
+            return type(value).__name__
+    return ""
 
 
 def probe_train(mod, x):
