@@ -117,9 +117,10 @@ def verdict_embed_scale(got, want, x):
     assert_close(logits, want["logits"], "the logits")
 
 
-@MINI_GPT.check("causal", inputs=probe.inputs_causal)
+@MINI_GPT.check("causal", inputs=probe.inputs_causal, probe=probe.probe_causal)
 def verdict_causal(got, want, x):
-    """The student's own two runs: equal up to t, different after t."""
+    """The student's own two runs: equal up to t, different after t; then the mask is on
+    idx's device (probe.mask_device: a meta-device run up to the first block)."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     logits2 = tensor(got, "logits2", "the logits", shape=_shape(x, "idx2"))
     assert_causal(
@@ -130,6 +131,8 @@ def verdict_causal(got, want, x):
         MISTAKES["gpt-no-causal-mask"],
         MISTAKES["gpt-ignores-input"],
     )
+    if got.get("mask_device") == "cpu":
+        raise Failure(MISTAKES["gpt-mask-on-cpu"])
 
 
 @MINI_GPT.check("return-attn", inputs=probe.inputs_model, probe=probe.probe_attn)

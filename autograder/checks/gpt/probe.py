@@ -134,6 +134,54 @@ def probe_logits(mod, x):
     return logits_of(load(mod, x), x)
 
 
+class _FirstBlock(Exception):
+    """Raised by the hook on MiniGPT's first block: what forward hands it is all the probe
+    wants of the meta run."""
+
+
+def mask_device(model, idx) -> str:
+    """Where MiniGPT's forward makes the mask it hands its blocks, told on the meta device
+    (no values, no GPU needed): the model and idx are moved there and forward runs up to its
+    first block, which a hook stops. "meta": every tensor handed to the block besides the
+    activations is on idx's device; "cpu": one of them was made on the CPU whatever idx's
+    device (on a GPU that forward fails); "" when it cannot be told (no blocks, nothing
+    handed over, or a step before the first block that the meta device cannot run, such as a
+    check of the token ids' values). The model is left on the meta device: use it no more."""
+    blocks = getattr(model, "blocks", None)
+    if not isinstance(blocks, (nn.ModuleList, nn.Sequential)) or len(blocks) == 0:
+        return ""
+    handed: list[torch.Tensor] = []
+
+    def hook(module, args, kwargs):
+        handed.extend(t for t in (*args[1:], *kwargs.values()) if isinstance(t, torch.Tensor))
+        raise _FirstBlock
+
+    handle = blocks[0].register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model.to("meta")(idx.to("meta"))
+        return ""  # the first block never ran
+    except _FirstBlock:
+        pass
+    except Exception:  # what the meta device cannot run: not the student's mistake
+        return ""
+    finally:
+        handle.remove()
+    # (a 0-d tensor on the CPU is a number: PyTorch lets it meet tensors of any device)
+    devices = {t.device.type for t in handed if t.dim() > 0}
+    return "cpu" if "cpu" in devices else "meta" if "meta" in devices else ""
+
+
+def probe_causal(mod, x):
+    """The logits of two inputs equal up to t, and where forward makes its mask
+    (mask_device: on a CPU grading only, where the first runs cannot show it)."""
+    model = load(mod, x)
+    got = logits_of(model, x)
+    if x["idx"].device.type == "cpu":
+        got["mask_device"] = mask_device(model, x["idx"])
+    return got
+
+
 def probe_tying(mod, x):
     """The logits after loading token_embed.weight = E and lm_head.weight = W (different):
     a tied model holds one of them in both places, an untied one uses both. Plus the
