@@ -224,13 +224,49 @@ def _ids(got, x, name, n, temperature, top_k):
     return ids, what
 
 
-def _step_logits(x, ids, step):
+def _step_logits(x, ids, step, context=None):
     """The scripted model's last-position logits for new token `step` of the student's own
-    sequence, fed the last max_len tokens (the docstring's context)."""
+    sequence, fed the last max_len tokens (the docstring's context), or `context` when
+    given (what the student's generate fed it)."""
     model = probe.scripted(x).eval()
     T0 = x["prompt"].size(1)
     with torch.no_grad():
-        return model(ids[:, : T0 + step][:, -model.max_len :])[:, -1]
+        if context is None:
+            context = ids[:, : T0 + step][:, -model.max_len :]
+        return model(context)[:, -1]
+
+
+def _own_contexts(got, x, name, n):
+    """What the student's generate fed the scripted model in run `name`, one context per new
+    token, when those are not the docstring's (the last max_len tokens of the sequence so
+    far): the crop check charges that mistake, and the other generate checks judge the
+    tokens given these contexts (principle 10). None when the contexts are right, or when
+    they cannot stand in (another number of calls than tokens, or not (B, 1..max_len) ids
+    of the vocabulary): those runs are judged on the docstring's contexts."""
+    if got.get(f"{name}/calls") != n:
+        return None
+    (B, T0), m, V = x["prompt"].shape, x["pos"].size(0), x["table"].size(0)
+    ids = got.get(f"{name}/ids")
+    found, right = [], isinstance(ids, torch.Tensor)
+    for step in range(n):
+        c = got.get(f"{name}/context{step}")
+        usable = (
+            isinstance(c, torch.Tensor)
+            and c.dtype == torch.int64
+            and c.dim() == 2
+            and c.size(0) == B
+            and 1 <= c.size(1) <= m
+            and c.numel() > 0
+            and 0 <= int(c.min())
+            and int(c.max()) < V
+        )
+        if not usable:
+            return None
+        found.append(c)
+        if right:
+            prefix = ids[:, : T0 + step][:, -m:]
+            right = prefix.shape == c.shape and torch.equal(prefix, c)
+    return None if right else found
 
 
 GENERATE = CHECKS.exercise("generate", probe=probe.probe_greedy)
@@ -243,8 +279,10 @@ def verdict_greedy(got, want, x):
     for name, n, temperature, top_k in probe.cases("greedy", x):
         ids, _ = _ids(got, x, name, n, temperature, top_k)
         T0 = x["prompt"].size(1)
+        own = _own_contexts(got, x, name, n) or [None] * n
         for step in range(n):
-            if not torch.equal(_step_logits(x, ids, step).argmax(-1), ids[:, T0 + step]):
+            logits = _step_logits(x, ids, step, own[step])
+            if not torch.equal(logits.argmax(-1), ids[:, T0 + step]):
                 raise Failure(MISTAKES["gen-greedy-not-argmax"], step=step)
 
 
@@ -284,15 +322,23 @@ def _tokens_verdict(check):
             reference = want[f"{name}/ids"]
             if torch.equal(ids, reference):
                 continue
-            for mistake, kwargs, details in _mistakes(temperature, top_k):
-                try:
-                    replayed = models._generate(x, n, temperature, top_k, **kwargs)
-                except ModelUnavailable:  # the student copy: these mistakes go unnamed
-                    break
-                if torch.equal(ids, replayed):
-                    raise Failure(mistake, what=what, **details)
+            # Fed other contexts than the docstring's: the tokens are judged given them
+            # (the crop check charges the contexts), the known mistakes too.
+            own = _own_contexts(got, x, name, n)
+            given = {} if own is None else {"contexts": own}
+            try:
+                if own is not None and torch.equal(
+                    ids, models._generate(x, n, temperature, top_k, contexts=own)
+                ):
+                    continue
+                for mistake, kwargs, details in _mistakes(temperature, top_k, own is None):
+                    replayed = models._generate(x, n, temperature, top_k, **kwargs, **given)
+                    if torch.equal(ids, replayed):
+                        raise Failure(mistake, what=what, **details)
+            except ModelUnavailable:  # the student copy: these go unnamed (and charged)
+                pass
             if top_k is not None:
-                _check_top_k(ids, x, top_k, n)
+                _check_top_k(ids, x, top_k, n, own)
             row, step = _first_difference(ids, reference, x["prompt"].size(1))
             T0 = x["prompt"].size(1)
             raise Failure(
@@ -307,9 +353,10 @@ def _tokens_verdict(check):
     return verdict
 
 
-def _mistakes(temperature, top_k):
-    """(misconception, the models._generate arguments that model it, details), tried in order."""
-    found = [(MISTAKES["gen-crop-keeps-first"], {"crop": "first"}, {})]
+def _mistakes(temperature, top_k, crop=True):
+    """(misconception, the models._generate arguments that model it, details), tried in order
+    (`crop`: with the crop mistake; not where the contexts fed are given)."""
+    found = [(MISTAKES["gen-crop-keeps-first"], {"crop": "first"}, {})] if crop else []
     if temperature not in (0, 1):
         found += [
             (
@@ -332,15 +379,16 @@ def _first_difference(ids, reference, T0):
     return int(first[0]), int(first[1])
 
 
-def _check_top_k(ids, x, k, n):
-    """Every sampled token is among the k largest logits of its step (ties kept); one that
+def _check_top_k(ids, x, k, n, own=None):
+    """Every sampled token is among the k largest logits of its step (ties kept; `own`: the
+    contexts the student's generate fed, where they are not the docstring's); one that
     is not but is always among the k + 1 largest means a threshold one place too far."""
     V = x["table"].size(0)
     T0 = x["prompt"].size(1)
     outside = None
     extra_only = True
     for step in range(n):
-        logits = _step_logits(x, ids, step)
+        logits = _step_logits(x, ids, step, None if own is None else own[step])
         chosen = logits.gather(1, ids[:, T0 + step : T0 + step + 1])
         kth = logits.topk(min(k, V), dim=-1).values[:, -1:]
         bad = (chosen < kth).flatten().nonzero()

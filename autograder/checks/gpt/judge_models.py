@@ -132,13 +132,22 @@ def _scale_replays(x):
 
 
 @model
-def _generate(x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0):
+def _generate(
+    x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0, contexts=None
+):
+    """generate on the scripted model, with a known mistake where an argument names one;
+    `contexts`: the model is fed these (one per new token: what the student's generate fed
+    it) instead of the cropped sequence."""
     model = probe.scripted(x).eval()
     gen = torch.Generator().manual_seed(x["seed"])
     idx, m, V = x["prompt"].cpu(), model.max_len, x["table"].size(0)
     with torch.no_grad():
-        for _ in range(n):
-            logits = model(idx[:, -m:] if crop == "last" else idx[:, :m])[:, -1]
+        for step in range(n):
+            if contexts is not None:
+                context = contexts[step]
+            else:
+                context = idx[:, -m:] if crop == "last" else idx[:, :m]
+            logits = model(context)[:, -1]
             if temperature == 0:
                 next_id = logits.argmax(dim=-1, keepdim=True)
             else:

@@ -317,9 +317,10 @@ def _run_cases(mod, x, check):
             got[f"{name}/error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
             continue
         got[f"{name}/ids"] = out
-        if check == "crop":
-            got[f"{name}/calls"] = len(model.calls)
-            got.update({f"{name}/context{i}": c for i, (c, _, _) in enumerate(model.calls)})
+        # What each call fed the model: the crop check judges it; the others judge the
+        # tokens given it (a context mistake is the crop check's to charge).
+        got[f"{name}/calls"] = len(model.calls)
+        got.update({f"{name}/context{i}": c for i, (c, _, _) in enumerate(model.calls)})
     return got
 
 

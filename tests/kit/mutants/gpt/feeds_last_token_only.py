@@ -1,0 +1,32 @@
+"""Mutant: the model is fed only the last token, as a recurrent model would be: the sampling
+is right given what it fed the model, so only the crop check is charged (principle 10)."""
+
+# expects: gen-wrong-context
+# loses: generate-crop
+import torch
+
+from solutions.gpt import CharVocab, MiniGPT, load_corpus, train
+
+
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                context = idx[:, -1:]
+                logits = model(context)[:, -1, :]
+                if temperature == 0:
+                    next_id = logits.argmax(dim=-1, keepdim=True)
+                else:
+                    logits = logits / temperature
+                    if top_k is not None:
+                        k = min(top_k, logits.size(-1))
+                        kth = torch.topk(logits, k, dim=-1).values[:, -1:]
+                        logits = logits.masked_fill(logits < kth, float("-inf"))
+                    probs = logits.softmax(dim=-1)
+                    next_id = torch.multinomial(probs, 1, generator=generator)
+                idx = torch.cat([idx, next_id], dim=1)
+    finally:
+        model.train(was_training)
+    return idx
