@@ -364,9 +364,11 @@ def _generated(got, key, x, prompt):
 
 
 @model
-def _decoded(x, calls, how=(), cache=None):
+def _decoded(x, calls, how=(), cache=None, row=-1):
+    """The decoder's logits at position `row` of each call (the last: the next token's), as
+    (B, calls, V) float32."""
     return torch.stack(
-        [out[:, -1] for out in models._decoder64(x, calls, how, cache)], dim=1
+        [out[:, row] for out in models._decoder64(x, calls, how, cache)], dim=1
     ).float()
 
 
@@ -378,18 +380,20 @@ def _generate_candidates(got, x, tokens, T0, what=None, use_cache=True, run=None
     details = {"p0": T0, "T": 1, "S": T0 + 1}
     if what is not None:
         details["what"] = what
+    first = MISTAKES["kv-first-position-logits"]
     if not use_cache:
         prefixes = [tokens[:, : T0 + i] for i in range(n)]
         return [
             (m, (lambda how=how: _decoded(x, prefixes, how)), details)
             for m, how in models.LAYER_MISTAKES
             if how[0] in ("no-mask", "values-rotated", "unrotated")
-        ]
+        ] + [(first, lambda: _decoded(x, prefixes, row=0), {})]
     calls = steps(tokens, T0)
     found = [
         (m, (lambda how=how: _decoded(x, calls, how, models._Cache(x["L"]))), details)
         for m, how in models.LAYER_MISTAKES
     ]
+    found.append((first, lambda: _decoded(x, calls, (), models._Cache(x["L"]), row=0), {}))
     every = [tokens[:, : T0 + i] for i in range(n)]
     found.append(
         (
@@ -461,6 +465,11 @@ def _incremental(got, x):
     _degenerate(full, "the model's logits without a cache")
     expected = full[:, T0 - 1 :].float()
     if close(logits, expected, models.OWN_TOL):
+        return
+    # The prefill's token chosen from the prompt's first position (logits[:, 0]): the cache
+    # is right, the choice of row is greedy decoding's, charged by the generate check.
+    first_row = torch.cat([full[:, :1], full[:, T0:]], dim=1).float()
+    if T0 > 1 and close(logits, first_row, models.OWN_TOL):
         return
     if decoding_given_own_cache(got, x, "b", tokens, T0, logits):
         return  # the cache's mistake, charged in its own checks
