@@ -172,8 +172,10 @@ def _exact(x, causal, *, keys=None, strict=False, scale=None):
 
 
 @model
-def _online(x, causal, chunk, *, rescale_l=True, rescale_acc=True, per_chunk=None):
-    """The chunked loop with a chosen mistake, in float64 (the mistake, not the rounding)."""
+def _online(x, causal, chunk, *, rescale_l=True, rescale_acc=True, per_chunk=None, local=False):
+    """The chunked loop with a chosen mistake, in float64 (the mistake, not the rounding);
+    `local`: the causal mask compares the queries with key positions counted from each
+    chunk's start (0 .. c - 1), not the keys' positions in the sequence."""
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
     T, d = q.shape[-2:]
     i = torch.arange(T)[:, None]
@@ -184,7 +186,9 @@ def _online(x, causal, chunk, *, rescale_l=True, rescale_acc=True, per_chunk=Non
     for start in range(0, T, chunk):
         s = q @ k[..., start : start + chunk, :].transpose(-2, -1) / math.sqrt(d)
         if causal:
-            s = s.masked_fill(torch.arange(start, min(start + chunk, T))[None, :] > i, -math.inf)
+            first = 0 if local else start
+            cols = torch.arange(first, first + min(start + chunk, T) - start)[None, :]
+            s = s.masked_fill(cols > i, -math.inf)
         if per_chunk:
             w = torch.nan_to_num(s.softmax(dim=-1))
             parts.append(w @ v[..., start : start + chunk, :])
@@ -232,6 +236,14 @@ def _chunked_candidates(x, causal, chunk):
     found = []
     if causal:
         found.append((MISTAKES["chunked-causal-ignored"], lambda: _exact(x, False), {}))
+    if causal and chunk < T:
+        found.append(
+            (
+                MISTAKES["chunked-causal-chunk-positions"],
+                lambda: _online(x, True, chunk, local=True),
+                {},
+            )
+        )
     if T % chunk and chunk < T:
         kept = T - T % chunk
         found.append(
