@@ -135,7 +135,8 @@ def heads64(previous, induction, mistake=""):
         layer, head = divmod(int(induction.argmax()), H)
     else:
         layer, head = divmod(int(induction[1:].argmax()), H)
-        layer += 1
+        if mistake != "no-row-offset":  # (the row dropped is added back)
+            layer += 1
     if mistake == "previous-any-layer":
         rows = previous
     elif mistake == "previous-own-layer":  # the induction head's own layer included
@@ -274,6 +275,7 @@ FIND_HEADS = CHECKS.exercise("find_heads", probe=probe.probe_find_heads)
 HEAD_MISTAKES = (
     (MISTAKES["induction-find-pair-swapped"], "swapped", slice(0, 4)),
     (MISTAKES["induction-find-any-layer"], "any-layer", slice(0, 2)),
+    (MISTAKES["induction-find-row-offset"], "no-row-offset", slice(0, 2)),
     (MISTAKES["induction-find-divmod-by-layers"], "divmod-by-layers", slice(0, 2)),
     (MISTAKES["induction-find-previous-not-before"], "previous-own-layer", slice(2, 4)),
     (MISTAKES["induction-find-previous-not-before"], "previous-any-layer", slice(2, 4)),
