@@ -134,9 +134,9 @@ def probe_logits(mod, x):
     return logits_of(load(mod, x), x)
 
 
-class _FirstBlock(Exception):
+class _FirstBlock(BaseException):
     """Raised by the hook on MiniGPT's first block: what forward hands it is all the probe
-    wants of the meta run."""
+    wants of the meta run (a BaseException: a forward's own `except Exception` lets it by)."""
 
 
 def mask_device(model, idx) -> str:
