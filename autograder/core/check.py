@@ -201,6 +201,25 @@ OWN_RAISE = _declare(
         "T > max_len, not T >= max_len.",
     ),
 )
+CHANGED_INPUT = _declare(
+    "changed-input",
+    "Your {what} changed the tensor it was given as {name} in place: after the call, the "
+    "caller's {name} held other values. It must compute into new tensors and leave its "
+    "arguments as they were.",
+    (
+        "A function's arguments belong to its caller, who may use them again: a block adds "
+        "its input x back after norm(x) or attn(x), so an x changed in place breaks that sum "
+        "(and autograd's backward pass refuses it).",
+        "Look for an in-place operation on an argument: x /= ..., x += ..., x[...] = ..., "
+        "x.mul_(...), x.add_(...), an op with out=x; write the result into a new tensor "
+        "instead.",
+        "y = x / scale, or torch.cat([a, b], dim=-1) for halves, not x /= scale or "
+        "x[..., :half] = a: then return y, a new tensor.",
+    ),
+)
+# The probe outputs' key for what a probe's run of the student's code changed in place among
+# the arguments it watched (run/probing.kept): the argument's name, or "" when none.
+CHANGED_KEY = "changed-input"
 INVALID_PROBABILITIES = _declare(
     "sampling-invalid-probabilities",
     "Your code gave torch.multinomial a row of probabilities that is NaN, infinite or "

@@ -193,7 +193,7 @@ PHRASES = (
     N_("shifting every position by {shift} changed nothing"),
     N_("the output is not weights @ v"),
     N_("the weights of a row do not sum to 1"),
-    N_("a key the causal mask blocks got weight"),
+    N_("a key the mask blocks got weight"),
     N_(
         "torch's profiler saw {n} matrix-product calls, the op recorder {m} (a recorded product shows up twice in the profiler, once through the recorder)"  # noqa: E501
     ),

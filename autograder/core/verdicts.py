@@ -14,6 +14,8 @@ import torch
 
 from . import model_replays
 from .check import (
+    CHANGED_INPUT,
+    CHANGED_KEY,
     NO_EVIDENCE,
     NOT_FINITE,
     WRONG_DTYPE,
@@ -305,6 +307,15 @@ def dropout_finding(
     if abs(frac - p) > sigmas * (p * (1 - p) / n) ** 0.5:
         return "rate", f"{frac:.0%} of {n} values were dropped, but p = {p:g}"
     return None
+
+
+def assert_kept(got: dict[str, Any], what: str) -> None:
+    """Failure (changed-input) when the probe's run of `what` changed one of the arguments it
+    watched in place (run/probing.kept). One check per function watches: the mistake is
+    charged once, and the function's other checks give it fresh arguments per call."""
+    name = got.get(CHANGED_KEY)
+    if name:
+        raise Failure(CHANGED_INPUT, what=what, name=str(name))
 
 
 def assert_causal(

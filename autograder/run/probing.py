@@ -13,13 +13,14 @@ import functools
 import importlib
 import traceback
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..core.check import (
+    CHANGED_KEY,
     CRASH,
     IMPORT_ERROR,
     INVALID_PROBABILITIES,
@@ -201,6 +202,32 @@ def to_device(value: Any, device: str) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(to_device(v, device) for v in value)
     return value
+
+
+def kept(watched: Iterable[tuple[str, torch.Tensor]], run: Callable[[], Outputs]) -> Outputs:
+    """run() (a probe's calls of the student's code on the `watched` tensors, each with the
+    argument's name), its outputs with CHANGED_KEY: the name of the first of them the code
+    changed in place (values, shape or dtype), or "" when it left them as they were
+    (verdicts.assert_kept). A tensor changed is given its values back, so that the probe's
+    later calls (another check's concern) get what they would have."""
+    before = [(name, t, t.clone()) for name, t in watched]
+    got = run()
+    changed = next((name for name, t, was in before if not _same(t, was)), "")
+    if changed:  # the outputs as they are (one may be the argument itself), then the values back
+        got = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in got.items()}
+        for _, t, was in before:
+            with torch.no_grad():
+                t.data = was
+    return {**got, CHANGED_KEY: changed}
+
+
+def _same(now: torch.Tensor, was: torch.Tensor) -> bool:
+    """The same shape, dtype and values (NaN where NaN was)."""
+    if now.shape != was.shape or now.dtype != was.dtype:
+        return False
+    if now.is_floating_point() or now.is_complex():
+        return bool(((now == was) | (now.isnan() & was.isnan())).all())
+    return torch.equal(now, was)
 
 
 def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from ...core.check import CheckList
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, close, model, tensor
+from ...core.verdicts import assert_close, assert_kept, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")
@@ -139,7 +139,8 @@ RMS_NORM = CHECKS.exercise("rms_norm", probe=probe.probe_rms_norm)
 def verdict_rms_norm(got, want, x):
     """Everything but eps: a result that is right but for where eps goes or which eps is
     used (replayed with the reference) passes here, as the rms-norm-eps check charges it
-    (each difference is charged once)."""
+    (each difference is charged once). rms_norm must leave x and weight as they were."""
+    assert_kept(got, "rms_norm")
     for name, case in x.items():
         y = _rms_output(got, name, case)  # x's dtype
         if y.dtype == torch.float64:  # its values as float32 can hold them: LLaMA's

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ...run.probing import load_weights, randn
+from ...run.probing import kept, load_weights, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -54,11 +54,18 @@ def inputs_rms_norm_eps(gen):
 
 
 def probe_rms_norm(mod, x):
-    got = {}
-    for name, case in x.items():
-        kwargs = {k: case[k] for k in ("weight", "eps") if k in case}
-        got[name] = mod.rms_norm(case["x"], **kwargs)
-    return got
+    """rms_norm on each case, and whether it changed the x or weight it was given in place
+    (kept: the rms-norm check charges that; the other checks' x is its own)."""
+
+    def run():
+        got = {}
+        for name, case in x.items():
+            kwargs = {k: case[k] for k in ("weight", "eps") if k in case}
+            got[name] = mod.rms_norm(case["x"], **kwargs)
+        return got
+
+    watched = [(k, case[k]) for case in x.values() for k in ("x", "weight") if k in case]
+    return kept(watched, run)
 
 
 # --------------------------------------------------------------------------- RMSNorm
@@ -86,11 +93,14 @@ def probe_rms_module(mod, x):
         module = mod.RMSNorm(D, **eps)
         load_weights(module, {"weight": case["weight"]})
         with torch.no_grad():
-            got[name] = module.eval()(case["x"])
+            # (each call its own copy of x: an rms_norm that changes x in place is charged
+            # by the rms-norm check, not again here)
+            got[name] = module.eval()(case["x"].clone())
             # The student's own rms_norm on the same input: a mistake in it is charged by
             # the rms_norm checks, not again here.
             try:
-                got[f"{name}/own"] = mod.rms_norm(case["x"], case["weight"], case.get("eps", 1e-6))
+                own = mod.rms_norm(case["x"].clone(), case["weight"], case.get("eps", 1e-6))
+                got[f"{name}/own"] = own
             except Exception:  # not attempted or broken: charged by the rms_norm checks
                 got[f"{name}/own"] = None
     return got

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import load_weights, randn
+from ...run.probing import kept, load_weights, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -108,16 +108,16 @@ def probe_buffer(mod, x):
         got["load_error"] = str(e).splitlines()[0]
     else:
         with torch.no_grad():
-            got["loaded_out"] = loaded(x["x"])
+            got["loaded_out"] = loaded(x["x"].clone())
     trained = mod.PositionalEncoding(d_model, max_len=max_len).eval()
     with torch.no_grad():
-        got["before_step"] = trained(x["x"])
+        got["before_step"] = trained(x["x"].clone())
     params = [p for p in trained.parameters() if p.requires_grad]
     if params:
-        trained(x["x"]).square().sum().backward()
+        trained(x["x"].clone()).square().sum().backward()
         torch.optim.SGD(params, lr=0.1).step()
     with torch.no_grad():
-        got["after_step"] = trained(x["x"])
+        got["after_step"] = trained(x["x"].clone())
     return got
 
 
@@ -158,11 +158,13 @@ def _module(mod, x, dropout=0.0):
     return module
 
 
-def _call(module, value, got, key):
-    """got[key] = module(value), or got[key + '/error'] when x + pe did not broadcast."""
+def _call(module, value, got, key, fresh=True):
+    """got[key] = module(value), or got[key + '/error'] when x + pe did not broadcast;
+    `fresh`: on a copy of value (a forward that changes x in place is charged once, by the
+    forward check, which calls it on value itself)."""
     try:
         with torch.no_grad():
-            got[key] = module(value)
+            got[key] = module(value.clone() if fresh else value)
     except RuntimeError as e:  # a finding, not a crash: the verdict names it
         if "size of tensor" not in str(e):
             raise
@@ -183,10 +185,16 @@ def _own_table(mod, x, got):
 
 
 def probe_forward(mod, x):
+    """forward on each x, and whether it changed the x it was given in place (kept)."""
     module = _module(mod, x).eval()
     got = {}
-    for name, value in x["x"].items():
-        _call(module, value, got, name)
+
+    def run():
+        for name, value in x["x"].items():
+            _call(module, value, got, name, fresh=False)
+        return got
+
+    got = kept([("x", value) for value in x["x"].values()], run)
     _own_table(mod, x, got)
     return got
 

@@ -10,7 +10,7 @@ from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
-from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
+from ...core.verdicts import ModelUnavailable, assert_close, assert_kept, close, model, tensor
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
 from . import probe
 
@@ -231,6 +231,7 @@ APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
 
 @APPLY_ROTARY.check("reference", inputs=probe.inputs_reference)
 def verdict_reference(got, want, x):
+    assert_kept(got, "apply_rotary")  # x left as it was (charged here only)
     _every_case(got, want, x, named=_EVERYWHERE)
 
 
@@ -433,7 +434,7 @@ def _own(got, x):
 def _rotated_replays(x):
     """The reference's rotations of q, k and v (float64), for a student whose own apply_rotary
     gives none that is usable."""
-    return {f"rotated/{t}": _rope(x[t], x["positions"]) for t in "qkv"}
+    return {f"rotated/{t}": _rope(x[t], x["positions"], x["base"]) for t in "qkv"}
 
 
 ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attention)
@@ -511,7 +512,7 @@ def _is_attention(out, w, x, what, positions):
         raise Failure(
             MISTAKES["rope-attention-not-attention"],
             what=what,
-            why="a key the causal mask blocks got weight",
+            why="a key the mask blocks got weight",
         )
     sums = w.sum(dim=-1)  # within the weights' own dtype's tolerance: float32 rows of 8
     if not close(sums, torch.ones_like(sums)):  # sum to 1 only within a few 1e-7
@@ -522,7 +523,8 @@ def _is_attention(out, w, x, what, positions):
         )
     tol = {"atol": 1e-5, "rtol": 1e-5}
     if not close(out.double(), w.double() @ x["v"].double(), tol):
-        rotated = _output(lambda: _rope(x["v"], positions))  # None in the student copy
+        # None in the student copy
+        rotated = _output(lambda: _rope(x["v"], positions, x["base"]))
         if rotated is not None and close(out.double(), w.double() @ rotated, tol):
             raise Failure(MISTAKES["rope-rotates-v"], what=what)
         raise Failure(

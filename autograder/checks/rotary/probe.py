@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import pair, randn
+from ...run.probing import kept, pair, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -79,8 +79,10 @@ def _rotate(mod, case):
 
 
 def probe_rotate(mod, x):
-    """apply_rotary on each case: {case name: output}."""
-    return {name: _rotate(mod, case) for name, case in x.items()}
+    """apply_rotary on each case: {case name: output}, and whether it changed the x it was
+    given in place (kept: the reference check charges that; x has its values back after)."""
+    watched = [("x", case["x"]) for case in x.values()]
+    return kept(watched, lambda: {name: _rotate(mod, case) for name, case in x.items()})
 
 
 def probe_base(mod, x):
@@ -117,12 +119,14 @@ def inputs_relative(gen):
 
 
 def probe_relative(mod, x):
+    # (each call its own copy: an apply_rotary that changes x in place is charged once, by
+    # the reference check)
     shifted = x["positions"] + x["shift"]
     return {
-        "q1": mod.apply_rotary(x["q"], x["positions"]),
-        "k1": mod.apply_rotary(x["k"], x["positions"]),
-        "q2": mod.apply_rotary(x["q"], shifted),
-        "k2": mod.apply_rotary(x["k"], shifted),
+        "q1": mod.apply_rotary(x["q"].clone(), x["positions"]),
+        "k1": mod.apply_rotary(x["k"].clone(), x["positions"]),
+        "q2": mod.apply_rotary(x["q"].clone(), shifted),
+        "k2": mod.apply_rotary(x["k"].clone(), shifted),
     }
 
 
@@ -147,22 +151,28 @@ def probe_odd(mod, x):
 
 
 def inputs_attention(gen):
-    """q, k of width d and v of another even width, at a cache's offset positions, causal."""
+    """q, k of width d and v of another even width, at a cache's offset positions; a mask that
+    is causal and also blocks some earlier keys (never a row's own), and a base that is not
+    the default: rotary_attention must pass on both, not assume a causal mask or 10000."""
     B, H, T = _int(gen, 1, 2), _int(gen, 2, 3), _int(gen, 4, 8)
     d, d_v = _even(gen, 8, 16), _even(gen, 4, 6)
     start = _int(gen, 0, 200)
+    earlier = torch.rand(T, T, generator=gen) < 0.3
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1) | (earlier.tril(-1))
     return {
         "q": randn(gen, B, H, T, d),
         "k": randn(gen, B, H, T, d),
         "v": randn(gen, B, H, T, d_v, scale=2.0),
         "positions": _positions(start, T),
-        "mask": torch.ones(T, T, dtype=torch.bool).triu(1),
+        "mask": mask,
         "shift": _int(gen, 1, 40),
+        "base": float(1000 * _int(gen, 2, 50) + 500),  # 2500 .. 50500, never 10000
     }
 
 
 def _attend(mod, x, positions):
-    result = mod.rotary_attention(x["q"], x["k"], x["v"], positions, mask=x["mask"])
+    q, k, v = (x[n].clone() for n in ("q", "k", "v"))  # each call its own (see probe_relative)
+    result = mod.rotary_attention(q, k, v, positions, mask=x["mask"], base=x["base"])
     out, weights = pair(result, "rotary_attention's result")
     return out, weights
 
@@ -172,7 +182,7 @@ def _own_rotation(mod, x, got):
     mistake in apply_rotary is charged in its own checks only."""
     try:
         for name in ("q", "k", "v"):
-            got["own_" + name] = mod.apply_rotary(x[name], x["positions"])
+            got["own_" + name] = mod.apply_rotary(x[name].clone(), x["positions"], x["base"])
     except NotImplementedError:
         got["own_error"] = "apply_rotary is not attempted"
     except Exception as e:  # judged without the student's own rotation
