@@ -75,6 +75,9 @@ def inputs_layer_norm(gen):
         },
         "plain": {"x": randn(gen, 5, _int(gen, 5, 7), scale=3.0) - 2.0, "eps": 1e-5},
         "vector": {"x": randn(gen, _int(gen, 6, 9)), "eps": 1e-5},
+        # a weight without a bias, and a bias without a weight: each is applied on its own
+        "weight-only": {"x": randn(gen, 3, D) + 0.5, "weight": randn(gen, D) + 1.0, "eps": 1e-5},
+        "bias-only": {"x": randn(gen, 3, D) - 0.5, "bias": randn(gen, D), "eps": 1e-5},
     }
 
 

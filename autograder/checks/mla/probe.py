@@ -44,7 +44,9 @@ def _pick(gen, options):
 
 def _config(gen):
     D, H, d_c, d_c_q, d_head, d_rope = _pick(gen, SHAPES)
-    base = _pick(gen, [10000.0, float(_int(gen, 50, 500))])
+    # never the default (10000): an MLA that ignores self.base and rotates with apply_rotary's
+    # default is wrong in every check that compares values
+    base = float(_int(gen, 50, 500))
     cfg = {"D": D, "H": H, "d_c": d_c, "d_c_q": d_c_q, "d_head": d_head, "d_rope": d_rope}
     cfg["base"] = base
     return cfg
