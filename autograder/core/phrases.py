@@ -194,6 +194,10 @@ PHRASES = (
     N_("the output is not weights @ v"),
     N_("the weights of a row do not sum to 1"),
     N_("a key the mask blocks got weight"),
+    N_("no gradient reaches any parameter"),
+    N_("{name} got no gradient"),
+    N_("{name} got a gradient of zeros"),
+    N_("the backward pass raised {error}"),
     N_(
         "torch's profiler saw {n} matrix-product calls, the op recorder {m} (a recorded product shows up twice in the profiler, once through the recorder)"  # noqa: E501
     ),

@@ -17,6 +17,7 @@ from .check import (
     CHANGED_INPUT,
     CHANGED_KEY,
     NO_EVIDENCE,
+    NO_GRADIENT,
     NOT_FINITE,
     WRONG_DTYPE,
     WRONG_SHAPE,
@@ -316,6 +317,34 @@ def assert_kept(got: dict[str, Any], what: str) -> None:
     name = got.get(CHANGED_KEY)
     if name:
         raise Failure(CHANGED_INPUT, what=what, name=str(name))
+
+
+def assert_gradients(got: dict[str, Any], want: dict[str, Any] | None, what: str) -> None:
+    """Failure (no-gradient) when the backward pass of the probe's run (run/probing.gradients)
+    raised, or left a parameter without a gradient where the reference's got one (`want`;
+    None: every parameter must get one). Only whether gradients arrive: their values follow
+    from forward's, which other checks judge."""
+    error = got.get("grad/error")
+    if error and "does not require grad" in str(error):  # autograd never saw a parameter
+        raise Failure(NO_GRADIENT, what=what, detail="no gradient reaches any parameter")
+    if error:
+        raise Failure(NO_GRADIENT, what=what, detail=f"the backward pass raised {error}")
+    expected_from = got if want is None else want
+    for key, expected in expected_from.items():
+        if not key.startswith("grad/") or key == "grad/error":
+            continue
+        if want is not None and not (
+            isinstance(expected, torch.Tensor) and bool(expected.abs().max() > 0)
+        ):
+            continue
+        grad = got.get(key)
+        if not isinstance(grad, torch.Tensor) or grad.shape != expected.shape:
+            detail = f"{key[5:]} got no gradient"
+        elif not bool(grad.abs().max() > 0):
+            detail = f"{key[5:]} got a gradient of zeros"
+        else:
+            continue
+        raise Failure(NO_GRADIENT, what=what, detail=detail)
 
 
 def assert_causal(

@@ -230,6 +230,26 @@ def _same(now: torch.Tensor, was: torch.Tensor) -> bool:
     return torch.equal(now, was)
 
 
+def gradients(module: torch.nn.Module, run: Callable[[], Any]) -> Outputs:
+    """Each parameter's gradient after a backward pass from run()'s output (its first item
+    when a tuple; summed), as "grad/<name>" ("none" when none reached it), or "grad/error":
+    what forward or the backward pass raised, from autograd (verdicts.assert_gradients)."""
+    module.zero_grad(set_to_none=True)
+    try:
+        with torch.enable_grad():
+            out = run()
+            out = out[0] if isinstance(out, tuple | list) else out
+            out.float().sum().backward()
+    except NotImplementedError:
+        raise
+    except RuntimeError as e:  # a graph cut or broken in place: a finding, not a crash
+        return {"grad/error": f"RuntimeError: {(str(e).splitlines() or [''])[0][:200]}"}
+    return {
+        f"grad/{name}": "none" if p.grad is None else p.grad.detach().clone()
+        for name, p in module.named_parameters()
+    }
+
+
 def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:
     """Run the probe on `device`; bring every tensor it returns back to the CPU, detached.
     A measured check as a whole (the reference's run: fixtures, reference servers) runs every

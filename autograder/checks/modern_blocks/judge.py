@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from ...core.check import CheckList
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import assert_close, assert_kept, close, model, tensor
+from ...core.verdicts import assert_close, assert_gradients, assert_kept, close, model, tensor
 from . import probe
 
 CHECKS = CheckList("modern_blocks")
@@ -220,6 +220,7 @@ def verdict_rms_module(got, want, x):
         # RMSNorm computed on its own (not through rms_norm), with one of rms_norm's mistakes
         candidates += [(m, _model(case, **kw), d) for _, m, kw, d in mistakes]
         assert_close(out, want[name], what, candidates)
+    assert_gradients(got, want, "RMSNorm")  # its weight learns
 
 
 # --------------------------------------------------------------------------- SwiGLU
@@ -278,3 +279,4 @@ def verdict_swiglu(got, want, x):
         what = f"SwiGLU({D}, {d_ff}) on x of shape {tuple(x[inp].shape)}"
         out = tensor(got, key, what, shape=x[inp].shape, dtype=torch.float32)
         assert_close(out, want[key], what, _swiglu_candidates(x[inp], x["weights"]))
+    assert_gradients(got, want, f"SwiGLU({D}, {d_ff})")

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ...run.probing import kept, load_weights, randn
+from ...run.probing import gradients, kept, load_weights, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -103,6 +103,11 @@ def probe_rms_module(mod, x):
                 got[f"{name}/own"] = own
             except Exception:  # not attempted or broken: charged by the rms_norm checks
                 got[f"{name}/own"] = None
+    # The weight learns: a backward pass from the first case's output reaches it.
+    case = next(iter(x.values()))
+    module = mod.RMSNorm(case["x"].size(-1))
+    load_weights(module, {"weight": case["weight"]})
+    got.update(gradients(module, lambda: module(case["x"].clone())))
     return got
 
 
@@ -139,4 +144,6 @@ def probe_swiglu(mod, x):
     load_weights(module, x["weights"])
     module.eval()
     with torch.no_grad():
-        return {"out": module(x["x"]), "out2": module(x["x2"])}
+        got = {"out": module(x["x"]), "out2": module(x["x2"])}
+    # Every weight learns: a backward pass from the output reaches each.
+    return {**got, **gradients(module, lambda: module(x["x"].clone()))}

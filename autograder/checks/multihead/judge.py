@@ -16,6 +16,7 @@ from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import (
     ModelUnavailable,
     assert_close,
+    assert_gradients,
     close,
     linear64,
     model,
@@ -581,3 +582,4 @@ def verdict_dropout(got, want, x):
     # same way. Code whose output path differs is charged in the checks that name that.
     if close(o0, _follows(x, w0).to(o.dtype)) and not close(o, _follows(x, w).to(o.dtype)):
         raise Failure(MISTAKES["mha-dropout-not-on-weights"])
+    assert_gradients(got, None, f"MultiHeadAttention(dropout={p}) in training mode")

@@ -16,7 +16,7 @@ import math
 import torch
 
 from ...core.dispatch import MATMUL_OPS, OpCounter
-from ...run.probing import load_weights, pair, randn
+from ...run.probing import gradients, load_weights, pair, randn
 from ..attention.probe import random_mask
 
 # (D, H): d_k = D // H is 5, 6 or 7; no D is a perfect square.
@@ -282,4 +282,6 @@ def probe_dropout(mod, x):
     torch.manual_seed(x["torch_seed"])  # the drops are random, but reproducible
     got.update({f"train/{k}": v for k, v in call(model, q).items()})
     got.update({f"train2/{k}": v for k, v in call(model, q).items()})
+    # Training mode learns: a backward pass through the dropped weights reaches every weight.
+    got.update(gradients(model, lambda: model(q)))
     return got
