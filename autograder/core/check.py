@@ -201,6 +201,21 @@ OWN_RAISE = _declare(
         "T > max_len, not T >= max_len.",
     ),
 )
+WEIGHTS_NOT_LOADED = _declare(
+    "weights-not-loaded",
+    "The grader could not load its weights into your {module}: {detail}. It loads them by "
+    "the names and shapes the stub gives the parameters (load_state_dict, strict).",
+    (
+        "The grader draws the weights itself and loads them into your module by name, so "
+        "every check compares the same computation: your module must hold exactly the "
+        "parameters the stub creates, under the same names and with the same shapes.",
+        "Compare your __init__ with the stub's: the attribute names (w_q, not q_proj), the "
+        "nn.Linear(in_features, out_features) sizes, bias=bias where the stub passes it (no "
+        "bias when bias=False), and no parameter the stub does not create.",
+        "print({{k: tuple(v.shape) for k, v in model.state_dict().items()}}) for your module "
+        "and for the names and shapes in the error, then make __init__ create those.",
+    ),
+)
 CHANGED_INPUT = _declare(
     "changed-input",
     "Your {what} changed the tensor it was given as {name} in place: after the call, the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import re
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +29,7 @@ from ..core.check import (
     MISSING_FILE,
     NOT_ATTEMPTED,
     OWN_RAISE,
+    WEIGHTS_NOT_LOADED,
     WRONG_TYPE,
     Check,
     Failure,
@@ -334,6 +336,22 @@ def raised_in(e: BaseException, root: Path) -> bool:
     return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(root)
 
 
+LOAD_ERROR = "Error(s) in loading state_dict for"  # torch's load_state_dict, strict
+
+
+def _load_problem(line: str) -> str:
+    """One line of load_state_dict's error, said from the student's side (core/phrases.py)."""
+    line = line.rstrip(".")
+    if m := re.match(r"Missing key\(s\) in state_dict: (.*)", line):
+        return f"your module has {m[1]}, which the stub does not create here"
+    if m := re.match(r"Unexpected key\(s\) in state_dict: (.*)", line):
+        return f"your module lacks {m[1]}"
+    pattern = r"size mismatch for (\S+): copying a param with shape (.*) from checkpoint, the shape in current model is (.*)"  # noqa: E501
+    if m := re.match(pattern, line):
+        return f"{m[1]} has the shape {m[3]} in your module, {m[2]} in the stub's"
+    return line
+
+
 def crash(e: BaseException, root: Path) -> Failure:
     """The Failure for an exception from student code, naming their file and line."""
     frames = _student_frames(e, root)
@@ -342,6 +360,12 @@ def crash(e: BaseException, root: Path) -> Failure:
         f = frames[-1]
         where = f"in {Path(f.filename).name}, line {f.lineno}: `{(f.line or '').strip()}`"
     message = str(e).strip().splitlines()
+    if isinstance(e, RuntimeError) and message and message[0].startswith(LOAD_ERROR):
+        # the grader's weights, loaded strictly into the student's module: name what differs
+        module = message[0][len(LOAD_ERROR) :].strip(" :") or "module"
+        found = [_load_problem(line.strip()) for line in message[1:] if line.strip()]
+        detail = "; ".join(found)[:600] or message[0]
+        return Failure(WEIGHTS_NOT_LOADED, module=module, detail=detail)
     error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
     own = raised_in(e, root) and (frames[-1].line or "").lstrip().startswith(("raise", "assert"))
     if "probability tensor contains" in error:  # torch.multinomial's own words
