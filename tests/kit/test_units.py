@@ -490,3 +490,27 @@ def test_the_pre_fork_server_forks_follows_and_reaps():
     finally:
         server.close()
     assert sorted(ended) == [1, 3] and server.running() == []
+
+
+def test_weights_that_cannot_be_loaded_are_named_from_the_students_side(tmp_path):
+    """A MultiHeadAttention that always has biases (nn.Linear's default) cannot hold the
+    grader's weights for bias=False: the checks that load them say which parameters differ
+    (weights-not-loaded), not a crash whose hint is about shapes; the others keep their points."""
+    source = (
+        (SOLUTIONS / "multihead.py")
+        .read_text()
+        .replace("nn.Linear(d_model, d_model, bias=bias)", "nn.Linear(d_model, d_model)")
+    )
+    assert source != (SOLUTIONS / "multihead.py").read_text()
+    from autograder.run.engine import grade
+    from autograder.run.submission import Submission
+
+    folder = submission_with(tmp_path, {"multihead": source})
+    results = grade(Submission(folder), ["multihead"])
+    failed = [r for r in results if not r.passed]
+    assert failed and {r.misconception for r in failed} == {"weights-not-loaded"}, [
+        (r.check_id, r.misconception) for r in failed
+    ]
+    message = failed[0].message
+    assert '"w_q.bias"' in message and "which the stub does not create here" in message, message
+    assert {"multihead.split", "multihead.merge"} <= {r.check_id for r in results if r.passed}
