@@ -283,7 +283,13 @@ def probe_function(mod, x):
                 p = f"{str(dtype)[6:]}/c{int(causal)}/"
                 got[p + "out"] = out.detach() if isinstance(out, torch.Tensor) else out
                 if isinstance(out, torch.Tensor) and out.requires_grad:
-                    out.backward(x["grad_out"].to(dtype))
+                    try:
+                        out.backward(x["grad_out"].to(dtype))
+                    except NotImplementedError:
+                        raise
+                    except RuntimeError as e:  # function-backward's finding, not forward's
+                        got[p + "backward-error"] = (str(e).splitlines() or [""])[0][:300]
+                        continue
                 for name, leaf in zip(("dq", "dk", "dv"), leaves, strict=True):
                     got[p + name] = leaf.grad
     finally:
@@ -337,7 +343,13 @@ def probe_saves(mod, x):
         kept_bytes=int(memory.kept),
     )
     if isinstance(out, torch.Tensor) and out.requires_grad:
-        out.backward(x["grad_out"])
+        try:
+            out.backward(x["grad_out"])
+        except NotImplementedError:
+            raise
+        except RuntimeError as e:  # named, as function-backward names it
+            got["backward-error"] = (str(e).splitlines() or [""])[0][:300]
+            return got
         got["out"] = out.detach()
         got["dq"] = leaves[0].grad
     return got
