@@ -1,5 +1,6 @@
 """Mutant: backward returns the three tensor gradients only, not None for causal and the block
-sizes: autograd refuses them; the backward check is charged (and the saves advice, 0 points, names it too)."""
+sizes: autograd refuses them; the backward check is charged (and the saves advice, 0 points,
+names it too)."""
 
 # expects: flash-function-backward-raised
 # loses: function-backward, saves
