@@ -193,22 +193,17 @@ def verdict_ffn_dropout_train(got, want, x):
     gelu(linear1(x)): each value 0 or kept / (1 - p), about p of them 0."""
     p, sd = probe.P_DROP, x["weights"]
     what = _ffn_what(x, dropout=p) + " in training mode"
-    pre = F.linear(x["x"].double(), sd["linear1.weight"].double(), sd["linear1.bias"].double())
-    w2, b2 = sd["linear2.weight"].double(), sd["linear2.bias"].double()
-    evaluated = got.get("eval")
-    if isinstance(evaluated, torch.Tensor) and evaluated.shape == x["x"].shape:
-        wired = [F.linear(ACTS[act](pre), w2, b2) for act in ("gelu", "gelu-tanh", "relu", "none")]
-        if not any(close(evaluated.double(), w, {"atol": 1e-4, "rtol": 1e-4}) for w in wired):
-            return  # not linear2(act(linear1(x))) even without dropout: the ffn checks' finding
     out = tensor(got, "out", what, shape=x["x"].shape, dtype=torch.float32).double()
     if not torch.isfinite(out).all():
         raise Failure(MISTAKES["ffn-dropout-misplaced"], why="the output is not finite")
+    w2, b2 = sd["linear2.weight"].double(), sd["linear2.bias"].double()
     rows = (out - b2).reshape(-1, w2.size(0)).T  # (d_model, N)
     hidden = torch.linalg.lstsq(w2, rows).solution  # (d_ff, N)
     rebuilt = (w2 @ hidden).T.reshape(out.shape) + b2
     if not torch.allclose(rebuilt, out, atol=1e-4, rtol=1e-4):
         why = "the output is not linear2 of any hidden vector: dropout acted after linear2"
         raise Failure(MISTAKES["ffn-dropout-misplaced"], why=why)
+    pre = F.linear(x["x"].double(), sd["linear1.weight"].double(), sd["linear1.bias"].double())
     hidden = hidden.T.reshape(pre.shape)
     # Float32 output, float64 recovery: the hidden values carry errors of about 1e-5. The
     # activation is graded by ffn-gelu: the dropout is judged against the one the code used.
@@ -433,17 +428,6 @@ def verdict_block_dropout_train(got, want, x):
         out = out.reshape(-1, D)
         sub = x["attn_out" if active == "attn" else "ffn_out"].double().reshape(-1, D)
         details = {"p": p, "kind": kind, "sublayer": sublayer}
-        # Dropout is judged on a right wiring only: in eval mode the block must give x + s
-        # (Pre-LN), norm(norm(x + s)) or norm(norm(x) + s) (Post-LN); another wiring is the
-        # pre-ln or post-ln check's finding (and a dropout active in eval mode dropout-eval's).
-        if layout == "pre":
-            right = xs + sub
-        else:
-            right = norm(norm(xs + sub)) if active == "attn" else norm(norm(xs) + sub)
-        evaluated = got.get(key + "/eval")
-        if isinstance(evaluated, torch.Tensor) and evaluated.shape == x["x"].shape:
-            if not close(evaluated.double().reshape(-1, D), right, {"atol": 1e-4, "rtol": 1e-4}):
-                continue
         if not torch.isfinite(out).all():
             raise Failure(
                 MISTAKES["block-dropout-misplaced"], why="the output is not finite", **details
@@ -462,8 +446,6 @@ def verdict_block_dropout_train(got, want, x):
             else:
                 why = "no pattern of dropped values of the sub-layer's output explains it"
             raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **details)
-    if not kept:  # no run wired right: nothing to judge dropout on
-        return
     kept = torch.cat(kept)
     dropped = 1 - float(kept.mean())
     if abs(dropped - p) > 5 * (p * (1 - p) / kept.numel()) ** 0.5:

@@ -146,14 +146,10 @@ def probe_ffn_dropout_eval(mod, x):
 
 
 def probe_ffn_dropout_train(mod, x):
-    """The training-mode output, and the same module's in eval mode (its wiring without
-    dropout: a wiring mistake is the ffn checks' to charge, not this one's)."""
     module = _ffn(mod, x, "gelu", P_DROP).train()
     with torch.random.fork_rng(), torch.no_grad():
         torch.manual_seed(0)  # reproducible; the verdict does not depend on which values drop
-        got = {"out": module(x["x"])}
-        got["eval"] = module.eval()(x["x"])
-    return got
+        return {"out": module(x["x"])}
 
 
 # --------------------------------------------------------------------------- TransformerBlock
@@ -288,11 +284,7 @@ def probe_block_dropout_train(mod, x):
         a, f = (x["attn_out"], zero) if active == "attn" else (zero, x["ffn_out"])
         module.attn, module.ffn = ConstantSublayer(a, heads=H), ConstantSublayer(f)
         module.train()
-        key = f"{'pre' if norm_first else 'post'}/{active}"
         with torch.random.fork_rng():
             torch.manual_seed(seed)  # reproducible; the verdict does not depend on the draws
-            got[key], _ = _run(module, x["x"], None)
-        # The same block in eval mode: its wiring without dropout (the pre-ln and post-ln
-        # checks charge a wiring mistake; this check judges dropout on a right wiring only)
-        got[key + "/eval"], _ = _run(module.eval(), x["x"], None)
+            got[f"{'pre' if norm_first else 'post'}/{active}"], _ = _run(module, x["x"], None)
     return got

@@ -122,11 +122,13 @@ def _logits_mistakes():
 
 def _charged_by_head_or_causal():
     """What the head check (the final norm, a head that reads the embedding) and the causal
-    check (no mask at all) charge: the logits check passes a model right but for one."""
+    check (no mask at all, or one that blocks the wrong side) charge: the logits check passes
+    a model right but for one."""
     return [
         (MISTAKES["llama-no-final-norm"], {"final_norm": False}, {}),
         (MISTAKES["llama-tied-head"], {"head": "tied-E"}, {}),
         (MISTAKES["llama-no-causal-mask"], {"causal": False}, {}),
+        (MISTAKES["llama-no-causal-mask"], {"causal": "inverted"}, {}),  # the wrong side
     ]
 
 

@@ -132,8 +132,11 @@ def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head=
     x = E.double()[idx.cpu()]
     if scale:
         x = x * math.sqrt(c["d_model"])
-    # causal="diagonal": a mask that blocks the diagonal too (masks' mistake)
+    # causal="diagonal": a mask that blocks the diagonal too (masks' mistake); "inverted":
+    # ~causal_mask, which blocks the past and the diagonal and keeps the future
     mask = torch.ones(T, T, dtype=torch.bool).triu(int(causal is True)) if causal else None
+    if causal == "inverted":
+        mask = ~torch.ones(T, T, dtype=torch.bool).triu(1)
     for i in range(c["num_layers"]):
         x = llama_block(sd, f"blocks.{i}.", x, torch.arange(T), mask, c, **block)
     if final_norm:
