@@ -5,10 +5,13 @@ models and float32 allowance."""
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import SOLUTIONS, submission_with
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.checks.rotary import judge
+from autograder.run.engine import grade
+from autograder.run.submission import Submission
 from autograder.trusted import rotary as trusted
 from solutions import rotary
 
@@ -200,3 +203,19 @@ def test_float32_weights_sum_to_one_within_float32s_tolerance_not_float64s():
     want = {"out": got["out"], "weights": got["weights"]}
     result = verdict_of(check, got, want, make_inputs(check, seed))
     assert result.passed, result.message
+
+
+def test_a_rotation_mistake_is_not_charged_again_by_the_attention_shift_check(tmp_path):
+    """apply_rotary whose second half turns with the wrong sign (x2·cos − x1·sin) is not a
+    rotation, so rotary_attention built on it is not shift-invariant either: apply_rotary's
+    checks charge that, the attention-shift check (probe: the student's own rotations at both
+    sets of positions) does not. (As a mutant it would lose 64% of rotary, above the fairness
+    bound: tools/fairness.py.)"""
+    right = "torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)"
+    source = (SOLUTIONS / "rotary.py").read_text()
+    assert right in source
+    wrong = source.replace(right, "torch.cat([x1 * cos - x2 * sin, x2 * cos - x1 * sin], dim=-1)")
+    results = grade(Submission(submission_with(tmp_path, {"rotary": wrong})), ["rotary"])
+    lost = {r.check_id for r in results if not r.passed}
+    assert "rotary.relative" in lost and "rotary.reference" in lost, lost
+    assert "rotary.attention-shift" not in lost and "rotary.attention" not in lost, lost

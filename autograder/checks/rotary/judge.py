@@ -500,11 +500,30 @@ def verdict_attention_shift(got, want, x):
     # Rotating v changes the output by O(1).
     tol = {"atol": 3e-5, "rtol": 1e-4}
     (out, w), (out2, w2) = runs[""], runs["2"]
+    if not close(w2, w, tol) and _own_rotation_not_relative(got, x, tol):
+        return  # apply_rotary's own mistake: its relative check charges it, not this one
     if not close(w2, w, tol):
         raise Failure(MISTAKES["rope-attention-not-relative"], shift=x["shift"], which="weights")
     if not close(out2, out, tol):
         # Same weights, another output: the values were changed by the positions.
         raise Failure(MISTAKES["rope-rotates-v"], what=what)
+
+
+def _own_rotation_not_relative(got, x, tol):
+    """Whether the student's own apply_rotary (probe_attention_shift) turns q·k differently at
+    the shifted positions: scores from usable own rotations at both sets that disagree."""
+    own = {}
+    for key in ("own_q", "own_k", "own_q2", "own_k2"):
+        value = got.get(key)
+        like = x[key[4]]
+        if type(value) is not torch.Tensor or value.shape != like.shape:
+            return False
+        if not value.is_floating_point() or not torch.isfinite(value).all():
+            return False
+        own[key] = value.double()
+    scores = own["own_q"] @ own["own_k"].transpose(-2, -1)
+    shifted = own["own_q2"] @ own["own_k2"].transpose(-2, -1)
+    return not close(shifted, scores, tol)
 
 
 def _is_attention(out, w, x, what, positions):

@@ -199,4 +199,14 @@ def probe_attention(mod, x):
 def probe_attention_shift(mod, x):
     out, weights = _attend(mod, x, x["positions"])
     out2, weights2 = _attend(mod, x, x["positions"] + x["shift"])
-    return {"out": out, "weights": weights, "out2": out2, "weights2": weights2}
+    got = {"out": out, "weights": weights, "out2": out2, "weights2": weights2}
+    # The student's own apply_rotary of q and k at both sets of positions: where it is not
+    # relative itself, its own checks charge that, not rotary_attention's shift check.
+    try:
+        for tag, positions in (("", x["positions"]), ("2", x["positions"] + x["shift"])):
+            for name in ("q", "k"):
+                rotated = mod.apply_rotary(x[name].clone(), positions, x["base"])
+                got[f"own_{name}{tag}"] = rotated
+    except Exception:  # noqa: BLE001 (no evidence: judged without it)
+        pass
+    return got
