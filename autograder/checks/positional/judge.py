@@ -11,14 +11,7 @@ from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_close,
-    assert_kept,
-    dropout_finding,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("positional")
@@ -419,7 +412,7 @@ def close_enough(a, b):
 @POSITIONAL_ENCODING.check("forward", inputs=probe.inputs_forward, probe=probe.probe_forward)
 @no_reference
 def verdict_forward(got, want, x):
-    assert_kept(got, "PositionalEncoding.forward")  # x left as it was (charged here only)
+    verdicts.assert_kept(got, "PositionalEncoding.forward")  # x left as it was (charged here only)
     table = _own_table(got, x, f"PositionalEncoding({x['d_model']}, max_len={x['max_len']})")
     for name, value in x["x"].items():
         B, T, D = value.shape
