@@ -359,7 +359,7 @@ def verdict_chunked_rescale(got, want, x):
         chunks = models._floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
         if agree(chunks, whole):
             continue
-        if causal and _chunk_positions(chunks, x):
+        if causal and _chunk_positions(chunks, whole, x):
             continue  # the causal mask's mistake (one chunk of T is right): the chunked check's
         for mistake, replay, details in models._mistaken_loops(x, causal, 4):
             try:
@@ -376,12 +376,14 @@ def verdict_chunked_rescale(got, want, x):
         )
 
 
-def _chunk_positions(chunks, x):
+def _chunk_positions(chunks, whole, x):
     """Whether causal chunks of 4 are exact attention under a mask that counts key positions
-    from each chunk's start (chunked-causal-chunk-positions, named by the chunked check).
+    from each chunk's start (chunked-causal-chunk-positions, named by the chunked check)
+    while one chunk of all the keys is exact causal attention, as that mistake gives it.
     Never in the student copy, which has no model to tell."""
     try:
-        return close(chunks, models._online(x, True, 4, local=True))
+        local = models._online(x, True, 4, local=True)
+        return close(chunks, local) and close(whole, models._exact(x, True))
     except ModelUnavailable:
         return False
 
