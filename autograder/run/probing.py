@@ -232,20 +232,35 @@ def _same(now: torch.Tensor, was: torch.Tensor) -> bool:
     return torch.equal(now, was)
 
 
+def autograd_error(run: Callable[[], Any]) -> str:
+    """run() (a forward and backward pass through the student's code): "" when it ran, else
+    the first line of the RuntimeError it raised (a graph cut, a gradient count autograd
+    refuses, a saved tensor changed in place): a finding for the verdict, not a crash. A
+    NotImplementedError (a TODO) goes on as it is."""
+    try:
+        run()
+    except NotImplementedError:
+        raise
+    except RuntimeError as e:
+        return (str(e).splitlines() or [""])[0][:300]
+    return ""
+
+
 def gradients(module: torch.nn.Module, run: Callable[[], Any]) -> Outputs:
     """Each parameter's gradient after a backward pass from run()'s output (its first item
     when a tuple; summed), as "grad/<name>" ("none" when none reached it), or "grad/error":
     what forward or the backward pass raised, from autograd (verdicts.assert_gradients)."""
     module.zero_grad(set_to_none=True)
-    try:
+
+    def forward_and_backward() -> None:
         with torch.enable_grad():
             out = run()
             out = out[0] if isinstance(out, tuple | list) else out
             out.float().sum().backward()
-    except NotImplementedError:
-        raise
-    except RuntimeError as e:  # a graph cut or broken in place: a finding, not a crash
-        return {"grad/error": f"RuntimeError: {(str(e).splitlines() or [''])[0][:200]}"}
+
+    error = autograd_error(forward_and_backward)
+    if error:  # a graph cut or broken in place
+        return {"grad/error": f"RuntimeError: {error[:200]}"}
     return {
         f"grad/{name}": "none" if p.grad is None else p.grad.detach().clone()
         for name, p in module.named_parameters()

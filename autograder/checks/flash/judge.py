@@ -172,6 +172,13 @@ def verdict_backward_tiles(got, want, x):
 FUNCTION = CHECKS.exercise("FlashAttention", probe=probe.probe_function)
 
 
+def _backward_ran(got, key, what):
+    """Failure (flash-function-backward-raised) when the probe's backward pass raised
+    (got[key]: what autograd said, probing.autograd_error)."""
+    if got.get(key):
+        raise Failure(MISTAKES["flash-function-backward-raised"], what=what, error=got[key])
+
+
 def _function_runs(got, want, x, names=("out", "dq", "dk", "dv")):
     """Per (dtype, causal): (what, the student's `names` of (out, dq, dk, dv), the
     reference's, the exact values of quadratic attention, and of its non-causal form where
@@ -180,9 +187,8 @@ def _function_runs(got, want, x, names=("out", "dq", "dk", "dv")):
         for causal in (False, True):
             p = f"{dtype}/c{int(causal)}/"
             what = f"FlashAttention.apply(causal={causal}) in {dtype}"
-            error = got.get(p + "backward-error")
-            if error and len(names) > 1:
-                raise Failure(MISTAKES["flash-function-backward-raised"], what=what, error=error)
+            if len(names) > 1:
+                _backward_ran(got, p + "backward-error", what)
             shapes = (x["v"].shape, x["q"].shape, x["k"].shape, x["v"].shape)
             got_ = [
                 models._floating(got, p + n, f"{what}: {n}", s)
@@ -234,9 +240,7 @@ def verdict_saves(got, want, x):
     B, H, T, d = x["q"].shape
     if not got.get("returned_tensor"):
         raise Failure(NOT_FINITE, what=f"{what}'s output", count=0)
-    if got.get("backward-error"):
-        error = got["backward-error"]
-        raise Failure(MISTAKES["flash-function-backward-raised"], what=what, error=error)
+    _backward_ran(got, "backward-error", what)
     for key, like in (("out", x["v"]), ("dq", x["q"])):
         value = models._floating(got, key, f"{what}: {key}", like.shape)
         assert_evidence(value, f"{what}: {key}", [like])

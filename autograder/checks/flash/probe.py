@@ -20,7 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.dispatch import Profiled, allocated_bytes, tensors
-from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
+from ...run.probing import autograd_error, draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- inputs
 
@@ -283,12 +283,10 @@ def probe_function(mod, x):
                 p = f"{str(dtype)[6:]}/c{int(causal)}/"
                 got[p + "out"] = out.detach() if isinstance(out, torch.Tensor) else out
                 if isinstance(out, torch.Tensor) and out.requires_grad:
-                    try:
-                        out.backward(x["grad_out"].to(dtype))
-                    except NotImplementedError:
-                        raise
-                    except RuntimeError as e:  # function-backward's finding, not forward's
-                        got[p + "backward-error"] = (str(e).splitlines() or [""])[0][:300]
+                    grad = x["grad_out"].to(dtype)
+                    error = autograd_error(lambda out=out, grad=grad: out.backward(grad))
+                    if error:  # function-backward's finding, not forward's
+                        got[p + "backward-error"] = error
                         continue
                 for name, leaf in zip(("dq", "dk", "dv"), leaves, strict=True):
                     got[p + name] = leaf.grad
@@ -343,12 +341,9 @@ def probe_saves(mod, x):
         kept_bytes=int(memory.kept),
     )
     if isinstance(out, torch.Tensor) and out.requires_grad:
-        try:
-            out.backward(x["grad_out"])
-        except NotImplementedError:
-            raise
-        except RuntimeError as e:  # named, as function-backward names it
-            got["backward-error"] = (str(e).splitlines() or [""])[0][:300]
+        error = autograd_error(lambda: out.backward(x["grad_out"]))
+        if error:  # named, as function-backward names it
+            got["backward-error"] = error
             return got
         got["out"] = out.detach()
         got["dq"] = leaves[0].grad

@@ -177,12 +177,14 @@ def _attend(mod, x, positions):
     return out, weights
 
 
-def _own_rotation(mod, x, got):
-    """The student's own apply_rotary of q, k and v: rotary_attention is judged on it, so a
-    mistake in apply_rotary is charged in its own checks only."""
+def _own_rotation(mod, x, got, names="qkv", positions=None, tag=""):
+    """The student's own apply_rotary of `names` (at x's positions, or `positions`), as
+    got["own_<name><tag>"]: rotary_attention is judged on it, so a mistake in apply_rotary
+    is charged in its own checks only."""
+    positions = x["positions"] if positions is None else positions
     try:
-        for name in ("q", "k", "v"):
-            got["own_" + name] = mod.apply_rotary(x[name].clone(), x["positions"], x["base"])
+        for name in names:
+            got[f"own_{name}{tag}"] = mod.apply_rotary(x[name].clone(), positions, x["base"])
     except NotImplementedError:
         got["own_error"] = "apply_rotary is not attempted"
     except Exception as e:  # judged without the student's own rotation
@@ -202,11 +204,6 @@ def probe_attention_shift(mod, x):
     got = {"out": out, "weights": weights, "out2": out2, "weights2": weights2}
     # The student's own apply_rotary of q and k at both sets of positions: where it is not
     # relative itself, its own checks charge that, not rotary_attention's shift check.
-    try:
-        for tag, positions in (("", x["positions"]), ("2", x["positions"] + x["shift"])):
-            for name in ("q", "k"):
-                rotated = mod.apply_rotary(x[name].clone(), positions, x["base"])
-                got[f"own_{name}{tag}"] = rotated
-    except Exception:  # noqa: BLE001 (no evidence: judged without it)
-        pass
+    _own_rotation(mod, x, got, "qk")
+    _own_rotation(mod, x, got, "qk", x["positions"] + x["shift"], "2")
     return got
