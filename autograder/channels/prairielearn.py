@@ -14,7 +14,7 @@
         <module>.py                          the stub the editor starts from (assignments/)
         tests/attention_lab.json             which module this question grades
       serverFilesCourse/attention_lab/
-        autograder/ solutions/ requirements.lock   the kit (never shown to students)
+        autograder/ solutions/ data/ requirements.lock   the kit (never shown to students)
         pl_grade.sh                          the grader's entrypoint
         Dockerfile                           the grader image: the student set, CPU torch;
                                              --image names it (registry/namespace/name:tag)
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import registry, seeds
-from ..core.paths import COURSE_TOML, ROOT
+from ..core.paths import COURSE_TOML, ROOT, SHIPPED_TO_SERVERS
 from ..core.settings import Settings, limits_toml
 from ..feedback import sinks
 from ..run.sandbox.jail import Limits, SandboxUnavailable
@@ -194,7 +194,7 @@ def _question_html(module: str, summary: str) -> str:
 
 
 def _copy_kit(target: Path) -> None:
-    for folder in ("autograder", "solutions"):
+    for folder in SHIPPED_TO_SERVERS:
         shutil.copytree(
             ROOT / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )

@@ -19,3 +19,7 @@ COURSE_TEXT = ROOT / "course" / "text"
 COURSE_TOML = ROOT / "course" / "course.toml"
 DOCS = ROOT / "docs"
 BUILD = ROOT / "build"
+# What a grading server (Gradescope's autograder.zip, PrairieLearn's course) gets of the kit:
+# the package, the solutions (the hidden tier's references) and data/ (the training checks'
+# corpus, read before any student code runs).
+SHIPPED_TO_SERVERS = ("autograder", "solutions", "data")

@@ -83,6 +83,7 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
     assert {"setup.sh", "run_autograder", "requirements.lock", "attention_lab.json"} <= names
     assert "solutions/attention.py" in names and "autograder/fixtures/attention.npz" in names
+    assert "data/corpus.txt" in names  # the training checks' corpus (gpt, llama)
     assert not any(n.startswith(("tests/", "assignments/", ".git")) for n in names)
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
 
@@ -105,6 +106,20 @@ def test_run_autograder_correct_empty_and_buggy(autograder_zip, tmp_path):
     check_fields(buggy)
     assert 0 < buggy["score"] < int(AM_POINTS)
     assert any("causal-transposed" in t["tags"] for t in buggy["tests"])
+
+
+def test_a_training_check_grades_on_gradescope(tmp_path):
+    """gpt with its slow training check, as Gradescope grades it: the zip holds the corpus the
+    training checks read (data/corpus.txt); without it every gpt check ended as not-run."""
+    out = tmp_path / "gpt.zip"
+    proc = run_cli("gradescope", "--out", str(out), "--ex", "gpt")
+    assert proc.returncode == 0, proc.stderr
+    data = run_autograder(out, tmp_path / "root", SOLUTIONS)
+    assert data["tests"] and data["score"] == sum(t["score"] for t in data["tests"])
+    trained = [t for t in data["tests"] if t["name"].startswith("gpt: train")]
+    assert trained and data["score"] == data["max_score"], [
+        (t["name"], t["output"][:200]) for t in data["tests"] if t["score"] < t["max_score"]
+    ]
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,7 @@ def test_course_folder_has_a_question_per_module_with_an_editable_file(course):
         assert (folder / f"{module}.py").read_text() == stub  # the editor starts from the stub
     kit = course / "serverFilesCourse" / "attention_lab"
     assert (kit / "pl_grade.sh").stat().st_mode & 0o111
+    assert (kit / "data" / "corpus.txt").is_file()  # the training checks' corpus
     assert "download.pytorch.org/whl/cpu" in (kit / "Dockerfile").read_text()
     ids = [q["id"] for z in json.loads(
         (course / "courseInstances" / "Default" / "assessments" / "homework" /

@@ -1,8 +1,9 @@
 """Gradescope: `make gradescope` builds autograder.zip; run_autograder grades one upload.
 
 autograder.zip holds setup.sh and run_autograder (from this folder), requirements.lock, the
-autograder/ package and solutions/ (for the hidden tier's reference outputs). Gradescope
-unpacks it into /autograder/source, runs setup.sh once, then run_autograder per submission,
+autograder/ package, solutions/ (for the hidden tier's reference outputs) and data/ (the
+training checks' corpus): paths.SHIPPED_TO_SERVERS. Gradescope unpacks it into
+/autograder/source, runs setup.sh once, then run_autograder per submission,
 which calls `python -m autograder gradescope-run`: the upload in /autograder/submission is
 graded in the sandbox (hidden tier: a fresh seed per run; verdicts outside the sandbox) and
 /autograder/results/results.json is written. ATTENTION_LAB_GRADESCOPE_ROOT moves the root.
@@ -19,12 +20,11 @@ import zipfile
 from pathlib import Path
 
 from ...core import seeds
-from ...core.paths import COURSE_TOML, ROOT
+from ...core.paths import COURSE_TOML, ROOT, SHIPPED_TO_SERVERS
 from ...core.settings import Settings, limits_toml
 from ...feedback import sinks
 
 HERE = Path(__file__).resolve().parent
-SHIPPED = ("autograder", "solutions")
 CONFIG = "attention_lab.json"  # in the zip: the modules to grade (`make gradescope EX=...`)
 
 
@@ -32,7 +32,7 @@ def zip_members() -> list[tuple[Path, str]]:
     """(file on disk, name in the zip) for everything autograder.zip holds."""
     members = [(HERE / "setup.sh", "setup.sh"), (HERE / "run_autograder", "run_autograder")]
     members.append((ROOT / "requirements.lock", "requirements.lock"))
-    for folder in SHIPPED:
+    for folder in SHIPPED_TO_SERVERS:
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 members.append((path, path.relative_to(ROOT).as_posix()))
