@@ -201,6 +201,20 @@ OWN_RAISE = _declare(
         "T > max_len, not T >= max_len.",
     ),
 )
+FIXED_RANK = _declare(
+    "shape-unpacked-fixed-rank",
+    "Your code unpacks a tensor's shape into a fixed number of names ({error}) {where}: this "
+    "check passes a tensor with another number of dimensions, which the docstring allows.",
+    (
+        "A docstring shape such as (..., T, d) allows any number of leading dimensions: "
+        "(T, d), (B, T, d) and (B, H, T, d) all fit, and one code must handle each.",
+        "Take the sizes you need from the end (d = x.shape[-1], T = x.shape[-2]) and leave "
+        "the leading dimensions unnamed: index from the end (dim=-1, x[..., :half]) and "
+        "let broadcasting carry the rest.",
+        "Replace a line such as `B, H, T, d = x.shape` with `T, d = x.shape[-2:]`; where you "
+        "must reshape, keep the leading sizes as they are: x.reshape(*x.shape[:-1], a, b).",
+    ),
+)
 WEIGHTS_NOT_LOADED = _declare(
     "weights-not-loaded",
     "The grader could not load its weights into your {module}: {detail}. It loads them by "

@@ -23,6 +23,7 @@ import torch
 from ..core.check import (
     CHANGED_KEY,
     CRASH,
+    FIXED_RANK,
     IMPORT_ERROR,
     INVALID_PROBABILITIES,
     MISNAMED_FILE,
@@ -351,6 +352,8 @@ def raised_in(e: BaseException, root: Path) -> bool:
     return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(root)
 
 
+# Python's words when a tuple (here a shape) has another length than the names it is unpacked to.
+_UNPACKED_SHAPE = re.compile(r"(not enough|too many) values to unpack \(expected \d+")
 LOAD_ERROR = "Error(s) in loading state_dict for"  # torch's load_state_dict, strict
 
 
@@ -385,6 +388,10 @@ def crash(e: BaseException, root: Path) -> Failure:
     own = raised_in(e, root) and (frames[-1].line or "").lstrip().startswith(("raise", "assert"))
     if "probability tensor contains" in error:  # torch.multinomial's own words
         return Failure(INVALID_PROBABILITIES, error=error, where=where)
+    if isinstance(e, ValueError) and _UNPACKED_SHAPE.match(message[0] if message else ""):
+        line = frames[-1].line if frames else ""
+        if re.search(r"\.shape\b|\.size\(\s*\)", line or ""):  # B, T, d = x.shape
+            return Failure(FIXED_RANK, error=error, where=where)
     return Failure(OWN_RAISE if own else CRASH, error=error, where=where)
 
 

@@ -514,3 +514,30 @@ def test_weights_that_cannot_be_loaded_are_named_from_the_students_side(tmp_path
     message = failed[0].message
     assert '"w_q.bias"' in message and "which the stub does not create here" in message, message
     assert {"multihead.split", "multihead.merge"} <= {r.check_id for r in results if r.passed}
+
+
+def test_a_shape_unpacked_into_fixed_names_is_named_and_no_other_unpack(tmp_path):
+    """`B, H, T, d = x.shape` on a (T, d) input is shape-unpacked-fixed-rank; unpacking a
+    function's result into too many names is an ordinary crash (its hint is about shapes of
+    tensors, not of tuples, but nothing says the docstring allows it)."""
+    from autograder.run.probing import crash
+
+    source = tmp_path / "student.py"
+    source.write_text(
+        "def shape(x):\n"
+        "    B, H, T, d = x.shape\n"
+        "    return d\n"
+        "def pair(f):\n"
+        "    out, weights = f()\n"
+        "    return out\n"
+    )
+    namespace: dict = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)  # noqa: S102
+    failures = []
+    for call in (lambda: namespace["shape"](torch.zeros(3, 4)), lambda: namespace["pair"](tuple)):
+        try:
+            call()
+        except ValueError as e:
+            failures.append(crash(e, tmp_path))
+    assert [f.misconception.id for f in failures] == ["shape-unpacked-fixed-rank", "crash"]
+    assert "`B, H, T, d = x.shape`" in failures[0].message, failures[0].message

@@ -235,6 +235,26 @@ def verdict_reference(got, want, x):
     _every_case(got, want, x, named=_EVERYWHERE)
 
 
+@APPLY_ROTARY.check("batch-dims", inputs=probe.inputs_batch_dims, probe=probe.probe_batch_dims)
+def verdict_batch_dims(got, want, x):
+    """Other leading dims than (B, H): a shape unpacked into four names crashes here only
+    (probing names it). Values other than the reference's pass when they are the student's
+    own on the same rows passed as (B, 1, T, d): value mistakes are the other checks' to
+    charge, where they are named."""
+    for name, case in x.items():
+        what = _what(case)
+        try:
+            _rotation(got, name, case, what, want, named=())
+        except Failure as failure:
+            out = tensor(got, name, what, floating=True, shape=case["x"].shape)
+            own = tensor(got, f"{name}/as-4d", what, floating=True)
+            if own.numel() != out.numel() or out.dtype != case["x"].dtype:
+                raise
+            verdicts.assert_evidence(out, what, [case["x"]])
+            if not _fits(out, own.reshape(out.shape), case["x"], case["positions"]):
+                raise failure from None
+
+
 def _every_case(got, want, x, *, named, charged=()):
     """Each case of x rotated as the reference; `named` mistakes are named where they show,
     the `charged` ones left to the checks that name them."""
@@ -358,9 +378,10 @@ def verdict_relative(got, want, x):
     row keeps its length (zeros fail), rows at the same position keep q·k, shifting all
     positions by one amount keeps every score, and rows at different positions do change
     their score (an identity or a fixed rotation fails)."""
-    q, k, positions, shift = x["q"].double(), x["k"].double(), x["positions"], x["shift"]
+    shape = x["q"].shape  # (1, 1, T, d): the rows are judged as (T, d)
+    q, k, positions, shift = x["q"][0, 0].double(), x["k"][0, 0].double(), x["positions"], x["shift"]
     what = "apply_rotary(q, positions)"
-    runs = {name: _rows(got, name, q.shape, what) for name in ("q1", "k1", "q2", "k2")}
+    runs = {name: _rows(got, name, shape, what)[0, 0] for name in ("q1", "k1", "q2", "k2")}
     p_max = float(positions.max()) + shift
     eps = SLOPE * (p_max + 1)
     for name, original in (("q1", q), ("k1", k), ("q2", q), ("k2", k)):

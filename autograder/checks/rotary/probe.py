@@ -29,13 +29,23 @@ def _positions(start: int, T: int) -> torch.Tensor:
 # --------------------------------------------------------------------------- apply_rotary
 
 
+# Every check but batch-dims passes x of shape (B, H, T, d), as attention does: code that
+# unpacks x.shape into four names loses the batch-dims check only.
+
+
 def inputs_reference(gen):
-    """(B, H, T, d) and (T, d) inputs at positions 0 .. T-1, default base."""
+    """(B, H, T, d) inputs at positions 0 .. T-1, default base."""
     B, H, T, d = _int(gen, 1, 3), _int(gen, 2, 3), _int(gen, 4, 9), _even(gen, 8, 24)
+    return {"4d": {"x": randn(gen, B, H, T, d), "positions": _positions(0, T)}}
+
+
+def inputs_batch_dims(gen):
+    """(T, d) and (B, T, d) inputs: the docstring's (..., T, d) allows any leading dims."""
     T2, d2 = _int(gen, 3, 8), _even(gen, 6, 20)
+    B, T3, d3 = _int(gen, 2, 3), _int(gen, 3, 8), _even(gen, 6, 20)
     return {
-        "4d": {"x": randn(gen, B, H, T, d), "positions": _positions(0, T)},
         "2d": {"x": randn(gen, T2, d2), "positions": _positions(0, T2)},
+        "3d": {"x": randn(gen, B, T3, d3), "positions": _positions(0, T3)},
     }
 
 
@@ -46,15 +56,15 @@ def inputs_positions(gen):
     T2 = _int(gen, 4, 9)
     return {
         "cache": {"x": randn(gen, B, H, T, d), "positions": _positions(min(p0, 255 - T), T)},
-        "any": {"x": randn(gen, T2, d), "positions": torch.randperm(256, generator=gen)[:T2]},
+        "any": {"x": randn(gen, 1, 1, T2, d), "positions": torch.randperm(256, generator=gen)[:T2]},
     }
 
 
 def inputs_base(gen):
-    B, T, d = _int(gen, 1, 3), _int(gen, 4, 9), _even(gen, 8, 20)
+    B, H, T, d = _int(gen, 1, 3), _int(gen, 1, 2), _int(gen, 4, 9), _even(gen, 8, 20)
     bases = [float(_int(gen, 20, 2000)), float(_int(gen, 100_000, 1_000_000))]
     base = bases[_int(gen, 0, 1)]
-    return {"base-case": {"x": randn(gen, B, T, d), "positions": _positions(0, T), "base": base}}
+    return {"base-case": {"x": randn(gen, B, H, T, d), "positions": _positions(0, T), "base": base}}
 
 
 def inputs_far(gen):
@@ -63,12 +73,12 @@ def inputs_far(gen):
     picks = {0, 1, _int(gen, 2, 99), _int(gen, 100, 999), _int(gen, 7000, 8191)}
     picks |= {_int(gen, 1000, 8191) for _ in range(4)}
     positions = torch.tensor(sorted(picks), dtype=torch.long)
-    return {"far": {"x": randn(gen, len(picks), d), "positions": positions}}
+    return {"far": {"x": randn(gen, 1, 1, len(picks), d), "positions": positions}}
 
 
 def inputs_float64(gen):
-    B, T, d = _int(gen, 1, 3), _int(gen, 3, 8), _even(gen, 8, 16)
-    x = randn(gen, B, T, d, dtype=torch.float64)
+    B, H, T, d = _int(gen, 1, 3), _int(gen, 1, 2), _int(gen, 3, 8), _even(gen, 8, 16)
+    x = randn(gen, B, H, T, d, dtype=torch.float64)
     return {"float64": {"x": x, "positions": _positions(0, T)}}
 
 
@@ -83,6 +93,17 @@ def probe_rotate(mod, x):
     given in place (kept: the reference check charges that; x has its values back after)."""
     watched = [("x", case["x"]) for case in x.values()]
     return kept(watched, lambda: {name: _rotate(mod, case) for name, case in x.items()})
+
+
+def probe_batch_dims(mod, x):
+    """probe_rotate, and each case again as (B, H, T, d) with H = 1 (the shape every other
+    check passes): the verdict holds the other shapes to the student's own 4-d values, whose
+    mistakes the reference check charges."""
+    got = probe_rotate(mod, x)
+    for name, case in x.items():
+        as_4d = case["x"].reshape(-1, 1, *case["x"].shape[-2:])
+        got[f"{name}/as-4d"] = mod.apply_rotary(as_4d.clone(), case["positions"])
+    return got
 
 
 def probe_base(mod, x):
@@ -104,15 +125,16 @@ def probe_float64(mod, x):
 
 
 def inputs_relative(gen):
-    """q, k at positions P and at P + shift: every offset P_i - P_j is the same in both runs."""
+    """q, k (1, 1, T, d) at positions P and at P + shift: every offset P_i - P_j is the same
+    in both runs."""
     T, d = _int(gen, 5, 9), _even(gen, 8, 16)
     positions = torch.randint(0, 100, (T,), generator=gen)
     positions[_int(gen, 1, T - 1)] = positions[
         0
     ]  # two rows at one position: offset 0 off the diagonal
     return {
-        "q": randn(gen, T, d),
-        "k": randn(gen, T, d),
+        "q": randn(gen, 1, 1, T, d),
+        "k": randn(gen, 1, 1, T, d),
         "positions": positions,
         "shift": _int(gen, 1, 120),
     }
@@ -132,7 +154,7 @@ def probe_relative(mod, x):
 
 def inputs_odd(gen):
     T, d = _int(gen, 2, 6), 2 * _int(gen, 1, 8) + 1
-    return {"x": randn(gen, T, d), "positions": _positions(0, T)}
+    return {"x": randn(gen, 1, 1, T, d), "positions": _positions(0, T)}
 
 
 def probe_odd(mod, x):
