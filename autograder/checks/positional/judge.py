@@ -463,6 +463,9 @@ def verdict_dropout_train(got, want, x):
 @no_reference
 def verdict_too_long(got, want, x):
     T, max_len = x["T"], x["max_len"]
+    if probe.REFUSED_FULL in got:
+        text = str(got[probe.REFUSED_FULL])
+        raise Failure(MISTAKES["pe-refuses-max-len"], max_len=max_len, text=text)
     if got.get("got") != "ValueError":
         raise Failure(
             MISTAKES["pe-too-long-no-valueerror"], max_len=max_len, T=T, got=got.get("got")

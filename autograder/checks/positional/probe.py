@@ -14,6 +14,27 @@ from ...run.probing import kept, load_weights, randn
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
 
+REFUSED_FULL = "refused-full"  # got[...]: the message of forward's ValueError at T = max_len
+
+
+def _full_length(build, run, got):
+    """run(build(0)): a module built for max_len, run on an x of T = max_len rows, the longest
+    the docstring allows (B = T = max_len is where every way of slicing pe agrees). When the
+    student's forward refuses that T with a ValueError (an off-by-one: T >= max_len), its
+    message is kept in got[REFUSED_FULL] for the too-long check, which charges it alone,
+    and the same x goes through build(1), a module one position longer."""
+    try:
+        return run(build(0))
+    except ValueError as e:
+        got[REFUSED_FULL] = (str(e).splitlines() or [""])[0][:300]
+        return run(build(1))
+
+
+def _padded(pe, extra):
+    """pe (1, max_len, D) with `extra` rows of zeros after it: a longer module's buffer."""
+    return torch.cat([pe, pe.new_zeros(1, extra, pe.size(-1))], dim=1) if extra else pe
+
+
 def _int(gen, low: int, high: int) -> int:
     """A draw from low .. high (both included)."""
     return int(torch.randint(low, high + 1, (), generator=gen))
@@ -101,23 +122,32 @@ def probe_buffer(mod, x):
         got["pe"] = pe.detach().clone().as_subclass(torch.Tensor)
     # Evidence that needs the real computation: a state_dict holding a random pe, loaded
     # strictly, must be what forward adds; and a training step must not change the output.
-    loaded = mod.PositionalEncoding(d_model, max_len=max_len).eval()
+    def loaded(extra):
+        module = mod.PositionalEncoding(d_model, max_len=max_len + extra).eval()
+        load_weights(module, {"pe": _padded(x["state"], extra)})  # its other buffers kept
+        return module
+
+    def run_loaded(module):
+        with torch.no_grad():
+            got["loaded_out"] = module(x["x"].clone())
+
     try:
-        load_weights(loaded, {"pe": x["state"]})  # its other buffers of its own kept
+        _full_length(loaded, run_loaded, got)
     except (RuntimeError, KeyError) as e:
         got["load_error"] = str(e).splitlines()[0]
-    else:
+
+    def step(trained):
         with torch.no_grad():
-            got["loaded_out"] = loaded(x["x"].clone())
-    trained = mod.PositionalEncoding(d_model, max_len=max_len).eval()
-    with torch.no_grad():
-        got["before_step"] = trained(x["x"].clone())
-    params = [p for p in trained.parameters() if p.requires_grad]
-    if params:
-        trained(x["x"].clone()).square().sum().backward()
-        torch.optim.SGD(params, lr=0.1).step()
-    with torch.no_grad():
-        got["after_step"] = trained(x["x"].clone())
+            got["before_step"] = trained(x["x"].clone())
+        params = [p for p in trained.parameters() if p.requires_grad]
+        if params:
+            trained(x["x"].clone()).square().sum().backward()
+            torch.optim.SGD(params, lr=0.1).step()
+        with torch.no_grad():
+            got["after_step"] = trained(x["x"].clone())
+
+    build = lambda extra: mod.PositionalEncoding(d_model, max_len=max_len + extra).eval()  # noqa: E731
+    _full_length(build, step, got)
     return got
 
 
@@ -148,13 +178,16 @@ def inputs_dropout(gen):
     return _table_and_x(gen, max_len, d_model, {"x": (T, T)})
 
 
-def _module(mod, x, dropout=0.0):
-    """The student's module holding the drawn table in its buffer pe (when it has one)."""
-    module = mod.PositionalEncoding(x["d_model"], max_len=x["max_len"], dropout=dropout)
+def _module(mod, x, dropout=0.0, extra=0):
+    """The student's module holding the drawn table in its buffer pe (when it has one);
+    `extra` positions longer than max_len (_full_length), its extra rows zeros."""
+    max_len = x["max_len"] + extra
+    module = mod.PositionalEncoding(x["d_model"], max_len=max_len, dropout=dropout)
     pe = getattr(module, "pe", None)
-    if isinstance(pe, torch.Tensor) and pe.numel() == x["pe"].numel():
+    table = _padded(x["pe"], extra)
+    if isinstance(pe, torch.Tensor) and pe.numel() == table.numel():
         with torch.no_grad():
-            pe.copy_(x["pe"].reshape(pe.shape))
+            pe.copy_(table.reshape(pe.shape))
     return module
 
 
@@ -177,7 +210,8 @@ def _own_table(mod, x, got):
     own table, wherever it keeps it (pe, or d2l's P), so forward and dropout are graded on
     what forward does with it, whatever the attribute's name."""
     zeros = torch.zeros(x["max_len"], x["max_len"], x["d_model"])
-    _call(_module(mod, x).eval(), zeros, got, "table")
+    build = lambda extra: _module(mod, x, extra=extra).eval()  # noqa: E731
+    _full_length(build, lambda module: _call(module, zeros, got, "table"), got)
     try:  # the student's own table, for a module that keeps it elsewhere than in pe
         got["encoding"] = mod.sinusoidal_encoding(x["max_len"], x["d_model"])
     except Exception:  # noqa: BLE001 (then the table must be the one loaded into pe)
@@ -191,7 +225,11 @@ def probe_forward(mod, x):
 
     def run():
         for name, value in x["x"].items():
-            _call(module, value, got, name, fresh=False)
+            if value.size(1) < x["max_len"]:
+                _call(module, value, got, name, fresh=False)
+            else:  # T = max_len
+                build = lambda extra: _module(mod, x, extra=extra).eval()  # noqa: E731
+                _full_length(build, lambda m, v=value, k=name: _call(m, v, got, k, False), got)
         return got
 
     got = kept([("x", value) for value in x["x"].values()], run)
@@ -227,7 +265,16 @@ def inputs_too_long(gen):
 
 
 def probe_too_long(mod, x):
+    """forward at T = max_len (it must return) and at T > max_len (it must raise)."""
     module = mod.PositionalEncoding(x["d_model"], max_len=x["max_len"]).eval()
+    try:
+        module(torch.zeros(2, x["max_len"], x["d_model"]))
+    except ValueError as e:
+        return {REFUSED_FULL: (str(e).splitlines() or [""])[0][:300]}
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001,S110 (another error at T = max_len is the forward check's)
+        pass
     try:
         module(torch.zeros(2, x["T"], x["d_model"]))
         return {"got": "returned a tensor"}
