@@ -5,7 +5,7 @@ isolation, and enough mutants and alternatives."""
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import KIT, grade_folder, submission_with, variants
+from conftest import KIT, SOLUTIONS, grade_folder, submission_with, variants
 
 from autograder.trusted import gqa as trusted
 from solutions import gqa
@@ -116,6 +116,22 @@ def test_isolation_a_broken_attention_costs_nothing_in_gqa(tmp_path):
     results = grade_folder(folder, ["gqa"])
     lost = [(r.check_id, r.misconception) for r in results if not r.passed]
     assert not lost, lost
+
+
+@pytest.mark.parametrize("axis", [0, 2])
+def test_heads_repeated_along_another_axis_are_named_so(tmp_path, axis):
+    """repeat_kv repeating along the batch or the positions: the layer's runs crash in
+    attention, and the checks name the axis, not the group count (n_rep is right). As a
+    mutant it would lose more than the fairness bound: every run of the layer fails."""
+    source = (SOLUTIONS / "gqa.py").read_text()
+    right = "torch.repeat_interleave(x, n_rep, dim=1)"
+    assert right in source
+    folder = submission_with(tmp_path, {"gqa": source.replace(right, right[:-2] + f"{axis})")})
+    results = grade_folder(folder, ["gqa"])
+    named = {r.check_id: r.misconception for r in results if not r.passed}
+    assert named.pop("gqa.repeat-kv") == "wrong-shape", named
+    assert named and set(named.values()) == {"gqa-repeat-wrong-axis"}, named
+    assert "gqa.mha" not in named  # one key head per query head: nothing to repeat
 
 
 def test_enough_mutants_and_alternatives():

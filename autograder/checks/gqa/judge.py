@@ -198,12 +198,35 @@ def _parameters(got, x):
         )
 
 
+def _repeated_axis(shape, x):
+    """The axis other than the heads' (1) that the keys the student's code passed to
+    attention were repeated along (n_rep times as long there, every other size as the
+    projected keys'), or None."""
+    if type(shape) is not torch.Tensor or shape.dim() != 1 or len(shape) != 4:
+        return None
+    B, T, D = x["x"].shape
+    H, H_kv = x["H"], x["H_kv"]
+    n_rep, projected = H // H_kv, (B, H_kv, T, D // H)
+    seen = [int(n) for n in shape.tolist()]
+    for axis in (0, 2, 3):
+        grown = [n * n_rep if a == axis else n for a, n in enumerate(projected)]
+        if n_rep > 1 and seen == grown:
+            return axis
+    return None
+
+
 def result(got, x, prefix=""):
     """The student's (out, weights) for inputs x: parameters, group count, type and shape."""
     _parameters(got, x)
+    H, H_kv = x["H"], x["H_kv"]
+    axis = _repeated_axis(got.get(prefix + "kv_shape_seen"), x)
+    if axis is not None:  # whether attention then raised or broadcast into other shapes
+        shape = tuple(int(n) for n in got[prefix + "kv_shape_seen"].tolist())
+        raise Failure(
+            MISTAKES["gqa-repeat-wrong-axis"], shape=shape, axis=axis, H=H, n_rep=H // H_kv
+        )
     seen = got.get(prefix + "kv_heads_seen")
     if type(seen) is int:
-        H, H_kv = x["H"], x["H_kv"]
         raise Failure(MISTAKES["gqa-wrong-group-count"], seen=seen, H=H, H_kv=H_kv, n_rep=H // H_kv)
     B, T, D = x["x"].shape
     dtype = x["x"].dtype

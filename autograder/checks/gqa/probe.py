@@ -172,7 +172,7 @@ def call(mod, model, x, H, mask=None):
     trusted = names.get("scaled_dot_product_attention")
 
     def recording(q, k, v, mask=None):
-        seen.append(int(k.shape[-3]) if k.dim() >= 3 else 0)
+        seen.append(tuple(int(n) for n in k.shape))
         return trusted(q, k, v, mask)
 
     if callable(trusted):
@@ -181,14 +181,17 @@ def call(mod, model, x, H, mask=None):
         with torch.no_grad():
             result = model(x, mask=mask)
     except (RuntimeError, IndexError) as e:
-        if seen and seen[0] != H:
-            return {"kv_heads_seen": seen[0], "error": type(e).__name__}
+        heads = seen[0][-3] if seen and len(seen[0]) >= 3 else 0
+        if seen and heads != H:
+            shape = torch.tensor(seen[0][:8], dtype=torch.long)
+            return {"kv_heads_seen": heads, "kv_shape_seen": shape, "error": type(e).__name__}
         raise
     finally:
         if callable(trusted):
             names["scaled_dot_product_attention"] = trusted
     out, weights = pair(result, "GroupedQueryAttention's result")
-    return {"out": out, "weights": weights}
+    shape = {"kv_shape_seen": torch.tensor(seen[0][:8], dtype=torch.long)} if seen else {}
+    return {"out": out, "weights": weights, **shape}
 
 
 def probe_gqa(mod, x):
