@@ -103,6 +103,7 @@ def _block_ffn_only():
             {"sublayer": "feed-forward"},
         ),
         (BLOCKS_MISTAKES["block-one-norm-for-both"], {"norm": "one-norm"}, {"norm": "attn_norm"}),
+        (MISTAKES["llama-ffn-reads-block-input"], {"norm": "parallel"}, {}),
     ]
 
 

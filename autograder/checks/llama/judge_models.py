@@ -113,6 +113,9 @@ def llama_block(sd, p, x, positions, mask, c, *, norm="pre", **attention):
     if norm == "no-residual-attn":
         x = attn(rms(x, n1, eps))
         return x + ffn(rms(x, n2, eps))
+    if norm == "parallel":  # the feed-forward reads the block's input, not h
+        h = x + attn(rms(x, n1, eps))
+        return h + ffn(rms(x, n2, eps))
     if norm == "no-residual-ffn":
         x = x + attn(rms(x, n1, eps))
         return ffn(rms(x, n2, eps))
