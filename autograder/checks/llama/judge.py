@@ -25,9 +25,11 @@ import torch.nn.functional as F
 
 from ...core import verdicts
 from ...core.check import NO_EVIDENCE, CheckList, Failure, no_reference
+from ...core.diagnosis import name_scale
 from ...core.i18n import N_
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_causal, assert_close, close, tensor
+from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from ..blocks.judge import MISTAKES as BLOCKS_MISTAKES
 from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..masks.judge import MISTAKES as MASKS_MISTAKES
@@ -57,9 +59,15 @@ def _rotary_mistakes(x):
     ]
 
 
-def _heads_mistakes():
-    """(misconception, flags, details): the attention check's (heads, groups, mask, scale)."""
+def _heads_mistakes(c=None):
+    """(misconception, flags, details): the attention check's (heads, groups, mask, scale);
+    c: the config, for the divisor's details (the verdict that names them passes it)."""
+    D, H = (c["d_model"], c["num_heads"]) if c else (1, 1)
+    used = name_scale(math.sqrt(D), {"d_k": D // H, "d_model": D})
+    scale = {"used": used, "expected": math.sqrt(D // H), "d_k": D // H}
     return [
+        (GQA_MISTAKES["gqa-wrong-scale"], {"divisor": "d_model"}, scale),
+        (ATTENTION_MISTAKES["no-scaling"], {"divisor": "one"}, {}),
         (GQA_MISTAKES["gqa-repeat-tiled"], {"pairing": "tiled"}, {}),
         # multihead's mistakes, where RotaryAttention splits and merges its own heads
         (MULTIHEAD_MISTAKES["merge-view-no-transpose"], {"heads_as": "merge-view"}, {}),
@@ -279,7 +287,7 @@ def verdict_attention(got, want, x):
     """Every position 0, where a rotation by the position is the identity: projections,
     heads and their groups, scale, mask and output projection. What rotary does (or fails to
     do) at other positions is the rotary check's."""
-    _judge_attention(got, want, x, _heads_mistakes(), _flags(_rotary_mistakes(x)))
+    _judge_attention(got, want, x, _heads_mistakes(x["config"]), _flags(_rotary_mistakes(x)))
 
 
 def _rotary_replays(x):

@@ -53,8 +53,11 @@ def attend(
     pairing="ok",
     rope="half",
     heads_as="transpose",
+    divisor="d_k",
 ):
-    """RotaryAttention's (out, weights); state entries under the prefix p. heads_as="view":
+    """RotaryAttention's (out, weights); state entries under the prefix p. divisor: the width
+    whose square root divides the scores ("d_model": the model's, not one head's; "one": no
+    division). heads_as="view":
     the heads split and merged by reshape alone, with no transpose (multihead's mistakes);
     "split-view", "merge-view": only the split, only the merge."""
     H, H_kv = c["num_heads"], c["num_kv_heads"]
@@ -73,7 +76,8 @@ def attend(
         for name, t in (("q", q), ("k", k), ("v", v))
     }
     group = kv_map(H, H_kv, pairing)
-    scores = turned["q"] @ turned["k"][:, group].transpose(-2, -1) / math.sqrt(d_k)
+    by = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(D), "one": 1.0}[divisor]
+    scores = turned["q"] @ turned["k"][:, group].transpose(-2, -1) / by
     if mask is not None:
         scores = scores.masked_fill(mask.cpu(), float("-inf"))
     weights = scores.softmax(dim=-1)
