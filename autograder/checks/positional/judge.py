@@ -325,7 +325,10 @@ def verdict_buffer(got, want, x):
     if not got.get("in_state_dict") or "load_error" in got:
         raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves=moves)
     loaded = tensor(got, "loaded_out", what + " after load_state_dict", shape=x["x"].shape)
-    if not close_enough(loaded, x["x"].double() + x["state"].double()):
+    if not any(  # x scaled by √D first is the forward check's to charge
+        close_enough(loaded, _scaled(x["x"], factor) + x["state"].double())
+        for factor in (1.0, math.sqrt(D))
+    ):
         why = "forward does not add the pe that load_state_dict loaded"
         raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves="may not move")
     pe = table(got, "pe", "the buffer pe", (1, max_len, D))
@@ -353,9 +356,13 @@ def verdict_not_trained(got, want, x):
         raise Failure(MISTAKES["pe-is-parameter"])
     added = before.double() - x["x"].double()  # (max_len, max_len, D): the table, per row
     verdicts.assert_evidence(added.float(), f"What {what} adds to x")
-    if close_enough(added, want["pe"].double().expand_as(added)):
+    # x scaled by √D before the table is added is the forward check's to charge
+    scaled = before.double() - _scaled(x["x"], math.sqrt(D))
+    if any(close_enough(a, want["pe"].double().expand_as(a)) for a in (added, scaled)):
         return
     own = table(got, "table", f"sinusoidal_encoding({max_len}, {D})", (max_len, D), strict=False)
+    if close_enough(scaled, own.double().expand_as(scaled)):
+        return
     assert_close(
         added.float(),
         own.expand_as(added),
@@ -390,11 +397,19 @@ def _own_table(got, x, what):
     return table
 
 
+def _scaled(x, factor):
+    """x in float64, times `factor`: √D where forward scales x as an embedding is scaled
+    (the Transformer multiplies its embeddings by √d_model; this module adds pe only)."""
+    return x.double() * factor
+
+
 def _check_forward(got, key, x, pe, what):
     """out = x + pe[:, :T], pe (max_len, D) being the module's own table (_own_table)."""
     B, T, D = x.shape
     out = tensor(got, key, what, shape=(B, T, D), dtype=torch.float32)
     expected = x.double() + pe[:T].double()
+    if not close_enough(out, expected) and close_enough(out, _scaled(x, math.sqrt(D)) + pe[:T]):
+        raise Failure(MISTAKES["pe-scales-x"], what=what, D=D)
     if B == 1:  # pe[:, :x.size(0)] adds PE(0) everywhere instead of PE(0..T-1)
         if close_enough(out, x.double() + pe[:1].double()):
             raise Failure(
@@ -451,8 +466,9 @@ def verdict_dropout_train(got, want, x):
     table = _own_table(got, x, f"PositionalEncoding({x['d_model']}, max_len={x['max_len']})")
     full = value.double() + table[: value.size(1)].double()
     finding = dropout_finding(out, full, probe.P_DROP)
-    if finding is None:
-        return
+    scaled = _scaled(value, math.sqrt(value.size(-1))) + table[: value.size(1)].double()
+    if finding is None or dropout_finding(out, scaled, probe.P_DROP) is None:
+        return  # (x scaled by √D first is the forward check's to charge)
     kind, detail = finding
     if kind == "ignored":
         raise Failure(MISTAKES["pe-dropout-ignored"], p=probe.P_DROP)
