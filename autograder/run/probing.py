@@ -243,7 +243,8 @@ def autograd_error(run: Callable[[], Any]) -> str:
     except NotImplementedError:
         raise
     except RuntimeError as e:
-        return (str(e).splitlines() or [""])[0][:300]
+        first = (str(e).splitlines() or [""])[0].split(" Hint: ")[0].rstrip(". ")  # no hint
+        return first if len(first) <= 400 else first[:400].rsplit(" ", 1)[0] + " ..."
     return ""
 
 
@@ -261,7 +262,7 @@ def gradients(module: torch.nn.Module, run: Callable[[], Any]) -> Outputs:
 
     error = autograd_error(forward_and_backward)
     if error:  # a graph cut or broken in place
-        return {"grad/error": f"RuntimeError: {error[:200]}"}
+        return {"grad/error": f"RuntimeError: {error}"}
     return {
         f"grad/{name}": "none" if p.grad is None else p.grad.detach().clone()
         for name, p in module.named_parameters()

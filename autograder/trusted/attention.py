@@ -22,6 +22,24 @@ def broadcast_shape(*shapes):
     return tuple(out)
 
 
+class AttentionWeights(torch.autograd.Function):
+    """The identity, whose output autograd keeps for the backward pass, as it keeps a
+    softmax's: code that changes the weights in place afterwards (nn.Dropout(inplace=True),
+    weights.mul_) then fails its backward pass here as it does on the student's own
+    softmax attention, instead of training on weights autograd never saved."""
+
+    @staticmethod
+    def forward(ctx, weights):
+        kept = weights.clone()
+        ctx.save_for_backward(kept)
+        return kept
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 (autograd's check that nothing changed them in place)
+        return grad
+
+
 def attention_with_bias(q, k, v, bias, mask=None):
     L, S = q.size(-2), k.size(-2)
     batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -35,7 +53,7 @@ def attention_with_bias(q, k, v, bias, mask=None):
         additive = additive.masked_fill(mask & ~blocked_rows, float("-inf"))
     q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     eye = torch.eye(S, dtype=q.dtype, device=q.device).expand(*batch, S, S)
-    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=additive)
+    weights = AttentionWeights.apply(F.scaled_dot_product_attention(q, k, eye, attn_mask=additive))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
     if blocked_rows is not None:
         weights = weights.masked_fill(blocked_rows, 0.0)
