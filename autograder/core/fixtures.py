@@ -34,11 +34,16 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+TRUSTED = Path(__file__).resolve().parents[1] / "trusted"
+
+
 def source_hashes(module: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
     """What the stored outputs come from: the solution and the probe side; the whole checks
-    package where a check keeps its judge's replays with the reference (core.Check.replays)."""
+    package where a check keeps its judge's replays with the reference (core.Check.replays);
+    and the trusted stand-ins, which the solution's imports get while the outputs are made."""
     replays = any(c.replays for c in registry.checks_of(module))
     probe_side = (not replays and registry.probe_files_of(module)) or registry.files_of(module)
+    probe_side = [*probe_side, *sorted(TRUSTED.glob("*.py"))]
     checks_text = b"".join(f.read_bytes() for f in probe_side)
     return {
         "solution_sha256": sha256((solutions / f"{module}.py").read_bytes()),

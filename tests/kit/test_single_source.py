@@ -130,5 +130,6 @@ def test_fixtures_rewrite_only_what_changed(tmp_path, monkeypatch):
     assert (fixtures.FIXTURE_DIR / "masks.npz").stat().st_mtime_ns == before
     probe_side = registry.probe_files_of("attention")
     assert probe_side and all(f.name.startswith("probe") for f in probe_side)
-    expected = fixtures.sha256(b"".join(f.read_bytes() for f in probe_side))
+    trusted = sorted(fixtures.TRUSTED.glob("*.py"))
+    expected = fixtures.sha256(b"".join(f.read_bytes() for f in [*probe_side, *trusted]))
     assert fixtures.source_hashes("attention")["checks_sha256"] == expected

@@ -261,6 +261,15 @@ def _wiring(variant, x, a, f, n1, n2):
     if variant in ("pre", "mask-ignored-pre"):
         x = x + a(n1(x))
         return x, x + f(n2(x))
+    if variant == "pre-parallel":  # the feed-forward reads the block's input
+        h = x + a(n1(x))
+        return h, h + f(n2(x))
+    if variant == "pre-norms-swapped":
+        x = x + a(n2(x))
+        return x, x + f(n1(x))
+    if variant == "post-norms-swapped":
+        x = n2(x + a(x))
+        return x, n1(x + f(x))
     if variant in ("post", "mask-ignored"):
         x = n1(x + a(x))
         return x, n2(x + f(x))
@@ -324,7 +333,9 @@ def _block_candidates(x, norm_first, activation):
         (MISTAKES["block-one-norm-for-both"], lazy(f"{asked}-only-norm1"), {"norm": "norm1"}),
         (MISTAKES["block-one-norm-for-both"], lazy(f"{asked}-only-norm2"), {"norm": "norm2"}),
     ]
+    found.append((MISTAKES["block-norms-swapped"], lazy(f"{asked}-norms-swapped"), {}))
     if norm_first:
+        found.append((MISTAKES["block-ffn-reads-block-input"], lazy("pre-parallel"), {}))
         found.append((MISTAKES["block-residual-from-normed"], lazy("residual-from-normed"), {}))
         found.append((MISTAKES["block-mask-ignored"], lazy("mask-ignored-pre"), {}))
     else:

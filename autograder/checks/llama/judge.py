@@ -88,7 +88,7 @@ def _attention_mistakes(x):
 def _block_both():
     return [
         (MISTAKES["llama-post-norm"], {"norm": "post"}, {}),
-        (MISTAKES["llama-norms-swapped"], {"norm": "swapped"}, {}),
+        (BLOCKS_MISTAKES["block-norms-swapped"], {"norm": "swapped"}, {}),
         (BLOCKS_MISTAKES["block-residual-from-normed"], {"norm": "from-normed"}, {}),
     ]
 
@@ -111,7 +111,7 @@ def _block_ffn_only():
             {"sublayer": "feed-forward"},
         ),
         (BLOCKS_MISTAKES["block-one-norm-for-both"], {"norm": "one-norm"}, {"norm": "attn_norm"}),
-        (MISTAKES["llama-ffn-reads-block-input"], {"norm": "parallel"}, {}),
+        (BLOCKS_MISTAKES["block-ffn-reads-block-input"], {"norm": "parallel"}, {}),
     ]
 
 

@@ -1,7 +1,7 @@
 """Mutant: LlamaBlock's feed-forward reads the block's input x instead of h, the stream after
 the attention's sum: GPT-J's parallel block, not LLaMA's sequential one."""
 
-# expects: llama-ffn-reads-block-input
+# expects: block-ffn-reads-block-input
 # loses: block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference

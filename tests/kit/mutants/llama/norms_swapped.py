@@ -1,6 +1,6 @@
 """Mutant: ffn_norm before the attention, attn_norm before the feed-forward."""
 
-# expects: llama-norms-swapped
+# expects: block-norms-swapped
 # loses: block-attention, block-ffn
 from solutions.llama import *  # noqa: F403
 from solutions.llama import LlamaBlock as _Reference
