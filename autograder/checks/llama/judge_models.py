@@ -47,13 +47,13 @@ def attend(
     mask,
     c,
     *,
-    rotary="qk",
-    base=None,
-    arange=False,
-    pairing="ok",
-    rope="half",
-    heads_as="transpose",
-    divisor="d_k",
+    rotary: str = "qk",
+    base: float | None = None,
+    arange: bool = False,
+    pairing: str = "ok",
+    rope: str = "half",
+    heads_as: str = "transpose",
+    divisor: str = "d_k",
 ):
     """RotaryAttention's (out, weights); state entries under the prefix p. divisor: the width
     whose square root divides the scores ("d_model": the model's, not one head's; "one": no

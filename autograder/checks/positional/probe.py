@@ -120,6 +120,7 @@ def probe_buffer(mod, x):
     }
     if type(pe) is torch.Tensor or isinstance(pe, torch.nn.Parameter):
         got["pe"] = pe.detach().clone().as_subclass(torch.Tensor)
+
     # Evidence that needs the real computation: a state_dict holding a random pe, loaded
     # strictly, must be what forward adds; and a training step must not change the output.
     def loaded(extra):

@@ -379,7 +379,8 @@ def verdict_relative(got, want, x):
     positions by one amount keeps every score, and rows at different positions do change
     their score (an identity or a fixed rotation fails)."""
     shape = x["q"].shape  # (1, 1, T, d): the rows are judged as (T, d)
-    q, k, positions, shift = x["q"][0, 0].double(), x["k"][0, 0].double(), x["positions"], x["shift"]
+    q, k = x["q"][0, 0].double(), x["k"][0, 0].double()
+    positions, shift = x["positions"], x["shift"]
     what = "apply_rotary(q, positions)"
     runs = {name: _rows(got, name, shape, what)[0, 0] for name in ("q1", "k1", "q2", "k2")}
     p_max = float(positions.max()) + shift
