@@ -199,9 +199,22 @@ def verdict_layer(got, want, x):
     _or_given_working_cache(lambda run: _layer(run, want, x), got, x)
 
 
+def _index_ignored(got, x):
+    """The layer index the student's layer appended under instead of its own: its keys are
+    in that layer's entry and it never appended under its own (a cache that keeps one list
+    for every layer is the cache's mistake, charged in its checks); None otherwise."""
+    used = got.get("cache/layer", x["layer"])
+    if type(used) is int and used != x["layer"] and "given/0/k" not in got:
+        return used
+    return None
+
+
 def _layer(got, want, x):
     what = f"CachedAttention on calls of {_calls_text(x)} tokens"
     _failed(got, what)
+    used = _index_ignored(got, x)
+    if used is not None:
+        raise Failure(MISTAKES["kv-layer-ignored"], layer=x["layer"], used=used)
     outs = _outputs(got, x, what)
     right = all(close(out, want[f"out{i}"]) for i, out in enumerate(outs))
     if right or not right_given_own_cache(got, x, outs):
@@ -230,6 +243,8 @@ def verdict_contents(got, want, x):
 
 def _contents(got, want, x):
     _failed(got, "CachedAttention")
+    if _index_ignored(got, x) is not None:
+        return  # what it then stored follows from that: the reference check names it
 
     def stored(name, how=()):
         """The layer's cached keys or values at the end, float32, under the mistakes `how`."""
@@ -448,10 +463,22 @@ def verdict_incremental(got, want, x):
     _or_given_working_cache(lambda run: _incremental(run, x), got, x)
 
 
+def _cache_passed(got, run):
+    """Whether the model calls recorded for a greedy_decode run (probe._watch) passed a
+    cache: True, False, or None when nothing was recorded (a model that cannot be watched)."""
+    calls = got.get(f"{run}/calls")
+    if type(calls) is not int or calls < 1:
+        return None
+    return any(got.get(f"{run}/call/{i}/cache", -1) != -1 for i in range(min(calls, 64)))
+
+
 def _incremental(got, x):
     (a, b), n = x["prompts"], x["n"]
     _generated(got, "a", x, a)
     tokens, logits = _generated(got, "b", x, b)
+    for run in ("a", "b"):  # the same logits without a cache prove nothing about one
+        if _cache_passed(got, run) is False:
+            raise Failure(MISTAKES["kv-cache-unused"], calls=got[f"{run}/calls"])
     T0 = b.size(1)
     what = "greedy_decode's logits with the cache"
     full = got.get("full")
@@ -533,5 +560,7 @@ def verdict_generate(got, want, x):
     def judge(run):
         for key in ("cache", "nocache"):
             _same_run(run, want, x, key)
+        if _cache_passed(run, "nocache"):  # use_cache=False recomputes without one
+            raise Failure(MISTAKES["kv-cache-flag-ignored"])
 
     _or_given_working_cache(judge, got, x)

@@ -48,8 +48,10 @@ def cache_fault(calls):
     """The named mistake of the student's own cache that the record shows, judged from what
     it was given: "new-only" (append returned this call's k and v only, kv-append-new-only),
     "new-first" (append put the new tokens before the cached ones, every call's in reverse
-    order, kv-append-new-first) or "counts-calls" (length() counted the calls, not the
-    tokens, kv-length-counts-calls; append right). None when the cache did its part, or did
+    order, kv-append-new-first), "counts-calls" (length() counted the calls, not the
+    tokens, kv-length-counts-calls; append right) or "length-wrong" (append right, length()
+    wrong otherwise, as for a layer whose appends went to another layer's list:
+    kv-length-wrong, kv-layers-share-cache). None when the cache did its part, or did
     something else."""
     if calls is None:
         return None
@@ -67,6 +69,8 @@ def cache_fault(calls):
     lengths = [p0 for p0, *_ in calls]
     if all_appended and lengths == list(range(len(calls))) and lengths != tokens[:-1]:
         return "counts-calls"
+    if all_appended and lengths != tokens[:-1]:  # length() wrong otherwise: kv-length-wrong
+        return "length-wrong"
     new_first = all(
         torch.equal(keys, torch.cat([c[1] for c in calls[i::-1]], 2))
         and torch.equal(values, torch.cat([c[2] for c in calls[i::-1]], 2))

@@ -87,20 +87,22 @@ def _single(gen, B, x):
     return [(randn(gen, *shape), randn(gen, *shape)) for _ in range(2)]
 
 
-def _config(gen):
-    D, H, H_kv = _pick(gen, SHAPES)
+def _config(gen, grouped=False):
+    """Sizes and a base; `grouped`: 1 < H_kv < H, where a tiled repeat of the key/value heads
+    differs from repeat_interleave (with one key/value head they agree)."""
+    D, H, H_kv = _pick(gen, [s for s in SHAPES if s[2] > 1] if grouped else SHAPES)
     base = _pick(gen, [10000.0, float(_int(gen, 50, 500))])
     return {"D": D, "H": H, "H_kv": H_kv, "base": base}
 
 
 def inputs_layer(gen):
-    """A prefill of several tokens, single steps, then a chunk of 2 tokens, into one layer
-    of a 2-layer cache."""
-    x = _config(gen)
+    """A prefill of several tokens, single steps, then a chunk of 2 tokens, into layer 1 of a
+    2-layer cache (a layer that ignores its index and uses layer 0 shows there)."""
+    x = _config(gen, grouped=True)
     B = _int(gen, 1, 2)
     lengths = [_int(gen, 3, 6), 1, 1, 2]
     x["state"] = layer_state(gen, x["D"], x["H"], x["H_kv"])
-    x["layer"] = _int(gen, 0, 1)
+    x["layer"] = 1
     x["xs"] = [randn(gen, B, T, x["D"]) for T in lengths]
     x["single"] = _single(gen, B, x)
     return x
@@ -276,8 +278,13 @@ def _probe_layer(mod, x):
                 return {"error": error, "error-at": i}
             got[f"out{i}"] = out
         del got["call"]
+        # the layer's own entry; else the entry that holds keys (a layer that ignores its
+        # index), its index kept in "cache/layer"
+        filled = [i for i in range(2) if _cached(cache, i, "keys") is not None]
+        used = x["layer"] if x["layer"] in filled or not filled else filled[0]
+        got["cache/layer"] = used
         for name in ("keys", "values"):
-            value = _cached(cache, x["layer"], name)
+            value = _cached(cache, used, name)
             if value is not None:
                 got[f"cache/{name}"] = value
         full, error = _guarded(lambda: layer(torch.cat(x["xs"], dim=1)))
