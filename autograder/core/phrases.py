@@ -298,4 +298,7 @@ PHRASES = (
     N_("1 (no scaling)"),
     N_("twice (1/d instead of 1/√d)"),
     N_("not at all"),
+    N_("divided by √D instead of multiplied"),
+    N_("multiplied by D instead of √D"),
+    N_("multiplied by √D after the positions were added, not before"),
 )

@@ -48,19 +48,13 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 
 @MINI_GPT.check("logits", inputs=probe.inputs_model, replays=models._logits_replays)
 def verdict_logits(got, want, x):
-    """Against the reference; a model right but for the √D scale of its embeddings passes:
-    the embed-scale check charges that, once (on a model with no blocks)."""
+    """Against the reference; a model right but for the scale of its embeddings (the
+    embed-scale check charges it, on a model with no blocks) or for its causal mask (none,
+    inverted or transposed: the causal check charges it) passes."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
-    if close(logits, want["replay/no-embed-scale"]):
+    if any(close(logits, want[f"replay/{n}"]) for n in models._CHARGED_ELSEWHERE):
         return
-    named = (
-        MISTAKES["gpt-no-embed-scale"],
-        MISTAKES["gpt-no-causal-mask"],
-        MISTAKES["gpt-no-causal-mask"],  # inverted: the wrong side blocked
-        MISTAKES["gpt-no-causal-mask"],  # transposed: the past blocked, the future kept
-        MISTAKES["gpt-no-final-norm"],
-        MISTAKES["gpt-log-softmax-output"],
-    )
+    named = (MISTAKES["gpt-no-final-norm"], MISTAKES["gpt-log-softmax-output"])
     mistakes = dict(zip(models._LOGITS_MISTAKES, named, strict=True))
     candidates = [(m, want.get(f"replay/{n}"), {}) for n, m in mistakes.items()]
     assert_close(logits, want["logits"], "the logits", candidates)
@@ -114,6 +108,14 @@ def verdict_embed_scale(got, want, x):
         return
     if any(close(logits, want[f"replay/unscaled/{n}"]) for n in names):
         raise Failure(MISTAKES["gpt-no-embed-scale"])
+    how = {
+        "divided": "divided by √D instead of multiplied",
+        "D": "multiplied by D instead of √D",
+        "after-pe": "multiplied by √D after the positions were added, not before",
+    }
+    for scale, text in how.items():
+        if close(logits, want[f"replay/scale-{scale}"]):
+            raise Failure(MISTAKES["gpt-wrong-embed-scale"], how=text)
     assert_close(logits, want["logits"], "the logits")
 
 

@@ -44,7 +44,9 @@ def _logits(
     head=None,
     built=None,
 ):
-    """MiniGPT's logits on x's weights, with the mistakes named by the flags (causal: True,
+    """MiniGPT's logits on x's weights, with the mistakes named by the flags (scale: True for
+    √D, False for none, "divided" for 1/√D, "D" for D, "after-pe" for √D times the sum of the
+    embeddings and the positions; causal: True,
     False for no mask, "inverted" for ~causal_mask and "transposed" for causal_mask(T).T: the
     wrong side blocked); embed and head
     replace token_embed's and lm_head's matrices (two matrices: an untied model). `built`:
@@ -55,8 +57,11 @@ def _logits(
     embed = model.token_embed.weight if embed is None else embed
     head = model.lm_head.weight if head is None else head
     with torch.no_grad():
-        h = F.embedding(idx, embed) * (model.d_model**0.5 if scale else 1.0)
-        h = model.pos_encoding(h)
+        D = model.d_model
+        factor = {True: D**0.5, False: 1.0, "divided": D**-0.5, "D": float(D)}.get(scale, 1.0)
+        h = model.pos_encoding(F.embedding(idx, embed) * factor)
+        if scale == "after-pe":
+            h = h * D**0.5
         mask = causal_mask(T) if causal else None
         if causal == "inverted":
             mask = ~mask
@@ -70,12 +75,18 @@ def _logits(
 
 # The mistakes the logits check names, as _logits flags.
 _LOGITS_MISTAKES = {
+    "no-final-norm": {"final_norm": False},
+    "log-softmax": {"log_softmax": True},
+}
+# The embedding scale's mistakes (the embed-scale check names them) and the mask's (the causal
+# check's): the logits check passes a model right but for one of them.
+WRONG_SCALES = ("divided", "D", "after-pe")
+_CHARGED_ELSEWHERE = {
     "no-embed-scale": {"scale": False},
+    **{f"scale-{s}": {"scale": s} for s in WRONG_SCALES},
     "no-causal": {"causal": False},
     "inverted-causal": {"causal": "inverted"},
     "transposed-causal": {"causal": "transposed"},
-    "no-final-norm": {"final_norm": False},
-    "log-softmax": {"log_softmax": True},
 }
 
 
@@ -87,19 +98,23 @@ def _name(flags: dict) -> str:
 
 
 def _variants():
-    """The correct model first, then every combination of the mistakes named elsewhere."""
+    """The correct model first, then every combination of the mistakes named elsewhere (a
+    wrong embedding scale other than none: alone)."""
     return [
         {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
         for s in (True, False)
         for f in (True, False)
         for ls in (False, True)
         for c in (True, False, "inverted", "transposed")
+    ] + [
+        {"scale": s, "final_norm": True, "log_softmax": False, "causal": True} for s in WRONG_SCALES
     ]
 
 
 def _logits_replays(x):
     built = _built(x)
-    return {n: _logits(x, x["idx"], built=built, **kw) for n, kw in _LOGITS_MISTAKES.items()}
+    mistakes = {**_LOGITS_MISTAKES, **_CHARGED_ELSEWHERE}
+    return {n: _logits(x, x["idx"], built=built, **kw) for n, kw in mistakes.items()}
 
 
 def _tying_replays(x):
@@ -128,6 +143,8 @@ def _scale_replays(x):
     for flags in _scale_variants():
         found[f"scaled/{_name(flags)}"] = _logits(x, x["idx"], built=built, **flags)
         found[f"unscaled/{_name(flags)}"] = _logits(x, x["idx"], scale=False, built=built, **flags)
+    for scale in WRONG_SCALES:
+        found[f"scale-{scale}"] = _logits(x, x["idx"], scale=scale, built=built)
     return found
 
 

@@ -2,7 +2,7 @@
 earlier keys blocked, the later ones kept; PyTorch's True = keep convention)."""
 
 # expects: gpt-no-causal-mask
-# loses: logits, causal, return-attn
+# loses: causal, return-attn
 from solutions.gpt import CharVocab, generate, load_corpus, train
 from solutions.gpt import MiniGPT as Reference
 from solutions.masks import causal_mask

@@ -1,7 +1,7 @@
 """Mutant: the blocks run with no mask."""
 
 # expects: gpt-no-causal-mask
-# loses: logits, causal, return-attn
+# loses: causal, return-attn
 import torch
 from torch import nn
 

@@ -1,0 +1,26 @@
+"""Mutant: the positions are added first and the sum multiplied by √D: the scale belongs to
+the token embeddings alone."""
+
+# expects: gpt-wrong-embed-scale
+# loses: embed-scale
+import torch
+from torch import nn
+
+from solutions.gpt import CharVocab, generate, load_corpus, train
+from solutions.gpt import MiniGPT as Reference
+from solutions.masks import causal_mask
+
+
+class MiniGPT(Reference):
+    def forward(self, idx, return_attn=False):
+        B, T = idx.shape
+        if T > self.max_len:
+            raise ValueError(f"T = {T} > max_len = {self.max_len}")
+        x = self.pos_encoding(self.token_embed(idx)) * self.d_model**0.5
+        mask = causal_mask(T, device=idx.device)
+        attn = []
+        for block in self.blocks:
+            x, weights = block(x, mask=mask)
+            attn.append(weights)
+        logits = self.lm_head(self.final_norm(x))
+        return (logits, attn) if return_attn else logits
