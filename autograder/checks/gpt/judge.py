@@ -321,6 +321,8 @@ def _tokens_verdict(check):
     def verdict(got, want, x):
         for name, n, temperature, top_k in probe.cases(check, x):
             ids, what = _ids(got, x, name, n, temperature, top_k)
+            if check == "sample" and got.get(f"{name}/generator-unused") is True:
+                raise Failure(MISTAKES["gen-generator-unused"], what=what)
             reference = want[f"{name}/ids"]
             if torch.equal(ids, reference):
                 continue

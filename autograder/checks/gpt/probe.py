@@ -90,7 +90,9 @@ def _state(gen, config) -> dict:
 
 def inputs_model(gen):
     config = config_of(gen)
-    B, T = _draw(gen, 2, 3), _draw(gen, config["max_len"] - 3, config["max_len"])
+    # T < max_len: that T = max_len fits is the too-long check's (an off-by-one `T >=
+    # max_len` costs that check alone)
+    B, T = _draw(gen, 2, 3), _draw(gen, config["max_len"] - 3, config["max_len"] - 1)
     return {
         "config": config,
         "state": _state(gen, config),
@@ -300,10 +302,16 @@ def _run_cases(mod, x, check):
     for name, n, temperature, top_k in cases(check, x):
         model = scripted(x)
         gen = torch.Generator().manual_seed(x["seed"])
+        before = gen.get_state()
         try:
-            out = mod.generate(
-                model, x["prompt"].cpu(), n, temperature=temperature, top_k=top_k, generator=gen
-            )
+            # torch's global generator seeded alike (and restored after): a generate that
+            # ignores `generator` draws the same stream from it, so only the sample check,
+            # which reads the generator's state, charges that
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(x["seed"])
+                out = mod.generate(
+                    model, x["prompt"].cpu(), n, temperature=temperature, top_k=top_k, generator=gen
+                )
         except ContextTooLong as e:
             got[f"{name}/too_long"] = int(e.args[0])
             continue
@@ -317,6 +325,7 @@ def _run_cases(mod, x, check):
             got[f"{name}/error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
             continue
         got[f"{name}/ids"] = out
+        got[f"{name}/generator-unused"] = torch.equal(gen.get_state(), before)
         # What each call fed the model: the crop check judges it; the others judge the
         # tokens given it (a context mistake is the crop check's to charge).
         got[f"{name}/calls"] = len(model.calls)
