@@ -238,6 +238,10 @@ PHRASES = (
     N_("it returned a {kind}"),
     N_("its logits differ from forward(idx)'s"),
     N_("at new token {i} the sequence had {n} tokens and the model was fed {shape}"),
+    N_(
+        "it returned {n} tokens, not the prompt's {T0} and {m} new ones: each new token goes "
+        "onto the whole sequence, not onto the cropped context"
+    ),
     N_("a sequence that does not start with the prompt"),
     N_("ids from {a} to {b}"),
     N_("token ids in 0 .. {n}"),

@@ -226,16 +226,16 @@ def _ids(got, x, name, n, temperature, top_k):
     return ids, what
 
 
-def _step_logits(x, ids, step, context=None):
-    """The scripted model's last-position logits for new token `step` of the student's own
-    sequence, fed the last max_len tokens (the docstring's context), or `context` when
-    given (what the student's generate fed it)."""
+def _step_logits(x, ids, step, context=None, row=-1):
+    """The scripted model's last-position logits (`row`: another position's) for new token
+    `step` of the student's own sequence, fed the last max_len tokens (the docstring's
+    context), or `context` when given (what the student's generate fed it)."""
     model = probe.scripted(x).eval()
     T0 = x["prompt"].size(1)
     with torch.no_grad():
         if context is None:
             context = ids[:, : T0 + step][:, -model.max_len :]
-        return model(context)[:, -1]
+        return model(context)[:, row]
 
 
 def _own_contexts(got, x, name, n):
@@ -285,6 +285,11 @@ def verdict_greedy(got, want, x):
         for step in range(n):
             logits = _step_logits(x, ids, step, own[step])
             if not torch.equal(logits.argmax(-1), ids[:, T0 + step]):
+                if all(
+                    torch.equal(_step_logits(x, ids, s, own[s], row=0).argmax(-1), ids[:, T0 + s])
+                    for s in range(n)
+                ):
+                    raise Failure(MISTAKES["gen-first-position-logits"])
                 raise Failure(MISTAKES["gen-greedy-not-argmax"], step=step)
 
 
@@ -294,8 +299,17 @@ def verdict_crop(got, want, x):
     """The student's own run: each step's model call saw the last max_len tokens of the
     sequence so far (how the token was then picked is the other checks' business)."""
     for name, n, temperature, top_k in probe.cases("crop", x):
-        ids, _ = _ids(got, x, name, n, temperature, top_k)
         calls, m, T0 = got.get(f"{name}/calls"), x["pos"].size(0), x["prompt"].size(1)
+        returned = got.get(f"{name}/ids")
+        if isinstance(returned, torch.Tensor) and returned.dim() == 2:
+            if calls == n and returned.size(1) < T0 + n:  # the sequence was cropped too
+                detail = (
+                    f"it returned {returned.size(1)} tokens, not the prompt's {T0} and {n} "
+                    "new ones: each new token goes onto the whole sequence, not onto the "
+                    "cropped context"
+                )
+                raise Failure(MISTAKES["gen-wrong-context"], detail=detail)
+        ids, _ = _ids(got, x, name, n, temperature, top_k)
         if calls != n:
             detail = f"it called the model {calls} times for {n} new tokens, not once per token"
             raise Failure(MISTAKES["gen-wrong-context"], detail=detail)
@@ -324,8 +338,8 @@ def _tokens_verdict(check):
             if check == "sample" and got.get(f"{name}/generator-unused") is True:
                 raise Failure(MISTAKES["gen-generator-unused"], what=what)
             reference = want[f"{name}/ids"]
-            if torch.equal(ids, reference):
-                continue
+            if torch.equal(ids, reference) or torch.equal(ids, want[f"replay/{name}/first-row"]):
+                continue  # (tokens picked from the first position: the greedy check's)
             # Fed other contexts than the docstring's: the tokens are judged given them
             # (the crop check charges the contexts), the known mistakes too.
             own = _own_contexts(got, x, name, n)
@@ -418,7 +432,11 @@ for _slug, _mode, _probe in (
     ("generate-top-k", "top-k", probe.probe_top_k),
 ):
     GENERATE.check(
-        _slug, inputs=probe.inputs_generate, probe=_probe, verdict=_tokens_verdict(_mode)
+        _slug,
+        inputs=probe.inputs_generate,
+        probe=_probe,
+        replays=models._first_row_replays(_mode),
+        verdict=_tokens_verdict(_mode),
     )
 
 

@@ -148,13 +148,37 @@ def _scale_replays(x):
     return found
 
 
+def _first_row_replays(check):
+    """replays= of a sampling check: each run's tokens picked from the first position's
+    logits (the greedy check names that mistake; the sampling checks pass it)."""
+
+    def replays(x):
+        return {
+            f"{name}/first-row": _generate(x, n, temperature, top_k, row=0)
+            for name, n, temperature, top_k in probe.cases(check, x)
+        }
+
+    return replays
+
+
 @model
 def _generate(
-    x, n, temperature, top_k, *, crop="last", temp="divide", top_k_on=True, extra=0, contexts=None
+    x,
+    n,
+    temperature,
+    top_k,
+    *,
+    crop="last",
+    temp="divide",
+    top_k_on=True,
+    extra=0,
+    contexts=None,
+    row=-1,
 ):
     """generate on the scripted model, with a known mistake where an argument names one;
     `contexts`: the model is fed these (one per new token: what the student's generate fed
-    it) instead of the cropped sequence."""
+    it) instead of the cropped sequence; `row`: the position whose logits pick the token
+    (0: the first position's, a mistake)."""
     model = probe.scripted(x).eval()
     gen = torch.Generator().manual_seed(x["seed"])
     idx, m, V = x["prompt"].cpu(), model.max_len, x["table"].size(0)
@@ -164,7 +188,7 @@ def _generate(
                 context = contexts[step]
             else:
                 context = idx[:, -m:] if crop == "last" else idx[:, :m]
-            logits = model(context)[:, -1]
+            logits = model(context)[:, row]
             if temperature == 0:
                 next_id = logits.argmax(dim=-1, keepdim=True)
             else:
