@@ -165,8 +165,10 @@ def verdict_linear(got, want, x):
 def verdict_feature_map(got, want, x):
     # Each row is phi(q) (phi(0), phi(b)) / normaliser: the ratio of its two entries is
     # phi(b) / phi(0), the student's own map at b, whatever the normaliser or a scale of q.
+    # Read from the last query row, which sees both keys whether or not the student's code
+    # masks the future (a causal mask where causal=False is the linear check's to charge).
     out = models._floating(got, "out", "linear_attention's output", x["v"].shape).double()
-    first, second = out[..., 0], out[..., 1]
+    first, second = out[:, -1:, 0], out[:, -1:, 1]
     if not (torch.isfinite(out).all() and (first > 0).all()):
         measured = ": your outputs give phi(0) = 0 (or NaN), as plain elu, relu or no map do"
         raise Failure(MISTAKES["linear-feature-map"], measured=measured)
@@ -332,7 +334,11 @@ def _same_keys_gate(got, x, *, large=False):
     v = x["same_v"]
     out = models._floating(got, "same", what, v.shape)
     mean = v.double().mean(dim=-2, keepdim=True).expand_as(v).to(models._dtype(x))
-    if close(out, mean):
+    # each query's mean of the values up to its own (a causal mask where causal=False: the
+    # chunked check charges that): as much a computation as the mean of them all
+    counts = torch.arange(1, v.size(-2) + 1, dtype=torch.float64)[:, None]
+    running = (v.double().cumsum(dim=-2) / counts).to(models._dtype(x))
+    if close(out, mean) or close(out, running):
         return
     if not torch.isfinite(out).all():
         if large:  # the scores are shifted by 100 to 300 there

@@ -145,6 +145,8 @@ def _linear_candidates(x, causal):
             {},
         ),
     ]
+    if not causal:
+        found.append((MISTAKES["causal-always-applied"], lambda: _linear(x, causal=True), {}))
     if causal:
         found += [
             (MISTAKES["linear-causal-ignored"], lambda: _linear(x), {}),
@@ -236,6 +238,8 @@ def _chunked_candidates(x, causal, chunk):
     found = []
     if causal:
         found.append((MISTAKES["chunked-causal-ignored"], lambda: _exact(x, False), {}))
+    else:
+        found.append((MISTAKES["causal-always-applied"], lambda: _exact(x, True), {}))
     if causal and chunk < T:
         found.append(
             (
