@@ -201,6 +201,19 @@ OWN_RAISE = _declare(
         "T > max_len, not T >= max_len.",
     ),
 )
+CALL_REFUSED = _declare(
+    "call-refused",
+    "A function your code called refused the arguments it was given: {error}, called {where}.",
+    (
+        "The error comes from a function your code called, not from your own line: an "
+        "argument you passed is outside what that function accepts (often an off-by-one, or "
+        "a size taken from the wrong tensor).",
+        "Read the error: it names the argument and what it expects. Then look at how the line "
+        "it names computes that argument, and at the called function's docstring.",
+        "Just before that line, print the arguments you pass and compare them with what the "
+        "error says is allowed (a window of at least 1, a size that divides another, ...).",
+    ),
+)
 FIXED_RANK = _declare(
     "shape-unpacked-fixed-rank",
     "Your code unpacks a tensor's shape into a fixed number of names ({error}) {where}: this "

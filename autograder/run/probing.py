@@ -22,6 +22,7 @@ import torch
 
 from ..core.check import (
     CHANGED_KEY,
+    CALL_REFUSED,
     CRASH,
     FIXED_RANK,
     IMPORT_ERROR,
@@ -393,6 +394,8 @@ def crash(e: BaseException, root: Path) -> Failure:
         line = frames[-1].line if frames else ""
         if re.search(r"\.shape\b|\.size\(\s*\)", line or ""):  # B, T, d = x.shape
             return Failure(FIXED_RANK, error=error, where=where)
+    if isinstance(e, ValueError) and frames and not raised_in(e, root):
+        return Failure(CALL_REFUSED, error=error, where=where)  # a stand-in's or torch's check
     return Failure(OWN_RAISE if own else CRASH, error=error, where=where)
 
 

@@ -519,7 +519,8 @@ def test_weights_that_cannot_be_loaded_are_named_from_the_students_side(tmp_path
 def test_a_shape_unpacked_into_fixed_names_is_named_and_no_other_unpack(tmp_path):
     """`B, H, T, d = x.shape` on a (T, d) input is shape-unpacked-fixed-rank; unpacking a
     function's result into too many names is an ordinary crash (its hint is about shapes of
-    tensors, not of tuples, but nothing says the docstring allows it)."""
+    tensors, not of tuples, but nothing says the docstring allows it); a ValueError raised by
+    a function the student's code called (a stand-in, torch) is call-refused."""
     from autograder.run.probing import crash
 
     source = tmp_path / "student.py"
@@ -530,14 +531,23 @@ def test_a_shape_unpacked_into_fixed_names_is_named_and_no_other_unpack(tmp_path
         "def pair(f):\n"
         "    out, weights = f()\n"
         "    return out\n"
+        "def window(mask, T, w):\n"
+        "    return mask(T, w - 1)\n"
     )
     namespace: dict = {}
     exec(compile(source.read_text(), str(source), "exec"), namespace)  # noqa: S102
+    from autograder.trusted.masks import sliding_window_mask
+
     failures = []
-    for call in (lambda: namespace["shape"](torch.zeros(3, 4)), lambda: namespace["pair"](tuple)):
+    for call in (
+        lambda: namespace["shape"](torch.zeros(3, 4)),
+        lambda: namespace["pair"](tuple),
+        lambda: namespace["window"](sliding_window_mask, 5, 1),  # a function called refuses
+    ):
         try:
             call()
         except ValueError as e:
             failures.append(crash(e, tmp_path))
-    assert [f.misconception.id for f in failures] == ["shape-unpacked-fixed-rank", "crash"]
+    ids = [f.misconception.id for f in failures]
+    assert ids == ["shape-unpacked-fixed-rank", "crash", "call-refused"], ids
     assert "`B, H, T, d = x.shape`" in failures[0].message, failures[0].message
