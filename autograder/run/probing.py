@@ -21,8 +21,8 @@ from typing import Any
 import torch
 
 from ..core.check import (
-    CHANGED_KEY,
     CALL_REFUSED,
+    CHANGED_KEY,
     CRASH,
     FIXED_RANK,
     IMPORT_ERROR,
