@@ -23,7 +23,13 @@ MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint
 
 
 @model
-def _attend(x, *, scale=None, dim=-1, mask_mode="before", bias_mode="scores", invert=False):
+def _attend(
+    x, *, scale=None, dim=-1, mask_mode="before", bias_mode="scores", invert=False, fill="ok"
+):
+    """(out, weights) with the named mistake. fill: what the line that masks the scores does
+    wrong, the rest as the docstring asks (fully blocked rows still zeroed): "inverted"
+    (masked_fill(~mask, -inf)), "none" (its result not kept), "add" (scores + mask.float()),
+    "multiply" (scores * ~mask)."""
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
     mask, bias = x.get("mask"), x.get("bias")
     if mask is not None and invert:
@@ -36,7 +42,14 @@ def _attend(x, *, scale=None, dim=-1, mask_mode="before", bias_mode="scores", in
         if bias is not None and bias_mode == "scores":
             scores = scores + bias.double()
     if mask is not None and mask_mode == "before":
-        scores = scores.masked_fill(mask, float("-inf"))
+        if fill == "ok":
+            scores = scores.masked_fill(mask, float("-inf"))
+        elif fill == "inverted":
+            scores = scores.masked_fill(~mask, float("-inf"))
+        elif fill == "add":
+            scores = scores + mask.double()
+        elif fill == "multiply":
+            scores = scores * (~mask).double()
     weights = scores.softmax(dim=dim)
     if mask is not None:
         if mask_mode == "before":
@@ -63,8 +76,12 @@ def _candidates(x, which: str):
     if x.get("mask") is not None:
         found += [
             (MISTAKES["mask-inverted"], lazy(invert=True), {}),
+            (MISTAKES["mask-inverted"], lazy(fill="inverted"), {}),
             (MISTAKES["mask-after-softmax"], lazy(mask_mode="after"), {}),
             (MISTAKES["mask-ignored"], lazy(mask_mode="none"), {}),
+            (MISTAKES["mask-ignored"], lazy(fill="none"), {}),
+            (MISTAKES["mask-as-number"], lazy(fill="add"), {"how": "added to"}),
+            (MISTAKES["mask-as-number"], lazy(fill="multiply"), {"how": "multiplied with"}),
         ]
     if x.get("bias") is not None:
         found += [
@@ -162,6 +179,65 @@ def _compare(got, want, x, *, prefix="", exempt=False):
     assert_close(out, want[prefix + "out"], "the output", _candidates(x, "out"))
 
 
+# --------------------------------------------------------------------------- mask mistakes
+
+# The mask's mistakes that mask-2d names (as _attend flags): the other mask checks, which vary
+# the mask's shape or content, pass a run that is wholly that mistake's, so each costs points
+# once (principle 10). Replayed with the reference: the student copy decides alike.
+MASK_MISTAKES = {
+    "inverted": {"invert": True},
+    "inverted-fill": {"fill": "inverted"},
+    "after": {"mask_mode": "after"},
+    "ignored": {"mask_mode": "none"},
+    "ignored-fill": {"fill": "none"},
+    "added": {"fill": "add"},
+    "multiplied": {"fill": "multiply"},
+}
+
+
+def _mask_calls(x):
+    """The calls a mask check's probe makes: (suffix of its outputs, inputs)."""
+    calls = [("", x)]
+    if "k3" in x:  # blocked-keys
+        calls += [("2", {**x, "k": x["k2"], "v": x["v2"]}), ("3", {**x, "k": x["k3"]})]
+    elif "q2" in x:  # causal
+        calls.append(("2", {**x, "q": x["q2"], "k": x["k2"], "v": x["v2"]}))
+    return calls
+
+
+def _mask_replays(x):
+    found = {}
+    for mode, flags in MASK_MISTAKES.items():
+        for suffix, case in _mask_calls(x):
+            out, weights = _attend(case, **flags)
+            found[f"{mode}/out{suffix}"] = out.to(case["q"].dtype)
+            found[f"{mode}/weights{suffix}"] = weights.to(case["q"].dtype)
+    return found
+
+
+def _same_run(value, replay) -> bool:
+    """value is the replay: NaN where it has NaN (a row the mistake leaves without a key),
+    within tolerance elsewhere."""
+    if not isinstance(value, torch.Tensor) or value.shape != replay.shape:
+        return False
+    nan = torch.isnan(replay)
+    if not torch.equal(torch.isnan(value), nan):
+        return False
+    return close(value.masked_fill(nan, 0.0), replay.masked_fill(nan, 0.0))
+
+
+def _mask_mistake_elsewhere(got, want, x) -> bool:
+    """Whether every call of the check is wholly one of MASK_MISTAKES (mask-2d names it)."""
+    return any(
+        all(
+            _same_run(got.get(f"{name}{suffix}"), want[f"replay/{mode}/{name}{suffix}"])
+            for suffix, _ in _mask_calls(x)
+            for name in ("out", "weights")
+        )
+        for mode in MASK_MISTAKES
+    )
+
+
 # --------------------------------------------------------------------------- verdicts
 
 
@@ -250,13 +326,20 @@ def verdict_scale(got, want, x):
 SCALED_DOT_PRODUCT_ATTENTION.check(
     "mask-2d", inputs=probe.inputs_mask_2d, verdict=verdict_elsewhere
 )
-SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-4d", inputs=probe.inputs_mask_4d, verdict=verdict_elsewhere
+
+
+@SCALED_DOT_PRODUCT_ATTENTION.check("mask-4d", inputs=probe.inputs_mask_4d, replays=_mask_replays)
+def verdict_mask_4d(got, want, x):
+    if not _mask_mistake_elsewhere(got, want, x):
+        verdict_elsewhere(got, want, x)
+
+
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "blocked-row", inputs=probe.inputs_blocked_row, replays=_mask_replays
 )
-
-
-@SCALED_DOT_PRODUCT_ATTENTION.check("blocked-row", inputs=probe.inputs_blocked_row)
 def verdict_blocked_row(got, want, x):
+    if _mask_mistake_elsewhere(got, want, x):
+        return
     out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
     weights = tensor(got, "weights", "the weights", floating=True, shape=want["weights"].shape)
     row = x["row"]
@@ -268,9 +351,14 @@ def verdict_blocked_row(got, want, x):
 
 
 @SCALED_DOT_PRODUCT_ATTENTION.check(
-    "blocked-keys", inputs=probe.inputs_blocked_keys, probe=probe.probe_blocked_keys
+    "blocked-keys",
+    inputs=probe.inputs_blocked_keys,
+    probe=probe.probe_blocked_keys,
+    replays=_mask_replays,
 )
 def verdict_blocked_keys(got, want, x):
+    if _mask_mistake_elsewhere(got, want, x):
+        return
     _consistent(got, x)
     second = {**x, "k": x["k2"], "v": x["v2"]}
     _consistent(got, second, out="out2", weights="weights2")
@@ -286,8 +374,12 @@ def verdict_blocked_keys(got, want, x):
     _consistent(got, third, out="out3", weights="weights3")
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check("causal", inputs=probe.inputs_causal, probe=probe.probe_causal)
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "causal", inputs=probe.inputs_causal, probe=probe.probe_causal, replays=_mask_replays
+)
 def verdict_causal(got, want, x):
+    if _mask_mistake_elsewhere(got, want, x):
+        return
     t = x["t"]
     out = tensor(got, "out", "the output", floating=True, shape=want["out"].shape)
     out2 = tensor(got, "out2", "the output", floating=True, shape=want["out"].shape)

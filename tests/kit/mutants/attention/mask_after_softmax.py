@@ -1,6 +1,7 @@
 """Mutant: Zeroes blocked weights after the softmax, without renormalising."""
 
 # expects: mask-after-softmax
+# loses: mask-2d
 import math
 
 import torch

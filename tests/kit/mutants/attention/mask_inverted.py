@@ -1,6 +1,7 @@
 """Mutant: Treats True as 'may attend'."""
 
 # expects: mask-inverted
+# loses: mask-2d
 import math
 
 import torch
