@@ -165,6 +165,10 @@ def test_every_efficient_mutant_names_an_efficient_misconception():
         for v in vars(m).values()
         if isinstance(v, Misconception)
     }
+    # and the kit-wide name of a stand-in refusing its arguments (local_window_minus_one)
+    from autograder.core.check import CALL_REFUSED
+
+    ids.add(CALL_REFUSED.id)
     for param in variants("mutants"):
         if param.values[0] == "efficient":
             assert expected_misconception(param.values[1]) in ids, param.values[1].name

@@ -24,12 +24,21 @@ MISTAKES = misconceptions_of(__name__)  # misconceptions.toml: messages and hint
 
 @model
 def _attend(
-    x, *, scale=None, dim=-1, mask_mode="before", bias_mode="scores", invert=False, fill="ok"
+    x,
+    *,
+    scale=None,
+    dim=-1,
+    mask_mode="before",
+    bias_mode="scores",
+    invert=False,
+    fill="ok",
+    returns="weights",
 ):
     """(out, weights) with the named mistake. fill: what the line that masks the scores does
     wrong, the rest as the docstring asks (fully blocked rows still zeroed): "inverted"
     (masked_fill(~mask, -inf)), "none" (its result not kept), "add" (scores + mask.float()),
-    "multiply" (scores * ~mask)."""
+    "multiply" (scores * ~mask). returns="scores": the scores (masked) are returned as the
+    weights, the output being right."""
     q, k, v = (x[n].double() for n in ("q", "k", "v"))
     mask, bias = x.get("mask"), x.get("bias")
     if mask is not None and invert:
@@ -51,6 +60,7 @@ def _attend(
         elif fill == "multiply":
             scores = scores * (~mask).double()
     weights = scores.softmax(dim=dim)
+    returned = scores
     if mask is not None:
         if mask_mode == "before":
             weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
@@ -58,7 +68,7 @@ def _attend(
             weights = weights.masked_fill(mask, 0.0)
     if bias is not None and bias_mode == "after":
         weights = weights + bias.double()
-    return weights @ v, weights
+    return weights @ v, (returned if returns == "scores" else weights)
 
 
 def _candidates(x, which: str):
@@ -195,6 +205,12 @@ MASK_MISTAKES = {
 }
 
 
+# What the reference, scale and rows-sum-to-one checks name and a check varying the mask lets
+# pass: the softmax over the queries (NaN in a key column the mask blocks for every query),
+# the scores returned as the weights.
+NAMED_ELSEWHERE = {"over-queries": {"dim": -2}, "returned-scores": {"returns": "scores"}}
+
+
 def _mask_calls(x):
     """The calls a mask check's probe makes: (suffix of its outputs, inputs)."""
     calls = [("", x)]
@@ -205,9 +221,9 @@ def _mask_calls(x):
     return calls
 
 
-def _mask_replays(x):
+def _mask_replays(x, modes=None):
     found = {}
-    for mode, flags in MASK_MISTAKES.items():
+    for mode, flags in (modes or {**MASK_MISTAKES, **NAMED_ELSEWHERE}).items():
         for suffix, case in _mask_calls(x):
             out, weights = _attend(case, **flags)
             found[f"{mode}/out{suffix}"] = out.to(case["q"].dtype)
@@ -226,15 +242,20 @@ def _same_run(value, replay) -> bool:
     return close(value.masked_fill(nan, 0.0), replay.masked_fill(nan, 0.0))
 
 
-def _mask_mistake_elsewhere(got, want, x) -> bool:
-    """Whether every call of the check is wholly one of MASK_MISTAKES (mask-2d names it)."""
+def _elsewhere_replays(x):
+    return _mask_replays(x, NAMED_ELSEWHERE)
+
+
+def _mask_mistake_elsewhere(got, want, x, modes=None) -> bool:
+    """Whether every call of the check is wholly one of `modes` (default: MASK_MISTAKES,
+    which mask-2d names, and NAMED_ELSEWHERE)."""
     return any(
         all(
             _same_run(got.get(f"{name}{suffix}"), want[f"replay/{mode}/{name}{suffix}"])
             for suffix, _ in _mask_calls(x)
             for name in ("out", "weights")
         )
-        for mode in MASK_MISTAKES
+        for mode in (modes or {**MASK_MISTAKES, **NAMED_ELSEWHERE})
     )
 
 
@@ -323,9 +344,14 @@ def verdict_scale(got, want, x):
     assert_close(weights, want["weights"], "the weights", _candidates(x, "weights"))
 
 
-SCALED_DOT_PRODUCT_ATTENTION.check(
-    "mask-2d", inputs=probe.inputs_mask_2d, verdict=verdict_elsewhere
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "mask-2d", inputs=probe.inputs_mask_2d, replays=_elsewhere_replays
 )
+def verdict_mask_2d(got, want, x):
+    """The mask's own mistakes are named here; the softmax's axis and the scores returned
+    as weights pass (named by the reference and rows-sum-to-one checks), NaN rows too."""
+    if not _mask_mistake_elsewhere(got, want, x, NAMED_ELSEWHERE):
+        verdict_elsewhere(got, want, x)
 
 
 @SCALED_DOT_PRODUCT_ATTENTION.check("mask-4d", inputs=probe.inputs_mask_4d, replays=_mask_replays)
