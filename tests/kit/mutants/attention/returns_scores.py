@@ -1,6 +1,7 @@
 """Mutant: Returns the scores instead of the weights."""
 
 # expects: returned-scores
+# loses: reference, rows-sum-to-one, scale
 import math
 
 import torch

@@ -1,6 +1,7 @@
 """Mutant: Softmax over dim=-2: each key's column sums to 1."""
 
 # expects: softmax-wrong-dim
+# loses: reference, rows-sum-to-one, scale
 import math
 
 import torch
