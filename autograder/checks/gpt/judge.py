@@ -54,7 +54,11 @@ def verdict_logits(got, want, x):
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
     if any(close(logits, want[f"replay/{n}"]) for n in models._CHARGED_ELSEWHERE):
         return
-    named = (MISTAKES["gpt-no-final-norm"], MISTAKES["gpt-log-softmax-output"])
+    named = (
+        MISTAKES["gpt-no-final-norm"],
+        MISTAKES["gpt-log-softmax-output"],
+        MISTAKES["gpt-no-positions"],
+    )
     mistakes = dict(zip(models._LOGITS_MISTAKES, named, strict=True))
     candidates = [(m, want.get(f"replay/{n}"), {}) for n, m in mistakes.items()]
     assert_close(logits, want["logits"], "the logits", candidates)

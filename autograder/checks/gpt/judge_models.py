@@ -43,6 +43,7 @@ def _logits(
     embed=None,
     head=None,
     built=None,
+    positions=True,
 ):
     """MiniGPT's logits on x's weights, with the mistakes named by the flags (scale: True for
     √D, False for none, "divided" for 1/√D, "D" for D, "after-pe" for √D times the sum of the
@@ -59,7 +60,8 @@ def _logits(
     with torch.no_grad():
         D = model.d_model
         factor = {True: D**0.5, False: 1.0, "divided": D**-0.5, "D": float(D)}.get(scale, 1.0)
-        h = model.pos_encoding(F.embedding(idx, embed) * factor)
+        h = F.embedding(idx, embed) * factor
+        h = model.pos_encoding(h) if positions else h
         if scale == "after-pe":
             h = h * D**0.5
         mask = causal_mask(T) if causal else None
@@ -77,6 +79,7 @@ def _logits(
 _LOGITS_MISTAKES = {
     "no-final-norm": {"final_norm": False},
     "log-softmax": {"log_softmax": True},
+    "no-positions": {"positions": False},
 }
 # The embedding scale's mistakes (the embed-scale check names them) and the mask's (the causal
 # check's): the logits check passes a model right but for one of them.
@@ -100,15 +103,20 @@ def _name(flags: dict) -> str:
 def _variants():
     """The correct model first, then every combination of the mistakes named elsewhere (a
     wrong embedding scale other than none: alone)."""
-    return [
-        {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
-        for s in (True, False)
-        for f in (True, False)
-        for ls in (False, True)
-        for c in (True, False, "inverted", "transposed")
-    ] + [
-        {"scale": s, "final_norm": True, "log_softmax": False, "causal": True} for s in WRONG_SCALES
-    ]
+    return (
+        [
+            {"scale": s, "final_norm": f, "log_softmax": ls, "causal": c}
+            for s in (True, False)
+            for f in (True, False)
+            for ls in (False, True)
+            for c in (True, False, "inverted", "transposed")
+        ]
+        + [
+            {"scale": s, "final_norm": True, "log_softmax": False, "causal": True}
+            for s in WRONG_SCALES
+        ]
+        + [{"positions": False}]
+    )
 
 
 def _logits_replays(x):
@@ -135,7 +143,7 @@ def _scale_variants():
         {"final_norm": final_norm, "log_softmax": log_softmax}
         for final_norm in (True, False)
         for log_softmax in (False, True)
-    ]
+    ] + [{"positions": False}]
 
 
 def _scale_replays(x):
