@@ -303,6 +303,7 @@ PHRASES = (
     N_("twice (1/d instead of 1/√d)"),
     N_("not at all"),
     N_("divided by √D instead of multiplied"),
+    N_("no heads but an error ({error})"),
     N_("added to"),
     N_("multiplied with"),
     N_("multiplied by D instead of √D"),

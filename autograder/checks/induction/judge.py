@@ -284,13 +284,22 @@ HEAD_MISTAKES = (
 
 @FIND_HEADS.check("find-heads", inputs=probe.inputs_tables)
 def verdict_find_heads(got, want, x):
+    L, H = x["induction"].shape
+    if "empty-argmax" in got:  # an argmax over no earlier layer: the induction head in layer 0
+        try:
+            layer_0 = int(heads64(x["previous"], x["induction"], "any-layer")[0]) == 0
+        except ModelUnavailable:  # the student copy: not named there
+            layer_0 = False
+        error = f"no heads but an error ({got['empty-argmax']})"
+        if layer_0:
+            raise Failure(MISTAKES["induction-find-any-layer"], got=error, L=L, H=H)
+        raise Failure(MISTAKES["induction-find-wrong"], got=error, L=L, H=H)
     ind = tensor(got, "induction", "the induction head", shape=(2,), dtype=torch.int64)
     prev = tensor(got, "previous", "the previous-token head", shape=(2,), dtype=torch.int64)
     answer = torch.cat([ind, prev])
     expected = torch.cat([want["induction"], want["previous"]])
     if torch.equal(answer, expected):
         return
-    L, H = x["induction"].shape
     shown = {"got": tuple(answer.tolist()), "L": L, "H": H}
     for mistake, flag, part in HEAD_MISTAKES:
         try:

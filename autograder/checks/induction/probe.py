@@ -167,7 +167,13 @@ def _head(value, what: str) -> torch.Tensor:
 
 
 def probe_find_heads(mod, x):
-    result = mod.find_heads(x["previous"].clone(), x["induction"].clone())
+    try:
+        result = mod.find_heads(x["previous"].clone(), x["induction"].clone())
+    except (RuntimeError, IndexError) as e:  # argmax over no layer at all: a finding
+        text = (str(e).splitlines() or [""])[0]
+        if "numel() == 0" not in text and "empty" not in text:
+            raise
+        return {"empty-argmax": text[:200]}
     induction, previous = pair(result, "find_heads' result", "(induction_head, previous_head)")
     return {
         "induction": _head(induction, "the induction head"),
