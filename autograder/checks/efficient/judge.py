@@ -117,6 +117,7 @@ def verdict_strided(got, want, x):
             (MISTAKES["strided-drops-columns"], "no columns"),
             (MISTAKES["strided-not-causal"], "centred"),
             (MISTAKES["strided-not-causal"], "future"),
+            (MISTAKES["strided-not-causal"], "columns-future"),
             (MISTAKES["stride-off-by-one"], "stride + 1"),
             (MISTAKES["stride-off-by-one"], "band - 1"),
             (MISTAKES["strided-absolute-positions"], "absolute"),

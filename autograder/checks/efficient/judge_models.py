@@ -67,6 +67,8 @@ def _strided_blocked(T, s, mistake):
         "no columns": lambda: past & (dist < s),
         "centred": lambda: (dist.abs() < s) | (dist.abs() % s == 0),
         "future": lambda: (dist < s) | (dist % s == 0),
+        # the past test around the band only: dist % s == 0 also holds for -s, -2s, ...
+        "columns-future": lambda: (past & (dist < s)) | (dist % s == 0),
         # (dist <= s is no mistake: dist == s is a multiple of s anyway.)
         "stride + 1": lambda: past & ((dist < s + 1) | (dist % (s + 1) == 0)),
         "band - 1": lambda: past & ((dist < s - 1) | (dist % s == 0)),
