@@ -245,6 +245,16 @@ def _score_replays(x):
 HEAD_SCORES = CHECKS.exercise("head_scores", probe=probe.probe_head_scores)
 
 
+def _a_score_table(table) -> bool:
+    """Whether `table` can be a table of scores: finite, in [0, 1] (means of attention
+    weights), not one constant (what an output that computes nothing gives)."""
+    if not isinstance(table, torch.Tensor) or table.numel() < 2 or not table.is_floating_point():
+        return False
+    if not torch.isfinite(table).all() or table.min() < 0 or table.max() > 1:
+        return False
+    return not bool((table == table.flatten()[0]).all())
+
+
 @HEAD_SCORES.check("head-scores", inputs=probe.inputs_trained, replays=_score_replays)
 def verdict_head_scores(got, want, x):
     c = x["config"]
@@ -262,6 +272,9 @@ def verdict_head_scores(got, want, x):
         charged = [k for k in want if k.startswith(f"replay/{name}/")]
         if any(close(table, want[k]) for k in charged):
             continue  # a score mistake, charged by that score's own check
+        own = got.get(f"own/{name}")
+        if _a_score_table(own) and close(table, own) and not close(own, want[name]):
+            continue  # the student's own score function, wrong here: its own check charges it
         if close(table, want[name].T) or any(close(table, want[k].T) for k in charged):
             raise Failure(MISTAKES["induction-scores-transposed"], what=what)
         assert_close(table, want[name], what)

@@ -144,9 +144,21 @@ def _model(mod, x):
 
 
 def probe_head_scores(mod, x):
-    result = mod.head_scores(_model(mod, x), x["tokens"], x["period"])
+    """head_scores' tables; and the student's own score functions applied to the same
+    model's weights, layer by layer (so that the judge leaves a score function's mistake to
+    its own check; left out when one raises)."""
+    model = _model(mod, x)
+    result = mod.head_scores(model, x["tokens"], x["period"])
     previous, induction = pair(result, "head_scores' result", "(previous, induction)")
-    return {"previous": previous, "induction": induction}
+    got = {"previous": previous, "induction": induction}
+    try:
+        with torch.no_grad():
+            _, weights = model(x["tokens"])
+        got["own/previous"] = torch.stack([mod.previous_token_scores(w) for w in weights])
+        got["own/induction"] = torch.stack([mod.induction_scores(w, x["period"]) for w in weights])
+    except Exception:  # noqa: BLE001  (no exemption then: the tables are judged as they are)
+        pass
+    return got
 
 
 def _head(value, what: str) -> torch.Tensor:
