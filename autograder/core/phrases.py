@@ -304,6 +304,8 @@ PHRASES = (
     N_("not at all"),
     N_("divided by √D instead of multiplied"),
     N_("no heads but an error ({error})"),
+    N_("called the model {n} times and never passed it a cache"),
+    N_("gave every call of the model a new, empty cache"),
     N_("added to"),
     N_("multiplied with"),
     N_("multiplied by D instead of √D"),

@@ -463,13 +463,32 @@ def verdict_incremental(got, want, x):
     _or_given_working_cache(lambda run: _incremental(run, x), got, x)
 
 
-def _cache_passed(got, run):
-    """Whether the model calls recorded for a greedy_decode run (probe._watch) passed a
-    cache: True, False, or None when nothing was recorded (a model that cannot be watched)."""
+def _caches(got, run):
+    """The cache each model call of a greedy_decode run was given (probe._watch: a number in
+    the order first seen, -1 for none), or None when nothing was recorded."""
     calls = got.get(f"{run}/calls")
     if type(calls) is not int or calls < 1:
         return None
-    return any(got.get(f"{run}/call/{i}/cache", -1) != -1 for i in range(min(calls, 64)))
+    return [got.get(f"{run}/call/{i}/cache", -1) for i in range(min(calls, 64))]
+
+
+def _cache_passed(got, run):
+    """Whether a greedy_decode run passed its model a cache (None: nothing recorded)."""
+    caches = _caches(got, run)
+    return None if caches is None else any(c != -1 for c in caches)
+
+
+def _cache_unused(got, run):
+    """How a cached greedy_decode run whose logits are right still did without the cache:
+    no cache at all, or a new one at every call (fed the whole sequence); None otherwise."""
+    caches = _caches(got, run)
+    if caches is None:
+        return None
+    if all(c == -1 for c in caches):
+        return f"called the model {len(caches)} times and never passed it a cache"
+    if len(caches) > 1 and len(set(caches)) == len(caches):
+        return "gave every call of the model a new, empty cache"
+    return None
 
 
 def _incremental(got, x):
@@ -477,8 +496,9 @@ def _incremental(got, x):
     _generated(got, "a", x, a)
     tokens, logits = _generated(got, "b", x, b)
     for run in ("a", "b"):  # the same logits without a cache prove nothing about one
-        if _cache_passed(got, run) is False:
-            raise Failure(MISTAKES["kv-cache-unused"], calls=got[f"{run}/calls"])
+        how = _cache_unused(got, run)
+        if how:
+            raise Failure(MISTAKES["kv-cache-unused"], how=how)
     T0 = b.size(1)
     what = "greedy_decode's logits with the cache"
     full = got.get("full")
