@@ -31,6 +31,7 @@ from .judge_given import (
     model_calls,
     right_given_own_cache,
     steps,
+    whole_run_named,
 )
 
 CHECKS = CheckList("kvcache")
@@ -218,6 +219,9 @@ def _layer(got, want, x):
     outs = _outputs(got, x, what)
     right = all(close(out, want[f"out{i}"]) for i, out in enumerate(outs))
     if right or not right_given_own_cache(got, x, outs):
+        wrong = [i for i, out in enumerate(outs) if not close(out, want[f"out{i}"])]
+        if wrong:
+            whole_run_named(outs, x, what, wrong[0])
         for i, out in enumerate(outs):
             details = f"{what}, call {i}"
             assert_close(out, want[f"out{i}"], details, models._layer_candidates(x, i))
@@ -330,6 +334,7 @@ def _positions(got, x):
         if excused:
             continue
         step = f"{what}, call {i}"
+        whole_run_named(outs, x, what, i)
         _named(out, models._layer_candidates(x, i, step))
         err = float((out.double() - rows.double()).abs().max())
         where = f"at call {i} ({out.size(1)} tokens after {start - out.size(1)})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from ...core.check import Failure
 from ...core.verdicts import ModelUnavailable, close
 from . import judge_models as models
 from . import probe, probe_fallback
@@ -246,3 +247,16 @@ def given_working_cache(got, x):
     prefix = probe_fallback.PREFIX
     ran = {key[len(prefix) :]: value for key, value in got.items() if key.startswith(prefix)}
     return ran or None
+
+
+def whole_run_named(outs, x, what, i):
+    """The layer mistake whose model gives every call's output (a call can fit two: one
+    query that sees one key gets that key's value under any scores), named at call i.
+    Nothing when none fits them all, or in the student copy."""
+    for mistake, how in models.LAYER_MISTAKES:
+        try:
+            runs = models._layer_runs(x, how)[0]
+        except ModelUnavailable:
+            return
+        if all(close(out, run.float()) for out, run in zip(outs, runs, strict=True)):
+            raise Failure(mistake, what=f"{what}, call {i}", **models._details(x, i, None))
