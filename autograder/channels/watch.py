@@ -390,6 +390,9 @@ class Watcher:
 
 def watch(settings: Settings, modules: Sequence[str] = (), hard_limit: float = 120.0) -> int:
     """`make watch`: watch settings.submission's `modules` (default: all) until Ctrl-C."""
+    # Ctrl-C is the only way out: Python's handler even where the watcher inherited SIGINT
+    # ignored (a command a script runs in the background does; it then never stopped)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     watcher = Watcher(settings, modules, hard_limit)
     try:
         return watcher.run()

@@ -40,6 +40,9 @@ class Watch:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # started as a script's background job is, with SIGINT ignored: Ctrl-C (the
+            # test's SIGINT) must stop it all the same (it hung until killed before)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
