@@ -209,6 +209,7 @@ MASK_MISTAKES = {
 # pass: the softmax over the queries (NaN in a key column the mask blocks for every query),
 # the scores returned as the weights.
 NAMED_ELSEWHERE = {"over-queries": {"dim": -2}, "returned-scores": {"returns": "scores"}}
+PASSED_BY_MASK_CHECKS = {**MASK_MISTAKES, **NAMED_ELSEWHERE}
 
 
 def _mask_calls(x):
@@ -223,7 +224,7 @@ def _mask_calls(x):
 
 def _mask_replays(x, modes=None):
     found = {}
-    for mode, flags in (modes or {**MASK_MISTAKES, **NAMED_ELSEWHERE}).items():
+    for mode, flags in (modes or PASSED_BY_MASK_CHECKS).items():
         for suffix, case in _mask_calls(x):
             out, weights = _attend(case, **flags)
             found[f"{mode}/out{suffix}"] = out.to(case["q"].dtype)
@@ -247,15 +248,15 @@ def _elsewhere_replays(x):
 
 
 def _mask_mistake_elsewhere(got, want, x, modes=None) -> bool:
-    """Whether every call of the check is wholly one of `modes` (default: MASK_MISTAKES,
-    which mask-2d names, and NAMED_ELSEWHERE)."""
+    """Whether every call of the check is wholly one of `modes` (default:
+    PASSED_BY_MASK_CHECKS)."""
     return any(
         all(
             _same_run(got.get(f"{name}{suffix}"), want[f"replay/{mode}/{name}{suffix}"])
             for suffix, _ in _mask_calls(x)
             for name in ("out", "weights")
         )
-        for mode in (modes or {**MASK_MISTAKES, **NAMED_ELSEWHERE})
+        for mode in (modes or PASSED_BY_MASK_CHECKS)
     )
 
 

@@ -1,29 +1,14 @@
 """Mutant: the next token is chosen from the first position's logits, logits[:, 0], not the
-last position's."""
+last position's. The solution's source with one line changed."""
 
 # expects: gen-first-position-logits
 # loses: generate-greedy
-import torch
+from inspect import getsource
 
-from solutions.gpt import CharVocab, MiniGPT, load_corpus, train  # noqa: F401
+import solutions.gpt as _solution
 
-
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for _ in range(max_new_tokens):
-                logits = model(idx[:, -model.max_len :])[:, 0, :]
-                if temperature == 0:
-                    next_id = logits.argmax(dim=-1, keepdim=True)
-                else:
-                    logits = logits / temperature
-                    if top_k is not None:
-                        kth = logits.topk(min(top_k, logits.size(-1)), dim=-1).values[:, -1:]
-                        logits = logits.masked_fill(logits < kth, float("-inf"))
-                    next_id = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
-                idx = torch.cat([idx, next_id], dim=1)
-    finally:
-        model.train(was_training)
-    return idx
+_EDIT = (
+    "logits = model(context)[:, -1, :]  # (B, T, V) -> (B, V)",
+    "logits = model(context)[:, 0, :]",
+)
+exec(compile(getsource(_solution).replace(*_EDIT), __file__, "exec"))
