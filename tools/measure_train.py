@@ -1,6 +1,6 @@
 """Measure a training check on a submission: held-out loss and CPU seconds per seed.
 
-    PYTHONPATH=. python tools/measure_train.py [--submission solutions] [--seeds 20]
+    PYTHONPATH=. python tools/measure_train.py [--submission solutions] [--seeds 20] [--first 0]
         [--check gpt.train | llama.train | induction.train]
 
 Single-threaded (torch.set_num_threads(1)), as on a loaded grading machine. The figures
@@ -29,6 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submission", default="solutions")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first", type=int, default=0, help="the first seed (then the next ones)")
     parser.add_argument(
         "--check", default="gpt.train", choices=("gpt.train", "llama.train", "induction.train")
     )
@@ -37,7 +38,7 @@ def main() -> None:
     check = registry.find(args.check)
     submission = Submission(args.submission)
     losses, cpus = [], []
-    for seed in range(args.seeds):
+    for seed in range(args.first, args.first + args.seeds):
         start = time.process_time()
         inputs = make_inputs(check, seed)
         got = attempt(check, submission, inputs)
