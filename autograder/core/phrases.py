@@ -67,6 +67,10 @@ PHRASES = (
         "maps under a (B, 1, 1, S) padding mask (even over a few keys, even over all, one-hot, "
         "random; heads shuffled)"
     ),
+    N_(
+        "maps with all-zero rows, no mask (even over every key with half the rows of one "
+        "sequence zero, every row zero, one-hot but for one even row; heads shuffled)"
+    ),
     N_("query row"),
     N_("the batch and the heads"),
     N_("the heads and the query rows"),

@@ -44,19 +44,21 @@ def _candidates(w, like):
 
 
 @model
-def _labels(w, mask, *, relative_to_s=False, bits=False, collapsed=0.1, uniform=0.9):
+def _labels(w, mask, *, relative_to_s=False, bits=False, keep=None, collapsed=0.1, uniform=0.9):
     """classify_heads' labels, joined by commas; bits=True: with every row's entropy in bits
-    (log2), as a classify_heads right but for a head entropy in bits gives them."""
+    (log2), as a classify_heads right but for a head entropy in bits gives them. keep: the
+    rows a mistake judges besides the right ones, "single" (rows with fewer than 2 allowed
+    keys) or "zero" (all-zero rows)."""
     B, H, L, S = w.shape
     allowed = torch.ones(B, H, L, S, dtype=torch.bool) if mask is None else ~mask.expand_as(w)
     n = allowed.sum(dim=-1)
-    judged = (n >= 2) & (w != 0).any(dim=-1)
+    judged = ((n >= 2) | (keep == "single")) & ((w != 0).any(dim=-1) | (keep == "zero"))
     row = _rows(w, bits=bits).reshape(B, H, L)
     norm = torch.full_like(row, math.log(S)) if relative_to_s else n.clamp_min(2).double().log()
     score = (row / norm * judged).sum(dim=(0, 2)) / judged.sum(dim=(0, 2)).clamp_min(1)
     labels = []
     for h in range(H):
-        if not judged[:, h].any():
+        if not judged[:, h].any():  # nothing to judge (with keep="zero": never)
             labels.append("fine")
         else:
             s = float(score[h])
@@ -146,12 +148,35 @@ def _right_given_own_entropy(value, got, key, w, mask):
         return False
 
 
+# Mistakes of classify_heads, each named when its labels are the student's on every case.
+LABEL_MISTAKES = (
+    (MISTAKES["classify-relative-to-log-s"], {"relative_to_s": True}),
+    (MISTAKES["classify-keeps-single-key-rows"], {"keep": "single"}),
+    (MISTAKES["classify-keeps-zero-rows"], {"keep": "zero"}),
+)
+
+
+def _named_mistake(got, cases, wrong):
+    """The mistake of LABEL_MISTAKES whose labels are the student's on the case `wrong` and
+    on the most other cases (a second mistake may show in the others), or None (none fits,
+    or the student copy, which has no model for these labels)."""
+    best, most = None, 0
+    for mistake, how in LABEL_MISTAKES:
+        try:
+            fits = [got.get(key) == _labels(w, mask, **how) for key, w, mask, _ in cases]
+        except ModelUnavailable:
+            continue
+        if fits[[key for key, *_ in cases].index(wrong)] and sum(fits) > most:
+            best, most = mistake, sum(fits)
+    return best
+
+
 CLASSIFY_HEADS = CHECKS.exercise("classify_heads", probe=probe.probe_classify)
 
 
 @CLASSIFY_HEADS.check("classify-heads", inputs=probe.inputs_classify)
 def verdict_classify(got, want, x):
-    for key, w, mask, what in (
+    cases = (
         (
             "causal",
             x["w"],
@@ -166,14 +191,23 @@ def verdict_classify(got, want, x):
             "maps under a (B, 1, 1, S) padding mask (even over a few keys, even over all, "
             "one-hot, random; heads shuffled)",
         ),
-    ):
+        (
+            "zeroed",
+            x["zeroed"],
+            None,
+            "maps with all-zero rows, no mask (even over every key with half the rows of one "
+            "sequence zero, every row zero, one-hot but for one even row; heads shuffled)",
+        ),
+    )
+    for key, w, mask, what in cases:
         value = got.get(key)
         if type(value) is not str:
             raise Failure(WRONG_TYPE, what="classify_heads' result", expected="a list", got=value)
         if value == want[key] or _right_given_own_entropy(value, got, key, w, mask):
             continue
-        if mask is not None and value == _labels(w, mask, relative_to_s=True):
-            raise Failure(MISTAKES["classify-relative-to-log-s"])
+        named = _named_mistake(got, cases, key)
+        if named is not None:
+            raise Failure(named)
         raise Failure(
             MISTAKES["classify-wrong-labels"],
             got=value.split(","),

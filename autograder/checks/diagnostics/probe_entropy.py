@@ -59,7 +59,10 @@ def _causal_uniform(B, L):
 
 
 def inputs_classify(gen):
-    B, H, T = 2, 4, _int(gen, 7, 10)
+    # T < 10: the mean ratio of the even causal head is (T - 1) / T with row 0 (one allowed
+    # key) judged, below 0.9 ("fine"), never at it, so that mistake's labels do not hang on
+    # rounding.
+    B, H, T = 2, 4, _int(gen, 7, 9)
     mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # causal
     maps = torch.zeros(B, H, T, T)
     maps[:, 0] = _causal_uniform(B, T)  # even over the allowed keys: "uniform"
@@ -70,7 +73,13 @@ def inputs_classify(gen):
     order = torch.randperm(H, generator=gen)  # the heads in a drawn order
     S = _int(gen, 5, 8)
     random = _softmax_maps(gen, 2, 3, S, S, None, sharpness=3.0)
-    return {"w": maps[:, order], "mask": mask, "random": random, **_padded(gen, B, H)}
+    return {
+        "w": maps[:, order],
+        "mask": mask,
+        "random": random,
+        **_padded(gen, B, H),
+        **inputs_zeroed(gen),
+    }
 
 
 def _padded(gen, B, H):
@@ -78,7 +87,9 @@ def _padded(gen, B, H):
     over p allowed keys ("fine": log p / log(S - p) < 0.6, but 1, "uniform", for a count of
     the blocked keys instead of the allowed ones), even over every allowed key ("uniform"),
     one-hot ("collapsed"), random ("fine"); the heads in a drawn order."""
-    L, S, p = _int(gen, 4, 6), _int(gen, 8, 10), _int(gen, 2, 3)
+    # S < 10: even over every allowed key is log(S - p) / log S < 0.9 measured against log S
+    # (classify-relative-to-log-s), which S = 10, p = 2 would reach.
+    L, S, p = _int(gen, 4, 6), _int(gen, 8, 9), _int(gen, 2, 3)
     mask = torch.zeros(B, 1, 1, S, dtype=torch.bool)
     mask[..., S - p :] = True
     maps = torch.zeros(B, H, L, S)
@@ -91,6 +102,23 @@ def _padded(gen, B, H):
     maps[:, 3] = _softmax_maps(gen, B, 1, L, S, mask, sharpness=1.5)[:, 0]
     order = torch.randperm(H, generator=gen)
     return {"padded": maps[:, order], "padding_mask": mask}
+
+
+def inputs_zeroed(gen):
+    """Maps with all-zero rows and no mask (every row may attend to all S keys, so only the
+    zeros say which rows to leave out): a head even over the S keys whose second sequence has
+    about half its rows zero ("uniform": 1 for the judged rows, about 0.75 counting the zero
+    rows), a head with every row zero ("fine": nothing to judge), and a head one-hot in every
+    row of the first sequence with one even row left in the second ("collapsed": 1 / (L + 1)
+    < 0.1, but 0.5 for a mean of per-sequence means); the heads in a drawn order."""
+    B, H, L, S = 2, 3, _int(gen, 10, 12), _int(gen, 6, 8)
+    maps = torch.zeros(B, H, L, S)
+    maps[:, 0] = 1.0 / S
+    maps[1, 0, torch.randperm(L, generator=gen)[: (L + 1) // 2]] = 0.0
+    maps[0, 2, torch.arange(L), torch.randint(S, (L,), generator=gen)] = 1.0
+    maps[1, 2, _int(gen, 0, L - 1)] = 1.0 / S
+    order = torch.randperm(H, generator=gen)
+    return {"zeroed": maps[:, order]}
 
 
 # --------------------------------------------------------------------------- probes
@@ -129,7 +157,13 @@ def probe_classify(mod, x):
         "padded": _joined(
             mod.classify_heads(x["padded"], mask=x["padding_mask"]), "classify_heads' result"
         ),
+        "zeroed": _joined(mod.classify_heads(x["zeroed"]), "classify_heads' result"),
     }
-    for key, w in (("causal", x["w"]), ("random", x["random"]), ("padded", x["padded"])):
+    for key, w in (
+        ("causal", x["w"]),
+        ("random", x["random"]),
+        ("padded", x["padded"]),
+        ("zeroed", x["zeroed"]),
+    ):
         got.update({f"{key}/own-{k}": v for k, v in _own_entropies(mod, w).items()})
     return got
