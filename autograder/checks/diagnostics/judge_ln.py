@@ -82,6 +82,10 @@ def verdict_norms(got, want, x):
     if not torch.allclose(again, want["post"], **(tol or tolerance(torch.float64))):
         ratio = float(again.sum() / want["post"].sum())
         raise Failure(MISTAKES["ln-grad-accumulated"], ratio=ratio)
+    stale, tol = _norms(got, "post_stale", "the result on a stack holding earlier gradients", n)
+    if not torch.allclose(stale, want["post"], **(tol or tolerance(torch.float64))):
+        ratio = float(stale.sum() / want["post"].sum())
+        raise Failure(MISTAKES["ln-grad-earlier-counted"], ratio=ratio)
 
 
 # --------------------------------------------------------------------------- the experiment

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ...run.probing import dependency, randn
@@ -66,7 +67,16 @@ def probe_norms(mod, x):
     pre = mod.layer_gradient_norms(
         stack(x["weights"], True, blocks), x["x"], x["target"], final_norm=final_norm()
     )
-    return {"post": first, "post_again": again, "pre": pre}
+    # A stack whose .grad already holds the gradients of one backward pass of this loss (as
+    # after any training step): a function that clears them only after its own measurement
+    # returns twice the norms here, though a second call on a clean stack looks right.
+    held = stack(x["weights"], False, blocks)
+    out = x["x"]
+    for block in held:
+        out = block(out)[0]
+    F.mse_loss(out, x["target"]).backward()
+    stale = mod.layer_gradient_norms(held, x["x"], x["target"])
+    return {"post": first, "post_again": again, "pre": pre, "post_stale": stale}
 
 
 # --------------------------------------------------------------------------- the experiment
