@@ -48,6 +48,7 @@ PHRASES = (
     N_("the 'learned' curve"),
     N_("the second call's result"),
     N_("the result on a stack holding earlier gradients"),
+    N_("w_o's bias"),
     N_("the prompt followed by the new tokens"),
     N_("a context generate fed the model"),
     N_("the model's own parameters, trained in place"),

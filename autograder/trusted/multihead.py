@@ -51,6 +51,11 @@ class MultiHeadAttention(nn.Module):
         in_bias = None
         if self.w_q.bias is not None:
             in_bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+        # W_O as PyTorch's out_proj when it is a Linear; any other module a student put in its
+        # place (nn.Identity for "W_O fixed to the identity") is applied to the merged heads.
+        linear = isinstance(self.w_o, nn.Linear)
+        out_weight = self.w_o.weight if linear else torch.eye(D, dtype=query.dtype)
+        out_bias = self.w_o.bias if linear else None
         out, weights = F.multi_head_attention_forward(
             query.transpose(0, 1),
             key.transpose(0, 1),
@@ -63,8 +68,8 @@ class MultiHeadAttention(nn.Module):
             None,
             False,
             self.dropout.p,
-            self.w_o.weight,
-            self.w_o.bias,
+            out_weight,
+            out_bias,
             training=self.training,
             need_weights=True,
             attn_mask=attn_mask,
@@ -75,6 +80,8 @@ class MultiHeadAttention(nn.Module):
             average_attn_weights=False,
         )
         out = out.transpose(0, 1)
+        if not linear:
+            out = self.w_o(out)
         if blocked is not None and blocked.any():
             # Rows with nothing to attend to: zero weights, and those heads contribute zero.
             weights = weights.masked_fill(blocked, 0.0)

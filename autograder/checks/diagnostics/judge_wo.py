@@ -90,22 +90,27 @@ def train(net, steps, *, zero_grad=True, after_step=False, seed=0):
 
 
 @model
-def fresh(seed=0, identity=False, frozen=False):
+def fresh(seed=0, identity=False, frozen=False, attn_frozen=False):
+    """A fresh model; identity: W_O set to the identity, frozen when `frozen`, and the whole
+    attention module frozen with it when `attn_frozen` (wo-freezes-more)."""
     torch.manual_seed(seed)
     net = RecallModel()
     if identity:
         with torch.no_grad():
             net.attn.w_o.weight.copy_(torch.eye(net.attn.w_o.weight.size(0)))
         net.attn.w_o.weight.requires_grad_(not frozen)
+        if attn_frozen:
+            net.attn.requires_grad_(False)
     return net
 
 
 @model
-def _curve(seed, steps, *, identity=False, **mistake):
+def _curve(seed, steps, *, identity=False, attn_frozen=False, **mistake):
     """The losses of `steps` steps of the loop (with `mistake`) from a fresh model: one
     answer, so the student copy can replay it (a model returned by fresh() cannot be)."""
     with one_torch_thread():
-        return train(fresh(seed, identity=identity), steps, seed=seed, **mistake)
+        net = fresh(seed, identity=identity, attn_frozen=attn_frozen)
+        return train(net, steps, seed=seed, **mistake)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -118,12 +123,19 @@ FIX_WO_TO_IDENTITY = CHECKS.exercise("fix_wo_to_identity", probe=probe.probe_ide
 @no_reference
 def verdict_identity(got, want, x):
     D = x["D"]
+    zero = torch.zeros(D)
     weight = tensor(got, "weight", "w_o.weight", shape=(D, D))
-    if not close(weight, torch.eye(D)):
+    bias = tensor(got, "bias", "w_o's bias", shape=(D,))
+    if not close(weight, torch.eye(D)) or not close(bias, zero):
         raise Failure(MISTAKES["wo-not-identity"])
     after = tensor(got, "after", "w_o.weight", shape=(D, D))
+    bias_after = tensor(got, "bias_after", "w_o's bias", shape=(D,))
     if got.get("requires_grad") is not False or not close(after, torch.eye(D)):
         raise Failure(MISTAKES["wo-not-frozen"])
+    if not close(bias_after, zero):
+        raise Failure(MISTAKES["wo-not-frozen"])
+    if got.get("frozen_too"):
+        raise Failure(MISTAKES["wo-freezes-more"], frozen=got["frozen_too"])
 
 
 TRAIN_RECALL = CHECKS.exercise("train_recall", probe=probe.probe_train)
@@ -169,4 +181,6 @@ def verdict_experiment(got, want, x):
     if not close(identity, want["identity"], tol):
         if close(identity, _curve(x["seed"], steps, identity=True), tol):
             raise Failure(MISTAKES["wo-not-frozen"])
+        if close(identity, _curve(x["seed"], steps, identity=True, attn_frozen=True), tol):
+            raise Failure(MISTAKES["wo-freezes-more"], frozen="w_q.weight,w_k.weight,w_v.weight")
         raise Failure(MISTAKES["wo-runs-differ"], which="'identity'")

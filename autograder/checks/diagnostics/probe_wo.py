@@ -32,20 +32,39 @@ def inputs_run(gen):
     return {"seed": _seed(gen), "steps": _steps(gen)}
 
 
+def _map(w_o, D):
+    """W_O as the map it is: its value on the D basis rows minus its value at 0 (its weight,
+    transposed, for a Linear), and its value at 0 (the bias); any module (nn.Identity too)."""
+    with torch.no_grad():
+        at_zero = w_o(torch.zeros(1, D))
+        return (w_o(torch.eye(D)) - at_zero).clone(), at_zero[0].clone()
+
+
 def probe_identity(mod, x):
     torch.manual_seed(x["seed"])
-    attn = mod.MultiHeadAttention(x["D"], x["H"])
+    D = x["D"]
+    attn = mod.MultiHeadAttention(D, x["H"])
     mod.fix_wo_to_identity(attn)
-    weight = attn.w_o.weight.detach().clone()
+    weight, bias = _map(attn.w_o, D)
+    frozen_too = sorted(
+        name
+        for name, p in attn.named_parameters()
+        if not name.startswith("w_o.") and not p.requires_grad
+    )
     params = [p for p in attn.parameters() if p.requires_grad]
-    optimizer = torch.optim.SGD(params, lr=0.1)
     out, _ = attn(x["x"])
-    out.square().sum().backward()
-    optimizer.step()
+    if params:  # (nothing to train when every parameter was frozen: wo-freezes-more)
+        optimizer = torch.optim.SGD(params, lr=0.1)
+        out.square().sum().backward()
+        optimizer.step()
+    after, bias_after = _map(attn.w_o, D)
     return {
         "weight": weight,
-        "requires_grad": bool(attn.w_o.weight.requires_grad),
-        "after": attn.w_o.weight.detach().clone(),
+        "bias": bias,
+        "requires_grad": any(p.requires_grad for p in attn.w_o.parameters()),
+        "after": after,
+        "bias_after": bias_after,
+        "frozen_too": ",".join(frozen_too),
     }
 
 
