@@ -29,6 +29,8 @@ def _start(got, what):
 
 
 def _count(got, what, expected, detail):
+    if got.get("panels") == 0 and got.get("meshes"):
+        raise Failure(MISTAKES["plot-not-imshow"], what=what)
     if got.get("panels") != expected:
         raise Failure(
             MISTAKES["plot-panels"],
@@ -87,6 +89,15 @@ def verdict_attention(got, want, x):
     what = _one_map(got)
     _image(got, what, 0, x["weights"])
     _labels(got, what, 0, x["queries"], x["keys"])
+    # The self-attention call: key_tokens left out (the query tokens), a title given.
+    own = {k.removeprefix("self/"): v for k, v in got.items() if k.startswith("self/")}
+    if "error" in own:
+        raise Failure(MISTAKES["plot-default-keys"], error=own["error"])
+    _count(own, what, 1, "one map")
+    _image(own, what, 0, x["self"])
+    _labels(own, what, 0, x["queries"], x["queries"])
+    if x["title"] not in (own.get("title0"), own.get("suptitle")):
+        raise Failure(MISTAKES["plot-title-ignored"], title=x["title"], got=own.get("title0"))
 
 
 @PLOT_ATTENTION.check("attention-colour", inputs=probe.inputs_attention)

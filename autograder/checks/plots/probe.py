@@ -31,7 +31,14 @@ def _weights(gen, *shape):
 def inputs_attention(gen):
     L = _draw(gen, 3, 6)
     S = L + _draw(gen, 1, 3)  # L ≠ S: a transposed map has another shape
-    return {"weights": _weights(gen, L, S), "queries": _tokens(gen, L), "keys": _tokens(gen, S)}
+    return {
+        "weights": _weights(gen, L, S),
+        "queries": _tokens(gen, L),
+        "keys": _tokens(gen, S),
+        # a second call, self-attention: key_tokens left out (the query tokens), a title
+        "self": _weights(gen, L, L),
+        "title": f"layer {_draw(gen, 0, 5)}, head {_draw(gen, 0, 7)}",
+    }
 
 
 def inputs_layers(gen):
@@ -110,12 +117,18 @@ def panels(fig) -> dict[str, Any]:
     wrong = _not_a_figure(fig)
     if wrong is not None:
         return wrong
+    from matplotlib.collections import QuadMesh
+
     colorbars = [ax._colorbar for ax in fig.axes if getattr(ax, "_colorbar", None) is not None]
-    got: dict[str, Any] = {"panels": 0, "spare": 0, "spare_on": 0}
+    suptitle = getattr(fig, "_suptitle", None)
+    got: dict[str, Any] = {"panels": 0, "spare": 0, "spare_on": 0, "meshes": 0}
+    got["suptitle"] = suptitle.get_text() if suptitle is not None else ""
     for ax in fig.axes:
         if getattr(ax, "_colorbar", None) is not None:
             continue
         if not ax.images:
+            # a heatmap drawn another way (pcolormesh, matshow is imshow) is named as such
+            got["meshes"] += int(any(isinstance(c, QuadMesh) for c in ax.collections))
             got["spare"] += 1
             got["spare_on"] += int(bool(ax.axison) and ax.get_visible())  # drawn, with a frame
             continue
@@ -132,12 +145,18 @@ def panels(fig) -> dict[str, Any]:
         got[f"y{i}"] = _tick_labels(ax, "y")
         got[f"row{i}"], got[f"col{i}"] = _position(ax)
         got[f"colorbar{i}"] = any(_shows(c.mappable, image) for c in colorbars)
+        got[f"title{i}"] = ax.get_title()
         got["panels"] += 1
     return got
 
 
 def probe_attention(mod, x):
-    return panels(mod.plot_attention(x["weights"], x["queries"], x["keys"]))
+    got = panels(mod.plot_attention(x["weights"], x["queries"], x["keys"]))
+    try:
+        own = panels(mod.plot_attention(x["self"], x["queries"], title=x["title"]))
+    except Exception as e:  # noqa: BLE001 (the self-attention call: judged as such)
+        own = {"error": f"{type(e).__name__}: {e}"[:300]}
+    return {**got, **{f"self/{k}": v for k, v in own.items()}}
 
 
 def probe_layers(mod, x):
