@@ -12,6 +12,10 @@ see docs/gpt.md), and only then turned into thresholds:
     seed); at the eighth d_k (256, 320 or 384) it is at most 0.28 nats with a mean largest
     weight of at least 0.886. We require a fall of 1 nat overall, no rise above 0.05, and
     below 0.5 nats / above 0.8 there.
+Measured again over seeds 0 .. 4999 of the check's own inputs (2026-12-05, every seed passed):
+scaled spread at most 0.182 nats, unscaled fall at least 2.15 nats, largest rise 0.019, entropy
+at the eighth d_k at most 0.300 and its largest weight at least 0.877: the tails reach further
+than the 240 seeds above showed, still inside every threshold.
 """
 
 from __future__ import annotations
