@@ -266,11 +266,15 @@ def _why(case, D, H, H_kv):
     return f"num_heads = {H} does not divide d_model = {D}"
 
 
-def _says_which(case, text, D):
-    """Whether a message names the sizes that do not fit, in any reasonable words."""
+def _says_which(case, text, D, H, H_kv):
+    """Whether a message names the sizes that do not fit, in any reasonable words ("K/V" too),
+    or gives their numbers."""
     lower = text.lower()
+    numbers = set(re.findall(r"\d+", text))
     if case == "kv":
-        return any(word in lower for word in ("kv", "key", "value", "group"))
+        spelled = lower.replace("/", "").replace("-", "").replace("_", "").replace(" ", "")
+        words = ("kv", "key", "value", "group")
+        return any(word in spelled for word in words) or {str(H), str(H_kv)} <= numbers
     words = ("d_model", "model", "embed", "dim", "width", "hidden")
     return any(word in lower for word in words) or str(D) in text
 
@@ -290,7 +294,7 @@ def verdict_sizes_error(got, want, x):
         if outcome != "ValueError":
             raise Failure(MISTAKES["gqa-no-valueerror"], got=str(outcome)[:100], **details)
         text = str(got.get(f"{case}/text", ""))[:300]
-        if not _says_which(case, text, D):
+        if not _says_which(case, text, D, H, H_kv):
             raise Failure(MISTAKES["gqa-error-unclear"], text=text, **details)
 
 
