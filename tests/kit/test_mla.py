@@ -7,8 +7,11 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import SOLUTIONS, submission_with
 
 from autograder.checks.mla import judge_models as models
+from autograder.run.engine import grade
+from autograder.run.submission import Submission
 from autograder.trusted.rotary import apply_rotary
 from solutions import gqa, mla
 
@@ -104,3 +107,24 @@ def test_judge_models_equal_the_solution():
         got = models.step(x[:, :3], cfg, state, c_kv, k_rope, w_q, w_o)
         for g, w in zip(got, (want[0], *want[1]), strict=True):
             torch.testing.assert_close(g, w, **models.MODEL_TOL)
+
+
+def test_a_crash_in_forward_is_not_charged_again_by_the_absorbed_equivalence(tmp_path):
+    """forward rotating the shared rope key in DeepSeek's (B, T, 1, d_rope) layout raises in
+    this kit's apply_rotary (it reads T = 1): reference, causal and rope-part charge the
+    crash; absorbed-equals-naive, whose absorbed calls are right, passes (it said
+    "forward_absorbed raised an error"). A crash cannot be a mutant (mutants are named)."""
+    right = (
+        "        k_rope = apply_rotary(self.w_kr(x), positions, self.base)  # (B, T, d_rope)\n"
+        "        k_rope = k_rope[:, None].expand(B, H, T, d_rope)  # shared by every head\n"
+    )
+    source = (SOLUTIONS / "mla.py").read_text()
+    assert source.count(right) == 1
+    wrong = source.replace(
+        right,
+        "        k_rope = apply_rotary(self.w_kr(x).unsqueeze(2), positions, self.base)\n"
+        "        k_rope = k_rope.transpose(1, 2).expand(B, H, T, d_rope)\n",
+    )
+    results = grade(Submission(submission_with(tmp_path, {"mla": wrong})), ["mla"])
+    lost = {r.check_id.split(".", 1)[1]: r.misconception for r in results if not r.passed}
+    assert lost == {"reference": "crash", "causal": "crash", "rope-part": "crash"}, lost
