@@ -78,7 +78,7 @@ def test_layer_gradient_norms_accepts_any_floating_dtype():
         "post": judge_ln._trusted_norms(x, False, None),
         "pre": judge_ln._trusted_norms(x, True, probe_ln.final_norm()),
     }
-    want["post_again"] = want["post"]
+    want["post_again"] = want["post_stale"] = want["post"]
     for dtype in (torch.float64, torch.float32):
         got = {k: v.detach().to(dtype) for k, v in want.items()}
         check.verdict(got, want, x)  # no Failure
