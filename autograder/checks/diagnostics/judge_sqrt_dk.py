@@ -121,10 +121,9 @@ def _what(name: str, tag: str) -> str:
 SOFTMAX_SATURATION = CHECKS.exercise("softmax_saturation", probe=probe.probe_saturation)
 
 
-@SOFTMAX_SATURATION.check("sqrtdk-saturation", inputs=probe.inputs_saturation)
-def verdict_saturation(got, want, x):
+def _saturation_values(got, want, x, tags):
     for index, name in enumerate(("entropy", "max_weight")):
-        for tag in ("scaled", "unscaled"):
+        for tag in tags:
             key = f"{name}_{tag}"
             what = _what(name, tag)
             value = tensor(got, key, what, shape=())
@@ -133,9 +132,16 @@ def verdict_saturation(got, want, x):
             assert_close(value, want[key], what, _candidates(x, tag == "scaled", index))
 
 
-SOFTMAX_SATURATION.check(
-    "sqrtdk-saturated", inputs=probe.inputs_saturated, verdict=verdict_saturation
-)
+@SOFTMAX_SATURATION.check("sqrtdk-saturation", inputs=probe.inputs_saturation)
+def verdict_saturation(got, want, x):
+    _saturation_values(got, want, x, ("scaled", "unscaled"))
+
+
+@SOFTMAX_SATURATION.check("sqrtdk-saturated", inputs=probe.inputs_saturated)
+def verdict_saturated(got, want, x):
+    """The unscaled run only, the one that saturates (most weights exactly 0 in float32): a
+    mistake of the scale alone shows in sqrtdk-saturation, and is charged there once."""
+    _saturation_values(got, want, x, ("unscaled",))
 
 
 def _other(key: str) -> str:
