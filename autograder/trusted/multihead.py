@@ -54,7 +54,9 @@ class MultiHeadAttention(nn.Module):
         # W_O as PyTorch's out_proj when it is a Linear; any other module a student put in its
         # place (nn.Identity for "W_O fixed to the identity") is applied to the merged heads.
         linear = isinstance(self.w_o, nn.Linear)
-        out_weight = self.w_o.weight if linear else torch.eye(D, dtype=query.dtype)
+        out_weight = (
+            self.w_o.weight if linear else torch.eye(D, dtype=query.dtype, device=query.device)
+        )
         out_bias = self.w_o.bias if linear else None
         out, weights = F.multi_head_attention_forward(
             query.transpose(0, 1),
