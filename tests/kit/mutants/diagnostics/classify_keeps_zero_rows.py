@@ -1,30 +1,17 @@
 """Mutant: classify_heads judges all-zero rows too (entropy 0), which pull a head towards
 "collapsed"; a head with only zero rows is "collapsed" instead of "fine". No input had
-zero rows with room to attend, so it kept its points."""
+zero rows with room to attend, so it kept its points. The solution's source with
+one edit."""
 
 # expects: classify-keeps-zero-rows
 # loses: classify-heads
-import torch
+from inspect import getsource
 
-from solutions.diagnostics import *  # noqa: F403
+import solutions.diagnostics as _solution
 
-
-def classify_heads(weights, mask=None, collapsed=0.1, uniform=0.9):
-    B, H, L, S = weights.shape
-    if mask is None:
-        allowed = torch.ones(B, H, L, S, dtype=torch.bool)
-    else:
-        allowed = ~mask.expand(B, H, L, S)
-    n = allowed.sum(dim=-1)
-    judged = n >= 2  # all-zero rows judged too
-    row = -torch.special.xlogy(weights, weights).sum(dim=-1)
-    score = (row / n.clamp_min(2).log() * judged).sum(dim=(0, 2))
-    score = score / judged.sum(dim=(0, 2)).clamp_min(1)
-    labels = []
-    for h in range(H):
-        s = float(score[h])
-        if not judged[:, h].any():
-            labels.append("fine")
-        else:
-            labels.append("collapsed" if s < collapsed else "uniform" if s > uniform else "fine")
-    return labels
+_EDIT = (
+    "    judged = (n >= 2) & (weights != 0).any(dim=-1)  # (B, H, L)\n",
+    "    judged = n >= 2  # all-zero rows judged too\n",
+)
+assert getsource(_solution).count(_EDIT[0]) == 1
+exec(compile(getsource(_solution).replace(*_EDIT), __file__, "exec"))
