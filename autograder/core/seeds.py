@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import course_config, paths, registry
@@ -56,26 +57,49 @@ def attempt_id(folder: Path) -> str:
     """An attempt's id where the platform gives none (make batch, PrairieLearn): a digest of
     the files handed in, names and bytes (links not followed). Handing in the same files again
     draws the same inputs, and gains nothing (the same code, the same feedback); any change to
-    the code draws new ones. A regrade of the same files reproduces the grade."""
+    the code draws new ones. A regrade of the same files reproduces the grade.
+
+    It digests exactly what grading takes (run/sandbox/runner.copy_submission): the same walk,
+    hidden folders and links left out, every byte of each file up to the same caps. Reading
+    only the first 64 MB of a walk that also entered hidden folders let a 64 MB file in `.a/`
+    pin the seed while the graded code changed (a hunt: the same inputs twice, other code)."""
     digest = hashlib.sha256()
     root = Path(folder)
-    budget = ATTEMPT_BYTES  # an upload is untrusted: read in chunks, at most this much
+    for path in handed_in(root):
+        digest.update(path.relative_to(root).as_posix().encode("utf-8", "replace") + b"\0")
+        digest.update(str(path.stat().st_size).encode() + b"\0")
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+# What grading takes of a submission folder: at most this many files and bytes (the rest is
+# left out, and said so).
+MAX_FILES, MAX_BYTES = 2000, 50 << 20
+
+
+def handed_in(root: Path) -> Iterator[Path]:
+    """The regular files of a submission folder that grading takes, in the order it takes
+    them: folders sorted, hidden ones (.name) and __pycache__ left out, links and special
+    files left out, until MAX_FILES files or MAX_BYTES bytes (a file's size as it is read
+    from the folder; a file that grows after that is its copy's business)."""
+    count = total = 0
     for dirpath, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d != "__pycache__" and not d.startswith(".") and not (Path(dirpath) / d).is_symlink()
+        )
         for name in sorted(files):
             path = Path(dirpath) / name
             if path.is_symlink() or not path.is_file():
                 continue
-            digest.update(path.relative_to(root).as_posix().encode("utf-8", "replace") + b"\0")
-            digest.update(str(path.stat().st_size).encode() + b"\0")
-            with open(path, "rb") as f:
-                while budget > 0 and (chunk := f.read(min(budget, 1 << 20))):
-                    digest.update(chunk)
-                    budget -= len(chunk)
-    return digest.hexdigest()[:16]
-
-
-ATTEMPT_BYTES = 64 << 20  # attempt_id reads this much of an upload at most (sizes: all files)
+            count += 1
+            total += path.stat().st_size
+            if count > MAX_FILES or total > MAX_BYTES:
+                return
+            yield path
 
 
 # --------------------------------------------------------------------------- the secret

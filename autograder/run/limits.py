@@ -126,17 +126,28 @@ class Stopwatch:
     and stops it itself, so no signal ever lands inside the process (or inside torch).
 
     `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
-    `stall` wall-clock seconds (blocked, not computing) has overrun too."""
+    `stall` wall-clock seconds (blocked, not computing) has overrun too.
+
+    The "start" messages come from the process itself, where student code can write them
+    too, so a clock is never reset: the runner sends one start per check, each after the
+    previous check's outcome (channel.probe_all). A start while a check runs is ignored (its
+    clock runs on: a forged start of the same check or of the next one would give the slow
+    work a fresh allowance), and a check started again runs on the clock of its first start."""
 
     def __init__(self, pid: int, limit: Callable[[str], float], stall: float = STALL_SECONDS):
         self.pid, self.limit, self.stall = pid, limit, stall
         self.current: str | None = None
         self.started = self.last_cpu = 0.0
         self.last_progress = time.monotonic()
+        self.began: dict[str, float] = {}  # check -> the CPU seconds at its first start
 
     def start(self, check_id: str) -> None:
+        if self.current is not None:
+            return
+        now = cpu_seconds(self.pid)
         self.current = check_id
-        self.started = self.last_cpu = cpu_seconds(self.pid)
+        self.started = self.began.setdefault(check_id, now)
+        self.last_cpu = now
         self.last_progress = time.monotonic()
 
     def finish(self) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import SOLUTIONS, submission_with
+from conftest import KIT, SOLUTIONS, submission_with
 from test_batch import sandbox_processes
 from test_units import masks_slow_then_endless
 
@@ -96,6 +96,31 @@ def test_an_endless_loop_in_the_sandbox_costs_one_limit_per_function(tmp_path):
         assert result.misconception == "timeout-same-as-above", statuses
         assert result.details["function"] == "causal_mask", result.details
     assert results["masks.padding"].passed and results["masks.window-errors"].passed, statuses
+    assert not sandbox_processes()
+
+
+FORGE_START = (KIT / "attacks" / "forge_start" / "masks.py").read_text()
+
+
+def test_a_start_message_written_by_student_code_resets_no_clock(tmp_path):
+    """tests/kit/attacks/forge_start, burning in causal_mask only (1 CPU-s a check): each call
+    burns 3.5 CPU-s while a thread writes the grader's "start" message for the running check
+    five times a second. Each restarted the check's clock, so the causal checks passed; now
+    they time out, and masks' other checks pass."""
+    source = FORGE_START.replace(
+        'BURNING = ("causal_mask", "padding_mask", "sliding_window_mask")',
+        'BURNING = ("causal_mask",)',
+    )
+    assert source != FORGE_START
+    folder = submission_with(tmp_path, {"masks": source})
+    limits, time = Limits(timeout=120), TimeLimits(cap=1)
+    with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
+        graded = sandbox.grade(folder, "forger")
+    results = {r.check_id.split(".", 1)[1]: r for r in graded.results}
+    statuses = {slug: (str(r.status), r.misconception) for slug, r in results.items()}
+    causal = [slug for slug in results if slug.startswith("causal")]
+    assert causal and all(results[s].status == "timed out" for s in causal), statuses
+    assert all(r.passed for s, r in results.items() if s not in causal), statuses
     assert not sandbox_processes()
 
 

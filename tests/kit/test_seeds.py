@@ -86,6 +86,25 @@ def test_each_attempt_has_its_own_seed_and_a_regrade_the_same(tmp_path):
     assert seeds.attempt_id(tmp_path / "a") == changed  # links are not what was handed in
 
 
+def test_no_padding_pins_an_attempt_whose_code_changed(tmp_path):
+    """A hunt handed in a 64 MB file in a hidden folder beside pkg/attention.py: attempt_id
+    read 64 MB at most, in a walk that entered hidden folders, so the code was digested by
+    name and size only, and other code of the same size drew the same inputs. Now it
+    digests what grading takes (seeds.handed_in, runner.copy_submission's walk), in full."""
+    (tmp_path / ".a").mkdir()
+    (tmp_path / ".a" / "pad").write_bytes(b"\0" * (seeds.MAX_BYTES + (14 << 20)))
+    (tmp_path / "pkg").mkdir()
+    code = tmp_path / "pkg" / "attention.py"
+    code.write_text("x = 1\n")
+    first = seeds.attempt_id(tmp_path)
+    code.write_text("x = 2\n")  # the same size, other code
+    assert seeds.attempt_id(tmp_path) != first
+    assert [p.name for p in seeds.handed_in(tmp_path)] == ["attention.py"]
+    # past the caps nothing is graded, and nothing more is digested
+    (tmp_path / "big").write_bytes(b"\0" * (seeds.MAX_BYTES + 1))
+    assert list(seeds.handed_in(tmp_path)) == []
+
+
 def test_hidden_feedback_withholds_the_reference_values():
     """On hidden inputs the failure keeps the student's own value and the index, and loses
     the reference's value and the error from it, in English and in every language."""

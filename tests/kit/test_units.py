@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 
 import pytest
 import torch
@@ -113,6 +114,19 @@ def test_wire_split_keeps_partial_frames_and_flags_garbage():
     assert [h["type"] for h, _ in messages] == ["start"] and rest == two[:5] and not broken
     messages, rest, broken = wire.split(one + b"garbage-bytes-here")
     assert len(messages) == 1 and rest == b"" and "not grader messages" in broken
+
+
+@pytest.mark.timeout(60)
+def test_wire_reads_a_header_of_unclosed_escaped_quotes_in_one_pass():
+    """A child's header of `"` + `\\"` * n (1 MiB, never closed): the string scan before
+    parsing was quadratic (about 80 minutes, the grader's judging frozen meanwhile); it
+    is one pass, and the frame is refused as bad JSON (the timeout only guards the old bug)."""
+    for tail in (b"", b"\\"):
+        header = b'"' + b'\\"' * ((wire.MAX_HEADER - 2) // 2) + tail
+        frame = wire.MAGIC + struct.pack("<II", len(header), 0) + header
+        messages, rest, broken = wire.split(frame)
+        assert messages == [] and rest == b"" and broken, (len(messages), broken)
+        assert wire.Headers().feed(frame) == []
 
 
 def test_syllabus_numbers_the_groups():

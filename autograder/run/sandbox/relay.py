@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from .. import limits
+from ..channel import OUTCOMES
 from . import wire
 
 POLL_SECONDS = 0.05
@@ -123,5 +124,5 @@ def _observe(watch: limits.Stopwatch, header: dict[str, Any], cpu_limits: dict[s
         return
     if kind == "start":
         watch.start(check)
-    elif kind in ("outputs", "result") and check == watch.current:
+    elif kind in OUTCOMES and check == watch.current:
         watch.finish()

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...core import fixtures, registry
+from ...core import fixtures, registry, seeds
 from ...core.check import (
     GRADER_ERROR,
     TIMEOUT,
@@ -59,7 +59,7 @@ from .zygote import Zygote
 # Never visible to student code: the solutions and everything derived from them by hand.
 SECRET = ("solutions", "tests", "course", ".git", "build")
 MAX_CHANNEL = 64 << 20
-MAX_FILES, MAX_BYTES = 2000, 50 << 20
+MAX_FILES, MAX_BYTES = seeds.MAX_FILES, seeds.MAX_BYTES  # what attempt_id digests too
 
 misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 

@@ -152,7 +152,11 @@ def last_words(who: str) -> None:
 
 # --------------------------------------------------------------------------- parent side
 
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A JSON string, or an unclosed one up to the end: every match that starts at a quote
+# succeeds and consumes what it scanned (possessive loops, nothing to backtrack into), so
+# the scan is linear. A pattern that can fail after a long scan is tried again from every
+# later quote: quadratic, about 80 minutes for the 1 MiB of `"` + `\"` * n a child may send.
+_STRINGS = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
