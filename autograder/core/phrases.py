@@ -112,6 +112,7 @@ PHRASES = (
     N_("holds NaN or infinity"),
     N_("is one constant everywhere"),
     N_("is its input, handed back unchanged"),
+    N_("is the mean of the values, whatever the queries and keys"),
     N_("a torch.Tensor"),
     N_("a floating dtype"),
     N_("a dict"),
@@ -180,6 +181,12 @@ PHRASES = (
     N_("value {i} (in flattened order) is {got}, neither 0 nor {want}"),
     N_("no pattern of dropped values of the sub-layer's output explains it"),
     N_("the output is not linear2 of any hidden vector: dropout acted after linear2"),
+    N_(
+        "neither this output nor the one in eval mode (no dropout) is linear2 of any hidden "
+        "vector, so the feed-forward is not linear2(dropout(activation(linear1(x)))) (the gelu "
+        "and relu checks compare its values)"
+    ),
+    N_("none of the sub-layers' outputs reaches the block's output, so no dropout shows"),
     N_("in the hidden layer linear2 received, {detail}"),
     N_("the output is not finite"),
     N_(

@@ -117,17 +117,21 @@ def _type_name(value: Any) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 
-def close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None) -> bool:
+def close(
+    a: torch.Tensor, b: torch.Tensor, tol: Tolerance | None = None, *, equal_nan: bool = False
+) -> bool:
     """`a` (the student's) equals `b` (the expected): same shape, the same kind of dtype
     (floating, complex, integer or bool), and equal within b's tolerance, exact for bool and
     integers. `a` is cast to b's dtype, never the reverse: a bool tensor is never "close" to
-    a float reference because the reference was rounded to bool."""
+    a float reference because the reference was rounded to bool. `equal_nan`: NaN where both
+    are NaN counts as equal (only to name a mistake whose model gives NaN there, never to
+    pass a check)."""
     if a.shape != b.shape or _kind(a) != _kind(b):
         return False
     if not b.is_floating_point():
         return bool(torch.equal(a.to(b.dtype), b))
     tol = tol or tolerance(b.dtype)
-    return bool(torch.allclose(a.to(b.dtype), b, equal_nan=False, **tol))
+    return bool(torch.allclose(a.to(b.dtype), b, equal_nan=equal_nan, **tol))
 
 
 def _kind(t: torch.Tensor) -> str:
@@ -187,9 +191,10 @@ def assert_close(
     finite: bool = True,
 ) -> None:
     """Pass when got ≈ want. Otherwise name the mistake: the first candidate whose output
-    matches, then NaN/inf, then the largest error and where it is. A result of another kind
-    of dtype than the expected one (bool or integers where floats are expected) fails first,
-    with its own message, before any value is compared."""
+    matches (NaN where the candidate's is NaN too: a mistake that leaves a row NaN is named
+    by its model, not only as "not finite"), then NaN/inf, then the largest error and where
+    it is. A result of another kind of dtype than the expected one (bool or integers where
+    floats are expected) fails first, with its own message, before any value is compared."""
     if _kind(got) != _kind(want):
         raise Failure(WRONG_KIND, what=what, got=got.dtype, expected=want.dtype, kind=_kind(want))
     if close(got, want, tol):
@@ -199,7 +204,7 @@ def assert_close(
             value = output() if callable(output) else output
         except ModelUnavailable:  # the student copy: this mistake is not named there
             continue
-        if value is not None and close(got, value, tol):
+        if value is not None and close(got, value, tol, equal_nan=_informative(value)):
             raise Failure(mistake, what=what, **details)
     if finite and got.is_floating_point() and not torch.isfinite(got).all():
         raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(got)).sum()))
@@ -227,8 +232,19 @@ def assert_close(
     )
 
 
+def _informative(value: torch.Tensor) -> bool:
+    """Whether NaN may count as equal when `value` (a mistake's output) is matched: only
+    where it also holds finite values, so that a run that is NaN everywhere is "not finite",
+    never a mistake whose model happens to be NaN everywhere too."""
+    return bool(value.is_floating_point() and torch.isfinite(value).any())
+
+
 def assert_evidence(
-    value: torch.Tensor, what: str, echoes: Iterable[torch.Tensor] = (), *, blocks: bool = False
+    value: torch.Tensor,
+    what: str,
+    echoes: Iterable[torch.Tensor] = (),
+    *,
+    blocks: bool = False,
 ) -> None:
     """Raise NO_EVIDENCE unless `value` can show a property: finite, not one constant, not one
     of `echoes` (the inputs) handed back; `blocks` (a bool mask): True somewhere. A property
@@ -247,6 +263,22 @@ def assert_evidence(
     for echo in echoes:
         if echo.shape == value.shape and torch.equal(value.to(echo.dtype), echo):
             raise Failure(NO_EVIDENCE, what=what, how=N_("is its input, handed back unchanged"))
+
+
+def assert_uses_scores(out: torch.Tensor, values: torch.Tensor, what: str) -> None:
+    """Raise NO_EVIDENCE when an attention's output `out` is the mean of `values` (queries
+    on axis -2) over every key, or over the keys up to each query, on inputs whose scores
+    differ: an attention that ignores q and k. Such a run gives each query the same output
+    in one chunk or many, and for scores shifted by any amount, so a property check of
+    chunking or of shifted scores calls this first: that run earns no point there."""
+    if values.shape != out.shape or values.size(-2) < 2 or not out.is_floating_point():
+        return
+    v = values.double()
+    counts = torch.arange(1, v.size(-2) + 1, dtype=torch.float64)[:, None]
+    for mean in (v.mean(dim=-2, keepdim=True).expand_as(v), v.cumsum(dim=-2) / counts):
+        if close(out, mean.to(out.dtype)):
+            how = N_("is the mean of the values, whatever the queries and keys")
+            raise Failure(NO_EVIDENCE, what=what, how=how)
 
 
 def variants(

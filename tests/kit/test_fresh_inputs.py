@@ -11,7 +11,8 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import SOLUTIONS
+import pytest
+from conftest import ROOT, SOLUTIONS
 from test_batch import batch, grades
 from test_gradescope import autograder_zip, run_autograder  # noqa: F401 (a fixture)
 from test_prairielearn import course, grade  # noqa: F401 (a fixture)
@@ -117,17 +118,20 @@ def test_prairielearn_draws_inputs_per_attempt_and_shows_no_reference(course, tm
         assert not REFERENCE_NUMBER.search(text)
 
 
-def test_every_named_byte_count_is_withheld_on_the_hidden_tier():
+@pytest.mark.parametrize(("module", "slug"), [("gqa", "kv-bytes"), ("mla", "cache-bytes")])
+def test_every_named_byte_count_is_withheld_on_the_hidden_tier(module, slug):
     """gqa's kv_cache_bytes messages printed the reference's byte count ({expected}) in every
     channel's hidden feedback (Sandbox._verdict: withhold_reference withholds `want` and `err`
-    only); now they name it `want`, withheld in English and in Chinese alike. (kvcache's
-    greedy message shows the argmax of the student's own logits: a value of theirs.)"""
+    only); now they name it `want`, withheld in English and in Chinese alike. mla's
+    cache_bytes_per_token did the same until a hunt returned the reference + 1 and read it.
+    (kvcache's greedy message shows the argmax of the student's own logits: a value of
+    theirs.)"""
     from autograder.core import registry
     from autograder.core.references import References
     from autograder.run.engine import judge
     from autograder.run.probing import make_inputs
 
-    check = next(c for c in registry.checks_of("gqa") if c.slug == "kv-bytes")
+    check = next(c for c in registry.checks_of(module) if c.slug == slug)
     refs = References.public()
     want, x = refs.get(check), make_inputs(check, refs.seed)
     n = len(x["cases"])
@@ -140,3 +144,22 @@ def test_every_named_byte_count_is_withheld_on_the_hidden_tier():
         assert i18n.WITHHELD in hidden.message
         for lang in ("en", "zh_CN"):
             assert str(want["bytes0"]) not in i18n.message(hidden, lang)
+
+
+def test_no_judge_hands_a_reference_value_to_a_message_under_another_name():
+    """A reference value in a Failure's details is named `want` (or `err`), the names that
+    withhold_reference withholds on hidden inputs; `expected=want[...]` showed it (mla)."""
+    from autograder.core import i18n as i18n_module
+
+    # a quoted key or a keyword argument given want[...] itself (not its shape, dtype or
+    # size: the inputs' own); a local variable (`x = want[...]`) is not a detail
+    pattern = re.compile(
+        r"(?:[\"'](\w+)[\"']\s*:\s*|\b(\w+)=)want\[[^\]]*\](?!\.(?:shape|dtype|size|ndim))"
+    )
+    found = []
+    for path in sorted((ROOT / "autograder" / "checks").glob("*/judge*.py")):
+        for key, keyword in pattern.findall(path.read_text()):
+            name = key or keyword
+            if name not in i18n_module.REFERENCE_DETAILS:
+                found.append(f"{path.parent.name}/{path.name}: {name}=want[...]")
+    assert not found, found

@@ -321,7 +321,7 @@ def verdict_bytes(got, want, x):
     details = {
         "args": _args(case),
         "got": values[wrong[0]],
-        "expected": want[f"bytes{wrong[0]}"],
+        "want": want[f"bytes{wrong[0]}"],  # withheld on the hidden tier (i18n.REFERENCE_DETAILS)
         "size": getattr(torch, case[-1]).itemsize,
         "dtype": case[-1],
     }
