@@ -183,6 +183,16 @@ def verdict_ffn_dropout_eval(got, want, x):
     assert_close(out, same, what + ", compared with your FeedForward with dropout=0")
 
 
+def _before_linear2(out, w2, b2):
+    """(the hidden vectors linear2 was given, recovered by least squares, as (d_ff, N);
+    whether linear2 of them is `out`): linear2's weight has full column rank (d_ff <
+    d_model)."""
+    rows = (out - b2).reshape(-1, w2.size(0)).T  # (d_model, N)
+    hidden = torch.linalg.lstsq(w2, rows).solution  # (d_ff, N)
+    rebuilt = (w2 @ hidden).T.reshape(out.shape) + b2
+    return hidden, torch.allclose(rebuilt, out, atol=1e-4, rtol=1e-4)
+
+
 @FEED_FORWARD.check(
     "ffn-dropout-train", inputs=probe.inputs_ffn_train, probe=probe.probe_ffn_dropout_train
 )
@@ -197,10 +207,17 @@ def verdict_ffn_dropout_train(got, want, x):
     if not torch.isfinite(out).all():
         raise Failure(MISTAKES["ffn-dropout-misplaced"], why="the output is not finite")
     w2, b2 = sd["linear2.weight"].double(), sd["linear2.bias"].double()
-    rows = (out - b2).reshape(-1, w2.size(0)).T  # (d_model, N)
-    hidden = torch.linalg.lstsq(w2, rows).solution  # (d_ff, N)
-    rebuilt = (w2 @ hidden).T.reshape(out.shape) + b2
-    if not torch.allclose(rebuilt, out, atol=1e-4, rtol=1e-4):
+    hidden, linear = _before_linear2(out, w2, b2)
+    if not linear:
+        evaluated = got.get("eval_out")
+        if isinstance(evaluated, torch.Tensor) and evaluated.shape == out.shape:
+            if not _before_linear2(evaluated.double(), w2, b2)[1]:
+                why = (
+                    "neither this output nor the one in eval mode (no dropout) is linear2 of "
+                    "any hidden vector, so the feed-forward is not linear2(dropout(activation("
+                    "linear1(x)))) (the gelu and relu checks compare its values)"
+                )
+                raise Failure(MISTAKES["ffn-dropout-misplaced"], why=why)
         why = "the output is not linear2 of any hidden vector: dropout acted after linear2"
         raise Failure(MISTAKES["ffn-dropout-misplaced"], why=why)
     pre = F.linear(x["x"].double(), sd["linear1.weight"].double(), sd["linear1.bias"].double())
@@ -416,7 +433,11 @@ def verdict_block_dropout_train(got, want, x):
     norm(norm(x) + drop(s)) (Post-LN, FFN), the norms being plain LayerNorms. The judge finds,
     row by row, the drop pattern that explains the output, under any of these wirings (which
     wiring is right is graded by the pre-ln and post-ln checks); none means dropout acted
-    elsewhere. Then about p of the values must have been dropped."""
+    elsewhere. Then about p of the values must have been dropped, counted over the runs
+    where the sub-layer's output reaches the block's at all: a run that keeps none of it
+    (every value "dropped") is a block that loses that sub-layer, a wiring the pre-ln and
+    post-ln checks charge (a residual taken from the block's input, say); at p = 0.25 a
+    correct block never drops them all."""
     p = probe.P_DROP
     D = x["x"].size(-1)
 
@@ -446,7 +467,8 @@ def verdict_block_dropout_train(got, want, x):
         for base, final in wirings:
             fits, pattern = _fit_rows(out, base, sub, final, 1 / (1 - p), tol=1e-4)
             if fits.all():
-                kept.append(pattern[sub.abs() > 1e-3])
+                if bool(pattern[sub.abs() > 1e-3].any()):  # else: this sub-layer is lost
+                    kept.append(pattern[sub.abs() > 1e-3])
                 break
         else:
             tol = {"atol": 1e-4, "rtol": 1e-4}
@@ -457,6 +479,15 @@ def verdict_block_dropout_train(got, want, x):
             else:
                 why = "no pattern of dropped values of the sub-layer's output explains it"
             raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **details)
+    if not kept:  # no sub-layer's output reaches the block's output in any run
+        why = "none of the sub-layers' outputs reaches the block's output, so no dropout shows"
+        raise Failure(
+            MISTAKES["block-dropout-misplaced"],
+            why=why,
+            p=p,
+            kind="Pre-LN and Post-LN",
+            sublayer="every",
+        )
     kept = torch.cat(kept)
     dropped = 1 - float(kept.mean())
     if abs(dropped - p) > 5 * (p * (1 - p) / kept.numel()) ** 0.5:

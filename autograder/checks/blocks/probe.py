@@ -149,7 +149,9 @@ def probe_ffn_dropout_train(mod, x):
     module = _ffn(mod, x, "gelu", P_DROP).train()
     with torch.random.fork_rng(), torch.no_grad():
         torch.manual_seed(0)  # reproducible; the verdict does not depend on which values drop
-        return {"out": module(x["x"])}
+        out = module(x["x"])
+        # the same module without dropout: whether its form is linear2 of something at all
+        return {"out": out, "eval_out": module.eval()(x["x"])}
 
 
 # --------------------------------------------------------------------------- TransformerBlock

@@ -333,10 +333,14 @@ def verdict_crop(got, want, x):
 
 def _tokens_verdict(check):
     """Sampled tokens compared as tokens with the reference's (same generator, same seed);
-    a difference is named by the known mistake that gives exactly those tokens, then by
-    what the tokens break, then by the first step where they differ."""
+    a difference is named by the known mistake that gives exactly those tokens in every run
+    of the check that differs (a few sampled tokens can fit two mistakes in one run: a
+    temperature multiplied by 0.5 and one left out can draw the same three tokens), then by
+    the one that gives the first differing run's, then by what the tokens break, then by
+    the first step where they differ."""
 
     def verdict(got, want, x):
+        differing = []
         for name, n, temperature, top_k in probe.cases(check, x):
             ids, what = _ids(got, x, name, n, temperature, top_k)
             if check == "sample" and got.get(f"{name}/generator-unused") is True:
@@ -353,26 +357,57 @@ def _tokens_verdict(check):
                     ids, models._generate(x, n, temperature, top_k, contexts=own)
                 ):
                     continue
-                for mistake, kwargs, details in _mistakes(temperature, top_k, own is None):
-                    replayed = models._generate(x, n, temperature, top_k, **kwargs, **given)
-                    if torch.equal(ids, replayed):
-                        raise Failure(mistake, what=what, **details)
+                fits = [
+                    (mistake, kwargs, details)
+                    for mistake, kwargs, details in _mistakes(temperature, top_k, own is None)
+                    if torch.equal(
+                        ids, models._generate(x, n, temperature, top_k, **kwargs, **given)
+                    )
+                ]
+                if _temperature_charged(got, x, name, n, temperature, fits):
+                    continue
             except ModelUnavailable:  # the student copy: these go unnamed (and charged)
-                pass
-            if top_k is not None:
-                _check_top_k(ids, x, top_k, n, own)
-            row, step = _first_difference(ids, reference, x["prompt"].size(1))
-            T0 = x["prompt"].size(1)
-            raise Failure(
-                MISTAKES["gen-other-tokens"],
-                what=what,
-                row=row,
-                step=step,
-                got=int(ids[row, T0 + step]),
-                want=int(reference[row, T0 + step]),
-            )
+                fits = []
+            differing.append((ids, what, reference, n, top_k, own, fits))
+        if not differing:
+            return
+        everywhere = [
+            (mistake, kwargs, details)
+            for mistake, kwargs, details in differing[0][-1]
+            if all(any(m.id == mistake.id for m, _, _ in run[-1]) for run in differing[1:])
+        ]
+        ids, what, reference, n, top_k, own, fits = differing[0]
+        for mistake, _, details in everywhere or fits:
+            raise Failure(mistake, what=what, **details)
+        if top_k is not None:
+            _check_top_k(ids, x, top_k, n, own, got)
+        row, step = _first_difference(ids, reference, x["prompt"].size(1))
+        T0 = x["prompt"].size(1)
+        raise Failure(
+            MISTAKES["gen-other-tokens"],
+            what=what,
+            row=row,
+            step=step,
+            got=int(ids[row, T0 + step]),
+            want=int(reference[row, T0 + step]),
+        )
 
     return verdict
+
+
+def _temperature_charged(got, x, name, n, temperature, fits):
+    """Whether a top-k run's tokens are those of a temperature mistake that the student's
+    twin run without top_k (probe.WITHOUT_TOP_K) makes too: the temperature check charges
+    that mistake, so this run passes. A temperature dropped only where top_k is given is
+    charged here."""
+    twin = got.get(f"{probe.WITHOUT_TOP_K.get(name)}/ids")
+    if not isinstance(twin, torch.Tensor):
+        return False
+    return any(
+        kwargs.get("temp") is not None
+        and torch.equal(twin, models._generate(x, n, temperature, None, **kwargs))
+        for _, kwargs, _ in fits
+    )
 
 
 def _mistakes(temperature, top_k, crop=True):
@@ -401,7 +436,7 @@ def _first_difference(ids, reference, T0):
     return int(first[0]), int(first[1])
 
 
-def _check_top_k(ids, x, k, n, own=None):
+def _check_top_k(ids, x, k, n, own, got):
     """Every sampled token is among the k largest logits of its step (ties kept; `own`: the
     contexts the student's generate fed, where they are not the docstring's); one that
     is not but is always among the k + 1 largest means a threshold one place too far."""
@@ -422,12 +457,32 @@ def _check_top_k(ids, x, k, n, own=None):
         step, row = outside
         raise Failure(
             MISTAKES["gen-topk-keeps-k-plus-1"]
-            if extra_only
+            if _keeps_one_more(got, x, own, extra_only)
             else MISTAKES["gen-topk-after-sampling"],
             k=k,
             step=step,
             row=row,
         )
+
+
+def _keeps_one_more(got, x, own, extra_only):
+    """Whether tokens drawn outside the k largest come from a threshold one place too far
+    rather than from top-k ignored: decided by replaying both over every run of the check
+    where the contexts are the docstring's (a few draws with top-k ignored can all fall
+    within the k + 1 largest, and where k + 1 = V the two draw alike in that run), by the
+    ranks drawn otherwise, and in the student copy, which has no model."""
+    runs = [c for c in probe.cases("top-k", x) if isinstance(got.get(f"{c[0]}/ids"), torch.Tensor)]
+    if own is None and runs:
+        try:
+            for kwargs, answer in (({"extra": 1}, True), ({"top_k_on": False}, False)):
+                if all(
+                    torch.equal(got[f"{name}/ids"], models._generate(x, n, t, k, **kwargs))
+                    for name, n, t, k in runs
+                ):
+                    return answer
+        except ModelUnavailable:
+            pass
+    return extra_only
 
 
 for _slug, _mode, _probe in (

@@ -270,7 +270,7 @@ def scripted(x) -> ScriptedLM:
 
 def inputs_generate(gen):
     V, max_len = _draw(gen, 11, 15), _draw(gen, 5, 7)
-    B, T0 = _draw(gen, 3, 4), _draw(gen, 2, 3)
+    B, T0 = _draw(gen, 6, 8), _draw(gen, 2, 3)  # rows: draws that tell the mistakes apart
     return {
         "table": torch.randn(V, V, generator=gen) * 1.5,
         "first": torch.randn(V, V, generator=gen),
@@ -291,15 +291,32 @@ def cases(check: str, x) -> list[tuple[str, int, float, int | None]]:
         "crop": [("crop", x["crop_n"], 1.0, None)],
         "sample": [("sample", 3, 1.0, None)],
         "temperature": [("t05", 3, 0.5, None), ("t20", 3, 2.0, None)],
-        "top-k": [("k", 3, 1.0, x["top_k"]), ("k1", 3, 0.7, 1), ("kbig", 3, 1.0, V + 5)],
+        "top-k": [("k", 3, 2.0, x["top_k"]), ("k1", 3, 0.7, 1), ("kbig", 3, 0.5, V + 5)],
     }[check]
+
+
+# Runs a check makes only to read the student's own conventions, never judged themselves:
+# the top-k check's temperatures without top_k (the temperature check judges those runs), so
+# that a temperature mistake made with and without top_k is charged once, by the temperature
+# check, and one made only with top_k by the top-k check. {judged run: its run without top_k}
+WITHOUT_TOP_K = {"k": "k-no-top-k", "kbig": "kbig-no-top-k"}
+
+
+def own_runs(check: str, x) -> list[tuple[str, int, float, int | None]]:
+    """The runs `check` makes besides cases(check, x): each judged run's twin without top_k."""
+    return [
+        (WITHOUT_TOP_K[name], n, temperature, None)
+        for name, n, temperature, _ in cases(check, x)
+        if name in WITHOUT_TOP_K
+    ]
 
 
 def _run_cases(mod, x, check):
     # Generation runs on the CPU whatever --device is: the scripted model is tiny, and a
     # CPU generator keeps the samples equal to the stored reference's.
     got = {}
-    for name, n, temperature, top_k in cases(check, x):
+    own = own_runs(check, x)
+    for name, n, temperature, top_k in cases(check, x) + own:
         model = scripted(x)
         gen = torch.Generator().manual_seed(x["seed"])
         before = gen.get_state()
@@ -319,8 +336,11 @@ def _run_cases(mod, x, check):
             raise
         except (RuntimeError, ZeroDivisionError, IndexError) as e:
             # Where a known mistake raises (k not clamped to V; temperature 0 divided), the
-            # error is recorded for the judge to name; elsewhere it is the student's crash.
-            if temperature != 0 and (top_k is None or top_k <= x["table"].size(0)):
+            # error is recorded for the judge to name; elsewhere it is the student's crash
+            # (in a run made only to read conventions, the error is kept: the check it
+            # belongs to charges it).
+            own_run = (name, n, temperature, top_k) in own
+            if not own_run and temperature != 0 and (top_k is None or top_k <= x["table"].size(0)):
                 raise
             got[f"{name}/error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
             continue

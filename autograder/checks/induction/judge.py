@@ -314,15 +314,20 @@ def verdict_find_heads(got, want, x):
     if torch.equal(answer, expected):
         return
     shown = {"got": tuple(answer.tolist()), "L": L, "H": H}
-    for mistake, flag, part in HEAD_MISTAKES:
-        try:
-            wrong = heads64(x["previous"], x["induction"], flag)
+    # First a mistake that gives all four ints, then one that gives the part it explains:
+    # two mistakes can pick the same induction head in a table (divmod by L and no row
+    # offset, say), and the previous-token head then tells them apart.
+    for whole in (True, False):
+        for mistake, flag, part in HEAD_MISTAKES:
+            part = slice(0, 4) if whole else part
+            try:
+                wrong = heads64(x["previous"], x["induction"], flag)
+            except ModelUnavailable:  # the student copy: the mistake is not named there
+                continue
             if torch.equal(answer[part], wrong[part]) and not torch.equal(
                 answer[part], expected[part]
             ):
                 raise Failure(mistake, **shown)
-        except ModelUnavailable:  # the student copy: the mistake is not named there
-            continue
     raise Failure(MISTAKES["induction-find-wrong"], **shown)
 
 

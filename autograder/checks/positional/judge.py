@@ -75,10 +75,12 @@ def _matches(got, output, positions, scale):
     return bool((_within(got, value, positions, scale) <= 1).all())
 
 
-def assert_table(got, want, positions, what, candidates=(), scale=1.0, charged=()):
+def assert_table(got, want, positions, what, candidates=(), scale=1.0, charged=(), D=None):
     """got ≈ want row by row, with a tolerance that grows with each row's position. A table
     that matches one of the `charged` tables (the outputs of mistakes another check charges,
-    replayed with the reference) passes."""
+    replayed with the reference) passes; so does, with `D`, one that is right but for its
+    frequencies (own_frequencies), unless it is one of the `candidates`, this check's own
+    mistakes (for odd D, the exponent's D + 1 is one)."""
     ratio = _within(got, want, positions, scale)
     if bool((ratio <= 1).all()):
         return
@@ -87,6 +89,9 @@ def assert_table(got, want, positions, what, candidates=(), scale=1.0, charged=(
     for mistake, output, details in candidates:
         if _matches(got, output, positions, scale):
             raise Failure(mistake, what=what, **details)
+    fitted = None if D is None else own_frequencies(got, positions, D)
+    if fitted is not None and bool((_within(got, fitted, positions, scale) <= 1).all()):
+        return
     if not torch.isfinite(got).all():
         raise Failure(NOT_FINITE, what=what, count=int((~torch.isfinite(got)).sum()))
     flat = int(torch.nan_to_num(ratio, nan=float("inf")).argmax())
@@ -170,12 +175,50 @@ def _replays_far(x):
     return _replay_table("rows", x["positions"], x["d_model"], first=False)
 
 
+def own_frequencies(rows, positions, D):
+    """The table of the docstring's layout (sines in the even columns, cosines in the odd
+    ones, positions from 0) at `positions`, in float64, with the frequencies the student's
+    `rows` show when they form a geometric series ω_i = c·r^i other than the docstring's
+    (c = 1, r = 10000^(-2/D)): c and r read off the row of position 1. Any base, a log in
+    another base, an exponent with another factor, positions scaled by a constant: mistakes
+    of the frequencies, which the frequencies check charges and names, so that the other
+    table checks pass a table that is right but for them (principle 10). None where the
+    rows show no such series (the row of position 1 missing, NaN, or a pair that does not
+    start at (0, 1))."""
+    index = {int(p): i for i, p in enumerate(positions)}
+    if 0 not in index or 1 not in index or D < 1:
+        return None
+    first, second = rows[index[0]].double(), rows[index[1]].double()
+    if not bool(torch.isfinite(first).all() and torch.isfinite(second).all()):
+        return None
+    start = torch.zeros(D, dtype=torch.float64)
+    start[1::2] = 1.0
+    if bool(((first - start).abs() > 1e-4).any()):
+        return None
+    angles = [math.atan2(float(second[j]), float(second[j + 1])) for j in range(0, D - 1, 2)]
+    if D % 2:
+        angles.append(math.asin(max(-1.0, min(1.0, float(second[D - 1])))))
+    c = angles[0]
+    r = angles[1] / c if len(angles) > 1 and c != 0 else 1.0
+    if not (c > 0 and r > 0):
+        return None
+    omega = c * r ** torch.arange(len(angles), dtype=torch.float64)
+    docstring = 10000.0 ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    if torch.allclose(omega, docstring, rtol=1e-4, atol=1e-6):
+        return None  # the docstring's frequencies: the table's other mistakes are named
+    p = torch.as_tensor(positions, dtype=torch.float64)[:, None]
+    j = torch.arange(D)
+    angle = p * omega[j // 2]
+    return torch.where(j % 2 == 0, angle.sin(), angle.cos())
+
+
 def _compare_table(got, want, key, max_len, D, first):
     what = f"sinusoidal_encoding({max_len}, {D})"
     pe = table(got, key, what, (max_len, D), strict=first)
     exact, charged = _replayed(want, key, first)
     # Two float32 computations of the same closed form: each may be off by the allowance.
-    assert_table(pe, exact, range(max_len), what, _named(range(max_len), D, first), 2.0, charged)
+    named = _named(range(max_len), D, first)
+    assert_table(pe, exact, range(max_len), what, named, 2.0, charged, D)
 
 
 # --------------------------------------------------------------------------- sinusoidal_encoding
@@ -259,7 +302,13 @@ def verdict_far(got, want, x):
     rows = table(got, "rows", what, (len(positions), D), strict=False)
     what += " at positions " + ", ".join(map(str, positions))
     exact, charged = _replayed(want, "rows", first=False)
-    assert_table(rows, exact, positions, what, _named(positions, D, False), 1.0, charged)
+    assert_table(rows, exact, positions, what, _named(positions, D, False), 1.0, charged, D)
+
+
+# The first pair of a table that turns at all turns by more than this per position (a
+# frequency scaled by 1 / max_len still turns by 1 / 250 rad here); a constant pair by about
+# float32's rounding of its angle.
+STILL = 1e-4
 
 
 @SINUSOIDAL_ENCODING.check("relative", inputs=probe.inputs_relative)
@@ -267,8 +316,8 @@ def verdict_far(got, want, x):
 def verdict_relative(got, want, x):
     """The property alone, on the student's own table: each pair (columns 2i, 2i + 1) is a
     unit vector that turns by one angle per offset k, the same at every position p. Which
-    frequencies the pairs use is graded by the reference checks; a table that does not turn
-    at all (constant, zeros) fails here, as the first pair must turn by ±1 rad per step."""
+    frequencies the pairs use is graded by the frequencies check; a table that does not turn
+    at all (constant, zeros) fails here."""
     n, D = x["max_len"], x["d_model"]
     what = f"sinusoidal_encoding({n}, {D})"
     pe = table(got, "pe", what, (n, D), strict=False).double()
@@ -290,8 +339,8 @@ def verdict_relative(got, want, x):
             why = f"from p = {row} to p + {k} it turns by a different angle than elsewhere"
             _fail_pair(pe, n, D, pair, why)
     step = torch.angle(z[1:] * z[:-1].conj()).mean(dim=0).abs()  # the angle per position
-    if not math.isclose(float(step[0]), 1.0, abs_tol=1e-3):
-        why = f"it turns by {float(step[0]):.4g} rad per position; the first pair's ω_0 is 1"
+    if float(step[0]) < STILL:  # how fast it turns is the frequencies check's
+        why = f"it does not turn: {float(step[0]):.2g} rad per position"
         _fail_pair(pe, n, D, 0, why)
 
 
@@ -322,8 +371,15 @@ def verdict_buffer(got, want, x):
     what = f"PositionalEncoding({D}, max_len={max_len})"
     why = "registered with persistent=False" if got.get("is_buffer") else "a plain attribute"
     moves = "moves" if got.get("is_buffer") else "does not move"
-    if not got.get("in_state_dict") or "load_error" in got:
+    if not got.get("in_state_dict"):
         raise Failure(MISTAKES["pe-not-in-state-dict"], why=why, moves=moves)
+    if "load_error" in got:  # in the state_dict, but a saved pe does not load back
+        pe = got.get("pe")
+        if isinstance(pe, torch.Tensor) and tuple(pe.shape) != (1, max_len, D):
+            raise Failure(
+                WRONG_SHAPE, what="the buffer pe", got=tuple(pe.shape), expected=(1, max_len, D)
+            )
+        raise Failure(MISTAKES["pe-load-fails"], shape=(1, max_len, D), error=got["load_error"])
     loaded = tensor(got, "loaded_out", what + " after load_state_dict", shape=x["x"].shape)
     if not any(  # x scaled by √D first is the forward check's to charge
         close_enough(loaded, _scaled(x["x"], factor) + x["state"].double())
