@@ -435,9 +435,10 @@ def verdict_block_dropout_train(got, want, x):
     wiring is right is graded by the pre-ln and post-ln checks); none means dropout acted
     elsewhere. Then about p of the values must have been dropped, counted over the runs
     where the sub-layer's output reaches the block's at all: a run that keeps none of it
-    (every value "dropped") is a block that loses that sub-layer, a wiring the pre-ln and
-    post-ln checks charge (a residual taken from the block's input, say); at p = 0.25 a
-    correct block never drops them all."""
+    (every value "dropped") and whose output in eval mode is the same is a block that loses
+    that sub-layer with or without dropout, a wiring the pre-ln and post-ln checks charge (a
+    residual taken from the block's input, say); at p = 0.25 a correct block never drops
+    them all."""
     p = probe.P_DROP
     D = x["x"].size(-1)
 
@@ -467,7 +468,14 @@ def verdict_block_dropout_train(got, want, x):
         for base, final in wirings:
             fits, pattern = _fit_rows(out, base, sub, final, 1 / (1 - p), tol=1e-4)
             if fits.all():
-                if bool(pattern[sub.abs() > 1e-3].any()):  # else: this sub-layer is lost
+                evaluated = got.get(f"{key}/eval")
+                lost = (
+                    not bool(pattern[sub.abs() > 1e-3].any())
+                    and isinstance(evaluated, torch.Tensor)
+                    and evaluated.shape == x["x"].shape
+                    and close(evaluated.double().reshape(-1, D), out, {"atol": 1e-5, "rtol": 1e-5})
+                )
+                if not lost:
                     kept.append(pattern[sub.abs() > 1e-3])
                 break
         else:

@@ -285,8 +285,11 @@ def probe_block_dropout_train(mod, x):
         load_weights(module, x["weights"])
         a, f = (x["attn_out"], zero) if active == "attn" else (zero, x["ffn_out"])
         module.attn, module.ffn = ConstantSublayer(a, heads=H), ConstantSublayer(f)
+        key = f"{'pre' if norm_first else 'post'}/{active}"
         module.train()
         with torch.random.fork_rng():
             torch.manual_seed(seed)  # reproducible; the verdict does not depend on the draws
-            got[f"{'pre' if norm_first else 'post'}/{active}"], _ = _run(module, x["x"], None)
+            got[key], _ = _run(module, x["x"], None)
+        # the same block without dropout: whether the sub-layer reaches the output at all
+        got[f"{key}/eval"], _ = _run(module.eval(), x["x"], None)
     return got
