@@ -79,13 +79,17 @@ def attempt_id(folder: Path) -> str:
 MAX_FILES, MAX_BYTES = 2000, 50 << 20
 
 
-def handed_in(root: Path) -> Iterator[Path]:
+def handed_in(root: Path, notes: list[str] | None = None) -> Iterator[Path]:
     """The regular files of a submission folder that grading takes, in the order it takes
     them: folders sorted, hidden ones (.name) and __pycache__ left out, links and special
     files left out, until MAX_FILES files or MAX_BYTES bytes (a file's size as it is read
-    from the folder; a file that grows after that is its copy's business)."""
+    from the folder). What is left out is said in `notes`, when given."""
+    notes = [] if notes is None else notes
     count = total = 0
     for dirpath, dirs, files in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        for name in sorted(d for d in dirs if (Path(dirpath) / d).is_symlink()):
+            notes.append(f"{rel / name} is a link to a folder: left out")
         dirs[:] = sorted(
             d
             for d in dirs
@@ -94,10 +98,12 @@ def handed_in(root: Path) -> Iterator[Path]:
         for name in sorted(files):
             path = Path(dirpath) / name
             if path.is_symlink() or not path.is_file():
+                notes.append(f"{rel / name} is a link or a special file: left out")
                 continue
             count += 1
             total += path.stat().st_size
             if count > MAX_FILES or total > MAX_BYTES:
+                notes.append(f"the submission is larger than {MAX_BYTES >> 20} MB: rest left out")
                 return
             yield path
 

@@ -487,23 +487,12 @@ def verdict_block_dropout_train(got, want, x):
             else:
                 why = "no pattern of dropped values of the sub-layer's output explains it"
             raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **details)
+    every = {"p": p, "kind": "Pre-LN and Post-LN", "sublayer": "every"}
     if not kept:  # no sub-layer's output reaches the block's output in any run
         why = "none of the sub-layers' outputs reaches the block's output, so no dropout shows"
-        raise Failure(
-            MISTAKES["block-dropout-misplaced"],
-            why=why,
-            p=p,
-            kind="Pre-LN and Post-LN",
-            sublayer="every",
-        )
+        raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **every)
     kept = torch.cat(kept)
     dropped = 1 - float(kept.mean())
     if abs(dropped - p) > 5 * (p * (1 - p) / kept.numel()) ** 0.5:
         why = f"{dropped:.0%} of {kept.numel()} values were dropped, but p = {p:g}"
-        raise Failure(
-            MISTAKES["block-dropout-misplaced"],
-            why=why,
-            p=p,
-            kind="Pre-LN and Post-LN",
-            sublayer="every",
-        )
+        raise Failure(MISTAKES["block-dropout-misplaced"], why=why, **every)

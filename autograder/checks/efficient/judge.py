@@ -14,17 +14,10 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ...core import verdicts
 from ...core.check import NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import (
-    ModelUnavailable,
-    agree,
-    assert_close,
-    assert_uses_scores,
-    close,
-    oracle,
-    worst_error,
-)
+from ...core.verdicts import ModelUnavailable, agree, assert_close, close, oracle, worst_error
 from ..masks.judge import window_with_mistake
 from . import judge_models as models
 from . import probe
@@ -372,7 +365,7 @@ def verdict_chunked_rescale(got, want, x):
         what = f"chunked_attention(causal={causal})"
         whole = models._floating(got, f"c{int(causal)}/chunkT", what, x["v"].shape)
         chunks = models._floating(got, f"c{int(causal)}/chunk4", what, x["v"].shape)
-        assert_uses_scores(whole, x["v"], f"{what} in one chunk")
+        verdicts.assert_uses_scores(whole, x["v"], f"{what} in one chunk")
         if agree(chunks, whole):
             continue
         if causal and _chunk_positions(chunks, whole, x):
@@ -416,7 +409,7 @@ def verdict_chunked_shift(got, want, x):
     for causal in (0, 1):
         what = f"chunked_attention(causal={bool(causal)})"
         base = models._floating(got, f"c{causal}/k", what, x["v"].shape)
-        assert_uses_scores(base, x["v"], what)
+        verdicts.assert_uses_scores(base, x["v"], what)
         for name in ("k_up", "k_down"):
             shifted = models._floating(got, f"c{causal}/{name}", what, x["v"].shape)
             # Only what the shift broke: entries the small scores already gave as NaN are

@@ -12,17 +12,10 @@ from __future__ import annotations
 
 import torch
 
+from ...core import verdicts
 from ...core.check import CRASH, NOT_FINITE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import (
-    agree,
-    assert_close,
-    assert_evidence,
-    assert_uses_scores,
-    close,
-    oracle,
-    worst_error,
-)
+from ...core.verdicts import agree, assert_close, assert_evidence, close, oracle, worst_error
 from . import judge_models as models
 from . import probe
 
@@ -91,7 +84,7 @@ def verdict_large_logits(got, want, x):
         what = f"flash_forward(causal={bool(causal)})'s output"
         base = models._floating(got, f"c{causal}/k", what, x["v"].shape)
         assert_evidence(base, what, [x["v"]])
-        assert_uses_scores(base, x["v"], what)
+        verdicts.assert_uses_scores(base, x["v"], what)
         for name in ("k_up", "k_down"):
             shifted = models._floating(got, f"c{causal}/{name}", what, x["v"].shape)
             lse = models._floating(got, f"c{causal}/{name}/lse", what, x["v"].shape[:-1])

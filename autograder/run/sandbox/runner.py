@@ -59,7 +59,6 @@ from .zygote import Zygote
 # Never visible to student code: the solutions and everything derived from them by hand.
 SECRET = ("solutions", "tests", "course", ".git", "build")
 MAX_CHANNEL = 64 << 20
-MAX_FILES, MAX_BYTES = seeds.MAX_FILES, seeds.MAX_BYTES  # what attempt_id digests too
 
 misconception = Misconceptions(__name__)  # this module's (core.Misconceptions)
 
@@ -106,29 +105,14 @@ class Graded(Totals):
 
 
 def copy_submission(source: Path, target: Path) -> list[str]:
-    """Copy the regular files of a submission folder (no symlinks, size-capped)."""
-    notes, count, total = [], 0, 0
-    for dirpath, dirs, files in os.walk(source):
-        rel = Path(dirpath).relative_to(source)
-        for name in sorted(d for d in dirs if (Path(dirpath) / d).is_symlink()):
-            notes.append(f"{rel / name} is a link to a folder: left out")
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d != "__pycache__" and not d.startswith(".") and not (Path(dirpath) / d).is_symlink()
-        )
-        (target / rel).mkdir(parents=True, exist_ok=True)
-        for name in sorted(files):
-            path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
-                notes.append(f"{rel / name} is a link or a special file: left out")
-                continue
-            count += 1
-            total += path.stat().st_size
-            if count > MAX_FILES or total > MAX_BYTES:
-                notes.append(f"the submission is larger than {MAX_BYTES >> 20} MB: rest left out")
-                return notes
-            shutil.copyfile(path, target / rel / name)
+    """Copy the regular files of a submission folder (seeds.handed_in: no links, no hidden
+    folders, size-capped, what attempt_id digests); the notes say what was left out."""
+    notes: list[str] = []
+    target.mkdir(parents=True, exist_ok=True)
+    for path in seeds.handed_in(source, notes):
+        copy = target / path.relative_to(source)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy)
     return notes
 
 
