@@ -228,6 +228,22 @@ FIXED_RANK = _declare(
         "must reshape, keep the leading sizes as they are: x.reshape(*x.shape[:-1], a, b).",
     ),
 )
+TENSOR_AS_BOOL = _declare(
+    "tensor-as-bool",
+    "Your code asked Python whether a tensor is true ({error}) {where}: `if t:`, `t or "
+    "default`, `not t` and `a and b` need one True or False, and a tensor of several values "
+    "has none.",
+    (
+        "Python's `if`, `or`, `and` and `not` turn their operand into one bool. A tensor "
+        "of several values cannot say one True or False, so torch raises; a default written "
+        "as `key = key or query` or a test written as `if mask:` hits this as soon as the "
+        "argument is a real tensor.",
+        "For a missing argument, test for None: `if key is None`. For a question about a "
+        "tensor's values, say which: `t.any()`, `t.all()`, or compare its shape.",
+        "Replace `key = key or query` with `key = query if key is None else key`, and "
+        "`if mask:` with `if mask is not None:`.",
+    ),
+)
 WEIGHTS_NOT_LOADED = _declare(
     "weights-not-loaded",
     "The grader could not load its weights into your {module}: {detail}. It loads them by "

@@ -87,6 +87,7 @@ PHRASES = (
     N_("targets"),
     N_("Pre-LN and Post-LN"),
     N_("feed-forward"),
+    N_("every"),
     N_("Pre-LN, final_norm given"),
     N_("returned"),
     N_("returned a mask"),

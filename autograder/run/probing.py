@@ -31,6 +31,7 @@ from ..core.check import (
     MISSING_FILE,
     NOT_ATTEMPTED,
     OWN_RAISE,
+    TENSOR_AS_BOOL,
     WEIGHTS_NOT_LOADED,
     WRONG_TYPE,
     Check,
@@ -357,6 +358,7 @@ def raised_in(e: BaseException, root: Path) -> bool:
 # Python's words when a tuple (here a shape) has another length than the names it is unpacked to.
 _UNPACKED_SHAPE = re.compile(r"(not enough|too many) values to unpack \(expected \d+")
 LOAD_ERROR = "Error(s) in loading state_dict for"  # torch's load_state_dict, strict
+_TENSOR_AS_BOOL = "RuntimeError: Boolean value of Tensor with more than one value is ambiguous"
 
 
 def _load_problem(line: str) -> str:
@@ -394,6 +396,8 @@ def crash(e: BaseException, root: Path) -> Failure:
         line = frames[-1].line if frames else ""
         if re.search(r"\.shape\b|\.size\(\s*\)", line or ""):  # B, T, d = x.shape
             return Failure(FIXED_RANK, error=error, where=where)
+    if isinstance(e, RuntimeError) and error.startswith(_TENSOR_AS_BOOL) and frames:
+        return Failure(TENSOR_AS_BOOL, error=error, where=where)  # `key or query`, `if mask:`
     if isinstance(e, ValueError) and frames and not raised_in(e, root):
         return Failure(CALL_REFUSED, error=error, where=where)  # a stand-in's or torch's check
     return Failure(OWN_RAISE if own else CRASH, error=error, where=where)

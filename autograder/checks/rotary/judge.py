@@ -157,16 +157,23 @@ def _exempt_replays(named, charged, exact=()):
     return replays
 
 
-def _rotation(got, key, case, what, want, *, named, charged=(), exact=None):
+def _rotation(got, key, case, what, want, *, named, charged=(), exact=None, dtype=True):
     """got[key] is apply_rotary(case): the shape and dtype of x, values within the position-
     dependent float32 allowance of `exact` (default: the reference, want[key]). Mistakes in
     `charged` and not in `named` pass here (another check charges them): their outputs are
     replayed with the reference (_exempt_replays), so both kits decide alike; those in `named`
-    are named, where the judge's models are at hand (not in the student copy)."""
+    are named, where the judge's models are at hand (not in the student copy). With
+    dtype=False another floating dtype is judged by its values, cast to x's: the reference
+    and float64 checks charge the dtype (a float64 table that promotes float32 inputs cost
+    every value check before)."""
     x, positions = case["x"], case["positions"]
     out = tensor(got, key, what, floating=True, shape=x.shape)
     if out.dtype != x.dtype:
-        raise Failure(MISTAKES["rope-dtype-not-kept"], what=what, got=out.dtype, expected=x.dtype)
+        if dtype:
+            raise Failure(
+                MISTAKES["rope-dtype-not-kept"], what=what, got=out.dtype, expected=x.dtype
+            )
+        out = out.to(x.dtype)
     exact = want[key] if exact is None else exact
     if _fits(out, exact, x, positions):
         return
@@ -244,22 +251,23 @@ def verdict_batch_dims(got, want, x):
     for name, case in x.items():
         what = _what(case)
         try:
-            _rotation(got, name, case, what, want, named=())
+            _rotation(got, name, case, what, want, named=(), dtype=False)
         except Failure as failure:
             out = tensor(got, name, what, floating=True, shape=case["x"].shape)
             own = tensor(got, f"{name}/as-4d", what, floating=True)
-            if own.numel() != out.numel() or out.dtype != case["x"].dtype:
+            if own.numel() != out.numel():
                 raise
+            out, own = out.to(case["x"].dtype), own.to(case["x"].dtype)
             verdicts.assert_evidence(out, what, [case["x"]])
             if not _fits(out, own.reshape(out.shape), case["x"], case["positions"]):
                 raise failure from None
 
 
-def _every_case(got, want, x, *, named, charged=()):
+def _every_case(got, want, x, *, named, charged=(), dtype=True):
     """Each case of x rotated as the reference; `named` mistakes are named where they show,
-    the `charged` ones left to the checks that name them."""
+    the `charged` ones left to the checks that name them (`dtype`: as in _rotation)."""
     for name, case in x.items():
-        _rotation(got, name, case, _what(case), want, named=named, charged=charged)
+        _rotation(got, name, case, _what(case), want, named=named, charged=charged, dtype=dtype)
 
 
 def _uses_what_is_passed(slug, inputs, ignored):
@@ -267,7 +275,7 @@ def _uses_what_is_passed(slug, inputs, ignored):
     with the mistake of ignoring the argument named and the others charged elsewhere."""
 
     def verdict(got, want, x):
-        _every_case(got, want, x, named=(ignored,), charged=_EVERYWHERE)
+        _every_case(got, want, x, named=(ignored,), charged=_EVERYWHERE, dtype=False)
 
     replays = _exempt_replays((ignored,), _EVERYWHERE)
     APPLY_ROTARY.check(slug, inputs=inputs, replays=replays, verdict=verdict)
@@ -306,7 +314,9 @@ def verdict_base(got, want, x):
         if torch.equal(out, default) or close(out, default):
             raise Failure(base_ignored, what=what, base=case["base"])
         try:
-            _rotation(got, name, case, what, want, named=(base_ignored,), charged=_EVERYWHERE)
+            _rotation(
+                got, name, case, what, want, named=(base_ignored,), charged=_EVERYWHERE, dtype=False
+            )
         except Failure as failure:
             if failure.misconception is base_ignored or not _a_rotation(out, case, what):
                 raise
@@ -330,7 +340,7 @@ def verdict_far(got, want, x):
     if any(_fits(out, model, case["x"], case["positions"]) for model in rounded):
         if not _fits(out, exact, case["x"], case["positions"]):
             raise Failure(MISTAKES["rope-positions-rounded"], what=what)
-    _rotation(got, "far", case, what, want, named=(), charged=_EVERYWHERE, exact=exact)
+    _rotation(got, "far", case, what, want, named=(), charged=_EVERYWHERE, exact=exact, dtype=False)
 
 
 @APPLY_ROTARY.check(
