@@ -266,6 +266,14 @@ def _close_up(text: str) -> str:
 _SHAPE = r"\([0-9, ]*\)"  # a {shape} placeholder: a tuple of sizes, (2, 3, 9)
 
 
+# The longest detail value read against the phrases' patterns. A pattern of k placeholders
+# matched in full backtracks in up to about len(value)^k steps on a value built to fail late:
+# a 4,000-character value (what a child may send) against a four-placeholder phrase took 9.6 s
+# of the grader's time, holding the GIL, for each detail and each sink. The judges' own
+# phrases are a few hundred characters at most; a longer value is shown as it is.
+PHRASE_MAX = 600
+
+
 @cache
 def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """phrases.PHRASES with placeholders as (template, pattern), the most specific first
@@ -298,7 +306,7 @@ def phrase(value: str, catalog: gettext.NullTranslations, depth: int = 0) -> str
         shown = catalog.gettext(value)
         if shown != value or value in _fixed():
             return shown
-    if depth > 4 or " " not in value:
+    if depth > 4 or " " not in value or len(value) > PHRASE_MAX:
         return value
     for template, pattern in _patterns():
         found = pattern.fullmatch(value)

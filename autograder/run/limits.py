@@ -128,14 +128,26 @@ class Stopwatch:
     `limit(check_id)` gives a check's CPU seconds; a check whose process uses no CPU for
     `stall` wall-clock seconds (blocked, not computing) has overrun too.
 
-    The "start" messages come from the process itself, where student code can write them
-    too, so a clock is never reset: the runner sends one start per check, each after the
-    previous check's outcome (channel.probe_all). A start while a check runs is ignored (its
-    clock runs on: a forged start of the same check or of the next one would give the slow
-    work a fresh allowance), and a check started again runs on the clock of its first start."""
+    The messages come from the process itself, where student code can write them too, or
+    keep them from being written. So a clock is never reset: the process runs `order`'s
+    checks one after another (channel.probe_all: a start, the check, its outcome), and once
+    the running check's outcome has come (`outcome`) the next check's clock starts at once,
+    whether or not its start message ever comes (student code that drops every start would
+    otherwise run its checks on no clock). A start while a check runs is ignored (a forged
+    start of the same check or of the next one would give the slow work a fresh allowance),
+    a check started again runs on the clock of its first start, and an outcome for another
+    check than the running one stops no clock. The first check's start is sent before any
+    student code is imported."""
 
-    def __init__(self, pid: int, limit: Callable[[str], float], stall: float = STALL_SECONDS):
+    def __init__(
+        self,
+        pid: int,
+        limit: Callable[[str], float],
+        stall: float = STALL_SECONDS,
+        order: Sequence[str] = (),
+    ):
         self.pid, self.limit, self.stall = pid, limit, stall
+        self.order = list(order)
         self.current: str | None = None
         self.started = self.last_cpu = 0.0
         self.last_progress = time.monotonic()
@@ -154,6 +166,19 @@ class Stopwatch:
         """The CPU seconds the current check used; no check runs after this."""
         used = max(0.0, cpu_seconds(self.pid) - self.started)
         self.current = None
+        return used
+
+    def outcome(self, check_id: str) -> float | None:
+        """An outcome message for `check_id`: when it is the running check, the CPU seconds
+        it used, and the next check of `order` runs on its own clock from now; else None,
+        and no clock changes."""
+        if check_id != self.current:
+            return None
+        used = self.finish()
+        if check_id in self.order:
+            later = self.order[self.order.index(check_id) + 1 :]
+            if later:
+                self.start(later[0])
         return used
 
     def overran(self) -> tuple[str, float] | None:

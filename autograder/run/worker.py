@@ -192,7 +192,10 @@ class _Run:
         os.set_blocking(self.output, False)
         self.buffer = bytearray()
         self.watch = Stopwatch(
-            self.pid, lambda c: policy.cpu_limit(self.checks[c], limits), limits.stall
+            self.pid,
+            lambda c: policy.cpu_limit(self.checks[c], limits),
+            limits.stall,
+            order=list(self.checks),
         )
         self.printed: dict[str | None, bytearray] = {}
         self.stream = _Segments()
@@ -214,7 +217,8 @@ class _Run:
         elif kind in channel.OUTCOMES and check_id not in self.probed:
             self._drain_output()  # the worker flushed its prints and CHECK_END before this
             self.printed[check_id] = self.stream.next_segment()
-            probed = Probed(cpu_seconds=self.watch.finish())
+            used = self.watch.outcome(check_id)  # None: not the running check's (forged)
+            probed = Probed(cpu_seconds=used or 0.0)
             settled = policy.outcome(self.checks[check_id], self.reading, self.stuck)
             if isinstance(settled, Result):
                 probed.result = settled

@@ -129,6 +129,41 @@ def test_wire_reads_a_header_of_unclosed_escaped_quotes_in_one_pass():
         assert wire.Headers().feed(frame) == []
 
 
+def test_wire_keeps_a_bounded_number_of_messages_from_a_flood():
+    """64 MiB of 14-byte frames were 4.8 million messages: 21 s and about 1 GB of the parent's
+    memory. A channel holds at most wire.MAX_MESSAGES; past them it is broken (the flooder's
+    remaining checks are charged, nobody else's)."""
+    frame = wire.frame({})
+    flood = frame * (wire.MAX_MESSAGES + 5)
+    messages, note = wire.parse(flood)
+    assert len(messages) == wire.MAX_MESSAGES and str(wire.MAX_MESSAGES) in note
+    headers = wire.Headers()
+    assert len(headers.feed(flood)) == wire.MAX_MESSAGES and headers.broken
+
+
+@pytest.mark.timeout(60)
+def test_a_detail_built_to_backtrack_is_shown_as_it_is():
+    """A forged result's detail of 4,000 characters built to make a four-placeholder phrase's
+    pattern fail late took 9.6 s per call of i18n.phrase, holding the GIL (once per detail and
+    sink: a batch of 31 froze for minutes). Values longer than PHRASE_MAX are not read against
+    the patterns (the timeout only guards the old behaviour)."""
+    from autograder.core import i18n
+
+    head = "the values kept were multiplied by "
+    seps = (", not 1 / (1 - p) = ", ", and ", " were dropped, not p = ")
+    n = 4000 - len(head)
+    counts = (
+        int(n * 0.25 / len(seps[0])),
+        int(n * 0.35 / len(seps[1])),
+        int(n * 0.35 / len(seps[2])),
+    )
+    value = head + "".join(sep * count for sep, count in zip(seps, counts, strict=True))
+    value += "x" * (4000 - len(value))
+    catalog = i18n.translations("zh_CN")
+    for _ in range(12):
+        assert i18n.phrase(value, catalog) == value
+
+
 def test_syllabus_numbers_the_groups():
     assert syllabus.group("attention") == 1 and syllabus.group(syllabus.MODULES[-1]) == len(
         syllabus.MODULES

@@ -57,7 +57,7 @@ def follow(
     "why": "cpu" | "stall", "seconds"}} (a check overran), or {}; with "waited": the seconds
     it waited for a CPU (0 where the kernel keeps no count). Closes both fds; the caller
     reaps the process (its count is read before that)."""
-    watch = limits.Stopwatch(pid, lambda c: cpu_limits[c], stall)
+    watch = limits.Stopwatch(pid, lambda c: cpu_limits[c], stall, order=list(cpu_limits))
     headers = wire.Headers()
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
@@ -124,5 +124,5 @@ def _observe(watch: limits.Stopwatch, header: dict[str, Any], cpu_limits: dict[s
         return
     if kind == "start":
         watch.start(check)
-    elif kind in OUTCOMES and check == watch.current:
-        watch.finish()
+    elif kind in OUTCOMES:
+        watch.outcome(check)

@@ -35,6 +35,10 @@ MAX_STR = 4000  # characters kept of any string the child sends
 MAX_DIMS = 8
 MAX_DEPTH = 16  # nesting of JSON arrays and objects in a header (ours use 4)
 MAX_KEYS = 10_000  # keys and items in a header, all levels together
+# Messages of one process's channel: ours send a few per check (a module has at most a few
+# dozen checks). A flood of 64 MiB of 14-byte frames was 4.8 million messages: 21 s of the
+# parent's time and about 1 GB of its memory before this cap.
+MAX_MESSAGES = 20_000
 
 # The dtypes a probe output may have, by name; anything else is refused.
 DTYPES: dict[str, torch.dtype] = {
@@ -182,6 +186,8 @@ def parse(data: bytes) -> tuple[list[tuple[dict[str, Any], bytes]], str]:
     messages: list[tuple[dict[str, Any], bytes]] = []
     pos = 0
     while pos < len(data):
+        if len(messages) >= MAX_MESSAGES:
+            return messages, f"the channel holds more than {MAX_MESSAGES} messages"
         if len(data) - pos < _FRAME.size:
             return messages, "the channel ended in the middle of a message"
         magic, n_header, n_blob = _FRAME.unpack_from(data, pos)
@@ -313,6 +319,7 @@ class Headers:
         self.buffer = bytearray()
         self.skip = 0  # blob bytes still to pass over
         self.broken = False
+        self.seen = 0  # headers read so far (at most MAX_MESSAGES, then broken)
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
@@ -335,6 +342,10 @@ class Headers:
                 self.broken = True
                 break
             found.append(messages[0][0])
+            self.seen += 1
+            if self.seen >= MAX_MESSAGES:
+                self.broken = True
+                break
             del self.buffer[:end]
             passed = min(n_blob, len(self.buffer))
             del self.buffer[:passed]
