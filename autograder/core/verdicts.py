@@ -244,11 +244,7 @@ def _informative(value: torch.Tensor) -> bool:
 
 
 def assert_evidence(
-    value: torch.Tensor,
-    what: str,
-    echoes: Iterable[torch.Tensor] = (),
-    *,
-    blocks: bool = False,
+    value: torch.Tensor, what: str, echoes: Iterable[torch.Tensor] = (), *, blocks: bool = False
 ) -> None:
     """Raise NO_EVIDENCE unless `value` can show a property: finite, not one constant, not one
     of `echoes` (the inputs) handed back; `blocks` (a bool mask): True somewhere. A property
