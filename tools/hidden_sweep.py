@@ -43,14 +43,6 @@ from autograder.run.engine import grade_module  # noqa: E402
 from autograder.run.submission import Submission  # noqa: E402
 
 
-def header(path: Path, key: str) -> str | None:
-    """The value of a mutant's `# expects:` or `# loses:` line, if it has one."""
-    for line in path.read_text().splitlines():
-        if line.startswith(f"# {key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
 def grade_variant(module: str, path: Path | None, refs: References, limits) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "submission"
@@ -98,7 +90,8 @@ def main() -> int:
                 elif mutant and not lost:
                     said = "MISSED"
                 elif mutant and path is not None:
-                    expects, loses = header(path, "expects"), header(path, "loses")
+                    expects = model_replays.header(path, "expects")
+                    loses = model_replays.header(path, "loses")
                     slugs = {r.check_id.split(".", 1)[1] for r in lost}
                     if expects not in {r.misconception for r in lost}:
                         said = f"UNNAMED expects [{expects}], said " + ", ".join(

@@ -402,6 +402,15 @@ def answer(fn: Callable, args: tuple, kwargs: dict) -> Any:
 # --------------------------------------------------------------------------- recording
 
 
+def header(path: Path, key: str) -> str | None:
+    """The value of a variant file's `# <key>:` line (a mutant's `# expects:` or `# loses:`),
+    or None where it has none."""
+    for line in path.read_text().splitlines():
+        if line.startswith(f"# {key}:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def variants(module: str, root: Path = paths.ROOT) -> dict[str, Path | None]:
     """{name: the module file} of the solution (None), every alternative and every mutant
     of `module` in the kit's tests (what the recording grades)."""

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from autograder.authoring import stubgen
+from autograder.core import model_replays
 from autograder.run.engine import grade
 from autograder.run.submission import Submission
 
@@ -121,17 +122,14 @@ def variants(kind: str) -> list[pytest.param]:
 
 def declared_losses(path: Path) -> set[str] | None:
     """The check slugs a mutant must lose, and only those ('# loses: a, b'), if it says."""
-    for line in path.read_text().splitlines():
-        if line.startswith("# loses:"):
-            return {s.strip() for s in line.split(":", 1)[1].split(",") if s.strip()}
-    return None
+    loses = model_replays.header(path, "loses")
+    return None if loses is None else {s.strip() for s in loses.split(",") if s.strip()}
 
 
 def expected_misconception(path: Path) -> str:
-    for line in path.read_text().splitlines():
-        if line.startswith("# expects:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError(f"{path} has no '# expects: <misconception id>' line")
+    expects = model_replays.header(path, "expects")
+    assert expects is not None, f"{path} has no '# expects: <misconception id>' line"
+    return expects
 
 
 # --------------------------------------------------------------------------- make test's units

@@ -99,28 +99,30 @@ def test_an_endless_loop_in_the_sandbox_costs_one_limit_per_function(tmp_path):
     assert not sandbox_processes()
 
 
+CLOCK_START = (KIT / "attacks" / "clock_start" / "masks.py").read_text()
+
+
 @pytest.mark.parametrize(
-    ("attack", "function", "prefix"),
-    [("forge_start", "causal_mask", "causal"), ("drop_start", "sliding_window_mask", "window")],
+    ("trick", "function", "prefix"),
+    [("forge", "causal_mask", "causal"), ("drop", "sliding_window_mask", "window")],
 )
-def test_student_code_cannot_reset_or_stop_a_checks_clock(attack, function, prefix, tmp_path):
-    """tests/kit/attacks/forge_start and drop_start, burning in one function (1 CPU-s a
+def test_student_code_cannot_reset_or_stop_a_checks_clock(trick, function, prefix, tmp_path):
+    """tests/kit/attacks/clock_start with one trick, burning in one function (1 CPU-s a
     check): each call burns 3.5 CPU-s while a thread writes the grader's "start" message for
-    the running check five times a second (forge_start), or after the channel's send was
-    replaced so that no start is sent again (drop_start: the window's checks come after
-    the causal and padding ones, which pass, in the same process). The first restarted the
-    check's clock, the second left every check after the process's first with none: that
-    function's checks passed. Now they time out, and masks' other checks pass."""
-    attack_source = (KIT / "attacks" / attack / "masks.py").read_text()
-    source = attack_source.replace(
+    the running check five times a second (forge), or after the channel's send was replaced
+    so that no start is sent again (drop: the window's checks come after the causal and
+    padding ones, which pass, in the same process). The first restarted the check's clock,
+    the second left every check after the process's first with none: that function's checks
+    passed. Now they time out, and masks' other checks pass."""
+    source = CLOCK_START.replace(
         'BURNING = ("causal_mask", "padding_mask", "sliding_window_mask")',
         f'BURNING = ("{function}",)',
-    )
-    assert source != attack_source
+    ).replace('TRICKS = ("forge", "drop")', f'TRICKS = ("{trick}",)')
+    assert source.count(f'("{function}",)') == 1 and source.count(f'("{trick}",)') == 1
     folder = submission_with(tmp_path, {"masks": source})
     limits, time = Limits(timeout=120), TimeLimits(cap=1)
     with Sandbox(["masks"], public=True, limits=limits, time_limits=time, slots=1) as sandbox:
-        graded = sandbox.grade(folder, attack)
+        graded = sandbox.grade(folder, trick)
     results = {r.check_id.split(".", 1)[1]: r for r in graded.results}
     statuses = {slug: (str(r.status), r.misconception) for slug, r in results.items()}
     burning = [slug for slug in results if slug.startswith(prefix)]

@@ -1,8 +1,15 @@
-"""Attack: correct masks, each call first burning more CPU than a check may use, while a
-thread writes the grader's own "start" message for the running check on every pipe the
-process holds, five times a second. The check's clock was restarted by each one, so slow code
-never overran its limit: found by a hunt, 20/20 on attention with a first call of 26 CPU-s.
-Now a start is never a reset (run/limits.Stopwatch): every check times out."""
+"""Attack: correct masks, each call first burning more CPU than a check may use, while the
+process keeps the grader's check clock from running, two ways (TRICKS):
+  forge  a thread writes the grader's own "start" message for the running check on every
+         pipe the process holds, five times a second: each one restarted the check's clock,
+         so slow code never overran its limit (a hunt: 20/20 on attention with a first call
+         of 26 CPU-s);
+  drop   the channel's send is replaced at import so that no start is sent again: every
+         check after a process's first ran on no clock (a second hunt: every window check
+         passed at 3.5 CPU-s a call against a 1 s cap).
+Now a start is never a reset, and the next check's clock starts at the previous one's
+outcome (run/limits.Stopwatch): every burning check times out. The sandbox test switches
+one trick on at a time (test_sandbox_time.py)."""
 
 import json
 import os
@@ -16,6 +23,18 @@ import torch
 
 BURN = 3.5  # CPU-s: over the 3 s per check the attack tests give
 BURNING = ("causal_mask", "padding_mask", "sliding_window_mask")
+TRICKS = ("forge", "drop")
+
+_wire = sys.modules.get("autograder.run.sandbox.wire")
+if "drop" in TRICKS and _wire is not None:
+    _send = _wire.send
+
+    def _quiet(fd, header, blob=b""):
+        if isinstance(header, dict) and header.get("type") == "start":
+            return None
+        return _send(fd, header, blob)
+
+    _wire.send = _quiet
 
 
 def _pipes():
@@ -45,7 +64,8 @@ def _forge():
         time.sleep(0.2)
 
 
-threading.Thread(target=_forge, daemon=True).start()
+if "forge" in TRICKS:
+    threading.Thread(target=_forge, daemon=True).start()
 
 
 def _current_check():
