@@ -86,6 +86,15 @@ WRONG_KIND = misconception(
 )
 
 
+def excerpt(text: str, limit: int = 300) -> str:
+    """A message the student's code raised, as feedback shows it: whole up to `limit`
+    characters, else its start and its end (a check reads all of it: probing.message_of)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} … {text[-half:]}"
+
+
 def tensor(
     got: dict[str, Any],
     key: str,

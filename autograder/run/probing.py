@@ -162,6 +162,17 @@ def load_weights(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> tor
     return module
 
 
+# The text of an error the student's code raised, as a check reads it ("the message gives the
+# shapes"): all of it, up to MESSAGE_MAX characters, so that a long message that names the sizes
+# near its end is read to its end (a verdict shows an excerpt: verdicts.excerpt).
+MESSAGE_MAX = 2000
+
+
+def message_of(e: BaseException) -> str:
+    """str(e), up to MESSAGE_MAX characters."""
+    return str(e)[:MESSAGE_MAX]
+
+
 def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
     for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure

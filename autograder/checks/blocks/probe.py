@@ -181,7 +181,7 @@ class ConstantSublayer(nn.Module):
         h = args[0] if args else kwargs.get("query", kwargs.get("x"))
         if not isinstance(h, torch.Tensor):
             raise TypeError(f"{type(self).__name__}: expected the sub-layer's input tensor")
-        out = self.value.to(h.dtype)
+        out = self.value.to(h.dtype, copy=True)  # its own copy: a block may add into it in place
         if self.heads is None:
             return out
         B, T = h.shape[:2]

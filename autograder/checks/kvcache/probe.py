@@ -17,7 +17,7 @@ import math
 import torch
 
 from ...core.check import Failure
-from ...run.probing import load_weights, pair, randn
+from ...run.probing import guarded, load_weights, message_of, pair, randn
 from . import probe_fallback
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
@@ -143,21 +143,6 @@ def inputs_generate(gen):
 # --------------------------------------------------------------------------- running
 
 
-def _failed(error):
-    return f"{type(error).__name__}: {str(error)[:200]}"
-
-
-def _guarded(fn):
-    """fn() or the text of the error it raised (NotImplementedError and a probe's own
-    Failure go through: they are "not attempted" and a finding)."""
-    try:
-        return fn(), None
-    except (NotImplementedError, Failure):
-        raise
-    except Exception as e:  # a broken step is a finding, not a crash
-        return None, _failed(e)
-
-
 def _length(cache, layer):
     value = cache.length(layer)
     return value if type(value) is int else repr(value)[:50]
@@ -168,7 +153,7 @@ def _run_appends(mod, calls, key):
     got = {f"{key}/len-empty": _length(cache, 0)}
     for i, call in enumerate(calls):
         for layer, (k, v) in enumerate(call):
-            result, error = _guarded(lambda: cache.append(layer, k, v))  # noqa: B023
+            result, error = guarded(lambda: cache.append(layer, k, v))  # noqa: B023
             if error:
                 return {**got, f"{key}/error": error, f"{key}/error-at": f"{i}/{layer}"}
             keys, values = pair(result, "KVCache.append's result", "(keys, values)")
@@ -182,12 +167,17 @@ def probe_append(mod, x):
 
 
 def _append_outcome(cache, layer, k, v):
-    """("returned", "") or the exception's kind ("ValueError", "raised TypeError") and text."""
-    _, error = _guarded(lambda: cache.append(layer, k, v))
-    if error is None:
-        return "returned", ""
-    kind, _, text = error.partition(": ")
-    return (kind if kind == "ValueError" else f"raised {kind}"), text
+    """("returned", "") or the exception's kind ("ValueError", a subclass of it included, or
+    "raised TypeError") and its text (message_of: all of it, for the verdict to read)."""
+    try:
+        cache.append(layer, k, v)
+    except (NotImplementedError, Failure):
+        raise
+    except ValueError as e:
+        return "ValueError", message_of(e)
+    except Exception as e:  # noqa: BLE001 (the wrong exception is a finding, not a crash)
+        return f"raised {type(e).__name__}", message_of(e)
+    return "returned", ""
 
 
 def probe_append_errors(mod, x):
@@ -273,7 +263,7 @@ def _probe_layer(mod, x):
     with torch.no_grad():
         for i, xi in enumerate(x["xs"]):
             got["call"] = i
-            out, error = _guarded(lambda: layer(xi, cache, x["layer"]))  # noqa: B023
+            out, error = guarded(lambda: layer(xi, cache, x["layer"]))  # noqa: B023
             if error:
                 return {"error": error, "error-at": i}
             got[f"out{i}"] = out
@@ -287,7 +277,7 @@ def _probe_layer(mod, x):
             value = _cached(cache, used, name)
             if value is not None:
                 got[f"cache/{name}"] = value
-        full, error = _guarded(lambda: layer(torch.cat(x["xs"], dim=1)))
+        full, error = guarded(lambda: layer(torch.cat(x["xs"], dim=1)))
     if error:
         return {"error": error, "error-at": "full"}
     got["full"] = full
@@ -369,7 +359,7 @@ def _watch(model, got, run):
 
 
 def _generate(mod, model, prompt, n, use_cache, key):
-    result, error = _guarded(lambda: mod.greedy_decode(model, prompt, n, use_cache=use_cache))
+    result, error = guarded(lambda: mod.greedy_decode(model, prompt, n, use_cache=use_cache))
     if error:
         return {f"{key}/error": error}
     tokens, logits = pair(result, "greedy_decode's result", "(tokens, logits)")
@@ -396,7 +386,7 @@ def _probe_incremental(mod, x):
     tokens = got.get("b/tokens")
     if type(tokens) is torch.Tensor and tokens.dim() == 2 and tokens.size(1) > b.size(1):
         with torch.no_grad():
-            full, error = _guarded(lambda: model(tokens[:, :-1].long()))
+            full, error = guarded(lambda: model(tokens[:, :-1].long()))
         got["full"] = full if error is None else error
     return got
 
@@ -429,7 +419,7 @@ def _own_axis(mod, x):
         cache = mod.KVCache(1)
         result = (cache.append(0, k1, v1), cache.append(0, k2, v2))[1]
     except Exception as e:
-        return {"axis/error": _failed(e)}
+        return {"axis/error": f"{type(e).__name__}: {str(e)[:200]}"}
     if not isinstance(result, tuple) or len(result) != 2:
         return {"axis/error": f"append returned a {type(result).__name__}"[:100]}
     if any(type(t) is not torch.Tensor for t in result):

@@ -18,6 +18,7 @@ from ...core.verdicts import (
     assert_close,
     assert_gradients,
     close,
+    excerpt,
     linear64,
     model,
     tensor,
@@ -380,7 +381,7 @@ def verdict_split_error(got, want, x):
         raise Failure(MISTAKES["split-no-valueerror"], D=D, H=H, got=got.get("outcome"))
     text = str(got.get("text", ""))
     if "divisib" not in text.lower() and not (str(D) in text and str(H) in text):
-        raise Failure(MISTAKES["split-error-unclear"], text=text)
+        raise Failure(MISTAKES["split-error-unclear"], text=excerpt(text))
 
 
 # --------------------------------------------------------------------------- MultiHeadAttention

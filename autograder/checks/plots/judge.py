@@ -96,7 +96,8 @@ def verdict_attention(got, want, x):
     _count(own, what, 1, "one map")
     _image(own, what, 0, x["self"])
     _labels(own, what, 0, x["queries"], x["queries"])
-    if x["title"] not in (own.get("title0"), own.get("suptitle")):
+    titles = [own.get(key) for key in ("title0", "title0/left", "title0/right", "suptitle")]
+    if x["title"] not in titles:
         raise Failure(MISTAKES["plot-title-ignored"], title=x["title"], got=own.get("title0"))
 
 

@@ -112,6 +112,14 @@ def _shows(mappable, image) -> bool:
     return bool(same)
 
 
+def _children(ax, depth: int = 3) -> list[Any]:
+    """The Axes inside ax (inset Axes), a few levels down."""
+    found = list(getattr(ax, "child_axes", []))[:50]
+    if depth > 1:
+        found += [grandchild for child in found for grandchild in _children(child, depth - 1)]
+    return found
+
+
 def panels(fig) -> dict[str, Any]:
     """Every heatmap Axes of the figure (in fig.axes order), its colour bars and spare Axes."""
     wrong = _not_a_figure(fig)
@@ -119,7 +127,11 @@ def panels(fig) -> dict[str, Any]:
         return wrong
     from matplotlib.collections import QuadMesh
 
-    colorbars = [ax._colorbar for ax in fig.axes if getattr(ax, "_colorbar", None) is not None]
+    # A colour bar may sit in an inset Axes (ax.inset_axes), a child of its Axes, not in fig.axes.
+    inside = [child for ax in fig.axes for child in _children(ax)]
+    colorbars = [
+        ax._colorbar for ax in fig.axes + inside if getattr(ax, "_colorbar", None) is not None
+    ]
     suptitle = getattr(fig, "_suptitle", None)
     got: dict[str, Any] = {"panels": 0, "spare": 0, "spare_on": 0, "meshes": 0}
     got["suptitle"] = suptitle.get_text() if suptitle is not None else ""
@@ -146,6 +158,9 @@ def panels(fig) -> dict[str, Any]:
         got[f"row{i}"], got[f"col{i}"] = _position(ax)
         got[f"colorbar{i}"] = any(_shows(c.mappable, image) for c in colorbars)
         got[f"title{i}"] = ax.get_title()
+        for loc in ("left", "right"):  # the Axes' other titles: set_title(..., loc="left")
+            if ax.get_title(loc):
+                got[f"title{i}/{loc}"] = ax.get_title(loc)
         got["panels"] += 1
     return got
 

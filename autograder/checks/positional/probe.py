@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, load_weights, randn
+from ...run.probing import kept, load_weights, message_of, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -280,7 +280,7 @@ def probe_too_long(mod, x):
         module(torch.zeros(2, x["T"], x["d_model"]))
         return {"got": "returned a tensor"}
     except ValueError as e:
-        return {"got": "ValueError", "text": str(e)}
+        return {"got": "ValueError", "text": message_of(e)}
     except NotImplementedError:
         raise
     except Exception as e:  # the wrong exception is a finding, not a crash

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, pair, randn
+from ...run.probing import kept, message_of, pair, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -162,7 +162,7 @@ def probe_odd(mod, x):
         mod.apply_rotary(x["x"], x["positions"])
         return {"got": "returned a value"}
     except ValueError as e:
-        return {"got": "ValueError", "text": str(e)[:500]}
+        return {"got": "ValueError", "text": message_of(e)}
     except NotImplementedError:
         raise
     except Exception as e:  # the wrong exception is a finding, not a crash
