@@ -173,6 +173,22 @@ def message_of(e: BaseException) -> str:
     return str(e)[:MESSAGE_MAX]
 
 
+def raised(call: Callable[[], Any], returned: str) -> tuple[str, str]:
+    """How `call` ended, for a check that it raises ValueError: ("ValueError", its message)
+    for a ValueError (a subclass is one), ("raised <class>", its message) for another exception
+    (a finding, not a crash), (`returned`, "") when it returned. NotImplementedError and a
+    probe's own Failure go through: they are "not attempted" and a finding."""
+    try:
+        call()
+    except (NotImplementedError, Failure):
+        raise
+    except ValueError as e:
+        return "ValueError", message_of(e)
+    except Exception as e:  # noqa: BLE001 (the wrong exception is a finding, not a crash)
+        return f"raised {type(e).__name__}", message_of(e)
+    return returned, ""
+
+
 def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
     for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure

@@ -13,18 +13,11 @@ import re
 
 import torch
 
+from ...core import verdicts
 from ...core.check import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.diagnosis import infer_scale, name_scale
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_close,
-    close,
-    excerpt,
-    linear64,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_close, close, linear64, model, tensor
 from ...trusted.multihead import split_heads
 from ..attention.judge import MISTAKES as ATTENTION_MISTAKES
 from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
@@ -303,7 +296,7 @@ def verdict_sizes_error(got, want, x):
             raise Failure(MISTAKES["gqa-no-valueerror"], got=str(outcome)[:100], **details)
         text = str(got.get(f"{case}/text", ""))
         if not _says_which(case, text, D, H, H_kv):
-            raise Failure(MISTAKES["gqa-error-unclear"], text=excerpt(text), **details)
+            raise Failure(MISTAKES["gqa-error-unclear"], text=verdicts.excerpt(text), **details)
 
 
 # --------------------------------------------------------------------------- the layer

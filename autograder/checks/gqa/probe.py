@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ...run.probing import load_weights, message_of, own_buffers, pair, randn
+from ...run.probing import load_weights, own_buffers, pair, raised, randn
 
 # (D, H, H_kv) with 1 < H_kv < H and n_rep = H // H_kv ≠ H_kv; d_k = D // H is 5 or 7.
 GROUPED = ((30, 6, 2), (42, 6, 2), (30, 6, 3), (42, 6, 3), (40, 8, 2), (56, 8, 2))
@@ -222,15 +222,7 @@ def probe_repeat(mod, x):
 
 
 def _sizes_outcome(mod, D, H, H_kv):
-    try:
-        mod.GroupedQueryAttention(D, H, H_kv)
-    except ValueError as e:
-        return "ValueError", message_of(e)
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the wrong exception is a finding, not a crash
-        return f"raised {type(e).__name__}", message_of(e)
-    return "built a module", ""
+    return raised(lambda: mod.GroupedQueryAttention(D, H, H_kv), "built a module")
 
 
 def probe_sizes_error(mod, x):

@@ -16,9 +16,10 @@ import re
 
 import torch
 
+from ...core import verdicts
 from ...core.check import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
-from ...core.verdicts import ModelUnavailable, assert_close, close, excerpt, model, tensor
+from ...core.verdicts import ModelUnavailable, assert_close, close, model, tensor
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
 from . import judge_models as models
 from . import probe
@@ -171,7 +172,9 @@ def verdict_append_errors(got, want, x):
             raise Failure(MISTAKES["kv-append-no-valueerror"], case=text, got=str(outcome)[:100])
         message = str(got.get(f"{case}/text", ""))
         if not _says_shape(message, tensors):
-            raise Failure(MISTAKES["kv-append-error-unclear"], case=text, text=excerpt(message))
+            raise Failure(
+                MISTAKES["kv-append-error-unclear"], case=text, text=verdicts.excerpt(message)
+            )
 
 
 # --------------------------------------------------------------------------- CachedAttention

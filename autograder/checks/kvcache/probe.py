@@ -16,8 +16,7 @@ import math
 
 import torch
 
-from ...core.check import Failure
-from ...run.probing import guarded, load_weights, message_of, pair, randn
+from ...run.probing import guarded, load_weights, pair, raised, randn
 from . import probe_fallback
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
@@ -167,17 +166,8 @@ def probe_append(mod, x):
 
 
 def _append_outcome(cache, layer, k, v):
-    """("returned", "") or the exception's kind ("ValueError", a subclass of it included, or
-    "raised TypeError") and its text (message_of: all of it, for the verdict to read)."""
-    try:
-        cache.append(layer, k, v)
-    except (NotImplementedError, Failure):
-        raise
-    except ValueError as e:
-        return "ValueError", message_of(e)
-    except Exception as e:  # noqa: BLE001 (the wrong exception is a finding, not a crash)
-        return f"raised {type(e).__name__}", message_of(e)
-    return "returned", ""
+    """("returned", "") or the exception's kind and message (probing.raised)."""
+    return raised(lambda: cache.append(layer, k, v), "returned")
 
 
 def probe_append_errors(mod, x):

@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_DTYPE, CheckList, Failure, no_reference
 from ...core.diagnosis import infer_scale, name_scale
 from ...core.misconception_data import misconceptions_of
@@ -18,7 +19,6 @@ from ...core.verdicts import (
     assert_close,
     assert_gradients,
     close,
-    excerpt,
     linear64,
     model,
     tensor,
@@ -381,7 +381,7 @@ def verdict_split_error(got, want, x):
         raise Failure(MISTAKES["split-no-valueerror"], D=D, H=H, got=got.get("outcome"))
     text = str(got.get("text", ""))
     if "divisib" not in text.lower() and not (str(D) in text and str(H) in text):
-        raise Failure(MISTAKES["split-error-unclear"], text=excerpt(text))
+        raise Failure(MISTAKES["split-error-unclear"], text=verdicts.excerpt(text))
 
 
 # --------------------------------------------------------------------------- MultiHeadAttention

@@ -16,7 +16,7 @@ import math
 import torch
 
 from ...core.dispatch import MATMUL_OPS, OpCounter
-from ...run.probing import gradients, load_weights, message_of, pair, randn
+from ...run.probing import gradients, load_weights, pair, raised, randn
 from ..attention.probe import random_mask
 
 # (D, H): d_k = D // H is 5, 6 or 7; no D is a perfect square.
@@ -212,15 +212,8 @@ def probe_merge(mod, x):
 
 
 def probe_split_error(mod, x):
-    try:
-        mod.split_heads(x["x"], x["H"])
-    except ValueError as e:
-        return {"outcome": "ValueError", "text": message_of(e)}
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the wrong exception is a finding, not a crash
-        return {"outcome": f"raised {type(e).__name__}", "text": message_of(e)}
-    return {"outcome": "returned a tensor", "text": ""}
+    outcome, text = raised(lambda: mod.split_heads(x["x"], x["H"]), "returned a tensor")
+    return {"outcome": outcome, "text": text}
 
 
 # The calls of the defaults check: (tag, the arguments, by name of the input).

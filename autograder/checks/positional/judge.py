@@ -11,14 +11,7 @@ from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_SHAPE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_close,
-    dropout_finding,
-    excerpt,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_close, dropout_finding, model, tensor
 from . import probe
 
 CHECKS = CheckList("positional")
@@ -551,4 +544,6 @@ def verdict_too_long(got, want, x):
         )
     text = str(got.get("text", ""))
     if not (re.search(rf"(?<!\d){T}(?!\d)", text) and re.search(rf"(?<!\d){max_len}(?!\d)", text)):
-        raise Failure(MISTAKES["pe-error-unclear"], T=T, max_len=max_len, text=excerpt(text))
+        raise Failure(
+            MISTAKES["pe-error-unclear"], T=T, max_len=max_len, text=verdicts.excerpt(text)
+        )

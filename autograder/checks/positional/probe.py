@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, load_weights, message_of, randn
+from ...run.probing import kept, load_weights, raised, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -276,12 +276,5 @@ def probe_too_long(mod, x):
         raise
     except Exception:  # noqa: BLE001,S110 (another error at T = max_len is the forward check's)
         pass
-    try:
-        module(torch.zeros(2, x["T"], x["d_model"]))
-        return {"got": "returned a tensor"}
-    except ValueError as e:
-        return {"got": "ValueError", "text": message_of(e)}
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the wrong exception is a finding, not a crash
-        return {"got": f"raised {type(e).__name__}"}
+    got, text = raised(lambda: module(torch.zeros(2, x["T"], x["d_model"])), "returned a tensor")
+    return {"got": got, "text": text}

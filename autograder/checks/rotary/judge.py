@@ -10,15 +10,7 @@ from ...core import verdicts
 from ...core.check import NOT_FINITE, WRONG_VALUES, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.tolerances import tolerance
-from ...core.verdicts import (
-    ModelUnavailable,
-    assert_close,
-    assert_kept,
-    close,
-    excerpt,
-    model,
-    tensor,
-)
+from ...core.verdicts import ModelUnavailable, assert_close, assert_kept, close, model, tensor
 from ...trusted.attention import scaled_dot_product_attention as trusted_attention
 from . import probe
 
@@ -446,7 +438,7 @@ def verdict_odd(got, want, x):
         raise Failure(MISTAKES["rope-odd-width-no-valueerror"], d=d, got=str(got.get("got"))[:80])
     text = str(got.get("text", ""))
     if not re.search(rf"(?<!\d){d}(?!\d)", text):
-        raise Failure(MISTAKES["rope-odd-width-error-unclear"], d=d, text=excerpt(text))
+        raise Failure(MISTAKES["rope-odd-width-error-unclear"], d=d, text=verdicts.excerpt(text))
 
 
 # --------------------------------------------------------------------------- rotary_attention

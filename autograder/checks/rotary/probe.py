@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, message_of, pair, randn
+from ...run.probing import kept, pair, raised, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -158,15 +158,8 @@ def inputs_odd(gen):
 
 
 def probe_odd(mod, x):
-    try:
-        mod.apply_rotary(x["x"], x["positions"])
-        return {"got": "returned a value"}
-    except ValueError as e:
-        return {"got": "ValueError", "text": message_of(e)}
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the wrong exception is a finding, not a crash
-        return {"got": f"raised {type(e).__name__}"}
+    got, text = raised(lambda: mod.apply_rotary(x["x"], x["positions"]), "returned a value")
+    return {"got": got, "text": text}
 
 
 # --------------------------------------------------------------------------- rotary_attention
