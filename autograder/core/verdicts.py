@@ -92,7 +92,11 @@ def excerpt(text: str, limit: int = 300) -> str:
     if len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]} … {text[-half:]}"
+    head, tail = text[:half], text[-half:]
+    # cut between words where there are words to cut between
+    head = head.rsplit(" ", 1)[0] if " " in head[half // 2 :] else head
+    tail = tail.split(" ", 1)[1] if " " in tail[: half // 2] else tail
+    return f"{head} … {tail}"
 
 
 def tensor(

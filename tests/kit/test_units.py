@@ -11,7 +11,7 @@ from conftest import SOLUTIONS, submission_with
 
 from autograder.core import registry, syllabus
 from autograder.core.check import Check, CheckList, Failure, Result, Status, ref_of
-from autograder.core.verdicts import WRONG_KIND, assert_close, close
+from autograder.core.verdicts import WRONG_KIND, assert_close, close, excerpt
 from autograder.feedback import report
 from autograder.run import limits
 from autograder.run.sandbox import wire
@@ -162,6 +162,30 @@ def test_a_detail_built_to_backtrack_is_shown_as_it_is():
     catalog = i18n.translations("zh_CN")
     for _ in range(12):
         assert i18n.phrase(value, catalog) == value
+
+
+def test_a_raised_message_is_read_whole_and_shown_as_its_start_and_end():
+    from autograder.run.probing import MESSAGE_MAX, raised
+
+    class ShapeError(ValueError):
+        pass
+
+    def fails(error):
+        def call():
+            raise error
+
+        return call
+
+    long = "why the call was refused, at length; " * 12 + "got k of shape (2, 3, 4, 6)"
+    assert raised(fails(ShapeError(long)), "returned") == ("ValueError", long)  # a subclass
+    assert raised(fails(TypeError("no")), "returned") == ("raised TypeError", "no")
+    assert raised(lambda: None, "returned") == ("returned", "")
+    assert len(raised(fails(ValueError("x" * 10**5)), "")[1]) == MESSAGE_MAX
+    with pytest.raises(NotImplementedError):
+        raised(fails(NotImplementedError()), "returned")
+    shown = excerpt(long)
+    assert len(shown) <= 303 and shown.endswith("(2, 3, 4, 6)") and " … " in shown
+    assert shown.startswith("why the call") and excerpt("short") == "short"
 
 
 def test_syllabus_numbers_the_groups():
