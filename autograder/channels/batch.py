@@ -154,11 +154,12 @@ def extract_zip(archive: Path, target: Path) -> list[str]:
                 return [f"{shown} holds more than {MAX_ZIP_MEMBERS} files: not unpacked"]
             total = 0
             for info in members:
-                name = info.filename
+                # a backslash is a Windows separator (zips made by Windows tools): mysub\\a.py
+                name = info.filename.replace("\\", "/")
                 parts = Path(name).parts
                 if info.is_dir() or name.startswith("__MACOSX") or not parts:
                     continue
-                if name.startswith("/") or ".." in parts or ":" in name or "\\" in name:
+                if name.startswith("/") or ".." in parts or ":" in name:
                     notes.append(f"{plain(name)}: unsafe path in the .zip, left out")
                     continue
                 if any(unicodedata.category(ch)[0] == "C" for ch in name):

@@ -758,6 +758,26 @@ def test_module_source_reads_the_releases_cells_not_the_students_metadata():
         assert result.passed, (check.id, result.status, result.message)
 
 
+def test_an_upload_read_without_a_release_leaves_out_scratch_cells_that_raise(tmp_path):
+    """A notebook uploaded to batch, Gradescope or PrairieLearn is read without the course's
+    release (channels/batch.with_notebooks): its ordinary cells cannot be told from the given
+    imports there, so a self-check or a scratch line in one costs nothing (it zeroed the
+    module: the whole cell ran at import)."""
+    from autograder.channels.batch import read_notebook
+
+    nb = course.notebook("masks")
+    for text in (SELF_CHECK, "print(window_size)", "x = input()", "assert 1 == 2, 'mine'"):
+        nb.cells.append(nbformat.v4.new_code_cell(text))
+    path = tmp_path / "masks.ipynb"
+    nbformat.write(nb, path)
+    text = course_judge.module_source(read_notebook(path), "masks")
+    namespace: dict = {}
+    exec(compile(text, "masks.py", "exec"), namespace)  # nothing of the scratch cells raises
+    for check in registry.checks_of("masks"):
+        result = notebook.run(check.id, namespace)
+        assert result.passed, (check.id, result.status, result.message)
+
+
 def _namespace(source: str, filename: str) -> dict:
     namespace = {"__name__": "__main__", "__package__": None}  # as in a kernel
     exec(compile(source, filename, "exec"), namespace)

@@ -188,6 +188,23 @@ def test_a_raised_message_is_read_whole_and_shown_as_its_start_and_end():
     assert shown.startswith("why the call") and excerpt("short") == "short"
 
 
+def test_a_zip_made_on_windows_unpacks_and_unsafe_paths_stay_out(tmp_path):
+    import zipfile
+
+    from autograder.channels.batch import extract_zip
+
+    archive = tmp_path / "upload.zip"
+    with zipfile.ZipFile(archive, "w") as zf:  # a Windows tool's separators
+        zf.writestr("mysub\\attention.py", "x = 1\n")
+        zf.writestr("mysub\\..\\..\\evil.py", "")
+        zf.writestr("C:\\evil.py", "")
+        zf.writestr("\\evil.py", "")
+    notes = extract_zip(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "mysub" / "attention.py").read_text() == "x = 1\n"
+    assert sorted(p.name for p in tmp_path.rglob("evil.py")) == []
+    assert len([n for n in notes if "unsafe path" in n]) == 3, notes
+
+
 def test_syllabus_numbers_the_groups():
     assert syllabus.group("attention") == 1 and syllabus.group(syllabus.MODULES[-1]) == len(
         syllabus.MODULES

@@ -237,7 +237,8 @@ def module_source(nb, assignment: str, release=None) -> str:
       out and every other top-level statement but a def or class is guarded: a stray line
       there costs nothing.
     """
-    if release is None:  # no release to read it by (a course always has source/)
+    own = release is None  # no release to read it by (batch, Gradescope, PrairieLearn uploads)
+    if own:
         release = nb
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     by_id = {c.get("id"): c for c in code_cells if c.get("id")}
@@ -254,8 +255,12 @@ def module_source(nb, assignment: str, release=None) -> str:
             continue
         label = _grade_id(r) or r.get("id", "")
         if kind != "solution":
-            chosen.append((kind, label, _python(_text(r))))
-            taken |= _defined_names_of(_python(_text(r)))
+            # Without a release, an ordinary cell is the student's own: a self-check or a
+            # scratch line there costs nothing, as in a solution cell (make autograde leaves
+            # such cells out; here they cannot be told from the given imports).
+            code = _solution_code(_text(r)) if own and kind == "ordinary" else _python(_text(r))
+            chosen.append((kind, label, code))
+            taken |= _defined_names_of(code)
             continue
         wanted = _defined_names_of(_python(_text(r)))
         taken |= wanted
