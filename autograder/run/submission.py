@@ -150,12 +150,22 @@ class Submission:
         try:
             spec.loader.exec_module(mod)
         except SyntaxError as e:
-            raise ImportProblem(
-                module, shown, f"SyntaxError on line {e.lineno}: {e.msg}: {(e.text or '').strip()}"
-            ) from None
+            raise ImportProblem(module, shown, syntax_error_text(e)) from None
         except (Exception, SystemExit) as e:
             raise ImportProblem(module, shown, f"{type(e).__name__}: {e}") from None
         return mod
+
+
+def syntax_error_text(e: SyntaxError) -> str:
+    """A syntax error as the student reads it: its line and the code there, when Python knows
+    them; a file that is not UTF-8 text (Notepad's "Unicode" is UTF-16: null bytes) says how
+    to save it."""
+    where = f" on line {e.lineno}" if e.lineno else ""
+    code = (e.text or "").strip()
+    text = f"SyntaxError{where}: {e.msg}" + (f": {code}" if code else "")
+    if "null bytes" in str(e.msg):
+        text += " (the file is not UTF-8 text: save it as UTF-8 and hand it in again)"
+    return text
 
 
 def sibling_imports(tree: ast.AST) -> set[str]:

@@ -205,6 +205,23 @@ def test_a_zip_made_on_windows_unpacks_and_unsafe_paths_stay_out(tmp_path):
     assert len([n for n in notes if "unsafe path" in n]) == 3, notes
 
 
+def test_a_file_saved_as_utf16_is_told_to_be_saved_as_utf8(tmp_path):
+    from autograder.run.submission import Submission
+
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "attention.py").write_bytes("x = 1\n".encode("utf-16"))
+    (sub / "masks.py").write_text("def f(:\n")
+    problems = {}
+    for module in ("attention", "masks"):
+        try:
+            Submission(sub).load(module)
+        except Exception as e:  # ImportProblem
+            problems[module] = str(e)
+    assert "save it as UTF-8" in problems["attention"] and "line None" not in problems["attention"]
+    assert "SyntaxError on line 1" in problems["masks"], problems
+
+
 def test_syllabus_numbers_the_groups():
     assert syllabus.group("attention") == 1 and syllabus.group(syllabus.MODULES[-1]) == len(
         syllabus.MODULES
