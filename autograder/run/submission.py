@@ -5,7 +5,8 @@ trusted stand-in (autograder/trusted/) in place of every *other* exercise module
 relative imports (`from .attention import scaled_dot_product_attention`) then get trusted
 code, so a bug in attention.py costs points once, in attention, and never again later. The
 same import written as code that runs from its own folder writes it (`from attention import
-...`, for `python multihead.py`) gets the same module (Siblings).
+...`, for `python multihead.py`) gets the same module, and so does the student's own helper
+file imported that way (`import helpers`: Siblings).
 """
 
 from __future__ import annotations
@@ -191,7 +192,13 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     import gives, `<package>.attention` of the submission last loaded (a trusted stand-in, or
     the student's own where the copy has none). Code written to run from its own folder
     (`python multihead.py`, where `from .attention` fails) then grades as the stub's does.
-    The name is a view of that module (its attributes read through), never a second copy."""
+    The name is a view of that module (its attributes read through), never a second copy.
+
+    A student's own helper beside the exercise modules (`helpers.py`, a `utils/` package),
+    imported the same way (`import helpers`), is that file of the submission last loaded:
+    the module `from .helpers import f` gives, under both names (one module, not a copy).
+    Only a name that nothing earlier on the path has (the standard library, torch, the kit)
+    and that is a file or package of the submission's folder."""
 
     _package = ""
     _installed = False
@@ -206,14 +213,28 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if path is not None or fullname not in syllabus.MODULES or not self._package:
+        if path is not None or not self._package:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        if fullname in syllabus.MODULES or self._helper(fullname):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def _helper(self, name: str) -> bool:
+        """Whether `name` is a helper module or package of the submission last loaded."""
+        package = sys.modules.get(self._package)
+        if package is None or "." in name:
+            return False
+        folder = Path(package.__path__[0])
+        return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return types.ModuleType(spec.name)
+        if spec.name in syllabus.MODULES:
+            return types.ModuleType(spec.name)
+        return importlib.import_module(f"{self._package}.{spec.name}")  # a helper: itself
 
     def exec_module(self, module: types.ModuleType) -> None:
+        if module.__name__ not in syllabus.MODULES:
+            return  # a helper, run when its package's import created it
         target = importlib.import_module(f"{self._package}.{module.__name__}")
         public = getattr(target, "__all__", [n for n in vars(target) if n[0] != "_"])
         vars(module).update(__getattr__=lambda name: getattr(target, name), __all__=public)

@@ -4,7 +4,7 @@ import ast
 import json
 
 import pytest
-from conftest import SOLUTIONS, grade_cli, run_cli, submission_with
+from conftest import SOLUTIONS, grade_cli, grade_folder, run_cli, submission_with
 
 from autograder.core import registry
 from autograder.run import submission
@@ -213,6 +213,40 @@ def test_sibling_modules_imported_as_top_level_modules_grade_as_relative_imports
         score[module] = score.get(module, 0) + t["score"]
     assert score["attention"] < 20 and "[wrong-scale]" in proc.stdout
     assert (score["multihead"], score["gqa"]) == (20, 15), proc.stdout
+
+
+def test_a_students_own_helper_imported_by_name_is_their_file(tmp_path):
+    """A helper file or package of the student's own beside the exercise modules, imported
+    as code run from its folder writes it (`import helpers`, `from utils.scaling import
+    scale`), failed to import: 0 / 20 for correct code. It is the student's file (its bug
+    costs points where it is used), and a name the standard library has stays the library's."""
+    attention = (SOLUTIONS / "attention.py").read_text()
+    assert "import math\n" in attention and "/ math.sqrt(d_k)" in attention
+    uses = attention.replace("import math\n", "import math\nimport helpers\nimport string\n", 1)
+    uses = uses.replace("/ math.sqrt(d_k)", "* helpers.scale(d_k) * len(string.digits) / 10")
+    multihead = (SOLUTIONS / "multihead.py").read_text()
+    relative = "from .attention import scaled_dot_product_attention"
+    assert relative in multihead
+    multihead = multihead.replace(
+        relative, f"{relative}\nfrom utils.scaling import NAME\nassert NAME == 'own'"
+    )
+    scores = {}
+    for name, helper in (("right", "1.0 / math.sqrt(d)"), ("wrong", "1.0 / d")):
+        folder = submission_with(tmp_path / name, {"attention": uses, "multihead": multihead})
+        (folder / "helpers.py").write_text(f"import math\n\ndef scale(d):\n    return {helper}\n")
+        (folder / "string.py").write_text("digits = 'not the standard library'\n")
+        (folder / "utils").mkdir()
+        (folder / "utils" / "__init__.py").write_text("from . import scaling\n")
+        (folder / "utils" / "scaling.py").write_text("NAME = 'own'\n")
+        results = grade_folder(folder, ["attention", "multihead"])
+        scores[name] = {
+            m: sum(r.score for r in results if r.check_id.startswith(f"{m}."))
+            for m in ("attention", "multihead")
+        }
+        if name == "wrong":
+            assert "wrong-scale" in {r.misconception for r in results}
+    assert scores["right"] == {"attention": 20, "multihead": 20}, scores
+    assert scores["wrong"]["attention"] < 20 and scores["wrong"]["multihead"] == 20, scores
 
 
 def test_sibling_imports_are_read_in_every_spelling():
