@@ -124,13 +124,15 @@ def _to_ascii(error: UnicodeError) -> tuple[str, int]:
     return "".join(out), error.end
 
 
-def ascii_terminal() -> None:
+def ascii_terminal(keep_encoding: bool = False) -> None:
     """Let stdout and stderr write what their encoding cannot show as ASCII (TO_ASCII) instead
     of raising: a no-op for a UTF-8 terminal, whose encoding shows everything. In Python's
     UTF-8 mode on a locale of another codeset (Latin-1, GBK: __main__ starts the kit so), they
-    write the locale's codeset, which the terminal shows, unless PYTHONIOENCODING says."""
+    write the locale's codeset, which the terminal shows, unless PYTHONIOENCODING says.
+    `keep_encoding`: the streams' encodings are already the terminal's (the warm grader's
+    fork writes in the encodings its client found here)."""
     codecs.register_error(ASCII_ERRORS, _to_ascii)
-    codeset = "" if os.environ.get("PYTHONIOENCODING") else _locale_codeset()
+    codeset = "" if keep_encoding or os.environ.get("PYTHONIOENCODING") else _locale_codeset()
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding=codeset or stream.encoding, errors=ASCII_ERRORS)

@@ -15,8 +15,11 @@ files and .venv's install stamps, and the size and modification time of every fi
 package (checks, catalogs, fixtures) and of data/ is compared on each request; a different
 key (the kit changed, a `git pull`, a new install) stops the server and the grading runs
 directly. It answers only its own user (SO_PEERCRED), and exits after IDLE seconds without a
-request. A grading on CUDA starts fresh. `make grade WARM=0` (and the kit's tests) grade
-directly.
+request. A grading on CUDA starts fresh. `make grade WARM=0` grades directly. The fork
+writes in the encodings the client's terminal takes (a Latin-1 or GBK locale,
+PYTHONIOENCODING=ascii: what they cannot show as ASCII), as a direct run does. The kit's
+tests run their `grade` and `hint` commands on a warm grader of their own (tests/kit/
+conftest.py), except where a test is about a fresh process.
 """
 
 from __future__ import annotations
@@ -106,7 +109,10 @@ def client(argv: list[str], settings: Settings) -> int | None:
                 file=sys.stderr,
             )
             return None  # nothing sent: not our environment, not our terminal
-        request = {"key": key(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+        # What its terminal shows (__main__: unicode_math.ascii_terminal decided it here)
+        encodings = [getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr)]
+        request: dict[str, Any] = {"key": key(), "argv": argv, "cwd": os.getcwd()}
+        request.update(env=dict(os.environ), encodings=encodings)
         data = json.dumps(request).encode()
         try:
             socket.send_fds(conn, [_HEADER.pack(len(data))], [0, 1, 2])
@@ -340,9 +346,15 @@ def _child(request: dict[str, Any], fds: list[int], threads: int) -> int:
         os.setsid()
         for target, fd in zip((0, 1, 2), fds, strict=True):
             os.dup2(fd, target)
+        from ..feedback.unicode_math import ascii_terminal
+
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
-        sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+        # The client's encodings (a Latin-1 or GBK terminal, PYTHONIOENCODING=ascii), as the
+        # direct run writes them: what they cannot show as ASCII, never a UnicodeEncodeError.
+        out, err = (_encoding(e) for e in (request.get("encodings") or [None, None])[:2])
+        sys.stdout = open(1, "w", buffering=1, encoding=out, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, encoding=err, closefd=False)  # noqa: SIM115
+        ascii_terminal(keep_encoding=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
         os.environ.clear()
@@ -371,6 +383,16 @@ def _child(request: dict[str, Any], fds: list[int], threads: int) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
     return code
+
+
+def _encoding(name: object) -> str:
+    """An encoding the client named, where Python has it; else UTF-8."""
+    import codecs
+
+    try:
+        return codecs.lookup(name).name if isinstance(name, str) else "utf-8"
+    except LookupError:
+        return "utf-8"
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import torch
 
 from autograder.authoring import stubgen
 from autograder.core import model_replays
+from autograder.run import warm as warm_server
 from autograder.run.engine import grade
 from autograder.run.submission import Submission
 
@@ -29,8 +31,8 @@ KIT = Path(__file__).resolve().parent
 
 # The kit's tests read the English texts, whatever the machine's locale (the Chinese ones are
 # asked for by name: --lang zh_CN), and keep their hint-ladder state out of build/. A
-# `make grade` they run grades in a fresh process (no warm grader left behind; test_warm.py
-# tests it on its own).
+# `make grade` they run grades in a fresh process unless it names this process's own warm
+# grader (run_cli, warm_grader below): no warm grader is left behind in build/.
 os.environ["LANGUAGE"] = "en"
 os.environ["WARM"] = "0"
 os.environ.pop("ATTENTION_LAB_WARM", None)
@@ -46,6 +48,7 @@ if "ATTENTION_LAB_HINT_STATE" not in os.environ:
 # with one thread anyway.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+_ENVIRON = dict(os.environ)  # before any test changes it: the warm grader's environment
 
 
 def student_edited_stubs() -> list[str]:
@@ -92,8 +95,49 @@ def grade_folder(folder: Path, modules: list[str] | None = None):
     return grade(Submission(folder), modules)
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+# `make grade` and `make hint` run on the warm grader (autograder/run/warm.py) from a
+# student's second grading on: run_cli runs them there too, as a student's terminal does
+# (one server per test process, in a folder of its own, stopped when the process ends; the
+# client passes its arguments, folder, environment and streams, and the server's fork runs
+# the same cli.main). warm=False grades in a fresh process, as a student's first `make
+# grade` does (test_warm.py compares the two).
+_WARM_DIR: list[Path] = []
+WARM_VERBS = warm_server.VERBS
+
+
+def warm_grader() -> Path:
+    """This test process's warm grader, started on first use (the socket's folder)."""
+    if not _WARM_DIR:
+        where = Path(tempfile.mkdtemp(prefix="al-warm-"))
+        _WARM_DIR.append(where)
+        atexit.register(_stop_warm_grader, where)
+        subprocess.Popen(
+            [sys.executable, "-m", "autograder.run.warm", "serve", str(where)],
+            cwd=ROOT,
+            env={**_ENVIRON, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    where = _WARM_DIR[0]
+    for _ in range(1200):  # up to 2 minutes on a loaded machine (about 4 s idle)
+        if (where / warm_server.SOCKET).exists():
+            break
+        time.sleep(0.1)
+    return where
+
+
+def _stop_warm_grader(where: Path) -> None:
+    warm_server.stop(where)
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def run_cli(*args: str, timeout: float = 300, warm: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    if warm and any(a in WARM_VERBS for a in args) and "--warm" not in args:
+        env["ATTENTION_LAB_WARM_DIR"] = str(warm_grader())
+        args = ("--warm", "1", *args)
     return subprocess.run(
         [sys.executable, "-m", "autograder", *args],
         cwd=ROOT,
@@ -104,10 +148,11 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     )
 
 
-def grade_cli(folder: Path, tmp_path: Path, *extra: str):
+def grade_cli(folder: Path, tmp_path: Path, *extra: str, warm: bool = True):
     """`make grade`'s path: returns (process, results.json as a dict)."""
     results = tmp_path / "results.json"
-    proc = run_cli("grade", "--submission", str(folder), "--results", str(results), *extra)
+    args = ("grade", "--submission", str(folder), "--results", str(results), *extra)
+    proc = run_cli(*args, warm=warm)
     data = json.loads(results.read_text()) if results.exists() else None
     return proc, data
 

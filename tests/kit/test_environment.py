@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, SOLUTIONS, grade_cli, run_cli, submission_with
+from conftest import ROOT, SOLUTIONS, grade_cli, run_cli, submission_with, warm_grader
 from test_pytest_first_class import run_pytest
 
 # A machine whose locale is not UTF-8, on any machine: C without Python's locale coercion and
@@ -42,7 +42,8 @@ def test_a_machine_whose_locale_is_not_utf8_grades_as_any_other(tmp_path, monkey
     )
     assert "utf" not in check.stdout.lower(), check.stdout  # the machine this test pretends
 
-    proc, data = grade_cli(folder, tmp_path, "--ex", "attention", "--verbose")
+    # (a fresh process, as the first `make grade` on such a machine grades)
+    proc, data = grade_cli(folder, tmp_path, "--ex", "attention", "--verbose", warm=False)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert data["score"] == data["max_score"] > 0, proc.stdout
     assert SAYS in proc.stdout  # --verbose shows what the code printed, as it printed it
@@ -60,14 +61,20 @@ def test_a_machine_whose_locale_is_not_utf8_grades_as_any_other(tmp_path, monkey
     assert results["score"] == data["score"], results
 
 
-def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(tmp_path, monkeypatch):
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh", "warm"])
+def test_a_terminal_that_cannot_show_the_math_gets_ascii_not_a_crash(tmp_path, monkeypatch, warm):
     """The feedback writes √, ≠, ᵀ: on a terminal without them (PYTHONIOENCODING=ascii; a
-    Latin-1 locale: the test below) make grade ended in a UnicodeEncodeError after grading."""
+    Latin-1 locale: the test below) make grade ended in a UnicodeEncodeError after grading.
+    The warm grader (every `make grade` after the first) wrote UTF-8 whatever the terminal
+    took: its fork now writes in the encodings its client found."""
     wrong = (SOLUTIONS / "attention.py").read_text().replace("/ math.sqrt(d_k)", "/ d_k")
     assert wrong != (SOLUTIONS / "attention.py").read_text()
     folder = submission_with(tmp_path, {"attention": wrong})
     monkeypatch.setenv("PYTHONIOENCODING", "ascii")
-    proc, data = grade_cli(folder, tmp_path, "--ex", "attention")
+    proc, data = grade_cli(folder, tmp_path, "--ex", "attention", warm=warm)
+    if warm:  # graded by the warm grader's fork, not in the client
+        log = (warm_grader() / "warm-grader.log").read_text()
+        assert f"'--submission', '{folder}'" in log, log
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout.isascii()
     assert "divided by 16 = d_k, but they should be divided\n" in proc.stdout

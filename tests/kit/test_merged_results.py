@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SOLUTIONS, submission_with
+from conftest import ROOT, SOLUTIONS, submission_with, warm_grader
 
 from autograder.core import registry
 from autograder.core.check import Result
@@ -28,10 +28,12 @@ FAST_CHECKS = [c for c in registry.all_checks() if not c.slow]
 
 
 def _make(target: str, results: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """`make <target>` as a student types it, on this interpreter's environment, WARM=0."""
-    cmd = ["make", "-s", target, f"VENV={sys.prefix}", "WARM=0", f"RESULTS={results}"]
+    """`make <target>` as a student types it, on this interpreter's environment: make grade
+    on the warm grader, as from a student's second grading on (conftest.warm_grader)."""
+    cmd = ["make", "-s", target, f"VENV={sys.prefix}", "WARM=1", f"RESULTS={results}"]
     cmd += [f"SUBMISSION={folder}", *args]
     env = {**os.environ, "MAKEFLAGS": "", "LANGUAGE": "en"}
+    env["ATTENTION_LAB_WARM_DIR"] = str(warm_grader())
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
@@ -64,6 +66,13 @@ def _valid(data: dict) -> dict[str, list[dict]]:
         assert times[m]["score"] == sum(t["score"] for t in tests)
         datetime.datetime.fromisoformat(times[m]["graded_at"])  # ISO 8601
     return modules
+
+
+def _now() -> datetime.datetime:
+    """This moment, to the second, as results.json records a grading's time: a grading
+    started after it is recorded at it or later, one that ended before it at it or earlier
+    (a warm grading takes less than a second)."""
+    return datetime.datetime.now().astimezone().replace(microsecond=0)
 
 
 def _graded_at(data: dict) -> dict[str, datetime.datetime]:
@@ -106,13 +115,14 @@ def test_ex_runs_and_grade_train_merge_a_regrade_replaces_its_module_a_full_run_
     first = json.loads(results.read_text())
     assert set(_valid(first)) == {"attention"}
 
+    between = _now()
     proc = _make("grade", results, folder, "EX=masks")
     second = json.loads(results.read_text())
     modules = _valid(second)
     assert set(modules) == {"attention", "masks"}
     assert modules["attention"] == _by_module(first)["attention"]  # kept as it was
     times = _graded_at(second)
-    assert times["masks"] > times["attention"]
+    assert times["attention"] <= between <= times["masks"], times
     assert (
         second["score"]
         == second["max_score"]
@@ -130,11 +140,12 @@ def test_ex_runs_and_grade_train_merge_a_regrade_replaces_its_module_a_full_run_
     # masks again, now with a mistake: only masks' entries change
     masks = folder / "masks.py"
     masks.write_text(masks.read_text().replace(*WRONG_MASK))
+    between = _now()
     _make("grade", results, folder, "EX=masks")
     third = json.loads(results.read_text())
     modules = _valid(third)
     assert modules["attention"] == _by_module(first)["attention"]
-    assert _graded_at(third)["masks"] > times["masks"]
+    assert times["masks"] <= between <= _graded_at(third)["masks"]
     assert any("causal-blocks-diagonal" in t["tags"] for t in modules["masks"])
     lost = second["score"] - third["score"]
     assert lost > 0 and lost == sum(t["max_score"] - t["score"] for t in modules["masks"])
@@ -156,13 +167,14 @@ def test_ex_runs_and_grade_train_merge_a_regrade_replaces_its_module_a_full_run_
     assert not (tmp_path / "build" / "results-train.json").exists()
 
     # a full run replaces everything: one time for all, no training check (not run)
+    between = _now()
     _make("grade", results, folder)
     full = json.loads(results.read_text())
     modules = _valid(full)
     assert len(full["tests"]) == len(FAST_CHECKS)
     assert not any(t["name"].startswith("gpt: train") for t in full["tests"])
     assert len(set(_graded_at(full).values())) == 1
-    assert _graded_at(full)["attention"] > times["masks"]
+    assert _graded_at(third)["masks"] <= between <= _graded_at(full)["attention"]
     assert set(_page(results)) == set(registry.modules())
     parts = publish.parts_folder(results)
     assert sorted(p.stem for p in parts.glob("*.json")) == sorted(registry.modules())
@@ -185,9 +197,9 @@ def test_another_submission_starts_fresh(tmp_path):
 def test_two_gradings_at_once_both_land(tmp_path):
     folder = submission_with(tmp_path)
     results = tmp_path / "build" / "results.json"
-    cmd = ["make", "-s", "grade", f"VENV={sys.prefix}", "WARM=0", f"RESULTS={results}"]
+    cmd = ["make", "-s", "grade", f"VENV={sys.prefix}", "WARM=1", f"RESULTS={results}"]
     cmd += [f"SUBMISSION={folder}"]
-    env = {**os.environ, "MAKEFLAGS": ""}
+    env = {**os.environ, "MAKEFLAGS": "", "ATTENTION_LAB_WARM_DIR": str(warm_grader())}
     runs = [
         subprocess.Popen(cmd + [f"EX={m}"], cwd=ROOT, env=env, stdout=subprocess.PIPE)
         for m in ("attention", "masks")
