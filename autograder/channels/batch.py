@@ -104,8 +104,60 @@ def latest_per_student(found: list[Path]) -> tuple[list[Path], list[str]]:
     return [p for p in found if p not in left], notes
 
 
-def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
-    """The submissions in `folder`: sub-folders and .zip files, sorted by name."""
+# The loose files of a submissions folder that are graded (a learning platform's download of
+# the students' files: gather_loose); anything else loose there is named and left out.
+LOOSE = (".py", ".ipynb")
+
+
+def gather_loose(folder: Path, into: Path) -> tuple[list[Path], list[str]]:
+    """The loose .py and .ipynb files of `folder` that a learning platform named after their
+    student (Canvas's `smithjohn_123456_7891011_masks.py`, Moodle's `John Smith_4321_
+    assignsubmission_file_masks.ipynb`, Blackboard's `<assignment>_jsmith_attempt_<time>_
+    masks.py`): a folder per student under `into`, named as student_name names the files,
+    each file under the name the student gave it (of one uploaded again, Canvas's highest
+    `-N`; of Blackboard's attempts, the latest attempt's files only). Returns the folders and
+    the notes: the loose files left out, and why."""
+    picked: dict[str, dict[tuple[float, str], tuple[tuple[int, float], Path]]] = {}
+    attempts: dict[str, float] = {}
+    notes = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.name.startswith(".") or path.is_symlink() or not path.is_file():
+            continue
+        if not path.name.lower().endswith(LOOSE):
+            continue
+        download = lms.parse(path.name)
+        own = Path(download.file).name if download else ""
+        if download is None or not own or own.startswith("."):
+            notes.append(
+                f"{plain(path.name)}: left out: a loose file no learning platform named after "
+                "a student (put each student's files in a folder or a .zip of their own)"
+            )
+            continue
+        name = student_name(path)
+        when = download.when.timestamp() if download.when else 0.0
+        attempts[name] = max(attempts.get(name, when), when)
+        rank = (download.resubmission, path.stat().st_mtime)
+        files = picked.setdefault(name, {})
+        if (when, own) not in files or rank > files[when, own][0]:
+            files[when, own] = (rank, path)
+    made = []
+    for name, files in sorted(picked.items()):
+        target = into / name
+        target.mkdir(parents=True, exist_ok=True)
+        for (when, own), (_rank, path) in sorted(files.items()):
+            if when != attempts[name]:
+                notes.append(f"{plain(path.name)}: left out, an earlier attempt of {name}")
+                continue
+            shutil.copyfile(path, target / own)
+        made.append(target)
+    return made, notes
+
+
+def find_submissions(
+    folder: Path, skip: Iterable[Path] = (), loose: Iterable[Path] = ()
+) -> list[Path]:
+    """The submissions in `folder`: sub-folders and .zip files, and the folders gather_loose
+    made of its loose files (`loose`), sorted by name."""
     if not folder.is_dir():
         raise BatchError(f"SUBMISSIONS={str(folder)!r} is not a folder of submissions")
     skipped = {p.resolve() for p in skip}
@@ -116,6 +168,7 @@ def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
         and p.resolve() not in skipped
         and (p.is_dir() or (p.is_file() and p.name.lower().endswith(".zip")))
     ]
+    found = sorted([*found, *loose], key=lambda p: p.name)
     modules = registry.modules()
     if not found and any((folder / f"{m}.py").is_file() for m in modules):
         raise BatchError(
@@ -123,7 +176,10 @@ def find_submissions(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
             "student's folder or .zip in a folder and pass that folder as SUBMISSIONS"
         )
     if not found:
-        raise BatchError(f"{folder} holds no submissions (sub-folders or .zip files)")
+        raise BatchError(
+            f"{folder} holds no submissions (sub-folders, .zip files, or .py and .ipynb files "
+            "a learning platform named after their students)"
+        )
     return found
 
 
@@ -188,18 +244,47 @@ def extract_zip(archive: Path, target: Path) -> list[str]:
     return notes
 
 
-def package_folder(root: Path) -> Path:
-    """The folder holding the module files: root itself, or the shallowest one below it."""
+def _module_folders(root: Path) -> dict[Path, list[str]]:
+    """Every folder of `root` (itself included) that holds module files, with their names;
+    hidden folders and `__MACOSX`-like ones left out."""
     modules = registry.modules()
-    best = None
+    found: dict[Path, list[str]] = {}
     for dirpath, dirs, _files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
         here = Path(dirpath)
-        if any((here / f"{m}.py").is_file() for m in modules):
-            depth = len(here.relative_to(root).parts)
-            if best is None or depth < best[0]:
-                best = (depth, here)
-    return best[1] if best else root
+        names = [f"{m}.py" for m in modules if (here / f"{m}.py").is_file()]
+        if names:
+            found[here] = names
+    return found
+
+
+def package_folder(root: Path) -> Path:
+    """The folder holding the module files: root itself, or the shallowest one below it; of
+    several as shallow (`hw3/` beside `hw3_old/`), the one with the most module files, then
+    the one changed last (package_folder_notes names the others)."""
+    found = _module_folders(root)
+    if not found:
+        return root
+
+    def rank(folder: Path) -> tuple[int, int, float, str]:
+        newest = max((folder / n).stat().st_mtime for n in found[folder])
+        return (-len(folder.relative_to(root).parts), len(found[folder]), newest, str(folder))
+
+    return max(found, key=rank)
+
+
+def package_folder_notes(root: Path, chosen: Path) -> list[str]:
+    """A note for each folder of the upload, besides the one graded, that holds module files:
+    they are not graded, and the student should know which copy was."""
+    notes = []
+    for folder, names in _module_folders(root).items():
+        if folder == chosen:
+            continue
+        where = plain(str(folder.relative_to(root)) or ".") + "/"
+        graded = plain(str(chosen.relative_to(root)) or ".") + "/"
+        shown = ", ".join(plain(n) for n in names[:4]) + (", ..." if len(names) > 4 else "")
+        notes.append(f"{where} also holds module files ({shown}): not graded; {graded} is")
+    return notes[:10]
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -273,6 +358,7 @@ def with_notebooks(root: Path, target: Path) -> tuple[Path, list[str]]:
     from .nbgrader.autograde import module_source
 
     folder = package_folder(root)
+    notes = package_folder_notes(root, folder)
     found: dict[str, Path] = {}
     paths = [p for p in root.rglob("*.ipynb") if p.is_file() and not p.is_symlink()]
     for path in sorted(paths, key=lambda p: (len(p.parts), str(p))):
@@ -281,7 +367,6 @@ def with_notebooks(root: Path, target: Path) -> tuple[Path, list[str]]:
         module = notebook_module(path.name)
         if module and module not in found:
             found[module] = path
-    notes = []
     for module, path in sorted(found.items()):
         if (folder / f"{module}.py").is_file():
             notes.append(f"{plain(path.name)}: not graded; {module}.py is graded instead")
@@ -379,9 +464,20 @@ def write_seeds(student_seeds: dict[str, tuple[int, str]], path: Path) -> None:
     path.chmod(0o600)
 
 
-def run(
+def run(submissions: Path, out: Path, **options: Any) -> list[Graded]:
+    """Grade every submission of `submissions` into `out` (_run: the options); the folders
+    made of loose files (gather_loose) are removed afterwards."""
+    loose = Path(tempfile.mkdtemp(prefix="attention-lab-loose-"))  # hidden from every sandbox
+    try:
+        return _run(Path(submissions), Path(out), loose, **options)
+    finally:
+        shutil.rmtree(loose, ignore_errors=True)
+
+
+def _run(
     submissions: Path,
     out: Path,
+    loose: Path,
     *,
     modules: list[str] | None = None,
     jobs: int | None = None,
@@ -400,9 +496,10 @@ def run(
     from ..run.sandbox.jail import SandboxUnavailable
     from ..run.sandbox.zygote import Zygote
 
-    submissions, out = Path(submissions), Path(out)
-    found, superseded = latest_per_student(find_submissions(submissions, skip=[out]))
-    for note in superseded:
+    gathered, left = gather_loose(submissions, loose)
+    found = find_submissions(submissions, skip=[out], loose=gathered)
+    found, superseded = latest_per_student(found)
+    for note in left + superseded:
         print(note, file=sys.stderr)
     if students:
         found = [p for p in found if student_name(p) in students]
@@ -447,7 +544,7 @@ def run(
     except BaseException:
         zygote.close(kill=True)
         raise
-    hide = [submissions, out, unpacked]
+    hide = [submissions, out, unpacked, loose]
     names: set[str] = set()
     graded: list[Graded] = []
     try:  # the Sandbox owns the zygote from here on

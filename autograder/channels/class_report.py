@@ -37,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import textwrap
 import zipfile
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ from ..core.check import (
 )
 from ..core.check import NOT_ATTEMPTED as NOT_ATTEMPTED_MISCONCEPTION
 from . import similarity
-from .batch import find_submissions, package_folder, student_name
+from .batch import find_submissions, gather_loose, package_folder, student_name
 
 LONG_COLUMNS = ["student", "module", "check", "score", "max_score", "status", "misconception"]
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -318,19 +319,22 @@ def _code_of(name: str, text: str) -> str:
 
 
 def _batch_code(data: ClassData, submissions: Path) -> None:
-    """Each student's module files, read from the submissions folder batch graded."""
-    try:
-        found = {student_name(p): p for p in find_submissions(submissions)}
-    except Exception:
-        return
-    for student in data.students:
-        path = found.get(student)
-        if path is None:
-            continue
-        for module in data.modules:
-            text = _zip_member(path, module) if path.is_file() else _folder_file(path, module)
-            if text.strip():
-                data.code.setdefault(module, {})[student] = text
+    """Each student's module files, read from the submissions folder batch graded (its loose
+    files gathered as batch gathers them)."""
+    with tempfile.TemporaryDirectory(prefix="attention-lab-loose-") as loose:
+        try:
+            gathered, _notes = gather_loose(submissions, Path(loose))
+            found = {student_name(p): p for p in find_submissions(submissions, loose=gathered)}
+        except Exception:
+            return
+        for student in data.students:
+            path = found.get(student)
+            if path is None:
+                continue
+            for module in data.modules:
+                text = _zip_member(path, module) if path.is_file() else _folder_file(path, module)
+                if text.strip():
+                    data.code.setdefault(module, {})[student] = text
     _given(data)
 
 

@@ -179,6 +179,7 @@ def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path, pristine_stu
     with zipfile.ZipFile(subs / "carol.zip", "w") as zf:  # stubs, inside a folder
         for path in pristine_stubs.glob("*.py"):
             zf.write(path, f"my work/assignments/{path.name}")
+        zf.write(SOLUTIONS / "attention.py", "my work/old/attention.py")  # fewer: not graded
     # notebooks, graded as make autograde grades them: dave's solved masks notebook beside
     # his attention.py; erin's untouched (released) one, in a .zip under an LMS's name
     (subs / "dave").mkdir()
@@ -188,11 +189,33 @@ def test_batch_grades_folders_and_zips_on_the_hidden_tier(tmp_path, pristine_stu
     with zipfile.ZipFile(subs / "erin.zip", "w") as zf:
         zf.write(stub, stub.name)
     (subs / "notes.txt").write_text("not a submission")
+    # A learning platform's download of loose files, named after their students: Canvas's
+    # (masks.py uploaded again: -1 is the later one), Blackboard's (two attempts: the later
+    # one's files only); a loose file no platform named is left out, and said so.
+    masks, attention = ((SOLUTIONS / f"{m}.py").read_text() for m in ("masks", "attention"))
+    wrong = mutant_source("masks", "causal_transposed")
+    (subs / "smithjohn_123456_7891011_masks.py").write_text(wrong)
+    (subs / "smithjohn_123456_7891012_masks-1.py").write_text(masks)
+    (subs / "smithjohn_123456_7891013_attention.py").write_text(attention)
+    (subs / "HW_jsmith_attempt_2026-10-01-23-59-07_attention.py").write_text(attention)
+    (subs / "HW_jsmith_attempt_2026-10-01-23-59-07_masks.py").write_text(masks)
+    (subs / "HW_jsmith_attempt_2026-10-02-10-00-00_masks.py").write_text(masks)
+    (subs / "masks.py").write_text(masks)
     out = tmp_path / "out"
     proc = batch(subs, out)
-    assert "graded 5 submissions" in proc.stdout
+    assert "graded 7 submissions" in proc.stdout
+    assert "masks.py: left out: a loose file no learning platform named" in proc.stderr
+    assert "HW_jsmith_attempt_2026-10-01-23-59-07_attention.py: left out, an earlier" in (
+        proc.stderr
+    )
     rows = grades(out)
-    assert set(rows) == {"alice", "bob", "carol", "dave", "erin"}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin", "smithjohn", "jsmith"}
+    assert rows["smithjohn"]["score"] == AM_POINTS, rows["smithjohn"]
+    assert rows["jsmith"]["masks"] == MASKS_POINTS and rows["jsmith"]["attention"] == "missing"
+    assert (
+        "my work/old/ also holds module files (attention.py): not graded; my work/"
+        in (out / "carol" / "feedback.txt").read_text()
+    )
     assert rows["alice"]["score"] == rows["alice"]["max_score"] == AM_POINTS
     assert rows["dave"]["score"] == AM_POINTS and rows["erin"]["score"] == "0"
     assert "masks.ipynb: graded as masks.py" in (out / "dave" / "feedback.txt").read_text()

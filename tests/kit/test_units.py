@@ -205,6 +205,40 @@ def test_a_zip_made_on_windows_unpacks_and_unsafe_paths_stay_out(tmp_path):
     assert len([n for n in notes if "unsafe path" in n]) == 3, notes
 
 
+def test_of_two_folders_of_module_files_the_fuller_then_newer_is_graded_and_named(tmp_path):
+    """An upload with `hw3/` and `hw3_old/` graded the first in alphabetical order, silently.
+    Of folders as shallow, the one with the most module files is graded, then the one changed
+    last, and a note names every other folder that holds module files."""
+    from autograder.channels.batch import package_folder, with_notebooks
+
+    def files(folder, names, when):
+        folder.mkdir(parents=True)
+        for name in names:
+            (folder / name).write_text("x = 1\n")
+            os.utime(folder / name, (when, when))
+
+    up = tmp_path / "up"
+    files(up / "a_old", ["attention.py"], 1_000)
+    files(up / "hw3", ["attention.py", "masks.py"], 500)
+    files(up / "hw3" / "backup", ["masks.py"], 2_000)
+    files(up / "__MACOSX", ["attention.py", "masks.py", "gpt.py"], 3_000)
+    assert package_folder(up) == up / "hw3"  # the most module files, not the first name
+    folder, notes = with_notebooks(up, tmp_path / "nb")
+    assert folder == up / "hw3"
+    assert notes == [
+        "a_old/ also holds module files (attention.py): not graded; hw3/ is",
+        "hw3/backup/ also holds module files (masks.py): not graded; hw3/ is",
+    ], notes
+    files(tmp_path / "tie" / "b", ["attention.py"], 1_000)
+    files(tmp_path / "tie" / "c", ["attention.py"], 2_000)
+    files(tmp_path / "tie" / "d", ["attention.py"], 1_500)
+    assert package_folder(tmp_path / "tie") == tmp_path / "tie" / "c"  # then the newest
+    files(tmp_path / "top", ["masks.py"], 1_000)
+    files(tmp_path / "top" / "deeper", ["attention.py", "masks.py", "gpt.py"], 2_000)
+    assert package_folder(tmp_path / "top") == tmp_path / "top"  # the shallowest first
+    assert package_folder(tmp_path / "nothing") == tmp_path / "nothing"
+
+
 def test_a_file_saved_as_utf16_is_told_to_be_saved_as_utf8(tmp_path):
     from autograder.run.submission import Submission
 
