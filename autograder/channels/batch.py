@@ -75,11 +75,13 @@ RESERVED = {"grades.csv", "batch.json"}
 
 def student_name(path: Path) -> str:
     """The student of a submission: its name, or the student's part of a learning platform's
-    name (Canvas's `smithjohn_LATE_123_456_x.zip` -> smithjohn, lms.py)."""
+    name (Canvas's `smithjohn_LATE_123_456_x.zip` -> smithjohn, lms.py). Letters and digits
+    of any script are kept (Müller and Möller are two rows, not `M_ller` and `M_ller_`), a
+    name's decomposed accents (a Mac's zip) composed first; anything else becomes `_`."""
     download = lms.parse(path.name)
     stem = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else path.name
-    stem = download.who if download else stem
-    return re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).strip(".") or "student"
+    stem = unicodedata.normalize("NFC", download.who if download else stem)
+    return re.sub(r"[^\w.@+-]", "_", stem).strip(".") or "student"
 
 
 def latest_per_student(found: list[Path]) -> tuple[list[Path], list[str]]:

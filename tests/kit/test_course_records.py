@@ -212,6 +212,21 @@ def test_nbgraders_students_table_is_a_roster(tmp_path, gradebook):
 
 
 @pytest.mark.fast
+def test_batch_keeps_the_letters_of_every_script_in_a_students_name(tmp_path):
+    """Müller and Möller were rows `M_ller` and `M_ller_` (which was which, unrecorded): letters
+    and digits of any script are kept, a Mac zip's decomposed accents composed first."""
+    names = ["Müller", "Möller.zip", "张伟", "José García_4321_assignsubmission_file_"]
+    for name in names:
+        (tmp_path / name).mkdir() if "." not in name else (tmp_path / name).write_bytes(b"")
+    found = batch.find_submissions(tmp_path)
+    assert sorted(batch.student_name(p) for p in found) == sorted(
+        ["Müller", "Möller", "张伟", "José_García"]
+    )
+    assert batch.student_name(tmp_path / "Mu\u0308ller") == "Müller"  # NFD, as a Mac writes it
+    assert batch.student_name(tmp_path / "a\u202eb c") == "a_b_c"  # no controls, no spaces
+
+
+@pytest.mark.fast
 def test_batch_reads_platforms_names_and_grades_the_latest_upload(tmp_path):
     names = [
         "judy_LATE_123456_7891011_submission.zip",
