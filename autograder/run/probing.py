@@ -189,6 +189,11 @@ def raised(call: Callable[[], Any], returned: str) -> tuple[str, str]:
     return returned, ""
 
 
+def error_text(e: BaseException, limit: int = 200) -> str:
+    """An error as a probe records it for the verdict: its type and the start of its message."""
+    return f"{type(e).__name__}: {str(e)[:limit]}"
+
+
 def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """(fn(), None), or (None, the text of the error it raised): a broken call is a finding
     for the verdict, not a crash of the check. NotImplementedError and a probe's own Failure
@@ -198,7 +203,7 @@ def guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     except (NotImplementedError, Failure):
         raise
     except Exception as e:
-        return None, f"{type(e).__name__}: {str(e)[:200]}"
+        return None, error_text(e)
 
 
 def pair(result: Any, what: str, names: str = "(out, weights)") -> Any:

@@ -346,22 +346,19 @@ def _child(request: dict[str, Any], fds: list[int], threads: int) -> int:
         os.setsid()
         for target, fd in zip((0, 1, 2), fds, strict=True):
             os.dup2(fd, target)
-        from ..feedback.unicode_math import ascii_terminal
+        from ..channels import cli
 
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
         # The client's encodings (a Latin-1 or GBK terminal, PYTHONIOENCODING=ascii), as the
         # direct run writes them: what they cannot show as ASCII, never a UnicodeEncodeError.
-        out, err = (_encoding(e) for e in (request.get("encodings") or [None, None])[:2])
-        sys.stdout = open(1, "w", buffering=1, encoding=out, closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", buffering=1, encoding=err, closefd=False)  # noqa: SIM115
-        ascii_terminal(keep_encoding=True)
+        sent = [*(request.get("encodings") or []), None, None][:2]
+        cli.use_terminal([_encoding(e) for e in sent])
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         import torch
 
-        from ..channels import cli
         from ..core import i18n
 
         torch.set_num_threads(threads)

@@ -35,7 +35,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -119,6 +119,18 @@ def settings_of(
         environ=os.environ if environ is None else environ,
         course_toml=course_toml if course_toml is not None else course_toml_of(args),
     )
+
+
+def use_terminal(encodings: Sequence[str]) -> None:
+    """stdout and stderr (fds 1 and 2) in these encodings, writing what they cannot show as
+    ASCII (unicode_math.ascii_terminal): the warm grader's fork writes as its client's
+    terminal takes, as the client's own direct run would (run/warm.py)."""
+    from ...feedback.unicode_math import ascii_terminal
+
+    out, err = encodings
+    sys.stdout = open(1, "w", buffering=1, encoding=out, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding=err, closefd=False)  # noqa: SIM115
+    ascii_terminal(keep_encoding=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...core.dispatch import Profiled, allocated_bytes, tensors
+from ...run import probing
 from ...run.probing import autograd_error, draw, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- inputs
@@ -191,7 +192,7 @@ def _backward_runs(mod, x, prefix, got):
             raise
         except Exception as e:  # noqa: BLE001 (a later case's error is evidence, once an
             # earlier case has named the mistake: transposes that fit square tiles only)
-            got[f"{key}/error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            got[f"{key}/error"] = probing.error_text(e)
             continue
         if not isinstance(result, (tuple, list)) or len(result) != 3:
             got[f"{key}/error"] = f"returned {type(result).__name__}, not (dq, dk, dv)"

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ...run.probing import guarded, load_weights, pair, raised, randn
+from ...run.probing import error_text, guarded, load_weights, pair, raised, randn
 from . import probe_fallback
 
 # (D, H, H_kv): d_k = D // H even, 1 <= H_kv < H.
@@ -409,7 +409,7 @@ def _own_axis(mod, x):
         cache = mod.KVCache(1)
         result = (cache.append(0, k1, v1), cache.append(0, k2, v2))[1]
     except Exception as e:
-        return {"axis/error": f"{type(e).__name__}: {str(e)[:200]}"}
+        return {"axis/error": error_text(e)}
     if not isinstance(result, tuple) or len(result) != 2:
         return {"axis/error": f"append returned a {type(result).__name__}"[:100]}
     if any(type(t) is not torch.Tensor for t in result):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, pair, raised, randn
+from ...run.probing import error_text, kept, pair, raised, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -204,7 +204,7 @@ def _own_rotation(mod, x, got, names="qkv", positions=None, tag=""):
     except NotImplementedError:
         got["own_error"] = "apply_rotary is not attempted"
     except Exception as e:  # judged without the student's own rotation
-        got["own_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        got["own_error"] = error_text(e)
 
 
 def probe_attention(mod, x):
