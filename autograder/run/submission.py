@@ -197,16 +197,22 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     A student's own helper beside the exercise modules (`helpers.py`, a `utils/` package),
     imported the same way (`import helpers`), is that file of the submission last loaded:
     the module `from .helpers import f` gives, under both names (one module, not a copy).
-    Only a name that nothing earlier on the path has (the standard library, torch, the kit)
-    and that is a file or package of the submission's folder."""
+    For those names a second finder is asked first, so that a folder of the kit's own
+    without `__init__.py` (a namespace package: data/, tools/, on the path where the kit
+    runs from its folder) does not take a helper's name; a module or a package that a later
+    finder has (the standard library, torch, the kit's packages) keeps its name."""
 
     _package = ""
     _installed = False
+
+    def __init__(self, first: bool = False):
+        self.first = first  # the helpers' finder, at the front of sys.meta_path
 
     @classmethod
     def serve(cls, package: str) -> None:
         cls._package = package
         if not cls._installed:
+            sys.meta_path.insert(0, cls(first=True))
             sys.meta_path.append(cls())
             cls._installed = True
 
@@ -215,9 +221,15 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     ) -> importlib.machinery.ModuleSpec | None:
         if path is not None or not self._package:
             return None
-        if fullname in syllabus.MODULES or self._helper(fullname):
-            return importlib.util.spec_from_loader(fullname, self)
-        return None
+        if not self.first:
+            return (
+                importlib.util.spec_from_loader(fullname, self)
+                if fullname in syllabus.MODULES
+                else None
+            )
+        if fullname in syllabus.MODULES or not self._helper(fullname) or self._taken(fullname):
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
 
     def _helper(self, name: str) -> bool:
         """Whether `name` is a helper module or package of the submission last loaded."""
@@ -226,6 +238,22 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return False
         folder = Path(package.__path__[0])
         return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+
+    @staticmethod
+    def _taken(name: str) -> bool:
+        """Whether another finder has `name` as a module or a regular package (a namespace
+        package, a folder without `__init__.py`, has no loader yet: it does not count)."""
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if isinstance(finder, Siblings) or find is None:
+                continue
+            try:
+                spec = find(name, None)
+            except (ImportError, ValueError, OSError):
+                continue
+            if spec is not None and spec.loader is not None:
+                return True
+        return False
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name in syllabus.MODULES:

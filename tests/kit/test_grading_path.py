@@ -219,11 +219,17 @@ def test_a_students_own_helper_imported_by_name_is_their_file(tmp_path):
     """A helper file or package of the student's own beside the exercise modules, imported
     as code run from its folder writes it (`import helpers`, `from utils.scaling import
     scale`), failed to import: 0 / 20 for correct code. It is the student's file (its bug
-    costs points where it is used), and a name the standard library has stays the library's."""
+    costs points where it is used), and a name the standard library has stays the library's;
+    a folder of the kit without __init__.py (tools/, on the path of `make grade`, run from the
+    kit's folder) does not take a helper's name."""
     attention = (SOLUTIONS / "attention.py").read_text()
     assert "import math\n" in attention and "/ math.sqrt(d_k)" in attention
-    uses = attention.replace("import math\n", "import math\nimport helpers\nimport string\n", 1)
-    uses = uses.replace("/ math.sqrt(d_k)", "* helpers.scale(d_k) * len(string.digits) / 10")
+    uses = attention.replace(
+        "import math\n", "import math\nimport helpers\nimport string\nimport tools\n", 1
+    )
+    uses = uses.replace(
+        "/ math.sqrt(d_k)", "* helpers.scale(d_k) * len(string.digits) / 10 * tools.ONE"
+    )
     multihead = (SOLUTIONS / "multihead.py").read_text()
     relative = "from .attention import scaled_dot_product_attention"
     assert relative in multihead
@@ -235,6 +241,7 @@ def test_a_students_own_helper_imported_by_name_is_their_file(tmp_path):
         folder = submission_with(tmp_path / name, {"attention": uses, "multihead": multihead})
         (folder / "helpers.py").write_text(f"import math\n\ndef scale(d):\n    return {helper}\n")
         (folder / "string.py").write_text("digits = 'not the standard library'\n")
+        (folder / "tools.py").write_text("ONE = 1.0\n")  # the kit's tools/ has no __init__
         (folder / "utils").mkdir()
         (folder / "utils" / "__init__.py").write_text("from . import scaling\n")
         (folder / "utils" / "scaling.py").write_text("NAME = 'own'\n")
