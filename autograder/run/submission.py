@@ -186,6 +186,12 @@ def sibling_imports(tree: ast.AST) -> set[str]:
     return found
 
 
+# The folder the kit hands the stubs out in, a package: `from assignments.attention import f`
+# (an IDE's import from the kit's folder) is the submission's own module, as `from .attention
+# import f` gives it, wherever the submission is graded (Siblings).
+KIT_FOLDER = "assignments"
+
+
 class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`import attention` or `from attention import f` in a submitted module, where no
     module of that name is on the path (the last finder asked): the module the relative
@@ -193,6 +199,9 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     the student's own where the copy has none). Code written to run from its own folder
     (`python multihead.py`, where `from .attention` fails) then grades as the stub's does.
     The name is a view of that module (its attributes read through), never a second copy.
+
+    `from assignments.attention import f` (the kit's folder as a package, as an IDE writes
+    the import) is the same: `assignments` is the submission being graded, not the stubs.
 
     A student's own helper beside the exercise modules (`helpers.py`, a `utils/` package),
     imported the same way (`import helpers`), is that file of the submission last loaded:
@@ -212,6 +221,8 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def serve(cls, package: str) -> None:
         cls._package = package
         if not cls._installed:
+            for name in [n for n in sys.modules if n.split(".")[0] == KIT_FOLDER]:
+                del sys.modules[name]  # the kit's own assignments/, imported before: not here
             sys.meta_path.insert(0, cls(first=True))
             sys.meta_path.append(cls())
             cls._installed = True
@@ -219,6 +230,8 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if self.first and self._package and fullname.split(".")[0] == KIT_FOLDER:
+            return importlib.util.spec_from_loader(fullname, self, is_package="." not in fullname)
         if path is not None or not self._package:
             return None
         if not self.first:
@@ -258,11 +271,14 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name in syllabus.MODULES:
             return types.ModuleType(spec.name)
-        return importlib.import_module(f"{self._package}.{spec.name}")  # a helper: itself
+        if spec.name == KIT_FOLDER:  # the submission's package itself
+            return sys.modules[self._package]
+        within = spec.name.removeprefix(f"{KIT_FOLDER}.")  # assignments.attention: attention
+        return importlib.import_module(f"{self._package}.{within}")  # a helper: itself
 
     def exec_module(self, module: types.ModuleType) -> None:
         if module.__name__ not in syllabus.MODULES:
-            return  # a helper, run when its package's import created it
+            return  # a helper or the package, run when the package's import created it
         target = importlib.import_module(f"{self._package}.{module.__name__}")
         public = getattr(target, "__all__", [n for n in vars(target) if n[0] != "_"])
         vars(module).update(__getattr__=lambda name: getattr(target, name), __all__=public)

@@ -189,10 +189,13 @@ def test_sibling_modules_imported_as_top_level_modules_grade_as_relative_imports
     """`from attention import f` / `import attention` (code written to run from its own
     folder, `python multihead.py`) failed to import: 0 / 20 for correct code. Now it gets
     what `from .attention import f` gets: the trusted stand-in, so attention's bug costs
-    points in attention only."""
-    solution = {m: (SOLUTIONS / f"{m}.py").read_text() for m in ("attention", "multihead", "gqa")}
+    points in attention only. So does `from assignments.attention import f`, which got the
+    kit's stub in make grade and no module at all in the sandbox."""
+    modules = ("attention", "multihead", "gqa", "kvcache")
+    solution = {m: (SOLUTIONS / f"{m}.py").read_text() for m in modules}
     relative = "from .attention import scaled_dot_product_attention"
     assert relative in solution["multihead"] and relative in solution["gqa"]
+    assert relative in solution["kvcache"]
     folder = submission_with(
         tmp_path,
         {
@@ -203,16 +206,21 @@ def test_sibling_modules_imported_as_top_level_modules_grade_as_relative_imports
                 "import attention as A\n"
                 "scaled_dot_product_attention = A.scaled_dot_product_attention",
             ),
+            # the kit's folder as a package, as an IDE writes it: the submission's own
+            # package wherever it is graded (it was the kit's stubs, or no module at all)
+            "kvcache": solution["kvcache"].replace(
+                relative, relative.replace(".attention", "assignments.attention")
+            ),
         },
     )
-    proc, data = grade_cli(folder, tmp_path, "--ex", "attention,multihead,gqa")
+    proc, data = grade_cli(folder, tmp_path, "--ex", ",".join(modules))
     assert proc.returncode == 0, proc.stderr
     score: dict[str, float] = {}
     for t in data["tests"]:
         module = t["name"].split(":")[0]
         score[module] = score.get(module, 0) + t["score"]
     assert score["attention"] < 20 and "[wrong-scale]" in proc.stdout
-    assert (score["multihead"], score["gqa"]) == (20, 15), proc.stdout
+    assert (score["multihead"], score["gqa"], score["kvcache"]) == (20, 15, 13), proc.stdout
 
 
 def test_a_students_own_helper_imported_by_name_is_their_file(tmp_path):
