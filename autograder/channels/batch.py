@@ -127,6 +127,9 @@ def gather_loose(folder: Path, into: Path) -> tuple[list[Path], list[str]]:
             continue
         if not path.name.lower().endswith(LOOSE):
             continue
+        if path.stat().st_size > MAX_ZIP_BYTES:  # as a .zip's files: 50 MB at most
+            notes.append(f"{plain(path.name)}: left out: larger than {MAX_ZIP_BYTES >> 20} MB")
+            continue
         download = lms.parse(path.name)
         own = Path(download.file).name if download else ""
         if download is None or not own or own.startswith("."):
