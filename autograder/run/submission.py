@@ -23,7 +23,7 @@ import re
 import sys
 import types
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import trusted
 from ..core import paths, syllabus
@@ -141,8 +141,9 @@ class Submission:
         for other in trusted_modules():
             if other != module:
                 stand_in = importlib.import_module(f"{trusted.__name__}.{other}")
-                sys.modules[f"{package}.{other}"] = stand_in
-                setattr(pkg, other, stand_in)
+                view = stand_in_view(package, other, stand_in, self.file(other))
+                sys.modules[f"{package}.{other}"] = view
+                setattr(pkg, other, view)
         spec = importlib.util.spec_from_file_location(f"{package}.{module}", file)
         if spec is None or spec.loader is None:
             raise ImportProblem(module, shown, "the file cannot be loaded as a Python module")
@@ -155,6 +156,51 @@ class Submission:
         except (Exception, SystemExit) as e:
             raise ImportProblem(module, shown, f"{type(e).__name__}: {e}") from None
         return mod
+
+
+def stand_in_view(
+    package: str, other: str, stand_in: types.ModuleType, own: Path
+) -> types.ModuleType:
+    """`<package>.<other>` while another module is graded: the trusted stand-in's names, so
+    that a bug in the student's other.py is not charged again here; and for a name the
+    stand-in lacks (a helper function the student added to their own other.py, gpt's
+    `train`), the student's own, from their other.py, loaded when first asked for (its
+    relative imports get the stand-ins too). A student's file that cannot give the name
+    leaves it missing, as before."""
+    view = types.ModuleType(f"{package}.{other}", stand_in.__doc__)
+    view.__package__ = package
+    view.__dict__.update({k: v for k, v in vars(stand_in).items() if not k.startswith("__")})
+    if hasattr(stand_in, "__all__"):
+        view.__dict__["__all__"] = list(stand_in.__all__)
+    loaded: list[types.ModuleType | None] = []
+
+    def own_name(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if not loaded:
+            loaded.append(_own_module(f"{package}.__own_{other}", own))
+        if loaded[0] is not None and hasattr(loaded[0], name):
+            return getattr(loaded[0], name)
+        raise AttributeError(f"module {other!r} has no attribute {name!r}")
+
+    vars(view)["__getattr__"] = own_name  # PEP 562: asked for a name the view lacks
+    return view
+
+
+def _own_module(name: str, file: Path) -> types.ModuleType | None:
+    """The student's own module at `file`, under `name` (in the submission's package), or None
+    where it is missing or does not import."""
+    spec = importlib.util.spec_from_file_location(name, file) if file.is_file() else None
+    if spec is None or spec.loader is None:
+        return None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except (Exception, SystemExit):
+        sys.modules.pop(name, None)
+        return None
+    return mod
 
 
 def syntax_error_text(e: SyntaxError) -> str:
@@ -245,12 +291,13 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def _helper(self, name: str) -> bool:
-        """Whether `name` is a helper module or package of the submission last loaded."""
+        """Whether `name` is a helper module or package of the submission last loaded (a
+        folder without `__init__.py` too: Python imports it as a namespace package)."""
         package = sys.modules.get(self._package)
         if package is None or "." in name:
             return False
         folder = Path(package.__path__[0])
-        return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+        return (folder / f"{name}.py").is_file() or (folder / name).is_dir()
 
     @staticmethod
     def _taken(name: str) -> bool:

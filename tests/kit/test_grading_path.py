@@ -264,6 +264,40 @@ def test_a_students_own_helper_imported_by_name_is_their_file(tmp_path):
     assert scores["wrong"]["attention"] < 20 and scores["wrong"]["multihead"] == 20, scores
 
 
+def test_a_name_a_student_added_to_one_module_can_be_imported_by_another(tmp_path):
+    """Each module is graded with the trusted versions of the others, which lacked what a
+    student adds: `from .attention import attend_values` (a helper function of their own in
+    attention.py) failed to import, 0 / 20 for a correct multihead (and in the student copy,
+    which ships fewer stand-ins, it passed locally and failed in official grading). A name
+    the stand-in lacks is now the student's own; the exercises stay the trusted ones (a
+    wrong attention costs points in attention only). A helper folder without __init__.py
+    (`common/ops.py`, imported as `common.ops`) is the student's too."""
+    attention = (SOLUTIONS / "attention.py").read_text()
+    wrong = attention.replace("/ math.sqrt(d_k)", "/ d_k")
+    assert wrong != attention and "import torch\n" in wrong
+    wrong = wrong.replace("import torch\n", "import torch\n\nfrom .masks import BLOCKED\n", 1)
+    wrong += "\n\ndef attend_values(weights, v):\n    'own'\n    return weights @ v\n"
+    multihead = (SOLUTIONS / "multihead.py").read_text()
+    relative = "from .attention import scaled_dot_product_attention"
+    assert relative in multihead
+    multihead = multihead.replace(
+        relative,
+        f"{relative}, attend_values\nfrom common.ops import mix\n"
+        "assert attend_values.__doc__ == 'own' and mix(1) == 1",
+    )
+    masks = (SOLUTIONS / "masks.py").read_text() + "\n\nBLOCKED = True\n"
+    folder = submission_with(tmp_path, {"attention": wrong, "multihead": multihead, "masks": masks})
+    (folder / "common").mkdir()
+    (folder / "common" / "ops.py").write_text("def mix(x):\n    return x\n")
+    results = grade_folder(folder, ["attention", "multihead", "masks"])
+    score = {
+        m: sum(r.score for r in results if r.check_id.startswith(f"{m}."))
+        for m in ("attention", "multihead", "masks")
+    }
+    assert "wrong-scale" in {r.misconception for r in results}  # attention's own mistake
+    assert score["attention"] < 20 and (score["multihead"], score["masks"]) == (20, 10), score
+
+
 def test_sibling_imports_are_read_in_every_spelling():
     code = (
         "from .attention import f\nfrom masks import causal_mask\nimport gpt, os\n"
