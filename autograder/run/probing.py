@@ -43,7 +43,7 @@ from ..core.check import (
 )
 from ..core.syllabus import MODULES
 from .limits import Board
-from .submission import ImportProblem, Loadable, Submission
+from .submission import ImportProblem, Loadable, Submission, shown_names
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.txt"
 # Read when the probe side is first imported: the sandbox's zygote imports this module before
@@ -420,7 +420,7 @@ def crash(e: BaseException, root: Path) -> Failure:
         found = [_load_problem(line.strip()) for line in message[1:] if line.strip()]
         detail = "; ".join(found)[:600] or message[0]
         return Failure(WEIGHTS_NOT_LOADED, module=module, detail=detail)
-    error = f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": ")
+    error = shown_names(f"{type(e).__name__}: {message[0] if message else ''}".rstrip(": "))
     own = raised_in(e, root) and (frames[-1].line or "").lstrip().startswith(("raise", "assert"))
     if "probability tensor contains" in error:  # torch.multinomial's own words
         return Failure(INVALID_PROBABILITIES, error=error, where=where)

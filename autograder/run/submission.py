@@ -29,6 +29,21 @@ from .. import trusted
 from ..core import paths, syllabus
 
 _counter = itertools.count()
+PACKAGE_PREFIX = "_attention_lab_submission_"  # + a number: the package a module is loaded in
+_IN_PACKAGE = re.compile(rf"'{PACKAGE_PREFIX}\d+\.([\w.]+)'")
+_PACKAGE = re.compile(rf"'{PACKAGE_PREFIX}\d+'")
+
+
+def shown_names(text: str) -> str:
+    """An error's text with the module names a student knows: 'attention', not the package
+    the grader loads it in ('_attention_lab_submission_3.attention'); a name asked of the
+    package itself is one its __init__.py would define, which grading does not run."""
+    text = _IN_PACKAGE.sub(r"'\1'", text)
+    if _PACKAGE.search(text):
+        text = _PACKAGE.sub("your folder's package", text).replace(" (unknown location)", "")
+        text += " (grading does not run your __init__.py: define it in a module and import it"
+        text += " from there)"
+    return text.replace(" (unknown location)", "")
 
 
 class ImportProblem(Exception):
@@ -133,7 +148,7 @@ class Submission:
             near = ", ".join(near_misses(self.path, module)[:3])
             error = f"the file is missing from {self.path}"
             raise ImportProblem(module, shown, error, missing=True, near=near)
-        package = f"_attention_lab_submission_{next(_counter)}"
+        package = f"{PACKAGE_PREFIX}{next(_counter)}"
         pkg = types.ModuleType(package)
         pkg.__path__ = [str(self.path)]
         sys.modules[package] = pkg
@@ -154,7 +169,7 @@ class Submission:
         except SyntaxError as e:
             raise ImportProblem(module, shown, syntax_error_text(e)) from None
         except (Exception, SystemExit) as e:
-            raise ImportProblem(module, shown, f"{type(e).__name__}: {e}") from None
+            raise ImportProblem(module, shown, shown_names(f"{type(e).__name__}: {e}")) from None
         return mod
 
 

@@ -239,6 +239,31 @@ def test_of_two_folders_of_module_files_the_fuller_then_newer_is_graded_and_name
     assert package_folder(tmp_path / "nothing") == tmp_path / "nothing"
 
 
+def test_an_import_error_names_the_modules_as_the_student_knows_them(tmp_path):
+    """`from . import SCALE` (a name of the student's __init__.py, which grading does not run)
+    was told "cannot import name 'SCALE' from '_attention_lab_submission_0' (unknown
+    location)": the grader's own package name. It names the student's modules and says why."""
+    from autograder.run.submission import ImportProblem, Submission, shown_names
+
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "__init__.py").write_text("SCALE = 1.0\n")
+    (sub / "multihead.py").write_text("from . import SCALE\n")
+    (sub / "gqa.py").write_text("from .attention import no_such_name\n")
+    problems = {}
+    for module in ("multihead", "gqa"):
+        with pytest.raises(ImportProblem) as raised:
+            Submission(sub).load(module)
+        problems[module] = raised.value.error
+    assert problems["multihead"] == (
+        "ImportError: cannot import name 'SCALE' from your folder's package (grading does not "
+        "run your __init__.py: define it in a module and import it from there)"
+    ), problems
+    assert problems["gqa"] == "ImportError: cannot import name 'no_such_name' from 'attention'"
+    shown = shown_names("AttributeError: module '_attention_lab_submission_3.masks' has no x")
+    assert shown == "AttributeError: module 'masks' has no x"
+
+
 def test_a_file_saved_as_utf16_is_told_to_be_saved_as_utf8(tmp_path):
     from autograder.run.submission import Submission
 
