@@ -38,12 +38,12 @@ def shown_names(text: str) -> str:
     """An error's text with the module names a student knows: 'attention', not the package
     the grader loads it in ('_attention_lab_submission_3.attention'); a name asked of the
     package itself is one its __init__.py would define, which grading does not run."""
-    text = _IN_PACKAGE.sub(r"'\1'", text)
+    text = _IN_PACKAGE.sub(r"'\1'", text).replace(" (unknown location)", "")
     if _PACKAGE.search(text):
-        text = _PACKAGE.sub("your folder's package", text).replace(" (unknown location)", "")
+        text = _PACKAGE.sub("your folder's package", text)
         text += " (grading does not run your __init__.py: define it in a module and import it"
         text += " from there)"
-    return text.replace(" (unknown location)", "")
+    return text
 
 
 class ImportProblem(Exception):
@@ -291,19 +291,16 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if self.first and self._package and fullname.split(".")[0] == KIT_FOLDER:
+        if not self._package:
+            return None
+        if not self.first:  # the last finder: an exercise module's name nothing else has
+            mine = path is None and fullname in syllabus.MODULES
+        elif fullname.split(".")[0] == KIT_FOLDER:  # assignments, assignments.attention
             return importlib.util.spec_from_loader(fullname, self, is_package="." not in fullname)
-        if path is not None or not self._package:
-            return None
-        if not self.first:
-            return (
-                importlib.util.spec_from_loader(fullname, self)
-                if fullname in syllabus.MODULES
-                else None
-            )
-        if fullname in syllabus.MODULES or not self._helper(fullname) or self._taken(fullname):
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
+        else:  # the first finder: a helper's name that no module or package elsewhere has
+            mine = path is None and fullname not in syllabus.MODULES and self._helper(fullname)
+            mine = mine and not self._taken(fullname)
+        return importlib.util.spec_from_loader(fullname, self) if mine else None
 
     def _helper(self, name: str) -> bool:
         """Whether `name` is a helper module or package of the submission last loaded (a
