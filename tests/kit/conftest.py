@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -101,17 +102,23 @@ def grade_folder(folder: Path, modules: list[str] | None = None):
 # client passes its arguments, folder, environment and streams, and the server's fork runs
 # the same cli.main). warm=False grades in a fresh process, as a student's first `make
 # grade` does (test_warm.py compares the two).
-_WARM_DIR: list[Path] = []
+_WARM: dict[str, Any] = {}  # "dir": the socket's folder, "server": its process, "failed"
 WARM_VERBS = warm_server.VERBS
 
 
 def warm_grader() -> Path:
-    """This test process's warm grader, started on first use (the socket's folder)."""
-    if not _WARM_DIR:
-        where = Path(tempfile.mkdtemp(prefix="al-warm-"))
-        _WARM_DIR.append(where)
-        atexit.register(_stop_warm_grader, where)
-        subprocess.Popen(
+    """This test process's warm grader (the socket's folder): started on first use, and again
+    where it has ended (its idle limit; a changed kit stops it). A call that finds none up
+    grades directly, as the client does, so a machine where no server starts loses only
+    the time (one try)."""
+    if "dir" not in _WARM:
+        _WARM["dir"] = Path(tempfile.mkdtemp(prefix="al-warm-"))
+        atexit.register(_stop_warm_grader, _WARM["dir"])
+    where, server = _WARM["dir"], _WARM.get("server")
+    if _WARM.get("failed"):
+        return where
+    if server is None or server.poll() is not None:
+        _WARM["server"] = server = subprocess.Popen(
             [sys.executable, "-m", "autograder.run.warm", "serve", str(where)],
             cwd=ROOT,
             env={**_ENVIRON, "PYTHONPATH": str(ROOT)},
@@ -120,9 +127,10 @@ def warm_grader() -> Path:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-    where = _WARM_DIR[0]
-    for _ in range(1200):  # up to 2 minutes on a loaded machine (about 4 s idle)
-        if (where / warm_server.SOCKET).exists():
+    deadline = time.monotonic() + 120  # on a loaded machine (about 4 s idle)
+    while not (where / warm_server.SOCKET).exists() and time.monotonic() < deadline:
+        if server.poll() is not None:  # ended without a socket: this machine has none
+            _WARM["failed"] = True
             break
         time.sleep(0.1)
     return where
