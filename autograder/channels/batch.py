@@ -263,12 +263,11 @@ def _module_folders(root: Path) -> dict[Path, list[str]]:
     return found
 
 
-def package_folder(root: Path, found: dict[Path, list[str]] | None = None) -> Path:
+def package_folder(root: Path) -> Path:
     """The folder holding the module files: root itself, or the shallowest one below it; of
     several as shallow (`hw3/` beside `hw3_old/`), the one with the most module files, then
-    the one changed last (package_folder_notes names the others). `found`: root's
-    _module_folders, where the caller has them."""
-    found = _module_folders(root) if found is None else found
+    the one changed last (package_folder_notes names the others)."""
+    found = _module_folders(root)
     if not found:
         return root
 
@@ -279,12 +278,11 @@ def package_folder(root: Path, found: dict[Path, list[str]] | None = None) -> Pa
     return max(found, key=rank)
 
 
-def package_folder_notes(root: Path, chosen: Path, found: dict[Path, list[str]]) -> list[str]:
-    """A note for each folder of the upload (`found`: its _module_folders), besides the one
-    graded, that holds module files: they are not graded, and the student should know which
-    copy was."""
+def package_folder_notes(root: Path, chosen: Path) -> list[str]:
+    """A note for each folder of the upload, besides the one graded, that holds module files:
+    they are not graded, and the student should know which copy was."""
     notes = []
-    for folder, names in found.items():
+    for folder, names in _module_folders(root).items():
         if folder == chosen:
             continue
         where = plain(str(folder.relative_to(root)) or ".") + "/"
@@ -364,9 +362,8 @@ def with_notebooks(root: Path, target: Path) -> tuple[Path, list[str]]:
     saying what was done."""
     from .nbgrader.autograde import module_source
 
-    folders = _module_folders(root)
-    folder = package_folder(root, folders)
-    notes = package_folder_notes(root, folder, folders)
+    folder = package_folder(root)
+    notes = package_folder_notes(root, folder)
     found: dict[str, Path] = {}
     paths = [p for p in root.rglob("*.ipynb") if p.is_file() and not p.is_symlink()]
     for path in sorted(paths, key=lambda p: (len(p.parts), str(p))):
