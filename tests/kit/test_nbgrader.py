@@ -938,6 +938,9 @@ def test_nbgrader_commands_load_the_course_config_without_torch(tmp_path):
     assert "nbgrader.converters.autograde" in imported
     assert "torch" not in imported
     assert not {m for m in imported if m.startswith("autograder.run.") and "forkserver" not in m}
+    # Nor a grammar compiled on import: jsonschema 4.25's rfc3987-syntax builds 35 Earley
+    # parsers with lark, 1 CPU-s in every process that imports nbformat (pyproject.toml).
+    assert not imported & {"lark", "rfc3987_syntax"}, sorted(imported & {"lark", "rfc3987_syntax"})
 
 
 def test_the_course_verbs_that_grade_nothing_start_without_torch():
