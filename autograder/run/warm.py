@@ -24,6 +24,7 @@ conftest.py), except where a test is about a fresh process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -248,12 +249,15 @@ def _warm() -> int:
     each fork (the server itself stays on one thread, so that no OpenMP thread pool exists when
     it forks: a fork of a process with one hangs at its first parallel operation)."""
     from ..channels import cli
-    from ..core import i18n, registry
+    from ..core import fixtures, i18n, registry
     from . import limits
 
     cli.verb_modules()  # every verb's module (the command line's parser), once for every fork
     threads = ForkServer.warm(*limits.WARM_UPS)
     registry.all_checks()
+    for module in registry.modules():  # the public references, decoded once for every fork
+        with contextlib.suppress(OSError, ValueError):
+            fixtures.load(module)
     for lang in i18n.available():
         i18n.translations(lang)
     ForkServer.ready()

@@ -116,6 +116,29 @@ def test_fixture_tampering_is_detected(tmp_path, monkeypatch):
         fixtures.load("masks")
 
 
+def test_fixtures_are_decoded_once_and_each_load_gets_tensors_of_its_own(tmp_path, monkeypatch):
+    """fixtures.load decodes a file once per process, by its hash (a process grades many
+    times: the warm grader's forks, make dist's recording): a grading that changes its
+    references in place changes no later grading's, and another file is read afresh."""
+    first = fixtures.load("masks")
+    slug, key = next(
+        (s, k)
+        for s, o in first.items()
+        for k, v in o.items()
+        if isinstance(v, torch.Tensor) and v.count_nonzero() > 0
+    )
+    kept = first[slug][key].clone()
+    first[slug][key].zero_()  # a verdict that changes what it was given
+    assert torch.equal(fixtures.load("masks")[slug][key], kept)
+    attention = fixtures.load("attention").keys()
+    for suffix in (".npz", ".json"):  # attention's files under masks' name
+        (tmp_path / f"masks{suffix}").write_bytes(
+            (fixtures.FIXTURE_DIR / f"attention{suffix}").read_bytes()
+        )
+    monkeypatch.setattr(fixtures, "FIXTURE_DIR", tmp_path)
+    assert fixtures.load("masks").keys() == attention != first.keys()
+
+
 def test_fixtures_load_without_pickle():
     import numpy as np
 
