@@ -173,19 +173,18 @@ def load(module: str) -> dict[str, Outputs]:
         )
     meta = manifest(module)
     data = npz.read_bytes()
-    digest = sha256(data)
-    if digest != meta["npz_sha256"]:
+    if sha256(data) != meta["npz_sha256"]:
         raise ValueError(f"{npz} does not match its manifest: run `make fixtures`")
     # Each grading gets tensors of its own (a verdict may change what it is given in place).
     return {
         slug: {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in outputs.items()}
-        for slug, outputs in _decoded(digest, data, json.dumps(meta["arrays"])).items()
+        for slug, outputs in _decoded(data, json.dumps(meta["arrays"])).items()
     }
 
 
 @functools.lru_cache(maxsize=64)
-def _decoded(digest: str, data: bytes, kinds: str) -> dict[str, Outputs]:
-    """The arrays of one .npz file (by its sha256 `digest`), decoded once per process: every
+def _decoded(data: bytes, kinds: str) -> dict[str, Outputs]:
+    """The arrays of one .npz file (by its bytes), decoded once per process: every
     grading in a process (the warm grader's forks, which it loads them for, and the recording
     of `make dist`, hundreds) reads the same public fixtures; parsing an .npz's array headers
     was 12 ms a module."""
