@@ -237,35 +237,70 @@ def inputs_function(gen):
 
 def _stand_ins(x, dtype):
     """flash_forward and flash_backward for one run of the function check: the answers the
-    inputs hold, for the flag each call receives, when called with the run's own tensors;
-    NaN otherwise (they compute nothing: no working exercise ships with the probe)."""
+    inputs hold, for the flag each call receives, when called with the run's own tensors or
+    with (batch, head) rows of them: reshaped (a Function that folds the leading dimensions
+    into one, as kernel wrappers do), or a few at a time (one call per head), each row's
+    answer in its place; NaN otherwise (they compute nothing: no working exercise ships with
+    the probe). The parameters are named as the exercise names them, for a Function that
+    passes them by keyword."""
     d = str(dtype)[6:]
-    q, k, v, g = (x[n].to(dtype) for n in ("q", "k", "v", "grad_out"))
+    mine = {n: x[n].to(dtype) for n in ("q", "k", "v", "grad_out")}
 
-    def same(a, b):
-        return (
-            isinstance(a, torch.Tensor)
-            and a.shape == b.shape
-            and bool(torch.equal(a.to(b.dtype), b))
+    def rows(a, b):
+        """Which rows of b (its leading dimensions flattened) a's rows are, in order; None
+        when a is no tensor of b's last two sizes or a row of it is none of b's."""
+        if not isinstance(a, torch.Tensor) or a.dim() < 2 or a.shape[-2:] != b.shape[-2:]:
+            return None
+        theirs, ours = a.detach().to(b.dtype).reshape(-1, *b.shape[-2:]), b.flatten(0, -3)
+        found = []
+        for row in theirs:
+            at = [i for i in range(len(ours)) if torch.equal(row, ours[i])]
+            if not at:
+                return None
+            found.append(at[0])
+        return found
+
+    def picked(name, causal, at, lead):
+        """The answer `name` for the flag, at rows `at`, shaped with leading dims `lead`."""
+        whole = x[f"answer/{d}/c{int(bool(causal))}/{name}"]
+        inner = whole.shape[2:]  # (T, d_v) for out and the gradients, (T,) for lse
+        return whole.flatten(0, 1)[at].reshape(*lead, *inner).clone()
+
+    def one_index(*found):
+        return found[0] if found[0] is not None and all(f == found[0] for f in found) else None
+
+    def forward(q, k, v, causal=False, block_q=64, block_k=64):
+        at = one_index(rows(q, mine["q"]), rows(k, mine["k"]), rows(v, mine["v"]))
+        if at is None:
+            return tuple(
+                torch.full_like(x[f"answer/{d}/c0/{n}"], float("nan")) for n in ("out", "lse")
+            )
+        lead = q.shape[:-2]
+        return picked("out", causal, at, lead), picked("lse", causal, at, lead)
+
+    def backward(q, k, v, out, lse, grad_out, causal=False, block_q=64, block_k=64):
+        at = one_index(
+            rows(q, mine["q"]),
+            rows(k, mine["k"]),
+            rows(v, mine["v"]),
+            rows(grad_out, mine["grad_out"]),
         )
-
-    def answers(causal, names, fine):
-        p = f"answer/{d}/c{int(bool(causal))}/"
-        got = [x[p + n].clone() for n in names]
-        return got if fine else [torch.full_like(t, float("nan")) for t in got]
-
-    def forward(q_, k_, v_, causal=False, block_q=64, block_k=64):
-        fine = same(q_, q) and same(k_, k) and same(v_, v)
-        return tuple(answers(causal, ("out", "lse"), fine))
-
-    def backward(q_, k_, v_, out, lse, grad_out, causal=False, block_q=64, block_k=64):
-        fine = same(q_, q) and same(k_, k) and same(v_, v) and same(grad_out, g)
-        # out and lse as a forward pass gave them (for either flag: the flag is judged apart)
-        fine = fine and any(
-            same(out, x[f"answer/{d}/c{c}/out"]) and same(lse, x[f"answer/{d}/c{c}/lse"])
+        # out and lse as a forward pass gave them, at the same rows (for either flag: the flag
+        # is judged apart)
+        fine = at is not None and any(
+            rows(out, x[f"answer/{d}/c{c}/out"]) == at
+            and isinstance(lse, torch.Tensor)
+            and lse.shape[:-1] == q.shape[:-2]
+            and rows(lse.unsqueeze(-1), x[f"answer/{d}/c{c}/lse"].unsqueeze(-1)) == at
             for c in (0, 1)
         )
-        return tuple(answers(causal, ("dq", "dk", "dv"), fine))
+        if not fine:
+            return tuple(
+                torch.full_like(x[f"answer/{d}/c0/{n}"], float("nan")) for n in ("dq", "dk", "dv")
+            )
+        return tuple(
+            picked(n, causal, at, t.shape[:-2]) for n, t in (("dq", q), ("dk", k), ("dv", v))
+        )
 
     return forward, backward
 
