@@ -1,7 +1,10 @@
 """Alternative (FlashAttention-2's Algorithms 1 and 2 over a flattened (N, T, d) batch, baddbmm,
-dQ accumulated into one full tensor): the Function calls flash_forward and flash_backward with
-keyword arguments, by the names the exercise gives them (q=, k=, v=, out=, lse=, grad_out=).
-The function check's stand-ins once named them otherwise, and this lost 2 points as a crash."""
+dQ accumulated into one full tensor): the Function folds the leading dimensions into one, as
+kernel wrappers do, calls flash_forward and flash_backward once per (batch, head) pair, by
+keyword with the names the exercise gives (q=, k=, v=, out=, lse=, grad_out=), and unfolds the
+concatenated results. The function check's stand-ins once named their parameters otherwise and
+answered only the caller's whole tensors: this lost 2 points as a crash, and so did each habit
+alone (keyword calls: "unexpected keyword argument 'q'"; folded or per-head calls: NaN)."""
 
 import math
 
@@ -113,29 +116,46 @@ def flash_backward(q, k, v, out, lse, grad_out, causal=False, block_q=64, block_
 
 
 class FlashAttention(torch.autograd.Function):
+    """One kernel call per (batch, head) pair, as a launcher over heads would."""
+
     @staticmethod
     def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
-        out, lse = flash_forward(q=q, k=k, v=v, causal=causal, block_q=block_q, block_k=block_k)
+        lead = q.shape[:-2]
+        qs, ks, vs = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))
+        outs, lses = zip(
+            *(
+                flash_forward(
+                    q=qs[i], k=ks[i], v=vs[i], causal=causal, block_q=block_q, block_k=block_k
+                )
+                for i in range(qs.shape[0])
+            )
+        )
+        out = torch.cat(outs).reshape(*lead, *outs[0].shape[-2:])
+        lse = torch.cat(lses).reshape(*lead, lses[0].shape[-1])
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.causal = causal
-        ctx.block_q = block_q
-        ctx.block_k = block_k
+        ctx.args = (causal, block_q, block_k)
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = flash_backward(
-            q=q,
-            k=k,
-            v=v,
-            out=out,
-            lse=lse,
-            grad_out=dout,
-            causal=ctx.causal,
-            block_q=ctx.block_q,
-            block_k=ctx.block_k,
-        )
+        flat = [t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v, out, dout)]
+        lses = lse.reshape(-1, 1, lse.shape[-1])
+        grads = [
+            flash_backward(
+                q=flat[0][i],
+                k=flat[1][i],
+                v=flat[2][i],
+                out=flat[3][i],
+                lse=lses[i],
+                grad_out=flat[4][i],
+                causal=ctx.args[0],
+                block_q=ctx.args[1],
+                block_k=ctx.args[2],
+            )
+            for i in range(flat[0].shape[0])
+        ]
+        dq, dk, dv = (torch.cat(g).reshape(t.shape) for g, t in zip(zip(*grads), (q, k, v)))
         return dq, dk, dv, None, None, None
 
 
