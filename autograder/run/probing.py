@@ -154,6 +154,14 @@ def own_buffers(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict
     return {k: v for k, v in module.state_dict().items() if k in names and k not in state}
 
 
+def weights_of(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The module's state_dict without its own buffers (own_buffers): after training, the
+    names the grader's `state` gave it, as a training check compares them (a saved rotary
+    table or causal mask is not a weight the check asked for)."""
+    own = own_buffers(module, state)
+    return {k: v.detach().clone() for k, v in module.state_dict().items() if k not in own}
+
+
 def load_weights(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> torch.nn.Module:
     """Load the grader's weights `state` into the student's module, its own buffers that the
     grader draws none of kept (own_buffers); any other missing or unexpected name, or a wrong

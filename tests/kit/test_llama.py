@@ -121,6 +121,17 @@ def test_training_check_passes_the_solution_and_names_slow_mutants(path, tmp_pat
     assert (result.passed, result.misconception) == (False, expected_misconception(path))
 
 
+def test_a_table_saved_as_a_buffer_keeps_the_training_points(tmp_path):
+    """A model that keeps a table of its own in its state_dict (the kit's alternative with
+    its rotary frequencies as a saved buffer, as Hugging Face's LLaMA keeps inv_freq) is
+    trained and scored on the weights the grader gave it: the table is not a weight the check
+    asked for (this alternative lost the 4 training points, "other names", before)."""
+    source = (KIT / "alternatives" / "llama" / "complex_rope_table_buffer.py").read_text()
+    assert "register_buffer(" in source
+    result = _train(submission_with(tmp_path, {"llama": source}))
+    assert result.passed, result.message
+
+
 # Two convention differences, whole models: Meta's interleaved rotary pairs (written inline),
 # and a head that reads the embedding's weight (a tie, where the docstring asks for none).
 INTERLEAVED = (

@@ -20,7 +20,7 @@ import operator
 import torch
 
 from ...core.check import WRONG_TYPE, Failure
-from ...run.probing import pair, randn
+from ...run.probing import pair, randn, weights_of
 from . import probe_weights
 
 
@@ -301,7 +301,7 @@ def probe_train(mod, x):
             got=f"a {type(losses).__name__}",
         )
     got: dict = {"losses": torch.tensor([float(v) for v in losses], dtype=torch.float64)}
-    got.update({f"state/{k}": v.detach().clone() for k, v in model.state_dict().items()})
+    got.update({f"state/{k}": v for k, v in weights_of(model, x["state"]).items()})
     model.eval()
     try:
         previous, induction = mod.head_scores(model, x["tokens"], x["period"])

@@ -19,7 +19,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 
-from ...run.probing import corpus, load_weights, logits_of, own_buffers, pair, randn
+from ...run.probing import corpus, load_weights, logits_of, own_buffers, pair, randn, weights_of
 
 # --------------------------------------------------------------------------- sizes and weights
 
@@ -389,5 +389,5 @@ def probe_train(mod, x):
     with torch.no_grad():
         got["logits"] = model.eval()(windows(data, x["eval_starts"][:4].cpu(), T)[0])
         got["held_out/logits"] = model(windows(data, x["eval_starts"].cpu(), T)[0])
-    got.update({f"state/{k}": v.detach() for k, v in model.state_dict().items()})
+    got.update({f"state/{k}": v for k, v in weights_of(model, x["state"]).items()})
     return got
