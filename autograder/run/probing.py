@@ -162,6 +162,15 @@ def weights_of(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[
     return {k: v.detach().clone() for k, v in module.state_dict().items() if k not in own}
 
 
+def fits(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> bool:
+    """Whether the module's weights (weights_of) have exactly the names and shapes of the
+    grader's `state`, so that load_weights can load it."""
+    own = weights_of(module, state)
+    return set(own) == set(state) and all(
+        tuple(own[k].shape) == tuple(v.shape) for k, v in state.items()
+    )
+
+
 def load_weights(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> torch.nn.Module:
     """Load the grader's weights `state` into the student's module, its own buffers that the
     grader draws none of kept (own_buffers); any other missing or unexpected name, or a wrong

@@ -252,13 +252,10 @@ def _stand_ins(x, dtype):
         if not isinstance(a, torch.Tensor) or a.dim() < 2 or a.shape[-2:] != b.shape[-2:]:
             return None
         theirs, ours = a.detach().to(b.dtype).reshape(-1, *b.shape[-2:]), b.flatten(0, -3)
-        found = []
-        for row in theirs:
-            at = [i for i in range(len(ours)) if torch.equal(row, ours[i])]
-            if not at:
-                return None
-            found.append(at[0])
-        return found
+        found = [
+            next((i for i, o in enumerate(ours) if torch.equal(row, o)), None) for row in theirs
+        ]
+        return None if None in found else found
 
     def picked(name, causal, at, lead):
         """The answer `name` for the flag, at rows `at`, shaped with leading dims `lead`."""

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ...run.probing import load_weights, own_buffers, pair, raised, randn
+from ...run.probing import fits, load_weights, pair, raised, randn
 
 # (D, H, H_kv) with 1 < H_kv < H and n_rep = H // H_kv ≠ H_kv; d_k = D // H is 5 or 7.
 GROUPED = ((30, 6, 2), (42, 6, 2), (30, 6, 3), (42, 6, 3), (40, 8, 2), (56, 8, 2))
@@ -150,11 +150,7 @@ def model_of(mod, x):
     bias = "w_q.bias" in x["state"]
     model = mod.GroupedQueryAttention(x["x"].size(-1), x["H"], x["H_kv"], bias=bias)
     shapes = _shapes_of(model)
-    kept = own_buffers(model, x["state"])
-    own = {k: v for k, v in model.state_dict().items() if k not in kept}
-    if set(own) != set(x["state"]) or any(
-        tuple(own[k].shape) != tuple(v.shape) for k, v in x["state"].items()
-    ):
+    if not fits(model, x["state"]):
         return None, shapes
     load_weights(model, x["state"])
     return model.to(x["x"].device).eval(), shapes

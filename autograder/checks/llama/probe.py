@@ -19,7 +19,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 
-from ...run.probing import corpus, load_weights, logits_of, own_buffers, pair, randn, weights_of
+from ...run.probing import corpus, fits, load_weights, logits_of, pair, randn, weights_of
 
 # --------------------------------------------------------------------------- sizes and weights
 
@@ -207,11 +207,7 @@ def _loaded(model: nn.Module, state: dict):
     """(the model with `state` loaded, in eval mode, or None when its parameters do not fit
     the state's names and shapes; its parameter shapes)."""
     shapes = _shapes_of(model)
-    kept = own_buffers(model, state)
-    own = {k: v for k, v in model.state_dict().items() if k not in kept}
-    if set(own) != set(state) or any(
-        tuple(own[k].shape) != tuple(v.shape) for k, v in state.items()
-    ):
+    if not fits(model, state):
         return None, shapes
     load_weights(model, state)
     return model.eval(), shapes
