@@ -28,6 +28,9 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     Promises: d_k is q.size(-1) (not the model width); a blocked key gets weight exactly 0;
     a row whose keys are all blocked gets zero weights and a zero output, never NaN;
     the dtype of q is kept (float64 in, float64 out).
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (scaled_dot_product_attention): about 7 lines.
     #   Goal: softmax(q kᵀ / √d_k) v, where blocked keys get weight exactly 0.
@@ -58,6 +61,9 @@ def attention_with_bias(q, k, v, bias, mask=None):
     Returns:
         (out (..., L, d_v), weights (..., L, S)), with the same promises as
         scaled_dot_product_attention (fully blocked rows give zeros, never NaN).
+
+    Differentiable: gradients flow from the output back to q, k, v and bias (nothing in between
+    under torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (attention_with_bias): about 7 lines.
     #   Goal: softmax(q kᵀ / √d_k + bias) v: the steps of scaled_dot_product_attention with one

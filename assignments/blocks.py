@@ -38,6 +38,9 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
     Returns:
         (..., D), the same shape and dtype as x.
+
+    Differentiable: gradients flow from the output back to x, weight and bias (nothing in
+    between under torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (layer_norm): about 6 lines.
     #   Goal: y = (x - mean) / sqrt(var + eps) * weight + bias, statistics over the last dim.
@@ -68,7 +71,11 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
-        """x: (B, T, D) -> (B, T, D)."""
+        """x: (B, T, D) -> (B, T, D).
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
+        """
         # TODO (FeedForward.forward): about 3 lines.
         #   Goal: linear2(dropout(act(linear1(x)))):  (B, T, D) -> (B, T, d_ff) -> (B, T, D).
         #   act is the exact GELU or ReLU, as self.activation says.
@@ -111,6 +118,9 @@ class TransformerBlock(nn.Module):
         Returns:
             x: (B, T, D), the block's output.
             weights: (B, H, T, T), the attention weights from self.attn.
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
         """
         # TODO (TransformerBlock.forward): about 8 lines: the docstring's two pairs of equations.
         #   1. self.attn with one argument is self-attention; it returns (out, weights).

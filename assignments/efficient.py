@@ -34,6 +34,9 @@ def local_attention(q, k, v, window):
     Returns:
         out (..., T, d_v) and weights (..., T, T); weights are exactly 0 outside the window,
         so this equals scaled_dot_product_attention under sliding_window_mask(T, window).
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (local_attention): 2 lines, reusing what you already wrote.
     #   Build the (T, T) window mask on q's device (T is the length of q's axis -2) and attend
@@ -56,6 +59,9 @@ def strided_attention(q, k, v, stride):
 
     Raises:
         ValueError: when stride < 1.
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     if stride < 1:
         raise ValueError(f"stride must be at least 1, got {stride}")
@@ -87,6 +93,9 @@ def linear_attention(q, k, v, causal=False, eps=1e-6):
 
     Returns:
         out: (..., T, d_v).
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (linear_attention): about 9 lines; no (T, T) tensor anywhere.
     #   1. The features phi(q) and phi(k), phi(x) = elu(x) + 1 > 0: (..., T, d).  Use: F.elu.
@@ -125,6 +134,9 @@ def chunked_attention(q, k, v, causal=False, chunk_size=128):
 
     Returns:
         out: (..., T, d_v), finite even when the scores are in the thousands.
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (chunked_attention): about 16 lines: a loop over key chunks that keeps the three
     #   running values of the docstring (m, l, acc), and no (T, T) tensor, not even a mask.

@@ -60,6 +60,9 @@ class RotaryAttention(GroupedQueryAttention):
 
         Returns:
             out (B, T, D), weights (B, H, T, T).
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
         """
         # TODO (RotaryAttention.forward): about 9 lines, no loop over heads.
         #   1) project and split, as in GroupedQueryAttention.forward: q (B, H, T, d_k);
@@ -92,7 +95,11 @@ class LlamaBlock(nn.Module):
         self.ffn = SwiGLU(d_model, d_ff)
 
     def forward(self, x, positions, mask=None):
-        """x (B, T, D), positions (T,), mask as in RotaryAttention -> (B, T, D)."""
+        """x (B, T, D), positions (T,), mask as in RotaryAttention -> (B, T, D).
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
+        """
         # TODO (LlamaBlock.forward): about 3 lines, the two equations of the docstring.
         #   Pre-norm: each sub-layer reads a normalised copy of x, and its output is added to
         #   x itself (never normalise the sum, which is post-norm, the 2017 layout). Each
@@ -142,7 +149,11 @@ class MiniLlama(nn.Module):
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, idx):
-        """idx (B, T) int64 token ids -> logits (B, T, V)."""
+        """idx (B, T) int64 token ids -> logits (B, T, V).
+
+        Differentiable: gradients flow from the output back to every weight (nothing in between
+        under torch.no_grad, .detach(), .item() or NumPy).
+        """
         # TODO (MiniLlama.forward): about 7 lines: the docstring's three equations.
         #   1. Embed the tokens, (B, T) -> (B, T, D). Nothing else is added and nothing is
         #      scaled: the positions come in through the rotary embeddings, and every block

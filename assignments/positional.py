@@ -62,7 +62,11 @@ class PositionalEncoding(nn.Module):
         raise NotImplementedError("__init__: not attempted yet")
 
     def forward(self, x):
-        """x: (B, T, D) -> (B, T, D). Raises ValueError when T > max_len."""
+        """x: (B, T, D) -> (B, T, D). Raises ValueError when T > max_len.
+
+        Differentiable: gradients flow from the output back to x (nothing in between under
+        torch.no_grad, .detach(), .item() or NumPy).
+        """
         # TODO (PositionalEncoding.forward): about 5 lines.
         #   Goal: dropout(x + PE[:T]) for x of shape (B, T, D).
         #   1. T longer than the table: raise ValueError with a message that gives T and max_len.

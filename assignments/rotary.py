@@ -46,6 +46,9 @@ def apply_rotary(x, positions, base=10000.0):
 
     Promises: position 0 leaves a row unchanged; every row keeps its length; the dot product
     of a query rotated at position m and a key rotated at position n depends on m - n only.
+
+    Differentiable: gradients flow from the output back to x (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (apply_rotary): rotate pairs (i, i + d/2) by p·θ_i, about 10 lines.
     #   - d is the width of the last dimension of x; an odd d raises ValueError with a
@@ -75,6 +78,9 @@ def rotary_attention(q, k, v, positions, mask=None, base=10000.0):
 
     Promises: shifting every position by the same amount changes nothing (attention sees
     relative positions only); v is not rotated.
+
+    Differentiable: gradients flow from the output back to q, k and v (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (rotary_attention): about 3 lines. Rotate the queries and the keys (never the
     #   values) with apply_rotary at `positions`, then attend with the attention function

@@ -107,6 +107,9 @@ class MiniGPT(nn.Module):
 
         Raises:
             ValueError: when T > max_len (there are no positions beyond max_len).
+
+        Differentiable: gradients flow from the output back to every weight (nothing in between
+        under torch.no_grad, .detach(), .item() or NumPy).
         """
         # TODO (MiniGPT.forward): about 12 lines: the docstring's three equations.
         #   1. T longer than self.max_len: raise ValueError with a message naming T and max_len.

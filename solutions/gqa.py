@@ -27,6 +27,9 @@ def repeat_kv(x, n_rep):
     Returns:
         (B, H_kv * n_rep, T, d): head j of the result is head j // n_rep of x, i.e. heads
         0, 0, ..., 0, 1, 1, ..., 1, ... (each n_rep times, consecutively); n_rep = 1 gives x.
+
+    Differentiable: gradients flow from the output back to x (nothing in between under
+    torch.no_grad, .detach(), .item() or NumPy).
     """
     # TODO (repeat_kv): about 1 to 3 lines, no Python loop over heads.
     #   Goal: out[:, j] = x[:, j // n_rep] for j in 0 .. H_kv*n_rep - 1.
@@ -121,6 +124,9 @@ class GroupedQueryAttention(nn.Module):
         Returns:
             out: (B, T, D).
             weights: (B, H, T, T), one map per query head.
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
         """
         # TODO (forward): about 8 lines, no loop over heads.
         #   1) project and split: q = w_q(x) -> (B, T, H, d_k) -> (B, H, T, d_k);

@@ -106,6 +106,9 @@ class MultiHeadLatentAttention(nn.Module):
 
         Returns:
             (B, T, D): causal self-attention (token t attends to tokens 0 .. t).
+
+        Differentiable: gradients flow from the output back to x and every weight (nothing in
+        between under torch.no_grad, .detach(), .item() or NumPy).
         """
         # TODO (forward): about 15 lines, no loop over tokens or heads.
         #   1) positions 0 .. T-1 (torch.arange on x's device).

@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from autograder.checks.gpt import judge, probe
+from autograder.checks.gpt import judge, judge_models, probe
 from autograder.checks.induction import judge as induction_judge
-from autograder.checks.llama import judge as llama_judge
+from autograder.checks.llama import judge_models as llama_models
 from autograder.core import registry
 from autograder.run.engine import judge as judge_result
 from autograder.run.probing import attempt, make_inputs
@@ -49,11 +49,11 @@ def main() -> None:
             prev, ind, loss = induction_judge.trained_measures(got, inputs)
             print(f"seed {seed:2d}: previous {prev:.2f}  induction {ind:.2f}  drop {loss:.2f}")
         elif isinstance(got, dict) and "losses" in got and args.check == "llama.train":
-            loss = llama_judge.held_out_loss(got, inputs)
+            loss = llama_models.held_out_loss(got, inputs)
         elif isinstance(got, dict) and "losses" in got:
             alphabet, data = probe.corpus()
             T = probe.TRAIN_ARGS["seq_len"]
-            loss, _ = judge._eval_losses(
+            loss, _ = judge_models.eval_losses(
                 judge._trained(got, alphabet), data, inputs["eval_starts"], T
             )
         losses.append(loss)

@@ -277,16 +277,17 @@ CHANGED_INPUT = _declare(
 )
 NO_GRADIENT = _declare(
     "no-gradient",
-    "{what}: {detail}. A backward pass through its output must reach every parameter; "
-    "forward never used it, or something in forward cut the graph.",
+    "{what}: {detail}. A backward pass from its output must reach every input and "
+    "parameter it computes with; the code never used it, or a step in it cut the graph.",
     (
-        "Training follows the gradients backward through what forward computed: a step "
-        "taken outside autograd's record leaves the parameters before it without a gradient, "
-        "and they never learn.",
-        "Look in forward for a parameter it never uses (one layer called where another was "
-        "meant), .detach(), .data, torch.no_grad(), a tensor rebuilt with torch.tensor(...), "
-        "or an in-place operation on a tensor autograd saved for the backward pass "
-        "(nn.Dropout(inplace=True) on softmax weights, x.mul_ after an exp).",
+        "Training follows the gradients backward through what the code computed: a step "
+        "taken outside autograd's record leaves everything before it without a gradient (the "
+        "parameters, and the layers that made the inputs), and they never learn.",
+        "Look for an input or parameter the code never uses (one layer called where another "
+        "was meant), .detach(), .data, torch.no_grad(), a trip through .item(), .tolist() or "
+        ".numpy(), a tensor rebuilt with torch.tensor(...), or an in-place operation on a "
+        "tensor autograd saved for the backward pass (nn.Dropout(inplace=True) on softmax "
+        "weights, x.mul_ after an exp).",
         "Use the parameters themselves (self.weight, not self.weight.data), keep every step in "
         "torch operations, and make new tensors (F.dropout(w, p, self.training), y = y * w) "
         "instead of changing saved ones in place.",

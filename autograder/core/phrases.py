@@ -208,7 +208,7 @@ PHRASES = (
     N_("the output is not weights @ v"),
     N_("the weights of a row do not sum to 1"),
     N_("a key the mask blocks got weight"),
-    N_("no gradient reaches any parameter"),
+    N_("no gradient reaches any input or parameter"),
     N_("your module has {keys}, which the stub does not create here"),
     N_("your module lacks {keys}"),
     N_("{name} has the shape {got} in your module, {want} in the stub's"),

@@ -6,6 +6,7 @@ before it compares values, and each problem raises a Failure that names it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -364,26 +365,58 @@ def assert_kept(got: dict[str, Any], what: str) -> None:
         raise Failure(CHANGED_INPUT, what=what, name=str(name))
 
 
-def assert_gradients(got: dict[str, Any], want: dict[str, Any] | None, what: str) -> None:
+def assert_gradients(
+    got: dict[str, Any],
+    want: dict[str, Any] | None,
+    what: str,
+    *,
+    behind: Iterable[tuple[str, str]] = (),
+    output: str | None = None,
+) -> None:
     """Failure (no-gradient) when the backward pass of the probe's run (run/probing.gradients)
-    raised, or left a parameter without a gradient where the reference's got one (`want`;
-    None: every parameter must get one). Only whether gradients arrive: their values follow
-    from forward's, which other checks judge."""
+    raised, or left an input or parameter without a gradient where the reference's got one
+    (`want`; None: every one must get one). Only whether gradients arrive: their values
+    follow from forward's, which other checks judge. A reference gradient that is rounding
+    noise (at most 1e-6 of its largest) asks for none: a key projection's bias, say, whose
+    gradient is zero in exact arithmetic (softmax ignores a shift shared by a row).
+
+    behind: (tag, pattern) pairs, one per sub-layer of the student's own that the run went
+    through (a rotation, a repeat, an attention), whose own check charges a cut in it: the
+    keys that `pattern` matches (re.match) ask for a gradient only where that sub-layer let
+    one through to its input (got["<tag>/grad/x"], from the same probe). output: a key of
+    got and want; gradients are asked only when got's is the reference's (an output passed
+    as right but for a mistake charged elsewhere, a norm left out, may leave a weight
+    unused: that mistake is charged there, once)."""
+    if output is not None and want is not None and not close(got[output], want[output]):
+        return
     error = got.get("grad/error")
     if error and "does not require grad" in str(error):  # autograd never saw a parameter
-        raise Failure(NO_GRADIENT, what=what, detail="no gradient reaches any parameter")
+        raise Failure(NO_GRADIENT, what=what, detail="no gradient reaches any input or parameter")
     if error:
         raise Failure(NO_GRADIENT, what=what, detail=f"the backward pass raised {error}")
     expected_from = got if want is None else want
-    for key, expected in expected_from.items():
-        if not key.startswith("grad/") or key == "grad/error":
-            continue
+    found = {
+        key: value
+        for key, value in expected_from.items()
+        if key.startswith("grad/") and key != "grad/error"
+    }
+    for tag, pattern in behind:
+        through = got.get(f"{tag}/grad/x")
+        if not (isinstance(through, torch.Tensor) and bool(through.abs().max() > 0)):
+            found = {key: value for key, value in found.items() if not re.match(pattern, key)}
+    sizes = [
+        float(v.abs().max()) for v in found.values() if isinstance(v, torch.Tensor) and v.numel()
+    ]
+    noise = 1e-6 * max(sizes, default=0.0)
+    for key, expected in found.items():
         if want is not None and not (
-            isinstance(expected, torch.Tensor) and bool(expected.abs().max() > 0)
+            isinstance(expected, torch.Tensor)
+            and expected.numel()
+            and float(expected.abs().max()) > noise
         ):
             continue
         grad = got.get(key)
-        if not isinstance(grad, torch.Tensor) or grad.shape != expected.shape:
+        if not isinstance(grad, torch.Tensor) or grad.shape != getattr(expected, "shape", None):
             detail = f"{key[5:]} got no gradient"
         elif not bool(grad.abs().max() > 0):
             detail = f"{key[5:]} got a gradient of zeros"

@@ -299,24 +299,41 @@ def autograd_error(run: Callable[[], Any]) -> str:
     return ""
 
 
-def gradients(module: torch.nn.Module, run: Callable[[], Any]) -> Outputs:
-    """Each parameter's gradient after a backward pass from run()'s output (its first item
-    when a tuple; summed), as "grad/<name>" ("none" when none reached it), or "grad/error":
-    what forward or the backward pass raised, from autograd (verdicts.assert_gradients)."""
-    module.zero_grad(set_to_none=True)
+def gradients(
+    module: torch.nn.Module | None,
+    run: Callable[..., Any],
+    inputs: dict[str, torch.Tensor] | None = None,
+) -> Outputs:
+    """The gradients after a backward pass from run()'s output (its first item when a tuple):
+    each parameter's of `module`, as "grad/<name>" ("none" when none reached it), and with
+    `inputs` each input's, as "grad/<input name>": run is then called with copies of them
+    that require a gradient, in their order. Or "grad/error": what forward or the backward pass
+    raised, from autograd (verdicts.assert_gradients). The backward pass starts from a
+    weighted sum of the output, each element its own weight: a plain sum has no gradient
+    where the output's rows always sum to the same (a LayerNorm's, a softmax's)."""
+    leaves = {name: t.detach().clone().requires_grad_() for name, t in (inputs or {}).items()}
+    if module is not None:
+        module.zero_grad(set_to_none=True)
 
     def forward_and_backward() -> None:
         with torch.enable_grad():
-            out = run()
-            out = out[0] if isinstance(out, tuple | list) else out
-            out.float().sum().backward()
+            out = run(*leaves.values())
+            out = out[0] if isinstance(out, tuple | list) and out else out
+            if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+                return  # not a tensor of floats: the check's own verdict charges it
+            out = out.float()
+            weights = torch.linspace(0.5, 1.5, out.numel(), device=out.device)
+            loss: Any = (out * weights.reshape(out.shape)).sum()  # Tensor.backward: untyped
+            loss.backward()
 
     error = autograd_error(forward_and_backward)
     if error:  # a graph cut or broken in place
         return {"grad/error": f"RuntimeError: {error}"}
+    params = {} if module is None else dict(module.named_parameters())
+    found = {**params, **leaves}
     return {
         f"grad/{name}": "none" if p.grad is None else p.grad.detach().clone()
-        for name, p in module.named_parameters()
+        for name, p in found.items()
     }
 
 

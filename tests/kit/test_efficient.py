@@ -165,10 +165,11 @@ def test_every_efficient_mutant_names_an_efficient_misconception():
         for v in vars(m).values()
         if isinstance(v, Misconception)
     }
-    # and the kit-wide name of a stand-in refusing its arguments (local_window_minus_one)
-    from autograder.core.check import CALL_REFUSED
+    # and the kit-wide names of a stand-in refusing its arguments (local_window_minus_one) and
+    # of a cut graph (verdicts.assert_gradients: linear_under_no_grad)
+    from autograder.core.check import CALL_REFUSED, NO_GRADIENT
 
-    ids.add(CALL_REFUSED.id)
+    ids |= {CALL_REFUSED.id, NO_GRADIENT.id}
     for param in variants("mutants"):
         if param.values[0] == "efficient":
             assert expected_misconception(param.values[1]) in ids, param.values[1].name

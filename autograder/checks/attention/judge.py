@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from ...core import verdicts
 from ...core.check import CheckList, Failure
 from ...core.diagnosis import infer_scale, name_scale
 from ...core.misconception_data import misconceptions_of
@@ -301,9 +302,12 @@ SCALED_DOT_PRODUCT_ATTENTION = CHECKS.exercise(
 )
 
 
-@SCALED_DOT_PRODUCT_ATTENTION.check("reference", inputs=probe.inputs_basic)
+@SCALED_DOT_PRODUCT_ATTENTION.check(
+    "reference", inputs=probe.inputs_basic, probe=probe.probe_reference
+)
 def verdict_reference(got, want, x):
     _compare(got, want, x)
+    verdicts.assert_gradients(got, None, "scaled_dot_product_attention")  # to q, k and v
 
 
 def verdict_elsewhere(got, want, x):
@@ -418,5 +422,10 @@ def verdict_causal(got, want, x):
 ATTENTION_WITH_BIAS = CHECKS.exercise("attention_with_bias", probe=probe.probe_bias)
 
 
-ATTENTION_WITH_BIAS.check("bias", inputs=probe.inputs_bias, verdict=verdict_reference)
-ATTENTION_WITH_BIAS.check("bias-mask", inputs=probe.inputs_bias_mask, verdict=verdict_reference)
+@ATTENTION_WITH_BIAS.check("bias", inputs=probe.inputs_bias, probe=probe.probe_bias_gradients)
+def verdict_bias(got, want, x):
+    _compare(got, want, x)
+    verdicts.assert_gradients(got, None, "attention_with_bias")  # to q, k, v and the bias
+
+
+ATTENTION_WITH_BIAS.check("bias-mask", inputs=probe.inputs_bias_mask, verdict=_compare)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import pair, randn
+from ...run.probing import gradients, pair, randn
 
 # Shapes: the reference and scale checks use L ≠ S and d_k ≠ d_v, with √d_k, √d_v, √S and √L
 # all different, so a wrong divisor is named; every other check uses d_k = d_v (= 12), so a
@@ -126,6 +126,12 @@ def probe_sdpa(mod, x):
     return sdpa(mod, x)
 
 
+def probe_reference(mod, x):
+    """sdpa, and the gradients that reach q, k and v from its output."""
+    run = lambda q, k, v: mod.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    return {**sdpa(mod, x), **gradients(None, run, {n: x[n] for n in ("q", "k", "v")})}
+
+
 def probe_batch_dims(mod, x):
     got = {}
     for shape, xs in x.items():
@@ -156,3 +162,10 @@ def probe_bias(mod, x):
     result = mod.attention_with_bias(x["q"], x["k"], x["v"], x["bias"], mask=x.get("mask"))
     out, weights = pair(result, "attention_with_bias's result")
     return {"out": out, "weights": weights}
+
+
+def probe_bias_gradients(mod, x):
+    """probe_bias, and the gradients that reach q, k, v and the bias from the output."""
+    run = lambda q, k, v, bias: mod.attention_with_bias(q, k, v, bias)  # noqa: E731
+    names = ("q", "k", "v", "bias")
+    return {**probe_bias(mod, x), **gradients(None, run, {n: x[n] for n in names})}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ...core import verdicts
 from ...core.check import CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import assert_close, assert_evidence, close, dropout_finding, model, tensor
@@ -104,11 +105,17 @@ def _ln_what(case):
 LAYER_NORM = CHECKS.exercise("layer_norm", probe=probe.probe_layer_norm)
 
 
-@LAYER_NORM.check("layer-norm", inputs=probe.inputs_layer_norm, replays=_replays_eps_outside)
+@LAYER_NORM.check(
+    "layer-norm",
+    inputs=probe.inputs_layer_norm,
+    probe=probe.probe_layer_norm_gradients,
+    replays=_replays_eps_outside,
+)
 def verdict_layer_norm(got, want, x):
     """Everything but where eps goes: eps outside the root (with the biased variance) passes
     here, as the layer-norm-eps check charges it (each difference is charged once)."""
     _verdict_ln(got, want, x)
+    verdicts.assert_gradients(got, None, "layer_norm")  # to x, weight and bias
 
 
 @LAYER_NORM.check("layer-norm-eps", inputs=probe.inputs_layer_norm_eps, replays=_replays_unbiased)
@@ -164,6 +171,7 @@ FEED_FORWARD = CHECKS.exercise("FeedForward", probe=probe.probe_ffn_gelu)
 @FEED_FORWARD.check("ffn-gelu", inputs=probe.inputs_ffn)
 def verdict_ffn_gelu(got, want, x):
     _verdict_ffn(got, want, x, "gelu")
+    verdicts.assert_gradients(got, None, _ffn_what(x))  # to x and every weight
 
 
 @FEED_FORWARD.check("ffn-relu", inputs=probe.inputs_ffn, probe=probe.probe_ffn_relu)
@@ -386,6 +394,8 @@ TRANSFORMER_BLOCK = CHECKS.exercise("TransformerBlock", probe=probe.probe_pre_ln
 @TRANSFORMER_BLOCK.check("pre-ln", inputs=probe.inputs_block)
 def verdict_pre_ln(got, want, x):
     _verdict_block(got, want, x, True, "gelu")
+    # to x and each weight the reference's gradients reach
+    verdicts.assert_gradients(got, want, _block_what(x, norm_first=True))
 
 
 @TRANSFORMER_BLOCK.check("post-ln", inputs=probe.inputs_block, probe=probe.probe_post_ln)

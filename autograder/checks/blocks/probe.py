@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ...run.probing import load_weights, pair, randn
+from ...run.probing import gradients, load_weights, pair, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -97,6 +97,14 @@ def probe_layer_norm(mod, x):
     return got
 
 
+def probe_layer_norm_gradients(mod, x):
+    """probe_layer_norm, and the gradients that reach x, weight and bias (the affine case)."""
+    case = x["affine"]
+    run = lambda x_, w, b: mod.layer_norm(x_, weight=w, bias=b, eps=case["eps"])  # noqa: E731
+    names = ("x", "weight", "bias")
+    return {**probe_layer_norm(mod, x), **gradients(None, run, {n: case[n] for n in names})}
+
+
 # --------------------------------------------------------------------------- FeedForward
 
 
@@ -124,8 +132,10 @@ def _ffn(mod, x, activation, dropout):
 
 
 def probe_ffn_gelu(mod, x):
+    module = _ffn(mod, x, "gelu", 0.0).eval()
     with torch.no_grad():
-        return {"out": _ffn(mod, x, "gelu", 0.0).eval()(x["x"])}
+        got = {"out": module(x["x"])}
+    return {**got, **gradients(module, module, {"x": x["x"]})}  # to x and every weight
 
 
 def probe_ffn_relu(mod, x):
@@ -164,7 +174,9 @@ class SublayerStandIn(nn.Sequential):
         super().__init__(nn.Linear(d_model, d_model), nn.Tanh())
 
     def forward(self, x):  # FeedForward's parameter name: a block may call self.ffn(x=h)
-        return super().forward(x)
+        # A copy: tanh keeps its output for the backward pass, and a block may add into the
+        # sub-layer's output in place (h += x), which FeedForward's last Linear allows.
+        return super().forward(x).clone()
 
 
 class ConstantSublayer(nn.Module):
@@ -234,7 +246,10 @@ def _probe_block(mod, x, norm_first, activation):
 
 
 def probe_pre_ln(mod, x):
-    return _probe_block(mod, x, True, "gelu")
+    """_probe_block, and the gradients that reach x and the block's weights."""
+    got = _probe_block(mod, x, True, "gelu")
+    module = _block(mod, x, True, "gelu", 0.0).eval()
+    return {**got, **gradients(module, lambda x_: module(x_, mask=x["mask"]), {"x": x["x"]})}
 
 
 def probe_post_ln(mod, x):

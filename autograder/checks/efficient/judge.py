@@ -102,6 +102,7 @@ def verdict_local(got, want, x):
             for m, k, d in wrong
         ]
         _compare_pair(got, want, f"w{n}", f"local_attention(window={w})", x, wrong)
+    verdicts.assert_gradients(got, None, "local_attention")  # to q, k and v
 
 
 STRIDED_ATTENTION = CHECKS.exercise("strided_attention", probe=probe.probe_strided)
@@ -130,6 +131,7 @@ def verdict_strided(got, want, x):
         _compare_pair(got, want, f"s{n}", f"strided_attention(stride={s})", x, wrong)
     if got.get("stride0") != "ValueError":
         raise Failure(MISTAKES["strided-stride-not-validated"], got=got.get("stride0"))
+    verdicts.assert_gradients(got, None, "strided_attention")  # to q, k and v
 
 
 def _linear_verdict(got, want, x, causal):
@@ -157,9 +159,10 @@ def _linear_verdict(got, want, x, causal):
 LINEAR_ATTENTION = CHECKS.exercise("linear_attention", probe=probe.probe_linear)
 
 
-@LINEAR_ATTENTION.check("linear", inputs=probe.inputs_linear)
+@LINEAR_ATTENTION.check("linear", inputs=probe.inputs_linear, probe=probe.probe_linear_gradients)
 def verdict_linear(got, want, x):
     _linear_verdict(got, want, x, causal=False)
+    verdicts.assert_gradients(got, None, "linear_attention")  # to q, k and v
 
 
 @LINEAR_ATTENTION.check("linear-feature-map", inputs=probe.inputs_feature_map)
@@ -326,6 +329,7 @@ def verdict_chunked(got, want, x):
             raise Failure(MISTAKES["chunked-causal-blocks-diagonal"])
         assert_close(out, exact, what, models._chunked_candidates(x, causal, chunk))
         assert_close(out, want[key], what)
+    verdicts.assert_gradients(got, None, "chunked_attention")  # to q, k and v
 
 
 def _same_keys_gate(got, x, *, large=False):

@@ -26,7 +26,7 @@ from collections import Counter
 import torch
 
 from ...core.dispatch import OpCounter, Profiled, allocated_bytes
-from ...run.probing import draw, pair, qkv, randn, same_keys, shifted_keys
+from ...run.probing import draw, gradients, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- recording
 
@@ -231,12 +231,21 @@ def _pattern_runs(fn, name, x, sizes, tag):
     return got
 
 
+def _qkv_gradients(fn, x, *args, **kwargs):
+    """The gradients that reach q, k and v from fn(q, k, v, *args, **kwargs)'s output."""
+    run = lambda q, k, v: fn(q, k, v, *args, **kwargs)  # noqa: E731
+    return gradients(None, run, {n: x[n] for n in ("q", "k", "v")})
+
+
 def probe_local(mod, x):
-    return _pattern_runs(mod.local_attention, "local_attention", x, x["windows"], "w")
+    got = _pattern_runs(mod.local_attention, "local_attention", x, x["windows"], "w")
+    # the widest window: with window 1 each query sees itself alone, and q gets no gradient
+    return {**got, **_qkv_gradients(mod.local_attention, x, max(x["windows"]))}
 
 
 def probe_strided(mod, x):
     got = _pattern_runs(mod.strided_attention, "strided_attention", x, x["strides"], "s")
+    got.update(_qkv_gradients(mod.strided_attention, x, max(x["strides"])))
     # The docstring promises ValueError for stride < 1: record what stride 0 does.
     try:
         mod.strided_attention(x["q"], x["k"], x["v"], 0)
@@ -250,6 +259,11 @@ def probe_strided(mod, x):
 
 def probe_linear(mod, x):
     return {"out": mod.linear_attention(x["q"], x["k"], x["v"])}
+
+
+def probe_linear_gradients(mod, x):
+    """probe_linear, and the gradients that reach q, k and v."""
+    return {**probe_linear(mod, x), **_qkv_gradients(mod.linear_attention, x)}
 
 
 def probe_linear_causal(mod, x):
@@ -273,7 +287,8 @@ def probe_chunked(mod, x):
         got[f"case{n}"] = mod.chunked_attention(
             x["q"], x["k"], x["v"], causal=causal, chunk_size=chunk
         )
-    return got
+    causal, chunk = x["cases"][0]
+    return {**got, **_qkv_gradients(mod.chunked_attention, x, causal=causal, chunk_size=chunk)}
 
 
 def probe_chunked_rescale(mod, x):

@@ -12,8 +12,8 @@ import math
 from types import ModuleType
 
 import torch
-import torch.nn.functional as F
 
+from ...core import verdicts
 from ...core.check import (
     CRASH,
     INVALID_PROBABILITIES,
@@ -46,12 +46,19 @@ def _shape(x, idx_key="idx"):
 MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 
 
-@MINI_GPT.check("logits", inputs=probe.inputs_model, replays=models._logits_replays)
+@MINI_GPT.check(
+    "logits",
+    inputs=probe.inputs_model,
+    probe=probe.probe_logits_gradients,
+    replays=models._logits_replays,
+)
 def verdict_logits(got, want, x):
     """Against the reference; a model right but for the scale of its embeddings (the
     embed-scale check charges it, on a model with no blocks) or for its causal mask (none,
-    inverted or transposed: the causal check charges it) passes."""
+    inverted or transposed: the causal check charges it) passes. The reference's logits
+    must also let gradients reach every weight the reference's reach."""
     logits = tensor(got, "logits", "the logits", shape=_shape(x))
+    verdicts.assert_gradients(got, want, "MiniGPT.forward", output="logits")
     if any(close(logits, want[f"replay/{n}"]) for n in models._CHARGED_ELSEWHERE):
         return
     named = (
@@ -525,17 +532,6 @@ TRAIN_SOLUTION_LOSS = 2.04
 TRAIN_THRESHOLD = 2.30
 
 
-def _eval_losses(model, data, starts, T):
-    """(next-token loss, copy loss) of `model` on the windows at `starts`."""
-    starts = starts % (len(data) - T - 1)
-    offsets = torch.arange(T)
-    x = data[starts[:, None] + offsets]
-    y = data[starts[:, None] + offsets + 1]
-    with torch.no_grad():
-        logits = model.eval()(x).flatten(0, 1).double()
-    return F.cross_entropy(logits, y.flatten()).item(), F.cross_entropy(logits, x.flatten()).item()
-
-
 def _trained(got, alphabet):
     model = probe.ConvLM(len(alphabet))
     state = {k.removeprefix("state/"): v for k, v in got.items() if k.startswith("state/")}
@@ -580,8 +576,8 @@ def verdict_train(got, want, x):
         )
     alphabet, data = probe.corpus()
     T, starts = probe.TRAIN_ARGS["seq_len"], x["eval_starts"].cpu()
-    before, _ = _eval_losses(probe.train_model(alphabet, x["model_seed"]), data, starts, T)
-    loss, identity = _eval_losses(_trained(got, alphabet), data, starts, T)
+    before, _ = models.eval_losses(probe.train_model(alphabet, x["model_seed"]), data, starts, T)
+    loss, identity = models.eval_losses(_trained(got, alphabet), data, starts, T)
     high = {"loss": loss, "solution": TRAIN_SOLUTION_LOSS, "threshold": TRAIN_THRESHOLD}
     if not math.isfinite(loss) or not torch.isfinite(losses).all():
         raise Failure(MISTAKES["train-loss-too-high"], **high)

@@ -210,3 +210,15 @@ def _generate(
                 next_id = torch.multinomial(logits.softmax(dim=-1), 1, generator=gen)
             idx = torch.cat([idx, next_id], dim=1)
     return idx
+
+
+def eval_losses(model, data, starts, T):
+    """(next-token loss, copy loss) of `model` on the windows at `starts` (the training
+    check's, with the grader's ConvLM holding the trained weights)."""
+    starts = starts % (len(data) - T - 1)
+    offsets = torch.arange(T)
+    x = data[starts[:, None] + offsets]
+    y = data[starts[:, None] + offsets + 1]
+    with torch.no_grad():
+        logits = model.eval()(x).flatten(0, 1).double()
+    return F.cross_entropy(logits, y.flatten()).item(), F.cross_entropy(logits, x.flatten()).item()

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...run.probing import corpus, load_weights, logits_of
+from ...run.probing import corpus, gradients, load_weights, logits_of
 
 
 def _draw(gen, low: int, high: int) -> int:
@@ -134,6 +134,12 @@ def load(mod, x, state=None):
 
 def probe_logits(mod, x):
     return logits_of(load(mod, x), x)
+
+
+def probe_logits_gradients(mod, x):
+    """probe_logits, and the gradients that reach the weights from the logits."""
+    model = load(mod, x)
+    return {**logits_of(model, x), **gradients(model, lambda: model(x["idx"]))}
 
 
 class _FirstBlock(BaseException):

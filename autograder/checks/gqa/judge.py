@@ -256,6 +256,8 @@ def verdict_repeat(got, want, x):
         value = tensor(got, f"x{i}", what, shape=(B, H_kv * n_rep, T, d), dtype=xi.dtype)
         tiled = lambda xi=xi, n_rep=n_rep: _repeat_tiled(xi, n_rep)  # noqa: E731
         assert_close(value, want[f"x{i}"], what, [(MISTAKES["gqa-repeat-tiled"], tiled, {})])
+    repeated = {k.removeprefix("repeat/"): v for k, v in got.items() if k.startswith("repeat/")}
+    verdicts.assert_gradients(repeated, None, "repeat_kv")  # to x
 
 
 # --------------------------------------------------------------------------- sizes
@@ -342,9 +344,13 @@ def _compare(got, want, x, *, exempt=False):
     assert_close(out, want["out"], "the output", _candidates(x, "out", out))
 
 
-@GROUPED_QUERY_ATTENTION.check("grouped", inputs=probe.inputs_grouped)
+@GROUPED_QUERY_ATTENTION.check("grouped", inputs=probe.inputs_grouped, probe=probe.probe_grouped)
 def verdict_grouped(got, want, x):
     _compare(got, want, x)
+    # to x and each weight the reference's gradients reach; to w_k and w_v only where the
+    # student's own repeat_kv lets a gradient through (else repeat-kv charges the cut)
+    what = f"GroupedQueryAttention({x['x'].size(-1)}, {x['H']}, {x['H_kv']})"
+    verdicts.assert_gradients(got, want, what, behind=[("repeat", r"grad/w_[kv]\.")])
 
 
 def verdict_elsewhere(got, want, x):

@@ -12,12 +12,13 @@ named as itself. Every size that a check can vary is drawn from the seed.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 
 import torch
 
-from ...run.probing import fits, load_weights, pair, raised, randn
+from ...run.probing import fits, gradients, load_weights, pair, raised, randn
 
 # (D, H, H_kv) with 1 < H_kv < H and n_rep = H // H_kv ≠ H_kv; d_k = D // H is 5 or 7.
 GROUPED = ((30, 6, 2), (42, 6, 2), (30, 6, 3), (42, 6, 3), (40, 8, 2), (56, 8, 2))
@@ -197,6 +198,28 @@ def probe_gqa(mod, x):
     return {**shapes, **call(mod, model, x["x"], x["H"], x.get("mask"))}
 
 
+def _repeat_gradient(mod, t, n_rep):
+    """The gradient that reaches t from repeat_kv(t, n_rep)'s output, under "repeat/"."""
+    found = gradients(None, lambda t_: mod.repeat_kv(t_, n_rep), {"x": t})
+    return {f"repeat/{key}": value for key, value in found.items()}
+
+
+def probe_grouped(mod, x):
+    """probe_gqa, the gradients that reach x and the weights from the output, and the one
+    that reaches x through the student's own repeat_kv (where that one is cut, the repeat-kv
+    check charges it, and w_k and w_v are not asked for one here)."""
+    got = probe_gqa(mod, x)
+    model, _ = model_of(mod, x)
+    if model is None:
+        return got
+    got.update(gradients(model, lambda t: model(t, mask=x.get("mask")), {"x": x["x"]}))
+    B, T, D = x["x"].shape
+    kv = x["x"].new_ones(B, x["H_kv"], T, D // x["H"])
+    with contextlib.suppress(NotImplementedError):  # repeat_kv's own check says so
+        got.update(_repeat_gradient(mod, kv, x["H"] // x["H_kv"]))
+    return got
+
+
 def probe_groups(mod, x):
     """The weights, and the weights after one key head's rows of w_k changed, for each key head."""
     model, shapes = model_of(mod, x)
@@ -214,7 +237,8 @@ def probe_groups(mod, x):
 
 
 def probe_repeat(mod, x):
-    return {f"x{i}": mod.repeat_kv(x[f"x{i}"], c[-1]) for i, c in enumerate(x["cases"])}
+    got = {f"x{i}": mod.repeat_kv(x[f"x{i}"], c[-1]) for i, c in enumerate(x["cases"])}
+    return {**got, **_repeat_gradient(mod, x["x0"], x["cases"][0][-1])}
 
 
 def _sizes_outcome(mod, D, H, H_kv):

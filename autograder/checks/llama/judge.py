@@ -21,7 +21,6 @@ import functools
 import math
 
 import torch
-import torch.nn.functional as F
 
 from ...core import verdicts
 from ...core.check import NO_EVIDENCE, CheckList, Failure, no_reference
@@ -35,6 +34,7 @@ from ..gqa.judge import MISTAKES as GQA_MISTAKES
 from ..masks.judge import MISTAKES as MASKS_MISTAKES
 from ..multihead.judge import MISTAKES as MULTIHEAD_MISTAKES
 from ..rotary.judge import MISTAKES as ROTARY_MISTAKES
+from . import judge_models as models
 from . import probe
 from .judge_models import attend, llama_block, llama_logits
 
@@ -282,12 +282,24 @@ def _heads_replays(x):
     return _pair_replays(x, _flags(_rotary_mistakes(x)))
 
 
-@ROTARY_ATTENTION_FORWARD.check("attention", inputs=probe.inputs_heads, replays=_heads_replays)
+# The weights behind one of the student's own sub-layers (probe._part_gradient): asked for a
+# gradient only where it lets one through (else its own check charges the cut, once).
+_BLOCK = ("block", r"grad/(blocks|token_embed)\.")
+_ATTENTION = ("attn", r"grad/(blocks\.\d+\.)?attn(_norm)?\.")
+
+
+@ROTARY_ATTENTION_FORWARD.check(
+    "attention",
+    inputs=probe.inputs_heads,
+    probe=probe.probe_attention_gradients,
+    replays=_heads_replays,
+)
 def verdict_attention(got, want, x):
     """Every position 0, where a rotation by the position is the identity: projections,
     heads and their groups, scale, mask and output projection. What rotary does (or fails to
     do) at other positions is the rotary check's."""
     _judge_attention(got, want, x, _heads_mistakes(x["config"]), _flags(_rotary_mistakes(x)))
+    verdicts.assert_gradients(got, want, "RotaryAttention.forward", output="out")
 
 
 def _rotary_replays(x):
@@ -337,13 +349,17 @@ def _judge_block(got, want, x, own, other):
 
 
 @LLAMA_BLOCK_FORWARD.check(
-    "block-attention", inputs=probe.inputs_block, replays=_block_attention_replays
+    "block-attention",
+    inputs=probe.inputs_block,
+    probe=probe.probe_block_gradients,
+    replays=_block_attention_replays,
 )
 def verdict_block_attention(got, want, x):
     """The block's output, with the grader's weights: right, or right but for a mistake of
     the feed-forward sub-layer (charged there) or of the attention (charged by its checks).
     The attention sub-layer's own mistakes, and those of the layout, are charged here."""
     _judge_block(got, want, x, _block_both() + _block_attention_only(), _block_ffn_only())
+    verdicts.assert_gradients(got, want, "LlamaBlock", behind=[_ATTENTION], output="out")
 
 
 @LLAMA_BLOCK_FORWARD.check("block-ffn", inputs=probe.inputs_block, replays=_block_ffn_replays)
@@ -399,11 +415,18 @@ def _logits_replays(x):
 MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logits)
 
 
-@MINI_LLAMA_FORWARD.check("logits", inputs=probe.inputs_model, replays=_logits_replays)
+@MINI_LLAMA_FORWARD.check(
+    "logits",
+    inputs=probe.inputs_model,
+    probe=probe.probe_logits_gradients,
+    replays=_logits_replays,
+)
 def verdict_logits(got, want, x):
     logits = _logits(got, x)
     compute = functools.partial(_model_logits, x)
     _judge(logits, want, "logits", "the logits", compute, _logits_mistakes(), _logits_elsewhere(x))
+    behind = [_BLOCK, _ATTENTION]
+    verdicts.assert_gradients(got, want, "MiniLlama", behind=behind, output="logits")
 
 
 # The head check's tolerances: the logits are float32 (a relative error of about 1e-7 on each,
@@ -533,40 +556,6 @@ TRAIN_THRESHOLD = 2.3
 TRAIN_THRESHOLD_NAMED = 2.6
 
 
-def held_out_loss(got, x) -> float:
-    """The mean next-token loss (nats per character) of the student's trained model as it
-    ran: its own logits, computed in its process, on the held-out windows the grader chose
-    (x["eval_starts"]), against the next characters, computed here."""
-    alphabet, data = probe.corpus()
-    _, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
-    logits = tensor(
-        got,
-        "held_out/logits",
-        "the trained model's logits on the held-out windows",
-        shape=(*yb.shape, len(alphabet)),
-        floating=True,
-    )
-    return F.cross_entropy(logits.double().flatten(0, 1), yb.flatten()).item()
-
-
-def trained_flags(got, x) -> dict:
-    """The flags of the computation the student's model performs, to name it (never to score
-    it): the first mistake charged by another check (or combination) whose logits on four
-    held-out windows, with the trained weights, match the student's own; {} when none does
-    (the correct computation, or one the judge has no model of)."""
-    logits = tensor(got, "logits", "the trained model's logits", floating=True)
-    _, data = probe.corpus()
-    state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
-    xb, _ = probe.windows(data, x["eval_starts"][:4].cpu(), probe.TRAIN_ARGS["seq_len"])
-    fake = {"config": probe.TRAIN_CONFIG}
-    candidates = [{**m, **e} for m in _flags(_model_mistakes()) for e in _elsewhere(fake)]
-    for flags in candidates:
-        with torch.no_grad():
-            if close(logits, llama_logits(state, probe.TRAIN_CONFIG, xb, **flags).float()):
-                return flags
-    return {}
-
-
 @MINI_LLAMA_FORWARD.check(
     "train", inputs=probe.inputs_train, probe=probe.probe_train, timeout=60.0, slow=True
 )
@@ -585,9 +574,11 @@ def verdict_train(got, want, x):
             MISTAKES["llama-not-trainable"],
             detail="its weights did not change in 200 optimiser steps",
         )
-    loss = held_out_loss(got, x)  # the student's own model: what it learned, whatever it is
+    loss = models.held_out_loss(got, x)  # the student's own model: what it learned, whatever it is
     try:  # a mistake named elsewhere is held to the looser bar (see above)
-        named = bool(trained_flags(got, x))
+        fake = {"config": probe.TRAIN_CONFIG}
+        known = [{**m, **e} for m in _flags(_model_mistakes()) for e in _elsewhere(fake)]
+        named = bool(models.trained_flags(got, x, known))
     except ModelUnavailable:  # the student copy: no model names it
         named = False
     threshold = TRAIN_THRESHOLD_NAMED if named else TRAIN_THRESHOLD

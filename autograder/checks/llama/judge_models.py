@@ -11,8 +11,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...core.verdicts import model
+from ...core.verdicts import close, model, tensor
 from ..gqa.judge import kv_map
+from . import probe
 
 
 def _lin(h, w):
@@ -149,3 +150,38 @@ def llama_logits(sd, c, idx, *, final_norm=True, scale=False, causal=True, head=
     if final_norm:
         x = rms(x, sd["final_norm.weight"], c["eps"])
     return _lin(x, W)
+
+
+# --------------------------------------------------------------------------- train
+
+
+def held_out_loss(got, x) -> float:
+    """The mean next-token loss (nats per character) of the student's trained model as it
+    ran: its own logits, computed in its process, on the held-out windows the grader chose
+    (x["eval_starts"]), against the next characters, computed here."""
+    alphabet, data = probe.corpus()
+    _, yb = probe.windows(data, x["eval_starts"].cpu(), probe.TRAIN_ARGS["seq_len"])
+    logits = tensor(
+        got,
+        "held_out/logits",
+        "the trained model's logits on the held-out windows",
+        shape=(*yb.shape, len(alphabet)),
+        floating=True,
+    )
+    return F.cross_entropy(logits.double().flatten(0, 1), yb.flatten()).item()
+
+
+def trained_flags(got, x, candidates) -> dict:
+    """The flags of the computation the student's model performs, to name it (never to score
+    it): the first of `candidates` (the mistakes charged by other checks, and their
+    combinations) whose logits on four held-out windows, with the trained weights, match the
+    student's own; {} when none does (the correct computation, or one with no model here)."""
+    logits = tensor(got, "logits", "the trained model's logits", floating=True)
+    _, data = probe.corpus()
+    state = {k.removeprefix("state/"): v.cpu() for k, v in got.items() if k.startswith("state/")}
+    xb, _ = probe.windows(data, x["eval_starts"][:4].cpu(), probe.TRAIN_ARGS["seq_len"])
+    for flags in candidates:
+        with torch.no_grad():
+            if close(logits, llama_logits(state, probe.TRAIN_CONFIG, xb, **flags).float()):
+                return flags
+    return {}

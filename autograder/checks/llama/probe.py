@@ -19,7 +19,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 
-from ...run.probing import corpus, fits, load_weights, logits_of, pair, randn, weights_of
+from ...run.probing import corpus, fits, gradients, load_weights, logits_of, pair, randn, weights_of
 
 # --------------------------------------------------------------------------- sizes and weights
 
@@ -241,6 +241,49 @@ def probe_block(mod, x):
         return {"out": _device(model, x, "x")(x["x"], x["positions"], x["mask"])}
 
 
+def _part_gradient(part, h, positions, mask, tag):
+    """Whether the student's own sub-layer (a RotaryAttention, a LlamaBlock) lets a gradient
+    through to its input: under "<tag>/grad/x". Nothing when it cannot be called so (its
+    own checks say why). A whole layer's check asks the weights of such a sub-layer for a
+    gradient only where it does: a cut in it is charged once, by its own check."""
+    try:
+        found = gradients(None, lambda h_: part(h_, positions, mask), {"x": h})
+    except Exception:  # noqa: BLE001
+        return {}
+    return {f"{tag}/{key}": value for key, value in found.items()}
+
+
+def probe_attention_gradients(mod, x):
+    """probe_attention, and the gradients that reach x and the weights from the output."""
+    got = probe_attention(mod, x)
+    c = x["config"]
+    attn = mod.RotaryAttention(c["d_model"], c["num_heads"], c["num_kv_heads"], c["base"])
+    model, _ = _loaded(attn, x["state"])
+    if model is not None:
+        model = _device(model, x, "x")
+        run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
+        got.update(gradients(model, run, {"x": x["x"]}))
+    return got
+
+
+def probe_block_gradients(mod, x):
+    """probe_block, the gradients that reach x and the weights from the output, and whether
+    the block's own attention lets one through ("attn/grad/x")."""
+    got = probe_block(mod, x)
+    c = x["config"]
+    block = mod.LlamaBlock(
+        c["d_model"], c["num_heads"], c["num_kv_heads"], c["d_ff"], c["base"], c["eps"]
+    )
+    model, _ = _loaded(block, x["state"])
+    if model is not None:
+        model = _device(model, x, "x")
+        run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
+        got.update(gradients(model, run, {"x": x["x"]}))
+        attn = getattr(model, "attn", None)
+        got.update(_part_gradient(attn, x["x"], x["positions"], x["mask"], "attn"))
+    return got
+
+
 def _model(mod, x):
     return _loaded(mod.MiniLlama(x["vocab_size"], **x["config"]), x["state"])
 
@@ -251,6 +294,28 @@ def probe_logits(mod, x):
         return shapes
     model = _device(model, x, "idx")
     return logits_of(model, x)
+
+
+def probe_logits_gradients(mod, x):
+    """probe_logits, the gradients that reach the weights from the logits, and whether the
+    model's own first block, and its attention, let one through ("block/", "attn/")."""
+    got = probe_logits(mod, x)
+    model, _ = _model(mod, x)
+    if model is None:
+        return got
+    model = _device(model, x, "idx")
+    got.update(gradients(model, lambda: model(x["idx"])))
+    T, device = x["idx"].size(-1), x["idx"].device
+    positions = torch.arange(T, device=device)
+    mask = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
+    with torch.no_grad():
+        h = model.token_embed(x["idx"]) if hasattr(model, "token_embed") else None
+    blocks = getattr(model, "blocks", None)
+    if isinstance(h, torch.Tensor) and isinstance(blocks, torch.nn.ModuleList) and len(blocks):
+        got.update(_part_gradient(blocks[0], h, positions, mask, "block"))
+        attn = getattr(blocks[0], "attn", None)
+        got.update(_part_gradient(attn, h, positions, mask, "attn"))
+    return got
 
 
 def probe_shapes(mod, x):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ...core import verdicts
 from ...core.check import WRONG_SHAPE, WRONG_TYPE, CheckList, Failure, no_reference
 from ...core.misconception_data import misconceptions_of
 from ...core.verdicts import ModelUnavailable, assert_close, assert_evidence, close, tensor
@@ -54,6 +55,7 @@ def verdict_forward(got, want, x):
         (m, _lazy(models.naive, x["x"], _cfg(x), x["state"], how), {}) for m, how in NAIVE_MISTAKES
     ]
     assert_close(out, want["out"], what, candidates)
+    verdicts.assert_gradients(got, want, what)  # to x and the weights the reference's reach
 
 
 def _cfg(x):

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ...run.probing import guarded, load_weights, pair, randn
+from ...run.probing import gradients, guarded, load_weights, pair, randn
 
 # (D, H, d_c, d_c_q, d_head, d_rope): d_head and d_rope even, every width distinct.
 SHAPES = (
@@ -173,8 +173,11 @@ def module_of(mod, x):
 
 
 def probe_forward(mod, x):
+    """The output, and the gradients that reach x and the weights from it."""
+    layer = module_of(mod, x)
     with torch.no_grad():
-        return {"out": module_of(mod, x)(x["x"])}
+        got = {"out": layer(x["x"])}
+    return {**got, **gradients(layer, layer, {"x": x["x"]})}
 
 
 def probe_causal(mod, x):

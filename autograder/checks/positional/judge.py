@@ -490,6 +490,7 @@ def verdict_forward(got, want, x):
         what = f"PositionalEncoding({D}, max_len={x['max_len']}) on x of shape ({B}, {T}, {D})"
         _forward_failure(got, name, what)
         _check_forward(got, name, value, table, what)
+    verdicts.assert_gradients(got, None, "PositionalEncoding.forward")  # from its output to x
 
 
 @POSITIONAL_ENCODING.check(

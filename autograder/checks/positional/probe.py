@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ...run.probing import kept, load_weights, raised, randn
+from ...run.probing import gradients, kept, load_weights, raised, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -235,6 +235,7 @@ def probe_forward(mod, x):
 
     got = kept([("x", value) for value in x["x"].values()], run)
     _own_table(mod, x, got)
+    got.update(gradients(None, module, {"x": x["x"]["batch"]}))  # does x get a gradient?
     return got
 
 

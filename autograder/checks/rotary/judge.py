@@ -236,10 +236,11 @@ _EVERYWHERE = (
 APPLY_ROTARY = CHECKS.exercise("apply_rotary", probe=probe.probe_rotate)
 
 
-@APPLY_ROTARY.check("reference", inputs=probe.inputs_reference)
+@APPLY_ROTARY.check("reference", inputs=probe.inputs_reference, probe=probe.probe_reference)
 def verdict_reference(got, want, x):
     assert_kept(got, "apply_rotary")  # x left as it was (charged here only)
     _every_case(got, want, x, named=_EVERYWHERE)
+    verdicts.assert_gradients(got, None, "apply_rotary")  # to x
 
 
 @APPLY_ROTARY.check("batch-dims", inputs=probe.inputs_batch_dims, probe=probe.probe_batch_dims)
@@ -472,12 +473,10 @@ def _rotated_replays(x):
 ROTARY_ATTENTION = CHECKS.exercise("rotary_attention", probe=probe.probe_attention)
 
 
-@ROTARY_ATTENTION.check("attention", inputs=probe.inputs_attention, replays=_rotated_replays)
-def verdict_attention(got, want, x):
+def _attention_values(got, want, x, what):
     """Judged against attention over the student's own apply_rotary (so a mistake there is
     not charged again), or over the reference's rotation (replayed with the reference) when
     theirs is not usable."""
-    what = "rotary_attention(q, k, v, positions, mask)"
     out = tensor(got, "out", what + "'s output", floating=True, shape=want["out"].shape)
     weights = tensor(
         got, "weights", what + "'s weights", floating=True, shape=want["weights"].shape
@@ -509,6 +508,20 @@ def verdict_attention(got, want, x):
             continue
         expected = (expected_out, expected_w)[index].float()
         assert_close(value, expected, f"{what}'s {name}", candidates, tol=tol)
+
+
+@ROTARY_ATTENTION.check(
+    "attention",
+    inputs=probe.inputs_attention,
+    probe=probe.probe_attention_gradients,
+    replays=_rotated_replays,
+)
+def verdict_attention(got, want, x):
+    what = "rotary_attention(q, k, v, positions, mask)"
+    _attention_values(got, want, x, what)
+    # to q, k and v; to q and k only where the student's own apply_rotary lets a gradient
+    # through (probe.probe_attention_gradients: else the reference check charges the cut)
+    verdicts.assert_gradients(got, None, what, behind=[("rotation", r"grad/[qk]$")])
 
 
 @ROTARY_ATTENTION.check(

@@ -8,9 +8,11 @@ rounding the positions is charged there only).
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
-from ...run.probing import error_text, kept, pair, raised, randn
+from ...run.probing import error_text, gradients, kept, pair, raised, randn
 
 
 def _int(gen, low: int, high: int) -> int:
@@ -93,6 +95,17 @@ def probe_rotate(mod, x):
     given in place (kept: the reference check charges that; x has its values back after)."""
     watched = [("x", case["x"]) for case in x.values()]
     return kept(watched, lambda: {name: _rotate(mod, case) for name, case in x.items()})
+
+
+def _rotation_gradient(mod, case):
+    """The gradient that reaches x from apply_rotary(x, positions)'s output."""
+    return gradients(None, lambda x_: mod.apply_rotary(x_, case["positions"]), {"x": case["x"]})
+
+
+def probe_reference(mod, x):
+    """probe_rotate, and the gradient that reaches x (the first case)."""
+    got = probe_rotate(mod, x)
+    return {**got, **_rotation_gradient(mod, next(iter(x.values())))}
 
 
 def probe_batch_dims(mod, x):
@@ -211,6 +224,21 @@ def probe_attention(mod, x):
     out, weights = _attend(mod, x, x["positions"])
     got = {"out": out, "weights": weights}
     _own_rotation(mod, x, got)
+    return got
+
+
+def probe_attention_gradients(mod, x):
+    """probe_attention, the gradients that reach q, k and v from its output, and (under
+    "rotation/") the one that reaches x from the student's own apply_rotary: where that one
+    is cut, its own check charges it, and q and k are not asked for one here."""
+
+    def run(q, k, v):
+        return mod.rotary_attention(q, k, v, x["positions"], mask=x["mask"], base=x["base"])
+
+    got = {**probe_attention(mod, x), **gradients(None, run, {n: x[n] for n in "qkv"})}
+    case = {"x": x["q"], "positions": x["positions"]}
+    with contextlib.suppress(NotImplementedError):  # then the rotation is charged elsewhere
+        got.update({f"rotation/{k}": v for k, v in _rotation_gradient(mod, case).items()})
     return got
 
 

@@ -1,9 +1,11 @@
 """Mutant: the (T, T) scores computed in numpy, all at once, then folded into the online
 softmax chunk by chunk: right values, and torch's recorders see only (T, c) pieces of a
-tensor that came from numpy; the memory measured from outside the process sees the (T, T)."""
+tensor that came from numpy; the memory measured from outside the process sees the (T, T).
+The trip through numpy also cuts the graph (q.numpy() refuses a q that requires a gradient):
+the chunked check charges that, a second mistake of the same line."""
 
 # expects: chunked-peak-memory-quadratic
-# loses: chunked-memory
+# loses: chunked, chunked-memory
 import math
 
 import torch
