@@ -386,9 +386,12 @@ def assert_gradients(
     one through to its input (got["<tag>/grad/x"], from the same probe). output: a key of
     got and want; gradients are asked only when got's is the reference's (an output passed
     as right but for a mistake charged elsewhere, a norm left out, may leave a weight
-    unused: that mistake is charged there, once)."""
+    unused: that mistake is charged there, once). An input the code changed in place, which
+    autograd refuses, is charged as changed-input (probing.gradients names it)."""
     if output is not None and want is not None and not close(got[output], want[output]):
         return
+    if got.get("grad/changed"):  # autograd refused an input changed in place: name it
+        raise Failure(CHANGED_INPUT, what=what, name=str(got["grad/changed"]))
     error = got.get("grad/error")
     if error and "does not require grad" in str(error):  # autograd never saw a parameter
         raise Failure(NO_GRADIENT, what=what, detail="no gradient reaches any input or parameter")
@@ -398,7 +401,7 @@ def assert_gradients(
     found = {
         key: value
         for key, value in expected_from.items()
-        if key.startswith("grad/") and key != "grad/error"
+        if key.startswith("grad/") and key not in ("grad/error", "grad/changed")
     }
     for tag, pattern in behind:
         through = got.get(f"{tag}/grad/x")

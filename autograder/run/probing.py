@@ -327,6 +327,8 @@ def gradients(
             loss.backward()
 
     error = autograd_error(forward_and_backward)
+    if error and "leaf Variable that requires grad" in error:  # an input changed in place
+        return {"grad/error": f"RuntimeError: {error}", "grad/changed": _changed(run, inputs)}
     if error:  # a graph cut or broken in place
         return {"grad/error": f"RuntimeError: {error}"}
     params = {} if module is None else dict(module.named_parameters())
@@ -335,6 +337,18 @@ def gradients(
         f"grad/{name}": "none" if p.grad is None else p.grad.detach().clone()
         for name, p in found.items()
     }
+
+
+def _changed(run: Callable[..., Any], inputs: dict[str, torch.Tensor] | None) -> str:
+    """The name of the first of `inputs` that run(*copies) changes in place ("" when none
+    does, or when it raises): what autograd refused as an in-place change of a leaf."""
+    copies = {name: t.detach().clone() for name, t in (inputs or {}).items()}
+    try:
+        with torch.no_grad():
+            run(*copies.values())
+    except Exception:  # noqa: BLE001 (autograd's own message is then the finding)
+        return ""
+    return next((n for n, c in copies.items() if not torch.equal(c, (inputs or {})[n])), "")
 
 
 def run_probe(check: Probed, module: Any, inputs: Inputs, device: str = "cpu") -> Outputs:

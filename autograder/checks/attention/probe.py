@@ -117,7 +117,10 @@ def inputs_bias_mask(gen):
 
 
 def sdpa(mod, x):
-    result = mod.scaled_dot_product_attention(x["q"], x["k"], x["v"], mask=x.get("mask"))
+    # Fresh copies per call: code that changes an argument in place does not change the next
+    # call's inputs (the reference check charges that, changed-input, once).
+    q, k, v = (x[n].clone() for n in ("q", "k", "v"))
+    result = mod.scaled_dot_product_attention(q, k, v, mask=x.get("mask"))
     out, weights = pair(result, "scaled_dot_product_attention's result")
     return {"out": out, "weights": weights}
 
@@ -159,7 +162,8 @@ def probe_causal(mod, x):
 
 
 def probe_bias(mod, x):
-    result = mod.attention_with_bias(x["q"], x["k"], x["v"], x["bias"], mask=x.get("mask"))
+    q, k, v, bias = (x[n].clone() for n in ("q", "k", "v", "bias"))  # fresh, as in sdpa
+    result = mod.attention_with_bias(q, k, v, bias, mask=x.get("mask"))
     out, weights = pair(result, "attention_with_bias's result")
     return {"out": out, "weights": weights}
 
