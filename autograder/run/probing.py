@@ -327,8 +327,11 @@ def gradients(
             loss.backward()
 
     error = autograd_error(forward_and_backward)
-    if error and "leaf Variable that requires grad" in error:  # an input changed in place
-        return {"grad/error": f"RuntimeError: {error}", "grad/changed": _changed(run, inputs)}
+    in_place = ("leaf Variable that requires grad", "modified by an inplace operation")
+    if error and any(text in error for text in in_place) and inputs:  # an input, perhaps
+        changed = _changed(run, inputs)
+        if changed:
+            return {"grad/error": f"RuntimeError: {error}", "grad/changed": changed}
     if error:  # a graph cut or broken in place
         return {"grad/error": f"RuntimeError: {error}"}
     params = {} if module is None else dict(module.named_parameters())
