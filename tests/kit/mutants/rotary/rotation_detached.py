@@ -4,9 +4,11 @@ calls this apply_rotary: its check does not charge the cut again."""
 
 # expects: no-gradient
 # loses: reference
+import types
+
 import torch
 
-from solutions.attention import scaled_dot_product_attention
+from solutions import rotary as _solution
 
 
 def apply_rotary(x, positions, base=10000.0):
@@ -23,6 +25,8 @@ def apply_rotary(x, positions, base=10000.0):
     return out.detach()
 
 
-def rotary_attention(q, k, v, positions, mask=None, base=10000.0):
-    q, k = apply_rotary(q, positions, base), apply_rotary(k, positions, base)
-    return scaled_dot_product_attention(q, k, v, mask)
+rotary_attention = types.FunctionType(
+    _solution.rotary_attention.__code__,
+    {**vars(_solution), "apply_rotary": apply_rotary},  # the solution's, over this apply_rotary
+    argdefs=_solution.rotary_attention.__defaults__,
+)

@@ -1,11 +1,15 @@
 """Mutant: apply_rotary writes the rotated halves into x and returns it: right values, but the
-caller's tensor is changed in place (a query rotated twice, a cache's keys overwritten)."""
+caller's tensor is changed in place (a query rotated twice, a cache's keys overwritten), and
+autograd refuses it for queries that require a gradient. rotary_attention is the solution's,
+calling this apply_rotary: its check does not charge the change again."""
 
 # expects: changed-input
 # loses: reference
+import types
+
 import torch
 
-from solutions.rotary import rotary_attention  # noqa: F401
+from solutions import rotary as _solution
 
 
 def apply_rotary(x, positions, base=10000.0):
@@ -20,3 +24,10 @@ def apply_rotary(x, positions, base=10000.0):
     x[..., :half] = x1 * cos - x2 * sin
     x[..., half:] = x2 * cos + x1 * sin
     return x
+
+
+rotary_attention = types.FunctionType(
+    _solution.rotary_attention.__code__,
+    {**vars(_solution), "apply_rotary": apply_rotary},  # the solution's, over this apply_rotary
+    argdefs=_solution.rotary_attention.__defaults__,
+)
