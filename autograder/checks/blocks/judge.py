@@ -106,10 +106,7 @@ LAYER_NORM = CHECKS.exercise("layer_norm", probe=probe.probe_layer_norm)
 
 
 @LAYER_NORM.check(
-    "layer-norm",
-    inputs=probe.inputs_layer_norm,
-    probe=probe.probe_layer_norm_gradients,
-    replays=_replays_eps_outside,
+    "layer-norm", inputs=probe.inputs_layer_norm, probe=probe.ln_grads, replays=_replays_eps_outside
 )
 def verdict_layer_norm(got, want, x):
     """Everything but where eps goes: eps outside the root (with the biased variance) passes

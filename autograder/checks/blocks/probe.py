@@ -97,7 +97,7 @@ def probe_layer_norm(mod, x):
     return got
 
 
-def probe_layer_norm_gradients(mod, x):
+def ln_grads(mod, x):
     """probe_layer_norm, and the gradients that reach x, weight and bias (the affine case)."""
     case = x["affine"]
     run = lambda x_, w, b: mod.layer_norm(x_, weight=w, bias=b, eps=case["eps"])  # noqa: E731

@@ -47,10 +47,7 @@ MINI_GPT = CHECKS.exercise("MiniGPT", probe=probe.probe_logits)
 
 
 @MINI_GPT.check(
-    "logits",
-    inputs=probe.inputs_model,
-    probe=probe.probe_logits_gradients,
-    replays=models._logits_replays,
+    "logits", inputs=probe.inputs_model, probe=probe.logits_grads, replays=models._logits_replays
 )
 def verdict_logits(got, want, x):
     """Against the reference; a model right but for the scale of its embeddings (the

@@ -136,7 +136,7 @@ def probe_logits(mod, x):
     return logits_of(load(mod, x), x)
 
 
-def probe_logits_gradients(mod, x):
+def logits_grads(mod, x):
     """probe_logits, and the gradients that reach the weights from the logits."""
     model = load(mod, x)
     return {**logits_of(model, x), **gradients(model, lambda: model(x["idx"]))}

@@ -289,10 +289,7 @@ _ATTENTION = ("attn", r"grad/(blocks\.\d+\.)?attn(_norm)?\.")
 
 
 @ROTARY_ATTENTION_FORWARD.check(
-    "attention",
-    inputs=probe.inputs_heads,
-    probe=probe.probe_attention_gradients,
-    replays=_heads_replays,
+    "attention", inputs=probe.inputs_heads, probe=probe.attention_grads, replays=_heads_replays
 )
 def verdict_attention(got, want, x):
     """Every position 0, where a rotation by the position is the identity: projections,
@@ -329,11 +326,11 @@ def _block_elsewhere(x, other):
     return [{**b, **a} for b in _flags(other) for a in _flags(_attention_mistakes(x))]
 
 
-def _block_attention_replays(x):
+def _attn_replays(x):
     return _exempt(functools.partial(_block_out, x), _block_elsewhere(x, _block_ffn_only()))
 
 
-def _block_ffn_replays(x):
+def _ffn_replays(x):
     return _exempt(functools.partial(_block_out, x), _block_elsewhere(x, _block_attention_only()))
 
 
@@ -349,10 +346,7 @@ def _judge_block(got, want, x, own, other):
 
 
 @LLAMA_BLOCK_FORWARD.check(
-    "block-attention",
-    inputs=probe.inputs_block,
-    probe=probe.probe_block_gradients,
-    replays=_block_attention_replays,
+    "block-attention", inputs=probe.inputs_block, probe=probe.block_grads, replays=_attn_replays
 )
 def verdict_block_attention(got, want, x):
     """The block's output, with the grader's weights: right, or right but for a mistake of
@@ -362,7 +356,7 @@ def verdict_block_attention(got, want, x):
     verdicts.assert_gradients(got, want, "LlamaBlock", behind=[_ATTENTION], output="out")
 
 
-@LLAMA_BLOCK_FORWARD.check("block-ffn", inputs=probe.inputs_block, replays=_block_ffn_replays)
+@LLAMA_BLOCK_FORWARD.check("block-ffn", inputs=probe.inputs_block, replays=_ffn_replays)
 def verdict_block_ffn(got, want, x):
     """As block-attention, the other way round: the feed-forward sub-layer's own mistakes
     (and the layout's) are charged here; the attention sub-layer's pass."""
@@ -416,10 +410,7 @@ MINI_LLAMA_FORWARD = CHECKS.exercise("MiniLlama.forward", probe=probe.probe_logi
 
 
 @MINI_LLAMA_FORWARD.check(
-    "logits",
-    inputs=probe.inputs_model,
-    probe=probe.probe_logits_gradients,
-    replays=_logits_replays,
+    "logits", inputs=probe.inputs_model, probe=probe.logits_grads, replays=_logits_replays
 )
 def verdict_logits(got, want, x):
     logits = _logits(got, x)

@@ -253,7 +253,7 @@ def _part_gradient(part, h, positions, mask, tag):
     return {f"{tag}/{key}": value for key, value in found.items()}
 
 
-def probe_attention_gradients(mod, x):
+def attention_grads(mod, x):
     """probe_attention, and the gradients that reach x and the weights from the output."""
     got = probe_attention(mod, x)
     c = x["config"]
@@ -266,7 +266,7 @@ def probe_attention_gradients(mod, x):
     return got
 
 
-def probe_block_gradients(mod, x):
+def block_grads(mod, x):
     """probe_block, the gradients that reach x and the weights from the output, and whether
     the block's own attention lets one through ("attn/grad/x")."""
     got = probe_block(mod, x)
@@ -296,7 +296,7 @@ def probe_logits(mod, x):
     return logits_of(model, x)
 
 
-def probe_logits_gradients(mod, x):
+def logits_grads(mod, x):
     """probe_logits, the gradients that reach the weights from the logits, and whether the
     model's own first block, and its attention, let one through ("block/", "attn/")."""
     got = probe_logits(mod, x)

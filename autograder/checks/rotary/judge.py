@@ -511,16 +511,13 @@ def _attention_values(got, want, x, what):
 
 
 @ROTARY_ATTENTION.check(
-    "attention",
-    inputs=probe.inputs_attention,
-    probe=probe.probe_attention_gradients,
-    replays=_rotated_replays,
+    "attention", inputs=probe.inputs_attention, probe=probe.attend_grads, replays=_rotated_replays
 )
 def verdict_attention(got, want, x):
     what = "rotary_attention(q, k, v, positions, mask)"
     _attention_values(got, want, x, what)
     # to q, k and v; to q and k only where the student's own apply_rotary lets a gradient
-    # through (probe.probe_attention_gradients: else the reference check charges the cut)
+    # through (probe.attend_grads: else the reference check charges the cut)
     verdicts.assert_gradients(got, None, what, behind=[("rotation", r"grad/[qk]$")])
 
 

@@ -227,7 +227,7 @@ def probe_attention(mod, x):
     return got
 
 
-def probe_attention_gradients(mod, x):
+def attend_grads(mod, x):
     """probe_attention, the gradients that reach q, k and v from its output, and (under
     "rotation/") the one that reaches x from the student's own apply_rotary: where that one
     is cut, its own check charges it, and q and k are not asked for one here."""
