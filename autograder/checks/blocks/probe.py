@@ -238,18 +238,20 @@ def _run(module, x, mask):
     return out, weights
 
 
-def _probe_block(mod, x, norm_first, activation):
+def _probe_block(mod, x, norm_first, activation, grads=False):
+    """The block's runs on x and x2; with `grads`, also the gradients that reach x and the
+    block's weights (probing.gradients)."""
     module = _block(mod, x, norm_first, activation, 0.0).eval()
     out, weights = _run(module, x["x"], x["mask"])
     out2, _ = _run(module, x["x2"], x["mask"])
-    return {"out": out, "weights": weights, "out2": out2}
+    got = {"out": out, "weights": weights, "out2": out2}
+    if grads:
+        got.update(gradients(module, lambda x_: module(x_, mask=x["mask"]), {"x": x["x"]}))
+    return got
 
 
 def probe_pre_ln(mod, x):
-    """_probe_block, and the gradients that reach x and the block's weights."""
-    got = _probe_block(mod, x, True, "gelu")
-    module = _block(mod, x, True, "gelu", 0.0).eval()
-    return {**got, **gradients(module, lambda x_: module(x_, mask=x["mask"]), {"x": x["x"]})}
+    return _probe_block(mod, x, True, "gelu", grads=True)
 
 
 def probe_post_ln(mod, x):

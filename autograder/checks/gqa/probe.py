@@ -205,13 +205,13 @@ def _repeat_gradient(mod, t, n_rep):
 
 
 def probe_grouped(mod, x):
-    """probe_gqa, the gradients that reach x and the weights from the output, and the one
+    """probe_gqa's run, the gradients that reach x and the weights from the output, and the one
     that reaches x through the student's own repeat_kv (where that one is cut, the repeat-kv
     check charges it, and w_k and w_v are not asked for one here)."""
-    got = probe_gqa(mod, x)
-    model, _ = model_of(mod, x)
+    model, shapes = model_of(mod, x)
     if model is None:
-        return got
+        return shapes
+    got = {**shapes, **call(mod, model, x["x"], x["H"], x.get("mask"))}
     got.update(gradients(model, lambda t: model(t, mask=x.get("mask")), {"x": x["x"]}))
     B, T, D = x["x"].shape
     kv = x["x"].new_ones(B, x["H_kv"], T, D // x["H"])

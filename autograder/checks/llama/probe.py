@@ -217,19 +217,28 @@ def _device(model: nn.Module, x: dict, key: str):
     return model.to(x[key].device)
 
 
-def probe_attention(mod, x):
+def probe_attention(mod, x, grads=False):
+    """RotaryAttention's (out, weights); with `grads`, also the gradients that reach x and
+    the weights from the output (probing.gradients)."""
     c = x["config"]
     attn = mod.RotaryAttention(c["d_model"], c["num_heads"], c["num_kv_heads"], c["base"])
     model, shapes = _loaded(attn, x["state"])
     if model is None:
         return shapes
+    model = _device(model, x, "x")
+    run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
     with torch.no_grad():
-        result = _device(model, x, "x")(x["x"], x["positions"], x["mask"])
-    out, weights = pair(result, "RotaryAttention's result")
-    return {"out": out, "weights": weights}
+        out, weights = pair(run(x["x"]), "RotaryAttention's result")
+    return {
+        "out": out,
+        "weights": weights,
+        **(gradients(model, run, {"x": x["x"]}) if grads else {}),
+    }
 
 
-def probe_block(mod, x):
+def probe_block(mod, x, grads=False):
+    """LlamaBlock's output; with `grads`, also the gradients that reach x and the weights
+    from it, and whether the block's own attention lets one through ("attn/grad/x")."""
     c = x["config"]
     block = mod.LlamaBlock(
         c["d_model"], c["num_heads"], c["num_kv_heads"], c["d_ff"], c["base"], c["eps"]
@@ -237,8 +246,15 @@ def probe_block(mod, x):
     model, shapes = _loaded(block, x["state"])
     if model is None:
         return shapes
+    model = _device(model, x, "x")
+    run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
     with torch.no_grad():
-        return {"out": _device(model, x, "x")(x["x"], x["positions"], x["mask"])}
+        got = {"out": run(x["x"])}
+    if grads:
+        got.update(gradients(model, run, {"x": x["x"]}))
+        attn = getattr(model, "attn", None)
+        got.update(_part_gradient(attn, x["x"], x["positions"], x["mask"], "attn"))
+    return got
 
 
 def _part_gradient(part, h, positions, mask, tag):
@@ -254,34 +270,11 @@ def _part_gradient(part, h, positions, mask, tag):
 
 
 def attention_grads(mod, x):
-    """probe_attention, and the gradients that reach x and the weights from the output."""
-    got = probe_attention(mod, x)
-    c = x["config"]
-    attn = mod.RotaryAttention(c["d_model"], c["num_heads"], c["num_kv_heads"], c["base"])
-    model, _ = _loaded(attn, x["state"])
-    if model is not None:
-        model = _device(model, x, "x")
-        run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
-        got.update(gradients(model, run, {"x": x["x"]}))
-    return got
+    return probe_attention(mod, x, grads=True)
 
 
 def block_grads(mod, x):
-    """probe_block, the gradients that reach x and the weights from the output, and whether
-    the block's own attention lets one through ("attn/grad/x")."""
-    got = probe_block(mod, x)
-    c = x["config"]
-    block = mod.LlamaBlock(
-        c["d_model"], c["num_heads"], c["num_kv_heads"], c["d_ff"], c["base"], c["eps"]
-    )
-    model, _ = _loaded(block, x["state"])
-    if model is not None:
-        model = _device(model, x, "x")
-        run = lambda h: model(h, x["positions"], x["mask"])  # noqa: E731
-        got.update(gradients(model, run, {"x": x["x"]}))
-        attn = getattr(model, "attn", None)
-        got.update(_part_gradient(attn, x["x"], x["positions"], x["mask"], "attn"))
-    return got
+    return probe_block(mod, x, grads=True)
 
 
 def _model(mod, x):
