@@ -165,11 +165,12 @@ def test_every_efficient_mutant_names_an_efficient_misconception():
         for v in vars(m).values()
         if isinstance(v, Misconception)
     }
-    # and the kit-wide names of a stand-in refusing its arguments (local_window_minus_one) and
-    # of a cut graph (verdicts.assert_gradients: linear_under_no_grad)
-    from autograder.core.check import CALL_REFUSED, NO_GRADIENT
+    # and the kit-wide names of a stand-in refusing its arguments (local_window_minus_one), of
+    # a cut graph (verdicts.assert_gradients: linear_under_no_grad) and of an argument changed
+    # in place (chunked_scales_q_in_place)
+    from autograder.core.check import CALL_REFUSED, CHANGED_INPUT, NO_GRADIENT
 
-    ids |= {CALL_REFUSED.id, NO_GRADIENT.id}
+    ids |= {CALL_REFUSED.id, NO_GRADIENT.id, CHANGED_INPUT.id}
     for param in variants("mutants"):
         if param.values[0] == "efficient":
             assert expected_misconception(param.values[1]) in ids, param.values[1].name

@@ -398,6 +398,7 @@ def verdict_pre_ln(got, want, x):
 @TRANSFORMER_BLOCK.check("post-ln", inputs=probe.inputs_block, probe=probe.probe_post_ln)
 def verdict_post_ln(got, want, x):
     _verdict_block(got, want, x, False, "relu")
+    verdicts.assert_kept(got, _block_what(x, norm_first=False))  # x left as it was
 
 
 @TRANSFORMER_BLOCK.check(

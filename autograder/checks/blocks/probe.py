@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ...run.probing import gradients, load_weights, pair, randn
+from ...run.probing import gradients, kept, load_weights, pair, randn
 
 P_DROP = 0.25  # training-mode dropout: not 0.5, so dropping 1 - p instead of p shows
 
@@ -233,8 +233,13 @@ def _block(mod, x, norm_first, activation, dropout):
 
 
 def _run(module, x, mask):
+    """module(x, mask=mask) on a copy of x of its own: a block that adds into its input in place
+    (x += ...) does not change the next call's x. The pre-ln check charges that, once
+    (changed-input: its gradient run hands the block a leaf, which autograd refuses to change
+    in place); the other checks judge what the block computes."""
     with torch.no_grad():
-        out, weights = pair(module(x, mask=mask), "TransformerBlock's result", "(x, weights)")
+        result = module(x.clone(), mask=mask)
+        out, weights = pair(result, "TransformerBlock's result", "(x, weights)")
     return out, weights
 
 
@@ -255,7 +260,20 @@ def probe_pre_ln(mod, x):
 
 
 def probe_post_ln(mod, x):
-    return _probe_block(mod, x, False, "relu")
+    """_probe_block's runs, the first on a watched x (probing.kept): Post-LN has no gradient
+    run, so this check charges a change of x in place (changed-input), once."""
+    module = _block(mod, x, False, "relu", 0.0).eval()
+    watched = x["x"].clone()
+
+    def run():
+        with torch.no_grad():
+            result = module(watched, mask=x["mask"])
+        out, weights = pair(result, "TransformerBlock's result", "(x, weights)")
+        return {"out": out, "weights": weights}
+
+    got = kept([("x", watched)], run)
+    got["out2"], _ = _run(module, x["x2"], x["mask"])
+    return got
 
 
 def probe_block_dropout_eval(mod, x):
