@@ -56,6 +56,7 @@ FORWARD = CHECKS.exercise("flash_forward", probe=probe.probe_forward)
 def verdict_forward(got, want, x):
     for n in range(len(x["cases"])):
         _forward_case(got, want, x, n, 0)
+    verdicts.assert_kept(got, "flash_forward")  # q, k and v left as they were (charged here)
 
 
 @FORWARD.check("forward-lse", inputs=probe.inputs_forward)
@@ -160,6 +161,7 @@ def verdict_backward(got, want, x):
     for prefix in ("", "f64/"):
         for n in range(len(x[prefix + "cases"])):
             _backward_case(got, want, x, prefix, n)
+    verdicts.assert_kept(got, "flash_backward")  # its arguments left as they were
 
 
 @BACKWARD.advice(

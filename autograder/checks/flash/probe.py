@@ -19,6 +19,7 @@ import math
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ...core.check import CHANGED_KEY
 from ...core.dispatch import Profiled, allocated_bytes, tensors
 from ...run import probing
 from ...run.probing import autograd_error, draw, pair, qkv, randn, same_keys, shifted_keys
@@ -153,15 +154,35 @@ class Retained(Profiled):
 # --------------------------------------------------------------------------- probes
 
 
+def fresh(x, *names):
+    """Copies of x[name] for each name, one set per call of the student's code: code that
+    changes an argument in place does not change the next call's. The first call of
+    flash_forward and of flash_backward is watched (probing.kept): the forward and backward
+    checks charge such a change once (changed-input); the others judge what the code computes."""
+    return [x[n].clone() for n in names]
+
+
+def _watched(x, names, call):
+    """call(*copies) on copies of x[name] for each name, watched (probing.kept)."""
+    args = fresh(x, *names)
+    return probing.kept(zip(names, args, strict=True), lambda: call(*args))
+
+
 def probe_forward(mod, x):
+    def run(n, causal, bq, bk):
+        def call(q, k, v):
+            result = mod.flash_forward(q, k, v, causal=causal, block_q=bq, block_k=bk)
+            out, lse = pair(result, "flash_forward's result", "(out, lse)")
+            return {f"case{n}/out": out, f"case{n}/lse": lse}
+
+        return call
+
     got = {}
     for n, (causal, bq, bk) in enumerate(x["cases"]):
-        out, lse = pair(
-            mod.flash_forward(x["q"], x["k"], x["v"], causal=causal, block_q=bq, block_k=bk),
-            "flash_forward's result",
-            "(out, lse)",
-        )
-        got[f"case{n}/out"], got[f"case{n}/lse"] = out, lse
+        if n == 0:
+            got.update(_watched(x, ("q", "k", "v"), run(n, causal, bq, bk)))
+        else:
+            got.update(run(n, causal, bq, bk)(*fresh(x, "q", "k", "v")))
     return got
 
 
@@ -171,23 +192,36 @@ def probe_large_logits(mod, x):
     for causal in (False, True):
         for name in ("k", "k_up", "k_down"):
             out, lse = pair(
-                mod.flash_forward(x["q"], x[name], x["v"], causal, bq, bk),
+                mod.flash_forward(*fresh(x, "q", name, "v"), causal, bq, bk),
                 "flash_forward's result",
                 "(out, lse)",
             )
             got[f"c{int(causal)}/{name}"], got[f"c{int(causal)}/{name}/lse"] = out, lse
-    same = mod.flash_forward(x["same_q"], x["same_k"], x["same_v"], False, 2, 2)
+    same = mod.flash_forward(*fresh(x, "same_q", "same_k", "same_v"), False, 2, 2)
     got["same"] = pair(same, "flash_forward's result", "(out, lse)")[0]
     return got
+
+
+BACKWARD_ARGS = ("q", "k", "v", "out", "lse", "grad_out")
 
 
 def _backward_runs(mod, x, prefix, got):
     for n, (causal, bq, bk) in enumerate(x[prefix + "cases"]):
         key = f"{prefix}case{n}"
-        args = [x[prefix + name] for name in ("q", "k", "v")]
-        args += [x[f"{prefix}out{int(causal)}"], x[f"{prefix}lse{int(causal)}"]]
+        by_name = {name: x[prefix + name] for name in ("q", "k", "v", "grad_out")}
+        by_name["out"] = x[f"{prefix}out{int(causal)}"]
+        by_name["lse"] = x[f"{prefix}lse{int(causal)}"]
+
+        def call(*args, causal=causal, bq=bq, bk=bk):
+            return {"result": mod.flash_backward(*args, causal, bq, bk)}
+
         try:
-            result = mod.flash_backward(*args, x[prefix + "grad_out"], causal, bq, bk)
+            if not got:  # the first call: watched (probing.kept)
+                ran = _watched(by_name, BACKWARD_ARGS, call)
+                got[CHANGED_KEY] = ran[CHANGED_KEY]
+            else:
+                ran = call(*fresh(by_name, *BACKWARD_ARGS))
+            result = ran["result"]
         except NotImplementedError:
             raise
         except Exception as e:  # noqa: BLE001 (a later case's error is evidence, once an
@@ -393,7 +427,7 @@ def probe_forward_tiles(mod, x):
     got = {}
     b = x["block"]
     for causal in (False, True):
-        result, work = _work(mod.flash_forward, x["q"], x["k"], x["v"], causal, b, b)
+        result, work = _work(mod.flash_forward, *fresh(x, "q", "k", "v"), causal, b, b)
         out = pair(result, "flash_forward's result", "(out, lse)")[0]
         got.update({f"c{int(causal)}/macs": work.macs, f"c{int(causal)}/produced": work.produced})
         got[f"c{int(causal)}/out"] = out
@@ -405,7 +439,7 @@ def probe_backward_tiles(mod, x):
     b = x["block"]
     for causal in (False, True):
         c = int(causal)
-        args = [x["q"], x["k"], x["v"], x[f"out{c}"], x[f"lse{c}"], x["grad_out"], causal, b, b]
+        args = [*fresh(x, "q", "k", "v", f"out{c}", f"lse{c}", "grad_out"), causal, b, b]
         result, work = _work(mod.flash_backward, *args)
         got.update({f"c{c}/macs": work.macs, f"c{c}/produced": work.produced})
         got[f"c{c}/dq"] = result[0] if isinstance(result, (tuple, list)) and result else result
