@@ -14,7 +14,7 @@ import importlib
 import re
 import traceback
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +256,15 @@ def to_device(value: Any, device: str) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(to_device(v, device) for v in value)
     return value
+
+
+def fresh(x: Mapping[str, torch.Tensor], *names: str) -> list[torch.Tensor]:
+    """Copies of x[name] for each name, one set per call of the student's code: code that
+    changes an argument in place does not change the next call's arguments. The function's
+    one watching check charges that, once (changed-input: its gradient run, whose leaves
+    autograd refuses to change in place, or `kept`); the other checks judge what it computes,
+    not the change again under other names."""
+    return [x[n].clone() for n in names]
 
 
 def kept(watched: Iterable[tuple[str, torch.Tensor]], run: Callable[[], Outputs]) -> Outputs:

@@ -26,7 +26,7 @@ from collections import Counter
 import torch
 
 from ...core.dispatch import OpCounter, Profiled, allocated_bytes
-from ...run.probing import draw, gradients, pair, qkv, randn, same_keys, shifted_keys
+from ...run.probing import draw, fresh, gradients, pair, qkv, randn, same_keys, shifted_keys
 
 # --------------------------------------------------------------------------- recording
 
@@ -221,20 +221,12 @@ def _rows(value, x):
     return value
 
 
-def fresh(x, q="q", k="k", v="v"):
-    """Copies of the inputs x[q], x[k], x[v], one set per call of the student's code: code
-    that changes an argument in place does not change the next call's inputs. Each function's
-    first check charges that once (changed-input: its gradient run hands the code leaves,
-    which autograd refuses to change in place); its other checks judge what it computes."""
-    return tuple(x[n].clone() for n in (q, k, v))
-
-
 def _pattern_runs(fn, name, x, sizes, tag):
     """fn(q, k, v, size) for each size (a window, a stride): its (out, weights) under
     "<tag><n>/out" and "<tag><n>/weights"."""
     got = {}
     for n, size in enumerate(sizes):
-        out, weights = pair(fn(*fresh(x), size), f"{name}'s result")
+        out, weights = pair(fn(*fresh(x, "q", "k", "v"), size), f"{name}'s result")
         got[f"{tag}{n}/out"], got[f"{tag}{n}/weights"] = out, weights
     return got
 
@@ -256,7 +248,7 @@ def probe_strided(mod, x):
     got.update(_qkv_gradients(mod.strided_attention, x, max(x["strides"])))
     # The docstring promises ValueError for stride < 1: record what stride 0 does.
     try:
-        mod.strided_attention(*fresh(x), 0)
+        mod.strided_attention(*fresh(x, "q", "k", "v"), 0)
         got["stride0"] = "returned a result"
     except ValueError:
         got["stride0"] = "ValueError"
@@ -266,7 +258,7 @@ def probe_strided(mod, x):
 
 
 def probe_linear(mod, x):
-    return {"out": mod.linear_attention(*fresh(x))}
+    return {"out": mod.linear_attention(*fresh(x, "q", "k", "v"))}
 
 
 def probe_linear_gradients(mod, x):
@@ -275,7 +267,7 @@ def probe_linear_gradients(mod, x):
 
 
 def probe_linear_causal(mod, x):
-    return {"out": mod.linear_attention(*fresh(x), causal=True)}
+    return {"out": mod.linear_attention(*fresh(x, "q", "k", "v"), causal=True)}
 
 
 def probe_linear_cost(mod, x):
@@ -292,7 +284,9 @@ def probe_linear_cost(mod, x):
 def probe_chunked(mod, x):
     got = {}
     for n, (causal, chunk) in enumerate(x["cases"]):
-        got[f"case{n}"] = mod.chunked_attention(*fresh(x), causal=causal, chunk_size=chunk)
+        got[f"case{n}"] = mod.chunked_attention(
+            *fresh(x, "q", "k", "v"), causal=causal, chunk_size=chunk
+        )
     causal, chunk = x["cases"][0]
     return {**got, **_qkv_gradients(mod.chunked_attention, x, causal=causal, chunk_size=chunk)}
 
@@ -303,7 +297,7 @@ def probe_chunked_rescale(mod, x):
     for causal in (False, True):
         for chunk in (4, T):
             got[f"c{int(causal)}/chunk{'T' if chunk == T else chunk}"] = mod.chunked_attention(
-                *fresh(x), causal=causal, chunk_size=chunk
+                *fresh(x, "q", "k", "v"), causal=causal, chunk_size=chunk
             )
     return {**got, **probe_same_keys(mod, x)}
 
@@ -313,7 +307,7 @@ def probe_chunked_shift(mod, x):
     for causal in (False, True):
         for name in ("k", "k_up", "k_down"):
             got[f"c{int(causal)}/{name}"] = mod.chunked_attention(
-                *fresh(x, k=name), causal=causal, chunk_size=4
+                *fresh(x, "q", name, "v"), causal=causal, chunk_size=4
             )
     return {**got, **probe_same_keys(mod, x)}
 
@@ -329,12 +323,14 @@ def probe_chunked_memory(mod, x):
         for causal in (False, True):
             chunk = xs["chunk"]
             out, rec, alloc = run_recorded(
-                mod.chunked_attention, *fresh(xs), causal=causal, chunk_size=chunk
+                mod.chunked_attention, *fresh(xs, "q", "k", "v"), causal=causal, chunk_size=chunk
             )
             p = f"{size}/c{int(causal)}/"
             got.update(recorded(p, rec, alloc, out))
             # The same call, unobserved: a result that changes under observation is suspect.
-            plain = mod.chunked_attention(*fresh(xs), causal=causal, chunk_size=chunk)
+            plain = mod.chunked_attention(
+                *fresh(xs, "q", "k", "v"), causal=causal, chunk_size=chunk
+            )
             for name, value in (("out", out), ("plain", plain)):
                 whole = isinstance(value, torch.Tensor) and value.shape == xs["v"].shape
                 if whole and "rows" in xs:
@@ -345,7 +341,7 @@ def probe_chunked_memory(mod, x):
 
 def probe_linear_measured(mod, x):
     return {
-        f"c{int(causal)}": _rows(mod.linear_attention(*fresh(x), causal=causal), x)
+        f"c{int(causal)}": _rows(mod.linear_attention(*fresh(x, "q", "k", "v"), causal=causal), x)
         for causal in (False, True)
     }
 
@@ -353,7 +349,7 @@ def probe_linear_measured(mod, x):
 def probe_chunked_measured(mod, x):
     got = {}
     for causal in (False, True):
-        out = mod.chunked_attention(*fresh(x), causal=causal, chunk_size=x["chunk"])
+        out = mod.chunked_attention(*fresh(x, "q", "k", "v"), causal=causal, chunk_size=x["chunk"])
         got[f"c{int(causal)}"] = _rows(out, x)
     return got
 

@@ -22,7 +22,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ...core.check import CHANGED_KEY
 from ...core.dispatch import Profiled, allocated_bytes, tensors
 from ...run import probing
-from ...run.probing import autograd_error, draw, pair, qkv, randn, same_keys, shifted_keys
+from ...run.probing import (
+    autograd_error,
+    draw,
+    fresh,
+    pair,
+    qkv,
+    randn,
+    same_keys,
+    shifted_keys,
+)
 
 # --------------------------------------------------------------------------- inputs
 
@@ -154,16 +163,10 @@ class Retained(Profiled):
 # --------------------------------------------------------------------------- probes
 
 
-def fresh(x, *names):
-    """Copies of x[name] for each name, one set per call of the student's code: code that
-    changes an argument in place does not change the next call's. The first call of
-    flash_forward and of flash_backward is watched (probing.kept): the forward and backward
-    checks charge such a change once (changed-input); the others judge what the code computes."""
-    return [x[n].clone() for n in names]
-
-
 def _watched(x, names, call):
-    """call(*copies) on copies of x[name] for each name, watched (probing.kept)."""
+    """call(*copies) on copies of x[name] for each name, watched (probing.kept): the first
+    call of flash_forward and of flash_backward, whose checks charge a change of an argument
+    in place once (changed-input); every other call gets copies of its own (probing.fresh)."""
     args = fresh(x, *names)
     return probing.kept(zip(names, args, strict=True), lambda: call(*args))
 
