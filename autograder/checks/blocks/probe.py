@@ -232,15 +232,20 @@ def _block(mod, x, norm_first, activation, dropout):
     return module
 
 
-def _run(module, x, mask):
-    """module(x, mask=mask) on a copy of x of its own: a block that adds into its input in place
-    (x += ...) does not change the next call's x. The pre-ln check charges that, once
-    (changed-input: its gradient run hands the block a leaf, which autograd refuses to change
-    in place); the other checks judge what the block computes."""
+def _call(module, x, mask):
+    """(out, weights) of module(x, mask=mask), without a graph."""
     with torch.no_grad():
-        result = module(x.clone(), mask=mask)
-        out, weights = pair(result, "TransformerBlock's result", "(x, weights)")
-    return out, weights
+        result = module(x, mask=mask)
+    return pair(result, "TransformerBlock's result", "(x, weights)")
+
+
+def _run(module, x, mask):
+    """_call on a copy of x of its own: a block that adds into its input in place (x += ...)
+    does not change the next call's x. The pre-ln check charges that, once (changed-input: its
+    gradient run hands the block a leaf, which autograd refuses to change in place), and the
+    post-ln check, which watches its first call; the other checks judge what the block
+    computes."""
+    return _call(module, x.clone(), mask)
 
 
 def _probe_block(mod, x, norm_first, activation, grads=False):
@@ -264,14 +269,10 @@ def probe_post_ln(mod, x):
     run, so this check charges a change of x in place (changed-input), once."""
     module = _block(mod, x, False, "relu", 0.0).eval()
     watched = x["x"].clone()
-
-    def run():
-        with torch.no_grad():
-            result = module(watched, mask=x["mask"])
-        out, weights = pair(result, "TransformerBlock's result", "(x, weights)")
-        return {"out": out, "weights": weights}
-
-    got = kept([("x", watched)], run)
+    got = kept(
+        [("x", watched)],
+        lambda: dict(zip(("out", "weights"), _call(module, watched, x["mask"]), strict=True)),
+    )
     got["out2"], _ = _run(module, x["x2"], x["mask"])
     return got
 

@@ -1,22 +1,17 @@
-"""Mutant: scales the queries in place (q /= √d_k, then q @ kᵀ): the right values, but the
+"""Mutant: scales the queries in place (q /= √d_k) before attending: the right values, but the
 caller's q is divided by √d_k after the call, and autograd refuses the in-place change of a
-tensor that requires a gradient (a layer's projected queries)."""
+tensor that requires a gradient (a layer's projected queries). The attention itself is the
+solution's (on q as it was), so only the change in place differs."""
 
 # expects: changed-input
 # loses: reference
 import math
 
-import torch
-
 from solutions.attention import attention_with_bias  # noqa: F401
+from solutions.attention import scaled_dot_product_attention as _reference
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
-    q /= math.sqrt(q.size(-1))
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
-    return weights @ v, weights
+    scale = math.sqrt(q.size(-1))
+    q /= scale  # the caller's q, divided in place
+    return _reference(q * scale, k, v, mask=mask)
